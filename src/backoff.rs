@@ -1,0 +1,201 @@
+//! Backoff schedules and jitter as pure functions of (retry number, previous sleep,
+//! rng). Nothing here sleeps or reads a clock; the engine decides when to use them.
+
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+
+use crate::cli::{BackoffKind, JitterKind};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    pub kind: BackoffKind,
+    pub base: Duration,
+    pub cap: Duration,
+    pub factor: f64,
+    pub jitter: JitterKind,
+}
+
+impl Schedule {
+    /// The delay before retry `n` (1 = the sleep after the first attempt), before
+    /// jitter and after the cap.
+    pub fn nominal(&self, n: u32) -> Duration {
+        let n = n.max(1);
+        let base = self.base.as_secs_f64();
+        let raw = match self.kind {
+            BackoffKind::Exponential => base * self.factor.powi(n.saturating_sub(1).min(4096) as i32),
+            BackoffKind::Linear => base * f64::from(n),
+            BackoffKind::Constant => base,
+        };
+        clamp_secs(raw, self.cap)
+    }
+
+    /// The sleep before retry `n`, jittered. `previous` is the sleep before retry
+    /// `n - 1` (decorrelated jitter grows from it; the others ignore it).
+    pub fn delay<R: Rng + ?Sized>(&self, n: u32, previous: Option<Duration>, rng: &mut R) -> Duration {
+        match self.jitter {
+            JitterKind::None => self.nominal(n),
+            JitterKind::Full => uniform(rng, Duration::ZERO, self.nominal(n)),
+            JitterKind::Equal => {
+                let d = self.nominal(n);
+                d / 2 + uniform(rng, Duration::ZERO, d / 2)
+            }
+            JitterKind::Decorrelated => {
+                let prev = previous.unwrap_or(self.base).max(self.base);
+                let hi = clamp_secs(prev.as_secs_f64() * 3.0, self.cap);
+                let lo = self.base.min(self.cap);
+                uniform(rng, lo, hi.max(lo))
+            }
+        }
+    }
+
+    /// The smallest and largest sleep that retry `n` can get.
+    pub fn bounds(&self, n: u32) -> (Duration, Duration) {
+        match self.jitter {
+            JitterKind::None => (self.nominal(n), self.nominal(n)),
+            JitterKind::Full => (Duration::ZERO, self.nominal(n)),
+            JitterKind::Equal => {
+                let d = self.nominal(n);
+                (d / 2, d / 2 + d / 2)
+            }
+            JitterKind::Decorrelated => {
+                let lo = self.base.min(self.cap);
+                let grown = self.base.as_secs_f64() * 3f64.powi(n.min(4096) as i32);
+                (lo, clamp_secs(grown, self.cap).max(lo))
+            }
+        }
+    }
+}
+
+/// Seconds as a Duration, never above `cap` and never negative or NaN.
+fn clamp_secs(secs: f64, cap: Duration) -> Duration {
+    if !(secs > 0.0) {
+        return Duration::ZERO;
+    }
+    if secs >= cap.as_secs_f64() {
+        return cap;
+    }
+    Duration::try_from_secs_f64(secs).unwrap_or(cap).min(cap)
+}
+
+/// A uniform pick from [lo, hi], at nanosecond resolution.
+pub fn uniform<R: Rng + ?Sized>(rng: &mut R, lo: Duration, hi: Duration) -> Duration {
+    if hi <= lo {
+        return lo;
+    }
+    let span = (hi - lo).as_nanos().min(u128::from(u64::MAX)) as u64;
+    lo + Duration::from_nanos(rng.random_range(0..=span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn schedule(kind: BackoffKind, jitter: JitterKind) -> Schedule {
+        Schedule {
+            kind,
+            base: Duration::from_millis(100),
+            cap: Duration::from_secs(5),
+            factor: 2.0,
+            jitter,
+        }
+    }
+
+    #[test]
+    fn exponential_doubles_then_caps() {
+        let s = schedule(BackoffKind::Exponential, JitterKind::None);
+        let got: Vec<u128> = (1..=8).map(|n| s.nominal(n).as_millis()).collect();
+        assert_eq!(got, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        assert_eq!(s.nominal(u32::MAX), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn linear_and_constant() {
+        let s = schedule(BackoffKind::Linear, JitterKind::None);
+        assert_eq!(s.nominal(3), Duration::from_millis(300));
+        assert_eq!(s.nominal(1000), Duration::from_secs(5));
+        let s = schedule(BackoffKind::Constant, JitterKind::None);
+        assert_eq!(s.nominal(7), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn every_jitter_stays_within_its_bounds() {
+        for jitter in [JitterKind::Full, JitterKind::Equal, JitterKind::Decorrelated, JitterKind::None] {
+            for kind in [BackoffKind::Exponential, BackoffKind::Linear, BackoffKind::Constant] {
+                let s = schedule(kind, jitter);
+                let mut rng = ChaCha8Rng::seed_from_u64(7);
+                let mut prev = None;
+                for n in 1..=40 {
+                    let d = s.delay(n, prev, &mut rng);
+                    let (lo, hi) = s.bounds(n);
+                    assert!(lo <= d && d <= hi, "{jitter:?} {kind:?} n={n}: {d:?} not in {lo:?}..={hi:?}");
+                    assert!(d <= s.cap);
+                    prev = Some(d);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn full_jitter_bound_is_min_of_cap_and_growth() {
+        let s = schedule(BackoffKind::Exponential, JitterKind::Full);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for n in 1..=20u32 {
+            let bound = Duration::from_millis(100 * 2u64.pow(n.min(30) - 1)).min(s.cap);
+            for _ in 0..50 {
+                assert!(s.delay(n, None, &mut rng) <= bound);
+            }
+        }
+    }
+
+    #[test]
+    fn equal_jitter_keeps_half() {
+        let s = schedule(BackoffKind::Constant, JitterKind::Equal);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..200 {
+            let d = s.delay(1, None, &mut rng);
+            assert!(d >= Duration::from_millis(50) && d <= Duration::from_millis(100));
+        }
+    }
+
+    #[test]
+    fn decorrelated_grows_from_previous() {
+        let s = schedule(BackoffKind::Exponential, JitterKind::Decorrelated);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let prev = Duration::from_millis(400);
+        for _ in 0..200 {
+            let d = s.delay(5, Some(prev), &mut rng);
+            assert!(d >= Duration::from_millis(100) && d <= Duration::from_millis(1200), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn same_seed_same_schedule() {
+        let s = schedule(BackoffKind::Exponential, JitterKind::Full);
+        let run = |seed| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            (1..=10).map(|n| s.delay(n, None, &mut rng)).collect::<Vec<_>>()
+        };
+        assert_eq!(run(42), run(42));
+        assert_ne!(run(42), run(43));
+    }
+
+    #[test]
+    fn full_jitter_spreads_out() {
+        let s = schedule(BackoffKind::Constant, JitterKind::Full);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let picks: Vec<Duration> = (0..1000).map(|_| s.delay(1, None, &mut rng)).collect();
+        let low = picks.iter().filter(|d| **d < Duration::from_millis(50)).count();
+        assert!((350..650).contains(&low), "{low} of 1000 below the midpoint");
+    }
+
+    #[test]
+    fn zero_base_means_no_sleep() {
+        let mut s = schedule(BackoffKind::Exponential, JitterKind::Decorrelated);
+        s.base = Duration::ZERO;
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        assert_eq!(s.delay(3, None, &mut rng), Duration::ZERO);
+    }
+}

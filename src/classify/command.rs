@@ -1,0 +1,313 @@
+//! Command-mode classification: the user's rules, then the profile, then the
+//! generic rules, first match wins (SPEC.md "Command mode / Classification").
+//! `OutputWatch` is what the output streams are scanned with; it records facts,
+//! and `CommandRules::classify` turns facts and the way the attempt ended into a
+//! verdict.
+
+use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+
+use super::profiles::{self, Otherwise, Profile, Row, When};
+use super::{Limit, Verdict};
+#[cfg(test)]
+use super::Class;
+use crate::parse::CodeSet;
+
+/// How a command attempt ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandEnd {
+    Exited(i32),
+    /// Killed by a signal that retry did not send.
+    Signaled(i32),
+    /// Stopped by `--timeout` (or the `--max-time` budget).
+    TimedOut,
+    /// retry could not start it: 126 not executable, 127 not found.
+    NotRunnable { code: i32, message: String },
+}
+
+/// What the output scan saw during one attempt.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OutputFacts {
+    pub stop_match: Option<String>,
+    pub retry_match: Option<String>,
+    /// The last HTTP status the profile's pattern found on stderr.
+    pub status: Option<u16>,
+    pub network_phrase: Option<String>,
+}
+
+/// Which stream a line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// The patterns one attempt's output is scanned with.
+#[derive(Debug)]
+pub struct OutputWatch {
+    stop: Option<RegexSet>,
+    retry: Option<RegexSet>,
+    status: Option<Regex>,
+    phrases: Option<RegexSet>,
+}
+
+impl OutputWatch {
+    pub fn new(stop: &[String], retry: &[String], profile: &Profile) -> Result<Self, regex::Error> {
+        let set = |patterns: &[String]| -> Result<Option<RegexSet>, regex::Error> {
+            if patterns.is_empty() { Ok(None) } else { RegexSet::new(patterns).map(Some) }
+        };
+        let phrases = if profile.network_phrases.is_empty() {
+            None
+        } else {
+            let escaped: Vec<String> = profile.network_phrases.iter().map(|p| regex::escape(p)).collect();
+            Some(RegexSetBuilder::new(escaped).case_insensitive(true).build()?)
+        };
+        Ok(OutputWatch {
+            stop: set(stop)?,
+            retry: set(retry)?,
+            status: profile.status_pattern.map(Regex::new).transpose()?,
+            phrases,
+        })
+    }
+
+    pub fn reads_stdout(&self) -> bool {
+        self.stop.is_some() || self.retry.is_some()
+    }
+
+    pub fn reads_stderr(&self) -> bool {
+        self.reads_stdout() || self.status.is_some() || self.phrases.is_some()
+    }
+
+    /// Scans one line (without its terminator) and records what it shows.
+    pub fn observe(&self, line: &[u8], stream: Stream, facts: &mut OutputFacts) {
+        let text = || String::from_utf8_lossy(line).chars().take(200).collect::<String>();
+        if facts.stop_match.is_none() && self.stop.as_ref().is_some_and(|s| s.is_match(line)) {
+            facts.stop_match = Some(text());
+        }
+        if facts.retry_match.is_none() && self.retry.as_ref().is_some_and(|s| s.is_match(line)) {
+            facts.retry_match = Some(text());
+        }
+        if stream == Stream::Stderr {
+            if let Some(caps) = self.status.as_ref().and_then(|re| re.captures(line)) {
+                let status = std::str::from_utf8(&caps[1]).ok().and_then(|s| s.parse().ok());
+                facts.status = status.or(facts.status);
+            }
+            if facts.network_phrase.is_none() && self.phrases.as_ref().is_some_and(|s| s.is_match(line)) {
+                facts.network_phrase = Some(text());
+            }
+        }
+    }
+}
+
+/// The rules in force for a command run.
+#[derive(Debug)]
+pub struct CommandRules {
+    pub stop_on: Option<CodeSet>,
+    pub retry_on: Option<CodeSet>,
+    pub success_on: Option<CodeSet>,
+    pub profile: &'static Profile,
+}
+
+impl CommandRules {
+    pub fn classify(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
+        if let CommandEnd::NotRunnable { message, .. } = end {
+            return Verdict::permanent(format!("{message}: retrying cannot help"));
+        }
+        if let Some(line) = &facts.stop_match {
+            return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));
+        }
+        if let Some(line) = &facts.retry_match {
+            return Verdict::transient(format!("output matched --retry-on-output: {line:?}"));
+        }
+        match end {
+            CommandEnd::Exited(code) => self.classify_exit(*code, facts),
+            CommandEnd::TimedOut => Verdict::transient("attempt timed out"),
+            CommandEnd::Signaled(sig) => {
+                Verdict::transient(format!("killed by {} (not sent by retry)", signal_name(*sig)))
+            }
+            CommandEnd::NotRunnable { .. } => unreachable!("handled above"),
+        }
+    }
+
+    fn classify_exit(&self, code: i32, facts: &OutputFacts) -> Verdict {
+        let listed = |set: &Option<CodeSet>| set.as_ref().is_some_and(|s| code >= 0 && s.contains(code as u32));
+        if listed(&self.stop_on) {
+            return Verdict::permanent(format!("exit status {code} is in --stop-on"));
+        }
+        if let Some(retry_on) = &self.retry_on {
+            if code >= 0 && retry_on.contains(code as u32) {
+                return Verdict::transient(format!("exit status {code} is in --retry-on"));
+            }
+            if code != 0 && !listed(&self.success_on) {
+                return Verdict::permanent(format!("exit status {code} is not in --retry-on {retry_on}"));
+            }
+        }
+        if listed(&self.success_on) {
+            return Verdict::success(format!("exit status {code} is in --success-on"));
+        }
+        if code != 0 {
+            if let Some(verdict) = self.profile_verdict(code, facts) {
+                return verdict;
+            }
+        }
+        let row = profiles::GENERIC_EXITS
+            .iter()
+            .find(|r| profiles::codes_contain(r.codes, code))
+            .expect("generic rules cover 0..=255");
+        Verdict::new(row.class, with_code(row.why, code))
+    }
+
+    fn profile_verdict(&self, code: i32, facts: &OutputFacts) -> Option<Verdict> {
+        let profile = self.profile;
+        let matched = profile
+            .rows
+            .iter()
+            .find(|row| profiles::codes_contain(row.codes, code) && condition_holds(row, facts));
+        match matched {
+            Some(row) => {
+                let mut reason = with_code(row.why, code);
+                if let Some(status) = facts.status.filter(|_| !matches!(row.when, When::Always)) {
+                    reason.push_str(&format!(", stderr shows HTTP {status}"));
+                }
+                let limit = row.max_retries.map(|max_retries| Limit { key: row.why, max_retries });
+                Some(Verdict::new(row.class, reason).limited(limit))
+            }
+            None if profile.otherwise == Otherwise::Permanent => Some(Verdict::permanent(format!(
+                "{}: exit status {code} is not a temporary failure",
+                profile.name
+            ))),
+            None => None,
+        }
+    }
+}
+
+fn condition_holds(row: &Row, facts: &OutputFacts) -> bool {
+    match row.when {
+        When::Always => true,
+        When::StatusIn(ranges) => facts.status.is_some_and(|s| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))),
+        When::AnyStatus => facts.status.is_some(),
+        When::NoStatus => facts.status.is_none(),
+        When::NetworkPhrase => facts.network_phrase.is_some(),
+    }
+}
+
+fn with_code(why: &str, code: i32) -> String {
+    if why.contains("exit") {
+        why.to_string()
+    } else {
+        format!("{why} (exit {code})")
+    }
+}
+
+/// `SIGTERM` for 15, or `signal N` for numbers without a name.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::exit_codes;
+
+    fn rules(profile: &'static Profile) -> CommandRules {
+        CommandRules { stop_on: None, retry_on: None, success_on: None, profile }
+    }
+
+    fn exit(rules: &CommandRules, code: i32) -> Class {
+        rules.classify(&CommandEnd::Exited(code), &OutputFacts::default()).class
+    }
+
+    #[test]
+    fn generic_rules() {
+        let r = rules(&profiles::GENERIC);
+        assert_eq!(exit(&r, 0), Class::Success);
+        assert_eq!(exit(&r, 1), Class::Transient);
+        assert_eq!(exit(&r, 127), Class::Permanent);
+        assert_eq!(exit(&r, 75), Class::Transient);
+        assert_eq!(exit(&r, 64), Class::Permanent);
+        assert_eq!(r.classify(&CommandEnd::TimedOut, &OutputFacts::default()).class, Class::Transient);
+        assert_eq!(r.classify(&CommandEnd::Signaled(9), &OutputFacts::default()).class, Class::Transient);
+        let nr = CommandEnd::NotRunnable { code: 127, message: "x: command not found".into() };
+        assert_eq!(r.classify(&nr, &OutputFacts::default()).class, Class::Permanent);
+    }
+
+    #[test]
+    fn order_is_output_then_lists_then_profile() {
+        let mut r = rules(&profiles::CURL);
+        r.stop_on = Some(exit_codes("6").unwrap());
+        let facts = OutputFacts { retry_match: Some("x".into()), ..Default::default() };
+        assert_eq!(r.classify(&CommandEnd::Exited(6), &facts).class, Class::Transient);
+        let facts = OutputFacts { stop_match: Some("y".into()), retry_match: Some("x".into()), ..Default::default() };
+        assert_eq!(r.classify(&CommandEnd::Exited(0), &facts).class, Class::Permanent);
+        assert_eq!(exit(&r, 6), Class::Permanent, "--stop-on beats the curl profile");
+    }
+
+    #[test]
+    fn retry_on_makes_the_rest_permanent() {
+        let mut r = rules(&profiles::GENERIC);
+        r.retry_on = Some(exit_codes("3,5-7").unwrap());
+        assert_eq!(exit(&r, 6), Class::Transient);
+        assert_eq!(exit(&r, 1), Class::Permanent);
+        assert_eq!(exit(&r, 0), Class::Success);
+        r.success_on = Some(exit_codes("1").unwrap());
+        assert_eq!(exit(&r, 1), Class::Success);
+    }
+
+    #[test]
+    fn success_on_for_grep() {
+        let mut r = rules(&profiles::GENERIC);
+        r.success_on = Some(exit_codes("0,1").unwrap());
+        assert_eq!(exit(&r, 1), Class::Success);
+        assert_eq!(exit(&r, 2), Class::Transient);
+    }
+
+    #[test]
+    fn curl_22_reads_the_status() {
+        let r = rules(&profiles::CURL);
+        let watch = OutputWatch::new(&[], &[], &profiles::CURL).unwrap();
+        let verdict_for = |line: &str| {
+            let mut facts = OutputFacts::default();
+            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
+            r.classify(&CommandEnd::Exited(22), &facts)
+        };
+        assert_eq!(verdict_for("curl: (22) The requested URL returned error: 503").class, Class::Transient);
+        assert_eq!(verdict_for("curl: (22) The requested URL returned error: 404 Not Found").class, Class::Permanent);
+        let v500 = verdict_for("curl: (22) The requested URL returned error: 500");
+        assert_eq!((v500.class, v500.limit.map(|l| l.max_retries)), (Class::Transient, Some(2)));
+        let none = verdict_for("");
+        assert_eq!((none.class, none.limit.map(|l| l.max_retries)), (Class::Transient, Some(2)));
+        assert_eq!(exit(&r, 3), Class::Permanent);
+        assert_eq!(exit(&r, 99), Class::Permanent, "the rest are permanent");
+    }
+
+    #[test]
+    fn git_128_needs_a_network_phrase() {
+        let r = rules(&profiles::GIT);
+        let watch = OutputWatch::new(&[], &[], &profiles::GIT).unwrap();
+        let class_for = |line: &str| {
+            let mut facts = OutputFacts::default();
+            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
+            r.classify(&CommandEnd::Exited(128), &facts).class
+        };
+        assert_eq!(class_for("fatal: unable to access 'x': Could not resolve host: example.com"), Class::Transient);
+        assert_eq!(class_for("fatal: unable to access 'x': The requested URL returned error: 503"), Class::Transient);
+        assert_eq!(class_for("fatal: unable to access 'x': The requested URL returned error: 403"), Class::Permanent);
+        assert_eq!(class_for("fatal: not a git repository"), Class::Permanent);
+    }
+
+    #[test]
+    fn ssh_other_codes_belong_to_the_remote() {
+        let r = rules(&profiles::SSH);
+        assert_eq!(exit(&r, 255), Class::Transient);
+        assert_eq!(exit(&r, 1), Class::Permanent);
+    }
+
+    #[test]
+    fn stdout_lines_never_feed_the_status() {
+        let watch = OutputWatch::new(&[], &[], &profiles::CURL).unwrap();
+        let mut facts = OutputFacts::default();
+        watch.observe(b"returned error: 503", Stream::Stdout, &mut facts);
+        assert_eq!(facts.status, None);
+    }
+}

@@ -1,0 +1,1 @@
+//! HTTP-mode classification: status classes, transport errors and method safety.

@@ -1,0 +1,65 @@
+//! Outcome → class. The vocabulary (`Class`, `Verdict`) is shared by every mode;
+//! each mode has its own rule tables (`command`, `profiles`, `http`). The engine
+//! only reads verdicts; it never inspects exit codes or statuses itself.
+
+pub mod command;
+pub mod http;
+pub mod profiles;
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    Success,
+    Transient,
+    Permanent,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Success => "success",
+            Class::Transient => "transient",
+            Class::Permanent => "permanent",
+        }
+    }
+}
+
+/// A rule that may only be retried a few times, counted across the run
+/// (a 500 is worth one or two more tries, never many).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    pub key: &'static str,
+    pub max_retries: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub class: Class,
+    pub reason: String,
+    pub limit: Option<Limit>,
+}
+
+impl Verdict {
+    pub fn new(class: Class, reason: impl Into<String>) -> Self {
+        Verdict { class, reason: reason.into(), limit: None }
+    }
+
+    pub fn success(reason: impl Into<String>) -> Self {
+        Self::new(Class::Success, reason)
+    }
+
+    pub fn transient(reason: impl Into<String>) -> Self {
+        Self::new(Class::Transient, reason)
+    }
+
+    pub fn permanent(reason: impl Into<String>) -> Self {
+        Self::new(Class::Permanent, reason)
+    }
+
+    pub fn limited(mut self, limit: Option<Limit>) -> Self {
+        self.limit = limit;
+        self
+    }
+}

@@ -1,0 +1,315 @@
+//! Tool profiles: each tool's failure vocabulary as a table, taken from the tool's
+//! documented exit codes and, where a code is ambiguous, the words it prints on
+//! stderr. Rows are checked in order; the first whose codes and condition match
+//! decides. The generic rules at the bottom apply to every command.
+
+use super::Class;
+use crate::cli::ProfileName;
+
+/// When a row applies, beyond its exit codes.
+#[derive(Clone, Copy, Debug)]
+pub enum When {
+    Always,
+    /// stderr showed an HTTP status within one of these ranges.
+    StatusIn(&'static [(u16, u16)]),
+    /// stderr showed an HTTP status (any not caught by an earlier row).
+    AnyStatus,
+    /// stderr showed no HTTP status.
+    NoStatus,
+    /// stderr showed one of the profile's network-failure phrases.
+    NetworkPhrase,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub codes: &'static [(u8, u8)],
+    pub when: When,
+    pub class: Class,
+    /// At most this many retries for this row across the run.
+    pub max_retries: Option<u32>,
+    pub why: &'static str,
+}
+
+/// What a profile does with a non-zero exit code that no row names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Otherwise {
+    Permanent,
+    Generic,
+}
+
+#[derive(Debug)]
+pub struct Profile {
+    pub name: &'static str,
+    /// Base names of the commands that pick this profile under `--profile auto`.
+    pub commands: &'static [&'static str],
+    pub source: &'static str,
+    /// Pulls an HTTP status (capture group 1) out of a stderr line.
+    pub status_pattern: Option<&'static str>,
+    /// Case-insensitive stderr phrases that mean the network failed.
+    pub network_phrases: &'static [&'static str],
+    pub rows: &'static [Row],
+    pub otherwise: Otherwise,
+}
+
+const fn row(codes: &'static [(u8, u8)], class: Class, why: &'static str) -> Row {
+    Row { codes, when: When::Always, class, max_retries: None, why }
+}
+
+const fn row_when(
+    codes: &'static [(u8, u8)],
+    when: When,
+    class: Class,
+    max_retries: Option<u32>,
+    why: &'static str,
+) -> Row {
+    Row { codes, when, class, max_retries, why }
+}
+
+use Class::{Permanent as P, Transient as T};
+
+pub static CURL: Profile = Profile {
+    name: "curl",
+    commands: &["curl"],
+    source: "curl(1), section EXIT CODES; exit 22 is --fail, whose stderr names the status",
+    status_pattern: Some(r"returned error: (\d{3})"),
+    network_phrases: &[],
+    rows: &[
+        row(&[(5, 5)], T, "curl: could not resolve proxy"),
+        row(&[(6, 6)], T, "curl: could not resolve host"),
+        row(&[(7, 7)], T, "curl: failed to connect"),
+        row(&[(16, 16)], T, "curl: HTTP/2 framing error"),
+        row(&[(18, 18)], T, "curl: partial file (transfer cut off)"),
+        row(&[(28, 28)], T, "curl: operation timed out"),
+        row(&[(35, 35)], T, "curl: TLS connect error"),
+        row(&[(52, 52)], T, "curl: empty reply from server"),
+        row(&[(55, 55)], T, "curl: failed sending network data"),
+        row(&[(56, 56)], T, "curl: failure receiving network data"),
+        row(&[(92, 92)], T, "curl: HTTP/2 stream error"),
+        row(&[(95, 95)], T, "curl: HTTP/3 layer error"),
+        row_when(&[(22, 22)], When::StatusIn(&[(408, 408), (429, 429), (502, 504)]), T, None, "curl --fail: temporary HTTP status"),
+        row_when(&[(22, 22)], When::StatusIn(&[(500, 500)]), T, Some(2), "curl --fail: HTTP 500 (retried at most twice)"),
+        row_when(&[(22, 22)], When::AnyStatus, P, None, "curl --fail: HTTP status that another attempt cannot fix"),
+        row_when(&[(22, 22)], When::NoStatus, T, Some(2), "curl --fail: HTTP error with no status shown (retried at most twice)"),
+        row(&[(3, 3)], P, "curl: malformed URL"),
+        row(&[(23, 23)], P, "curl: write error"),
+        row(&[(26, 26)], P, "curl: read error"),
+        row(&[(27, 27)], P, "curl: out of memory"),
+        row(&[(43, 43)], P, "curl: internal error"),
+        row(&[(48, 48)], P, "curl: unknown option"),
+        row(&[(51, 51)], P, "curl: peer fingerprint mismatch"),
+        row(&[(60, 60)], P, "curl: peer certificate cannot be authenticated"),
+        row(&[(77, 77)], P, "curl: problem reading the CA certificates"),
+    ],
+    otherwise: Otherwise::Permanent,
+};
+
+pub static WGET: Profile = Profile {
+    name: "wget",
+    commands: &["wget"],
+    source: "wget(1), section EXIT STATUS; exit 8's stderr names the status (ERROR 503: ...)",
+    status_pattern: Some(r"ERROR (\d{3})"),
+    network_phrases: &[],
+    rows: &[
+        row(&[(4, 4)], T, "wget: network failure"),
+        row_when(&[(8, 8)], When::StatusIn(&[(408, 408), (429, 429), (502, 504)]), T, None, "wget: temporary HTTP status"),
+        row_when(&[(8, 8)], When::StatusIn(&[(500, 500)]), T, Some(2), "wget: HTTP 500 (retried at most twice)"),
+        row_when(&[(8, 8)], When::AnyStatus, P, None, "wget: HTTP status that another attempt cannot fix"),
+        row_when(&[(8, 8)], When::NoStatus, P, None, "wget: server error with no status shown"),
+        row(&[(1, 1)], P, "wget: generic error"),
+        row(&[(2, 2)], P, "wget: parse error in options or files"),
+        row(&[(3, 3)], P, "wget: file I/O error"),
+        row(&[(5, 5)], P, "wget: TLS verification failure"),
+        row(&[(6, 6)], P, "wget: authentication failure"),
+        row(&[(7, 7)], P, "wget: protocol error"),
+    ],
+    otherwise: Otherwise::Permanent,
+};
+
+pub static SSH: Profile = Profile {
+    name: "ssh",
+    commands: &["ssh", "scp", "sftp"],
+    source: "ssh(1): exits with the remote command's status, or 255 if an error occurred",
+    status_pattern: None,
+    network_phrases: &[],
+    rows: &[row(&[(255, 255)], T, "ssh: connection failure (exit 255)")],
+    otherwise: Otherwise::Permanent,
+};
+
+pub static RSYNC: Profile = Profile {
+    name: "rsync",
+    commands: &["rsync"],
+    source: "rsync(1), section EXIT VALUES",
+    status_pattern: None,
+    network_phrases: &[],
+    rows: &[
+        row(&[(10, 10)], T, "rsync: error in socket I/O"),
+        row(&[(12, 12)], T, "rsync: error in the protocol data stream"),
+        row(&[(23, 23)], T, "rsync: partial transfer due to error"),
+        row(&[(24, 24)], T, "rsync: partial transfer, source files vanished"),
+        row(&[(30, 30)], T, "rsync: timeout in data send/receive"),
+        row(&[(35, 35)], T, "rsync: timeout waiting for the daemon connection"),
+        row(&[(1, 1)], P, "rsync: syntax or usage error"),
+        row(&[(2, 2)], P, "rsync: protocol incompatibility"),
+        row(&[(3, 3)], P, "rsync: errors selecting input/output files or directories"),
+        row(&[(4, 4)], P, "rsync: requested action not supported"),
+        row(&[(5, 5)], P, "rsync: error starting the client-server protocol"),
+        row(&[(6, 6)], P, "rsync: daemon unable to append to its log file"),
+        row(&[(11, 11)], P, "rsync: error in file I/O"),
+        row(&[(13, 13)], P, "rsync: errors with program diagnostics"),
+        row(&[(14, 14)], P, "rsync: error in IPC code"),
+        row(&[(15, 19)], P, "rsync: internal error"),
+        row(&[(20, 20)], P, "rsync: received SIGUSR1 or SIGINT"),
+        row(&[(21, 21)], P, "rsync: some error returned by waitpid()"),
+        row(&[(22, 22)], P, "rsync: error allocating memory buffers"),
+        row(&[(25, 25)], P, "rsync: --max-delete limit stopped deletions"),
+    ],
+    otherwise: Otherwise::Generic,
+};
+
+pub static GIT: Profile = Profile {
+    name: "git",
+    commands: &["git"],
+    source: "git: die() exits 128 (usage.c); network failures are told apart by the transport's stderr",
+    status_pattern: Some(r"returned error: (\d{3})"),
+    network_phrases: &[
+        "could not resolve host",
+        "connection timed out",
+        "connection refused",
+        "connection reset",
+        "early eof",
+        "rpc failed",
+        "the remote end hung up unexpectedly",
+        "operation timed out",
+        "failed to connect",
+        "temporary failure in name resolution",
+    ],
+    rows: &[
+        row_when(&[(128, 128)], When::NetworkPhrase, T, None, "git: network failure"),
+        row_when(&[(128, 128)], When::StatusIn(&[(429, 429), (500, 599)]), T, None, "git: temporary HTTP status from the remote"),
+        row(&[(128, 128)], P, "git: fatal error that is not a network failure"),
+    ],
+    otherwise: Otherwise::Generic,
+};
+
+/// No tool-specific rows: only the generic rules apply.
+pub static GENERIC: Profile = Profile {
+    name: "generic",
+    commands: &[],
+    source: "retry's generic rules",
+    status_pattern: None,
+    network_phrases: &[],
+    rows: &[],
+    otherwise: Otherwise::Generic,
+};
+
+pub static ALL: [&Profile; 5] = [&CURL, &WGET, &SSH, &RSYNC, &GIT];
+
+/// Generic rules for exit codes, after every user rule and the profile.
+pub static GENERIC_EXITS: &[Row] = &[
+    row(&[(0, 0)], Class::Success, "exit status 0"),
+    row(&[(126, 126)], P, "not executable (exit 126): retrying cannot help"),
+    row(&[(127, 127)], P, "command not found (exit 127): retrying cannot help"),
+    row(&[(64, 68), (70, 70), (72, 73), (76, 78)], P, "sysexits: usage, data or configuration error"),
+    row(&[(69, 69)], T, "sysexits: service unavailable (EX_UNAVAILABLE)"),
+    row(&[(71, 71)], T, "sysexits: operating system error (EX_OSERR)"),
+    row(&[(74, 74)], T, "sysexits: I/O error (EX_IOERR)"),
+    row(&[(75, 75)], T, "sysexits: temporary failure (EX_TEMPFAIL)"),
+    row(&[(124, 124)], T, "exit 124: timed out (as timeout(1) reports)"),
+    row(&[(1, 255)], T, "non-zero exit status"),
+];
+
+/// The profile for `--profile NAME`, or for the command's base name under `auto`.
+pub fn pick(name: ProfileName, program: &std::ffi::OsStr) -> &'static Profile {
+    match name {
+        ProfileName::Generic => &GENERIC,
+        ProfileName::Curl => &CURL,
+        ProfileName::Wget => &WGET,
+        ProfileName::Ssh => &SSH,
+        ProfileName::Rsync => &RSYNC,
+        ProfileName::Git => &GIT,
+        ProfileName::Auto => {
+            let base = std::path::Path::new(program)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            ALL.iter().copied().find(|p| p.commands.contains(&base)).unwrap_or(&GENERIC)
+        }
+    }
+}
+
+pub fn codes_contain(codes: &[(u8, u8)], code: i32) -> bool {
+    codes.iter().any(|&(lo, hi)| (i32::from(lo)..=i32::from(hi)).contains(&code))
+}
+
+impl Profile {
+    /// Whether any row needs to see the command's stderr.
+    pub fn reads_stderr(&self) -> bool {
+        self.rows.iter().any(|r| !matches!(r.when, When::Always))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn auto_picks_by_base_name() {
+        assert_eq!(pick(ProfileName::Auto, OsStr::new("/usr/bin/curl")).name, "curl");
+        assert_eq!(pick(ProfileName::Auto, OsStr::new("scp")).name, "ssh");
+        assert_eq!(pick(ProfileName::Auto, OsStr::new("./deploy.sh")).name, "generic");
+        assert_eq!(pick(ProfileName::Git, OsStr::new("./deploy.sh")).name, "git");
+    }
+
+    #[test]
+    fn spec_transient_codes_are_transient() {
+        let cases: [(&Profile, &[i32]); 4] = [
+            (&CURL, &[5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95]),
+            (&WGET, &[4]),
+            (&SSH, &[255]),
+            (&RSYNC, &[10, 12, 23, 24, 30, 35]),
+        ];
+        for (profile, codes) in cases {
+            for &code in codes {
+                let row = profile.rows.iter().find(|r| codes_contain(r.codes, code)).unwrap();
+                assert_eq!(row.class, Class::Transient, "{} {code}", profile.name);
+            }
+        }
+    }
+
+    #[test]
+    fn spec_permanent_codes_are_permanent() {
+        let cases: [(&Profile, &[i32]); 3] = [
+            (&CURL, &[3, 23, 26, 27, 43, 48, 51, 60, 77]),
+            (&WGET, &[1, 2, 3, 5, 6, 7]),
+            (&RSYNC, &[1, 2, 3, 4, 5, 6, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25]),
+        ];
+        for (profile, codes) in cases {
+            for &code in codes {
+                let row = profile.rows.iter().find(|r| codes_contain(r.codes, code)).unwrap();
+                assert_eq!(row.class, Class::Permanent, "{} {code}", profile.name);
+            }
+        }
+    }
+
+    #[test]
+    fn generic_sysexits() {
+        let class_of = |code| GENERIC_EXITS.iter().find(|r| codes_contain(r.codes, code)).unwrap().class;
+        for code in [64, 65, 66, 67, 68, 70, 72, 73, 76, 77, 78, 126, 127] {
+            assert_eq!(class_of(code), Class::Permanent, "{code}");
+        }
+        for code in [1, 2, 69, 71, 74, 75, 124, 255] {
+            assert_eq!(class_of(code), Class::Transient, "{code}");
+        }
+        assert_eq!(class_of(0), Class::Success);
+    }
+
+    #[test]
+    fn status_patterns_compile() {
+        for p in ALL {
+            if let Some(pat) = p.status_pattern {
+                regex::bytes::Regex::new(pat).unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! The clap definition: the one source of every flag, its help text, the man page
+//! and the shell completions. Values are parsed and checked here (see `parse`), so a
+//! bad value is refused before anything runs; turning flags into settings is
+//! `settings`' job.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+use crate::parse::{self, CodeSet};
+
+const TIMING: &str = "Attempts and timing";
+const CLASSIFY: &str = "Classification (command mode)";
+const PROCESS: &str = "Process handling (command mode)";
+const HTTP: &str = "HTTP mode";
+const JOBS: &str = "Scheduled jobs";
+const OUTPUT: &str = "Output and reporting";
+
+const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
+
+const AFTER_LONG_HELP: &str = "\
+Modes:
+  A first operand starting with http:// or https:// is an HTTP request; anything else
+  is a command, run directly (PATH lookup, no shell). Options go before the target;
+  everything after it belongs to the target.
+
+Exit status:
+  0        an attempt succeeded, or the run was skipped (lock busy, --once key done)
+  N        the last attempt's own exit status
+  124      the last attempt was stopped by --timeout (or by the --max-time budget)
+  125      retry itself failed: bad usage or value, lock or state store unreachable
+  126/127  the command is not executable / not found (never retried)
+  128+N    the last attempt died of signal N, or retry was stopped by signal N
+  HTTP mode uses curl's codes: 3 bad URL, 6 DNS, 7 connect, 22 status >= 400,
+  28 timeout, 35 TLS handshake, 47 redirects, 52 empty reply, 56 receive, 60 certificate.
+
+Examples:
+  retry -- ./deploy.sh
+      up to 5 attempts, full-jitter exponential backoff from 1s
+  retry -a 10 --max-time 2m -t 20s -- curl -fsS https://example.com/health
+      curl's own exit codes and the HTTP status it prints decide what is retried
+  retry --retry-on-output 'connection reset' --stop-on 2 -- ./sync.sh
+  retry --hold-stdout -- ./fetch-report | jq .
+      downstream sees exactly one attempt's output
+  retry -X POST --idempotency-key auto -d @charge.json https://api.example/charges
+  retry -o page.html --max-retry-after 1m https://example.com/
+  retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report
+  retry --dry-run -a 6 --delay 500ms --jitter equal -- make test
+
+Environment:
+  The command sees RETRY_ATTEMPT, RETRY_ATTEMPTS, RETRY_IDEMPOTENCY_KEY,
+  RETRY_DEADLINE_MS (with --max-time) and RETRY_DEPTH. A retry whose RETRY_DEPTH is
+  1 or more makes one attempt only unless --allow-nested is given. NO_COLOR turns
+  colour off; GITHUB_ACTIONS=true adds ::warning:: and ::error:: annotations.";
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "retry",
+    version,
+    about = "Run a command or an HTTP request, retrying only the failures another attempt could fix",
+    long_about = "Run a command or an HTTP request, retrying only the failures that another \
+                  attempt could fix: transient failures are retried with jittered exponential \
+                  backoff (or as long as the server's Retry-After says), permanent ones stop \
+                  at once, and the run ends after the attempt limit or the time budget with \
+                  the last failure's exit status.",
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry [OPTIONS] URL",
+    after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Total attempts, the first included (1 = never retry)
+    #[arg(short = 'a', long, value_name = "N", default_value = "5", value_parser = parse::attempts, help_heading = TIMING)]
+    pub attempts: u32,
+
+    /// Base delay before the first retry
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse::duration, help_heading = TIMING)]
+    pub delay: Duration,
+
+    /// Cap on any one backoff sleep, applied before jitter
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse::duration, help_heading = TIMING)]
+    pub max_delay: Duration,
+
+    /// How the delay grows: exponential (delay*factor^(n-1)), linear (delay*n), constant
+    #[arg(long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential, help_heading = TIMING)]
+    pub backoff: BackoffKind,
+
+    /// Exponential growth factor, above 1
+    #[arg(long, value_name = "F", default_value = "2", value_parser = parse::factor, help_heading = TIMING)]
+    pub factor: f64,
+
+    /// Jitter: full U(0,d), equal d/2+U(0,d/2), decorrelated min(cap,U(base,3*prev)), none
+    #[arg(short = 'j', long, value_name = "KIND", value_enum, default_value_t = JitterKind::Full, help_heading = TIMING)]
+    pub jitter: JitterKind,
+
+    /// Limit on one attempt; an attempt that runs out is a transient failure
+    #[arg(short = 't', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    pub timeout: Option<Duration>,
+
+    /// Wall-clock budget for the whole run: no sleep or attempt starts that would end past it
+    #[arg(long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    pub max_time: Option<Duration>,
+
+    /// Seed the jitter, for reproducible schedules
+    #[arg(long, value_name = "N", help_heading = TIMING)]
+    pub seed: Option<u64>,
+
+    /// Retry even when running inside another retry (RETRY_DEPTH >= 1)
+    #[arg(long, help_heading = TIMING)]
+    pub allow_nested: bool,
+
+    /// Classification profile; auto picks one from the command's name
+    #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::Auto, help_heading = CLASSIFY)]
+    pub profile: ProfileName,
+
+    /// Exit codes that are permanent failures, e.g. 2,64-78
+    #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    pub stop_on: Option<CodeSet>,
+
+    /// Exit codes that are retried; every other non-zero exit becomes permanent
+    #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    pub retry_on: Option<CodeSet>,
+
+    /// Exit codes that count as success, e.g. 0,1 for grep
+    #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    pub success_on: Option<CodeSet>,
+
+    /// A line of stdout or stderr matching REGEX makes the attempt a permanent failure (repeatable)
+    #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
+    pub stop_on_output: Vec<String>,
+
+    /// A line of stdout or stderr matching REGEX makes the attempt transient, even on exit 0 (repeatable)
+    #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
+    pub retry_on_output: Vec<String>,
+
+    /// Where the command's stdin comes from on each attempt
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = StdinMode::Auto, help_heading = PROCESS)]
+    pub stdin: StdinMode,
+
+    /// Spool each attempt's stdout and write only the final attempt's
+    #[arg(long, help_heading = PROCESS)]
+    pub hold_stdout: bool,
+
+    /// After --timeout's SIGTERM, wait this long before SIGKILL
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
+    pub kill_after: Duration,
+
+    /// HTTP method; default GET, or POST when a body is given
+    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method_value, help_heading = HTTP)]
+    pub method: Option<String>,
+
+    /// Request header 'Name: value' (repeatable); @FILE reads header lines from FILE
+    #[arg(short = 'H', long = "header", value_name = "HEADER", help_heading = HTTP)]
+    pub headers: Vec<String>,
+
+    /// Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt
+    #[arg(short = 'd', long = "data", value_name = "DATA", conflicts_with = "json", help_heading = HTTP)]
+    pub data: Option<String>,
+
+    /// JSON request body (DATA, @FILE or @-), with Content-Type and Accept set to JSON
+    #[arg(long, value_name = "DATA", help_heading = HTTP)]
+    pub json: Option<String>,
+
+    /// Write the successful body to FILE atomically; FILE is untouched if the run fails
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = HTTP)]
+    pub output: Option<PathBuf>,
+
+    /// Print the response status line and headers before the body
+    #[arg(short = 'i', long, help_heading = HTTP)]
+    pub include: bool,
+
+    /// Limit on connecting
+    #[arg(long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = HTTP)]
+    pub connect_timeout: Option<Duration>,
+
+    /// Skip TLS certificate verification
+    #[arg(short = 'k', long, help_heading = HTTP)]
+    pub insecure: bool,
+
+    /// Redirects followed (0 = none)
+    #[arg(long, value_name = "N", default_value = "10", help_heading = HTTP)]
+    pub max_redirs: u32,
+
+    /// Send an idempotency key with every attempt: auto makes one UUID v4 for the run
+    #[arg(long, value_name = "auto|VALUE", value_parser = key_value, help_heading = HTTP)]
+    pub idempotency_key: Option<String>,
+
+    /// Header name for the idempotency key
+    #[arg(long, value_name = "NAME", default_value = "Idempotency-Key", value_parser = header_name_value, help_heading = HTTP)]
+    pub idempotency_header: String,
+
+    /// Allow retrying non-idempotent methods (POST, PATCH, ...) without a key
+    #[arg(long, help_heading = HTTP)]
+    pub retry_unsafe: bool,
+
+    /// HTTP statuses that are retried (overrides the built-in classes)
+    #[arg(long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
+    pub retry_on_status: Option<CodeSet>,
+
+    /// HTTP statuses that stop at once (overrides the built-in classes)
+    #[arg(long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
+    pub stop_on_status: Option<CodeSet>,
+
+    /// Longest Retry-After to obey; a longer one ends the run at once
+    #[arg(long, value_name = "DUR", default_value = "5m", value_parser = parse::duration, help_heading = HTTP)]
+    pub max_retry_after: Duration,
+
+    /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
+    #[arg(long, value_name = "TARGET", help_heading = JOBS)]
+    pub lock: Option<String>,
+
+    /// Wait this long for a busy lock before skipping
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = JOBS)]
+    pub lock_wait: Duration,
+
+    /// Exit status when skipped because the lock is busy
+    #[arg(long, value_name = "CODE", default_value = "0", value_parser = clap::value_parser!(u8), help_heading = JOBS)]
+    pub busy_exit: u8,
+
+    /// Skip if KEY already succeeded; record KEY after success
+    #[arg(long, value_name = "KEY", value_parser = once_key_value, help_heading = JOBS)]
+    pub once: Option<String>,
+
+    /// Where --once markers live: a directory or postgres://...
+    /// [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]
+    #[arg(long, value_name = "TARGET", help_heading = JOBS)]
+    pub state: Option<String>,
+
+    /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
+    #[arg(short = 'q', long, action = ArgAction::Count, conflicts_with = "verbose", help_heading = OUTPUT)]
+    pub quiet: u8,
+
+    /// More on stderr (repeatable)
+    #[arg(short = 'v', long, action = ArgAction::Count, help_heading = OUTPUT)]
+    pub verbose: u8,
+
+    /// Format of stderr event lines
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text, help_heading = OUTPUT)]
+    pub log_format: LogFormat,
+
+    /// Write a JSON record of every attempt and the result to FILE
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub report: Option<PathBuf>,
+
+    /// Print the schedule and classification rules, run nothing, exit 0
+    #[arg(long, help_heading = OUTPUT)]
+    pub dry_run: bool,
+
+    /// Write a completion script or the man page to stdout
+    #[arg(long, value_name = "KIND", value_enum, hide = true)]
+    pub generate: Option<GenerateKind>,
+
+    /// The command and its arguments, or a URL
+    #[arg(value_name = "COMMAND|URL", trailing_var_arg = true, required_unless_present = "generate")]
+    pub target: Vec<OsString>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackoffKind {
+    Exponential,
+    Linear,
+    Constant,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitterKind {
+    Full,
+    Equal,
+    Decorrelated,
+    None,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileName {
+    Auto,
+    Generic,
+    Curl,
+    Wget,
+    Ssh,
+    Rsync,
+    Git,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StdinMode {
+    /// Regular file: rewind; pipe or socket: record and replay; terminal: inherit
+    Auto,
+    /// Record what the first attempt reads and replay it to later attempts
+    Replay,
+    /// Pass retry's stdin through untouched
+    Inherit,
+    /// Give every attempt /dev/null
+    Null,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenerateKind {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+    Man,
+}
+
+fn regex_value(text: &str) -> Result<String, String> {
+    regex::Regex::new(text)
+        .map(|_| text.to_string())
+        .map_err(|e| format!("not a valid regular expression: {e}"))
+}
+
+fn method_value(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if ok {
+        Ok(text.to_ascii_uppercase())
+    } else {
+        Err(format!("'{text}' is not an HTTP method; expected a token such as GET, POST or PUT"))
+    }
+}
+
+fn header_name_value(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err(format!("'{text}' is not a header name; expected a token such as Idempotency-Key"))
+    }
+}
+
+fn key_value(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty() && text.len() <= 255 && text.bytes().all(|b| (0x21..0x7f).contains(&b));
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err("expected auto or 1 to 255 visible ASCII characters without spaces".into())
+    }
+}
+
+fn once_key_value(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty() && text.len() <= 200 && !text.chars().any(char::is_control);
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err("expected a key of 1 to 200 characters without control characters".into())
+    }
+}
+
+/// Parses the command line; `Err` carries clap's error, to be printed with exit 125.
+pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    Cli::try_parse_from(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn target_takes_everything_after_it() {
+        let cli = parse(["retry", "-a", "3", "ls", "-la", "--attempts", "9"]).unwrap();
+        assert_eq!(cli.attempts, 3);
+        assert_eq!(cli.target, ["ls", "-la", "--attempts", "9"]);
+    }
+
+    #[test]
+    fn double_dash_separates() {
+        let cli = parse(["retry", "--", "-weird", "x"]).unwrap();
+        assert_eq!(cli.target, ["-weird", "x"]);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let err = parse(["retry", "--delay", "soon", "true"]).unwrap_err();
+        assert!(err.to_string().contains("--delay"), "{err}");
+        let err = parse(["retry", "--attempts", "0", "true"]).unwrap_err();
+        assert!(err.to_string().contains("--attempts"), "{err}");
+        let err = parse(["retry", "--stop-on-output", "(", "true"]).unwrap_err();
+        assert!(err.to_string().contains("--stop-on-output"), "{err}");
+    }
+}

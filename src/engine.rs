@@ -1,0 +1,627 @@
+//! The one retry loop, shared by every mode. It owns the policy (attempt limit,
+//! `--max-time` budget, backoff and jitter, server-requested waits, per-rule retry
+//! limits) and nothing else: running an attempt and classifying it is the
+//! executor's job, sleeping is the sleeper's, and the clock is injected so the
+//! loop is tested without sleeping.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::backoff::{self, Schedule};
+use crate::classify::{Class, Verdict};
+use crate::parse::human;
+
+/// What one attempt needs to know about its place in the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptContext {
+    pub number: u32,
+    pub limit: u32,
+    /// The attempt's time limit: `--timeout`, cut to what is left of `--max-time`.
+    pub timeout: Option<Duration>,
+    /// What is left of `--max-time` when the attempt starts.
+    pub budget_left: Option<Duration>,
+}
+
+/// How an attempt ended, as recorded in the report and shown in logs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Outcome {
+    Exit { code: i32 },
+    Signal { signal: i32, name: String },
+    Timeout { after_ms: u64 },
+    NotRunnable { code: i32, error: String },
+    Http { status: u16 },
+    Error { kind: String, message: String },
+}
+
+impl Outcome {
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Exit { code } => format!("exit status {code}"),
+            Outcome::Signal { name, .. } => format!("killed by {name}"),
+            Outcome::Timeout { after_ms } => {
+                format!("timed out after {}", human(Duration::from_millis(*after_ms)))
+            }
+            Outcome::NotRunnable { error, .. } => error.clone(),
+            Outcome::Http { status } => format!("HTTP {status}"),
+            Outcome::Error { message, .. } => message.clone(),
+        }
+    }
+}
+
+/// A wait the other side asked for (Retry-After and friends).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitHint {
+    pub wait: Duration,
+    /// The header as the server sent it, quoted in messages.
+    pub source: String,
+}
+
+/// What an executor reports about one attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptReport {
+    pub outcome: Outcome,
+    pub verdict: Verdict,
+    /// The exit status retry ends with if this attempt is the last.
+    pub exit_code: i32,
+    pub wait_hint: Option<WaitHint>,
+    /// retry itself received this signal during the attempt: stop now.
+    pub interrupted_by: Option<i32>,
+    /// The attempt was cut short because the `--max-time` budget ran out.
+    pub budget_expired: bool,
+}
+
+impl AttemptReport {
+    pub fn new(outcome: Outcome, verdict: Verdict, exit_code: i32) -> Self {
+        AttemptReport { outcome, verdict, exit_code, wait_hint: None, interrupted_by: None, budget_expired: false }
+    }
+}
+
+/// Runs attempts. Implemented by the command and HTTP executors.
+pub trait Executor {
+    /// Runs one attempt. `Err` is retry's own failure (exit 125), not the attempt's.
+    fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport>;
+    /// The last attempt is final: hand its held output (if any) to the user.
+    fn deliver(&mut self) -> anyhow::Result<()>;
+    /// The last attempt's held output will never be shown.
+    fn discard(&mut self) {}
+}
+
+pub trait Clock {
+    /// Time since an arbitrary fixed point; only differences matter.
+    fn now(&self) -> Duration;
+    fn wall(&self) -> SystemTime;
+}
+
+pub trait Sleeper {
+    /// Sleeps `d` before attempt `upcoming`; `Err(signal)` if retry was signalled.
+    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), i32>;
+}
+
+#[derive(Clone, Debug)]
+pub struct Policy {
+    pub attempts: u32,
+    pub timeout: Option<Duration>,
+    pub max_time: Option<Duration>,
+    pub schedule: Schedule,
+    /// Longest server-requested wait to obey (`--max-retry-after`).
+    pub max_wait_hint: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Success,
+    Permanent,
+    Attempts,
+    MaxTime,
+    RetryAfterTooLong,
+    Signal,
+    Skipped,
+}
+
+#[derive(Clone, Debug)]
+pub struct AttemptRecord {
+    pub number: u32,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub outcome: Outcome,
+    pub class: Class,
+    pub reason: String,
+    pub wait_hint: Option<WaitHint>,
+    /// The sleep that followed, if any.
+    pub delay: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    pub attempts: Vec<AttemptRecord>,
+    pub exit_code: i32,
+    pub stopped_because: StopReason,
+    /// One line saying why the run stopped.
+    pub message: String,
+    pub elapsed: Duration,
+}
+
+/// What the loop tells the outside world while it runs.
+pub enum Event<'a> {
+    AttemptStarting { ctx: &'a AttemptContext },
+    AttemptFailed { record: &'a AttemptRecord, limit: u32, next: Option<Duration> },
+    Succeeded { record: &'a AttemptRecord, limit: u32 },
+    Stopped { summary: &'a RunSummary },
+}
+
+pub trait Events {
+    fn event(&mut self, event: Event<'_>);
+}
+
+/// Everything the loop needs from outside besides the executor.
+pub struct Env<'a> {
+    pub clock: &'a dyn Clock,
+    pub sleeper: &'a mut dyn Sleeper,
+    pub rng: &'a mut ChaCha8Rng,
+    pub events: &'a mut dyn Events,
+}
+
+/// What to do after an attempt.
+enum Next {
+    Stop(StopReason, String),
+    Sleep(Duration),
+}
+
+pub fn run(exec: &mut dyn Executor, policy: &Policy, env: &mut Env<'_>) -> anyhow::Result<RunSummary> {
+    let start = env.clock.now();
+    let deadline = policy.max_time.map(|t| start + t);
+    let mut records: Vec<AttemptRecord> = Vec::new();
+    let mut limit_counts: HashMap<&'static str, u32> = HashMap::new();
+    let mut previous_delay = None;
+    let mut number = 1;
+    loop {
+        let now = env.clock.now();
+        let budget_left = deadline.map(|d| d.saturating_sub(now));
+        let ctx = AttemptContext {
+            number,
+            limit: policy.attempts,
+            timeout: min_opt(policy.timeout, budget_left),
+            budget_left,
+        };
+        env.events.event(Event::AttemptStarting { ctx: &ctx });
+        let started_at = env.clock.wall();
+        let mut report = exec.attempt(&ctx)?;
+        let duration = env.clock.now().saturating_sub(now);
+        apply_limit(&mut report.verdict, &mut limit_counts);
+        let next = decide(&report, &ctx, policy, deadline, env, &mut previous_delay);
+        let record = AttemptRecord {
+            number,
+            started_at,
+            duration,
+            outcome: report.outcome.clone(),
+            class: report.verdict.class,
+            reason: report.verdict.reason.clone(),
+            wait_hint: report.wait_hint.clone(),
+            delay: match next {
+                Next::Sleep(d) => Some(d),
+                Next::Stop(..) => None,
+            },
+        };
+        records.push(record);
+        let record = records.last().expect("just pushed");
+        match next {
+            Next::Sleep(delay) => {
+                env.events.event(Event::AttemptFailed { record, limit: policy.attempts, next: Some(delay) });
+                exec.discard();
+                if let Err(signal) = env.sleeper.sleep(delay, number + 1) {
+                    let message = format!("interrupted by {} while waiting to retry", signal_label(signal));
+                    return Ok(finish(records, 128 + signal, StopReason::Signal, message, start, env));
+                }
+                number += 1;
+            }
+            Next::Stop(reason, message) => {
+                if reason == StopReason::Success {
+                    env.events.event(Event::Succeeded { record, limit: policy.attempts });
+                } else {
+                    env.events.event(Event::AttemptFailed { record, limit: policy.attempts, next: None });
+                }
+                let exit_code = match reason {
+                    StopReason::Success => 0,
+                    StopReason::Signal => 128 + report.interrupted_by.unwrap_or(0),
+                    _ => report.exit_code,
+                };
+                if reason == StopReason::Signal {
+                    exec.discard();
+                } else {
+                    exec.deliver()?;
+                }
+                return Ok(finish(records, exit_code, reason, message, start, env));
+            }
+        }
+    }
+}
+
+/// Turns a verdict limited to N retries into a permanent one past N.
+fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<&'static str, u32>) {
+    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else { return };
+    let count = counts.entry(limit.key).or_insert(0);
+    *count += 1;
+    if *count > limit.max_retries {
+        verdict.class = Class::Permanent;
+        verdict.reason = format!(
+            "{}; already retried {} time{}",
+            verdict.reason,
+            limit.max_retries,
+            if limit.max_retries == 1 { "" } else { "s" }
+        );
+    }
+}
+
+fn decide(
+    report: &AttemptReport,
+    ctx: &AttemptContext,
+    policy: &Policy,
+    deadline: Option<Duration>,
+    env: &mut Env<'_>,
+    previous_delay: &mut Option<Duration>,
+) -> Next {
+    if let Some(signal) = report.interrupted_by {
+        return Next::Stop(StopReason::Signal, format!("interrupted by {}", signal_label(signal)));
+    }
+    match report.verdict.class {
+        Class::Success => return Next::Stop(StopReason::Success, format!("attempt {} succeeded", ctx.number)),
+        Class::Permanent => {
+            return Next::Stop(StopReason::Permanent, format!("permanent failure: {}", report.verdict.reason));
+        }
+        Class::Transient => {}
+    }
+    if report.budget_expired {
+        return Next::Stop(StopReason::MaxTime, budget_message(policy, "ran out during the last attempt"));
+    }
+    if ctx.number >= policy.attempts {
+        let n = policy.attempts;
+        return Next::Stop(StopReason::Attempts, format!("gave up after {n} attempt{}", plural(n)));
+    }
+    let now = env.clock.now();
+    let left = deadline.map(|d| d.saturating_sub(now));
+    if let Some(hint) = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero()) {
+        return obey_hint(hint, policy, left, env.rng);
+    }
+    let delay = policy.schedule.delay(ctx.number, *previous_delay, env.rng);
+    *previous_delay = Some(delay);
+    match left {
+        Some(left) if delay >= left => Next::Stop(
+            StopReason::MaxTime,
+            budget_message(policy, &format!("has {} left, less than the next {} sleep", human(left), human(delay))),
+        ),
+        _ => Next::Sleep(delay),
+    }
+}
+
+/// Waits as long as the server asked, plus a spread so that clients told the
+/// same time do not come back in one wave; refuses waits past the caps.
+fn obey_hint(hint: &WaitHint, policy: &Policy, left: Option<Duration>, rng: &mut ChaCha8Rng) -> Next {
+    if hint.wait > policy.max_wait_hint {
+        return Next::Stop(
+            StopReason::RetryAfterTooLong,
+            format!(
+                "the server asked to wait {} ({}), longer than --max-retry-after {}",
+                human(hint.wait),
+                hint.source,
+                human(policy.max_wait_hint)
+            ),
+        );
+    }
+    if let Some(left) = left.filter(|left| hint.wait >= *left) {
+        return Next::Stop(
+            StopReason::RetryAfterTooLong,
+            format!(
+                "the server asked to wait {} ({}), longer than the {} left of --max-time",
+                human(hint.wait),
+                hint.source,
+                human(left)
+            ),
+        );
+    }
+    let spread = backoff::uniform(rng, Duration::ZERO, hint_spread(hint.wait));
+    let delay = hint.wait + spread;
+    Next::Sleep(left.map_or(delay, |left| delay.min(left.saturating_sub(Duration::from_millis(1)))))
+}
+
+/// A tenth of the wait, at least 250ms and at most 30s.
+pub fn hint_spread(wait: Duration) -> Duration {
+    (wait / 10).clamp(Duration::from_millis(250), Duration::from_secs(30))
+}
+
+fn budget_message(policy: &Policy, detail: &str) -> String {
+    let budget = policy.max_time.map(human).unwrap_or_default();
+    format!("stopped: the --max-time budget of {budget} {detail}")
+}
+
+fn finish(
+    attempts: Vec<AttemptRecord>,
+    exit_code: i32,
+    stopped_because: StopReason,
+    message: String,
+    start: Duration,
+    env: &mut Env<'_>,
+) -> RunSummary {
+    let summary = RunSummary {
+        attempts,
+        exit_code,
+        stopped_because,
+        message,
+        elapsed: env.clock.now().saturating_sub(start),
+    };
+    env.events.event(Event::Stopped { summary: &summary });
+    summary
+}
+
+fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn signal_label(signal: i32) -> String {
+    crate::classify::command::signal_name(signal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Limit;
+    use crate::cli::{BackoffKind, JitterKind};
+    use rand::SeedableRng;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// A clock that only moves when told to.
+    #[derive(Clone, Default)]
+    struct FakeClock(Rc<Cell<Duration>>);
+
+    impl FakeClock {
+        fn advance(&self, d: Duration) {
+            self.0.set(self.0.get() + d);
+        }
+    }
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Duration {
+            self.0.get()
+        }
+        fn wall(&self) -> SystemTime {
+            SystemTime::UNIX_EPOCH + self.0.get()
+        }
+    }
+
+    struct FakeSleeper {
+        clock: FakeClock,
+        slept: Vec<Duration>,
+        signal_on: Option<usize>,
+    }
+
+    impl Sleeper for FakeSleeper {
+        fn sleep(&mut self, d: Duration, _upcoming: u32) -> Result<(), i32> {
+            if self.signal_on == Some(self.slept.len()) {
+                return Err(15);
+            }
+            self.slept.push(d);
+            self.clock.advance(d);
+            Ok(())
+        }
+    }
+
+    /// Plays back a script of reports, each taking `took` of fake time.
+    struct Scripted {
+        clock: FakeClock,
+        script: Vec<AttemptReport>,
+        took: Duration,
+        seen: Vec<AttemptContext>,
+        delivered: u32,
+    }
+
+    impl Executor for Scripted {
+        fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
+            self.seen.push(ctx.clone());
+            self.clock.advance(self.took);
+            let i = (ctx.number as usize - 1).min(self.script.len() - 1);
+            Ok(self.script[i].clone())
+        }
+        fn deliver(&mut self) -> anyhow::Result<()> {
+            self.delivered += 1;
+            Ok(())
+        }
+    }
+
+    #[derive(Default)]
+    struct Collect(Vec<String>);
+
+    impl Events for Collect {
+        fn event(&mut self, event: Event<'_>) {
+            self.0.push(match event {
+                Event::AttemptStarting { ctx } => format!("start {}", ctx.number),
+                Event::AttemptFailed { record, next, .. } => format!("fail {} {:?}", record.number, next),
+                Event::Succeeded { record, .. } => format!("ok {}", record.number),
+                Event::Stopped { summary } => format!("stop {:?}", summary.stopped_because),
+            });
+        }
+    }
+
+    fn fail(code: i32) -> AttemptReport {
+        AttemptReport::new(Outcome::Exit { code }, Verdict::transient("non-zero"), code)
+    }
+
+    fn ok() -> AttemptReport {
+        AttemptReport::new(Outcome::Exit { code: 0 }, Verdict::success("exit 0"), 0)
+    }
+
+    fn policy(attempts: u32, jitter: JitterKind) -> Policy {
+        Policy {
+            attempts,
+            timeout: None,
+            max_time: None,
+            schedule: Schedule {
+                kind: BackoffKind::Exponential,
+                base: Duration::from_secs(1),
+                cap: Duration::from_secs(30),
+                factor: 2.0,
+                jitter,
+            },
+            max_wait_hint: Duration::from_secs(300),
+        }
+    }
+
+    struct Harness {
+        clock: FakeClock,
+        exec: Scripted,
+        sleeper: FakeSleeper,
+        events: Collect,
+    }
+
+    impl Harness {
+        fn new(script: Vec<AttemptReport>) -> Self {
+            let clock = FakeClock::default();
+            Harness {
+                exec: Scripted { clock: clock.clone(), script, took: Duration::from_millis(100), seen: vec![], delivered: 0 },
+                sleeper: FakeSleeper { clock: clock.clone(), slept: vec![], signal_on: None },
+                events: Collect::default(),
+                clock,
+            }
+        }
+
+        fn run(&mut self, policy: &Policy) -> RunSummary {
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut env = Env { clock: &self.clock, sleeper: &mut self.sleeper, rng: &mut rng, events: &mut self.events };
+            run(&mut self.exec, policy, &mut env).unwrap()
+        }
+    }
+
+    #[test]
+    fn fail_fail_succeed_sleeps_twice_exactly() {
+        let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!((s.exit_code, s.stopped_because, s.attempts.len()), (0, StopReason::Success, 3));
+        assert_eq!(h.sleeper.slept, [Duration::from_secs(1), Duration::from_secs(2)]);
+        assert_eq!(s.elapsed, Duration::from_millis(3300));
+        assert_eq!(h.exec.delivered, 1);
+        assert_eq!(h.events.0, ["start 1", "fail 1 Some(1s)", "start 2", "fail 2 Some(2s)", "start 3", "ok 3", "stop Success"]);
+    }
+
+    #[test]
+    fn attempt_limit_returns_last_status() {
+        let mut h = Harness::new(vec![fail(3), fail(4), fail(7)]);
+        let s = h.run(&policy(3, JitterKind::Full));
+        assert_eq!((s.exit_code, s.stopped_because), (7, StopReason::Attempts));
+        assert_eq!(h.sleeper.slept.len(), 2);
+        assert!(h.sleeper.slept[0] <= Duration::from_secs(1) && h.sleeper.slept[1] <= Duration::from_secs(2));
+        assert_eq!(s.attempts[2].delay, None);
+    }
+
+    #[test]
+    fn permanent_stops_at_once() {
+        let perm = AttemptReport::new(Outcome::Exit { code: 2 }, Verdict::permanent("bad"), 2);
+        let mut h = Harness::new(vec![fail(1), perm]);
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!((s.exit_code, s.stopped_because, s.attempts.len()), (2, StopReason::Permanent, 2));
+    }
+
+    #[test]
+    fn limited_rule_allows_two_retries_then_stops() {
+        let mut r = fail(22);
+        r.verdict = r.verdict.limited(Some(Limit { key: "500", max_retries: 2 }));
+        let mut h = Harness::new(vec![r]);
+        let s = h.run(&policy(10, JitterKind::None));
+        assert_eq!((s.attempts.len(), s.stopped_because), (3, StopReason::Permanent));
+        assert!(s.attempts[2].reason.contains("already retried 2 times"));
+    }
+
+    #[test]
+    fn max_time_cuts_timeouts_and_refuses_late_sleeps() {
+        let mut p = policy(10, JitterKind::None);
+        p.max_time = Some(Duration::from_millis(3500));
+        p.timeout = Some(Duration::from_secs(2));
+        let mut h = Harness::new(vec![fail(1)]);
+        let s = h.run(&p);
+        // 0.1 + 1 + 0.1 + 2 = 3.2s used, 0.3s left for attempt 3; no 4s sleep after it.
+        assert_eq!((s.stopped_because, s.attempts.len()), (StopReason::MaxTime, 3));
+        let timeouts: Vec<_> = h.exec.seen.iter().map(|c| c.timeout.unwrap().as_millis()).collect();
+        assert_eq!(timeouts, [2000, 2000, 300]);
+        assert_eq!(s.exit_code, 1);
+    }
+
+    #[test]
+    fn wait_hint_replaces_backoff_with_spread() {
+        let mut r = fail(22);
+        r.wait_hint = Some(WaitHint { wait: Duration::from_secs(10), source: "Retry-After: 10".into() });
+        let mut h = Harness::new(vec![r, ok()]);
+        let s = h.run(&policy(3, JitterKind::None));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        let slept = h.sleeper.slept[0];
+        assert!(slept >= Duration::from_secs(10) && slept <= Duration::from_secs(11), "{slept:?}");
+    }
+
+    #[test]
+    fn wait_hint_past_the_cap_ends_the_run() {
+        let mut r = fail(22);
+        r.wait_hint = Some(WaitHint { wait: Duration::from_secs(600), source: "Retry-After: 600".into() });
+        let mut h = Harness::new(vec![r]);
+        let s = h.run(&policy(3, JitterKind::None));
+        assert_eq!((s.stopped_because, s.attempts.len(), s.exit_code), (StopReason::RetryAfterTooLong, 1, 22));
+        assert!(s.message.contains("Retry-After: 600"), "{}", s.message);
+        assert!(h.sleeper.slept.is_empty());
+    }
+
+    #[test]
+    fn wait_hint_past_the_budget_ends_the_run() {
+        let mut p = policy(3, JitterKind::None);
+        p.max_time = Some(Duration::from_secs(5));
+        let mut r = fail(22);
+        r.wait_hint = Some(WaitHint { wait: Duration::from_secs(60), source: "Retry-After: 60".into() });
+        let mut h = Harness::new(vec![r]);
+        let s = h.run(&p);
+        assert_eq!(s.stopped_because, StopReason::RetryAfterTooLong);
+        assert!(s.message.contains("left of --max-time"), "{}", s.message);
+    }
+
+    #[test]
+    fn signal_during_sleep_exits_at_once() {
+        let mut h = Harness::new(vec![fail(1)]);
+        h.sleeper.signal_on = Some(1);
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!((s.stopped_because, s.exit_code, s.attempts.len()), (StopReason::Signal, 143, 2));
+        assert_eq!(h.exec.delivered, 0);
+    }
+
+    #[test]
+    fn signal_during_attempt_stops() {
+        let mut r = fail(130);
+        r.interrupted_by = Some(2);
+        let mut h = Harness::new(vec![r]);
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!((s.stopped_because, s.exit_code, s.attempts.len()), (StopReason::Signal, 130, 1));
+    }
+
+    #[test]
+    fn one_attempt_means_no_retry() {
+        let mut h = Harness::new(vec![fail(1)]);
+        let s = h.run(&policy(1, JitterKind::Full));
+        assert_eq!((s.attempts.len(), s.stopped_because), (1, StopReason::Attempts));
+        assert!(h.sleeper.slept.is_empty());
+    }
+
+    #[test]
+    fn same_seed_same_sleeps() {
+        let sleeps = || {
+            let mut h = Harness::new(vec![fail(1)]);
+            h.run(&policy(6, JitterKind::Decorrelated));
+            h.sleeper.slept
+        };
+        assert_eq!(sleeps(), sleeps());
+    }
+}

@@ -1,0 +1,220 @@
+//! Parsers for values that come from outside: durations, exit-code lists and
+//! attempt counts. Each returns a message that says what is accepted, so clap can
+//! name the flag and exit 125 before anything runs. HTTP header values have their
+//! own parsers in `exec::http_headers`.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+/// Longest duration accepted anywhere (100 years): keeps arithmetic far from overflow.
+const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// A humantime duration (`250ms`, `1m30s`) or a bare number of seconds (`1.5`).
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let accepts = "a duration such as 250ms, 2s, 1m30s or a number of seconds such as 1.5";
+    if text.is_empty() {
+        return Err(format!("empty value; expected {accepts}"));
+    }
+    let parsed = if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        seconds(text)
+    } else {
+        humantime::parse_duration(text).ok()
+    };
+    match parsed {
+        Some(d) if d <= MAX_DURATION => Ok(d),
+        Some(_) => Err(format!("'{text}' is too long; the limit is 100 years")),
+        None => Err(format!("'{text}' is not {accepts}")),
+    }
+}
+
+/// Like [`duration`], but zero is refused: a zero timeout would fail every attempt.
+pub fn positive_duration(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    if d.is_zero() {
+        return Err(format!("'{}' is zero; expected a duration above zero", text.trim()));
+    }
+    Ok(d)
+}
+
+fn seconds(text: &str) -> Option<Duration> {
+    let value: f64 = text.parse().ok()?;
+    if !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(value).ok()
+}
+
+/// Attempt counts: a whole number of at least 1.
+pub fn attempts(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(0) => Err("0 attempts would run nothing; expected a whole number of at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "'{text}' is not a whole number of at least 1 (up to {})",
+            u32::MAX
+        )),
+    }
+}
+
+/// Exponential growth factor: a finite number above 1.
+pub fn factor(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 1.0 && f <= 1000.0 => Ok(f),
+        _ => Err(format!("'{text}' is not a number above 1 (and at most 1000), such as 2 or 1.5")),
+    }
+}
+
+/// A set of integer codes written as a comma-separated list of values and ranges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeSet {
+    ranges: Vec<RangeInclusive<u32>>,
+}
+
+impl CodeSet {
+    pub fn contains(&self, code: u32) -> bool {
+        self.ranges.iter().any(|r| r.contains(&code))
+    }
+
+    pub fn from_ranges(ranges: Vec<RangeInclusive<u32>>) -> Self {
+        CodeSet { ranges }
+    }
+
+    /// Parses `2,64-78` where every value lies in `limits`.
+    pub fn parse(text: &str, limits: RangeInclusive<u32>, what: &str) -> Result<Self, String> {
+        let accepts = format!(
+            "a comma-separated list of {what}s and ranges from {} to {}, such as {}",
+            limits.start(),
+            limits.end(),
+            if *limits.end() > 255 { "429,502-504" } else { "2,64-78" }
+        );
+        let mut ranges = Vec::new();
+        for item in text.split(',') {
+            let item = item.trim();
+            let (lo, hi) = match item.split_once('-') {
+                Some((lo, hi)) => (lo.trim(), hi.trim()),
+                None => (item, item),
+            };
+            let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) else {
+                return Err(format!("'{item}' in '{text}' is not a {what}; expected {accepts}"));
+            };
+            if !limits.contains(&lo) || !limits.contains(&hi) || lo > hi {
+                return Err(format!("'{item}' in '{text}' is out of range; expected {accepts}"));
+            }
+            ranges.push(lo..=hi);
+        }
+        Ok(CodeSet { ranges })
+    }
+}
+
+impl std::fmt::Display for CodeSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|r| {
+                if r.start() == r.end() {
+                    r.start().to_string()
+                } else {
+                    format!("{}-{}", r.start(), r.end())
+                }
+            })
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// Exit-code lists for `--retry-on`, `--stop-on` and `--success-on`.
+pub fn exit_codes(text: &str) -> Result<CodeSet, String> {
+    CodeSet::parse(text, 0..=255, "exit code")
+}
+
+/// HTTP status lists for `--retry-on-status` and `--stop-on-status`.
+pub fn statuses(text: &str) -> Result<CodeSet, String> {
+    CodeSet::parse(text, 100..=599, "HTTP status")
+}
+
+/// Formats a duration briefly for humans: `850ms`, `1.7s`, `2m5s`.
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    if ms < 60_000 {
+        let tenths = (ms + 50) / 100;
+        return if tenths % 10 == 0 {
+            format!("{}s", tenths / 10)
+        } else {
+            format!("{}.{}s", tenths / 10, tenths % 10)
+        };
+    }
+    let secs = (ms + 500) / 1000;
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    match (h, m, s) {
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, 0) => format!("{h}h{m}m"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_accept_humantime_and_seconds() {
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert_eq!(duration(" 2 "), Ok(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn durations_refuse_garbage_with_a_message() {
+        for bad in ["", "abc", "-1", "1.2.3", "5 parsecs", "1e400", "nan", "."] {
+            let err = duration(bad).unwrap_err();
+            assert!(err.contains("duration") || err.contains("too long"), "{bad}: {err}");
+        }
+        assert!(positive_duration("0").is_err());
+        assert!(duration("1000000000000").is_err());
+    }
+
+    #[test]
+    fn code_sets_take_values_and_ranges() {
+        let set = exit_codes("2, 64-78,255").unwrap();
+        assert!(set.contains(2) && set.contains(64) && set.contains(78) && set.contains(255));
+        assert!(!set.contains(1) && !set.contains(79));
+        assert_eq!(set.to_string(), "2,64-78,255");
+    }
+
+    #[test]
+    fn code_sets_refuse_bad_items() {
+        for bad in ["", "a", "1,", "5-2", "256", "1-300", "-", "1--2"] {
+            assert!(exit_codes(bad).is_err(), "{bad}");
+        }
+        assert!(statuses("99").is_err());
+        assert!(statuses("429,500-504").is_ok());
+    }
+
+    #[test]
+    fn attempts_and_factor_bounds() {
+        assert!(attempts("0").is_err());
+        assert_eq!(attempts("3"), Ok(3));
+        assert!(attempts("-1").is_err());
+        assert!(factor("1").is_err());
+        assert!(factor("inf").is_err());
+        assert_eq!(factor("1.5"), Ok(1.5));
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_millis(850)), "850ms");
+        assert_eq!(human(Duration::from_millis(1700)), "1.7s");
+        assert_eq!(human(Duration::from_secs(2)), "2s");
+        assert_eq!(human(Duration::from_secs(125)), "2m5s");
+        assert_eq!(human(Duration::from_secs(3600)), "1h");
+    }
+}
