@@ -23,7 +23,9 @@ impl Schedule {
         let n = n.max(1);
         let base = self.base.as_secs_f64();
         let raw = match self.kind {
-            BackoffKind::Exponential => base * self.factor.powi(n.saturating_sub(1).min(4096) as i32),
+            BackoffKind::Exponential => {
+                base * self.factor.powi(n.saturating_sub(1).min(4096) as i32)
+            }
             BackoffKind::Linear => base * f64::from(n),
             BackoffKind::Constant => base,
         };
@@ -32,7 +34,12 @@ impl Schedule {
 
     /// The sleep before retry `n`, jittered. `previous` is the sleep before retry
     /// `n - 1` (decorrelated jitter grows from it; the others ignore it).
-    pub fn delay<R: Rng + ?Sized>(&self, n: u32, previous: Option<Duration>, rng: &mut R) -> Duration {
+    pub fn delay<R: Rng + ?Sized>(
+        &self,
+        n: u32,
+        previous: Option<Duration>,
+        rng: &mut R,
+    ) -> Duration {
         match self.jitter {
             JitterKind::None => self.nominal(n),
             JitterKind::Full => uniform(rng, Duration::ZERO, self.nominal(n)),
@@ -122,15 +129,27 @@ mod tests {
 
     #[test]
     fn every_jitter_stays_within_its_bounds() {
-        for jitter in [JitterKind::Full, JitterKind::Equal, JitterKind::Decorrelated, JitterKind::None] {
-            for kind in [BackoffKind::Exponential, BackoffKind::Linear, BackoffKind::Constant] {
+        for jitter in [
+            JitterKind::Full,
+            JitterKind::Equal,
+            JitterKind::Decorrelated,
+            JitterKind::None,
+        ] {
+            for kind in [
+                BackoffKind::Exponential,
+                BackoffKind::Linear,
+                BackoffKind::Constant,
+            ] {
                 let s = schedule(kind, jitter);
                 let mut rng = ChaCha8Rng::seed_from_u64(7);
                 let mut prev = None;
                 for n in 1..=40 {
                     let d = s.delay(n, prev, &mut rng);
                     let (lo, hi) = s.bounds(n);
-                    assert!(lo <= d && d <= hi, "{jitter:?} {kind:?} n={n}: {d:?} not in {lo:?}..={hi:?}");
+                    assert!(
+                        lo <= d && d <= hi,
+                        "{jitter:?} {kind:?} n={n}: {d:?} not in {lo:?}..={hi:?}"
+                    );
                     assert!(d <= s.cap);
                     prev = Some(d);
                 }
@@ -167,7 +186,10 @@ mod tests {
         let prev = Duration::from_millis(400);
         for _ in 0..200 {
             let d = s.delay(5, Some(prev), &mut rng);
-            assert!(d >= Duration::from_millis(100) && d <= Duration::from_millis(1200), "{d:?}");
+            assert!(
+                d >= Duration::from_millis(100) && d <= Duration::from_millis(1200),
+                "{d:?}"
+            );
         }
     }
 
@@ -176,7 +198,9 @@ mod tests {
         let s = schedule(BackoffKind::Exponential, JitterKind::Full);
         let run = |seed| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            (1..=10).map(|n| s.delay(n, None, &mut rng)).collect::<Vec<_>>()
+            (1..=10)
+                .map(|n| s.delay(n, None, &mut rng))
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(42), run(42));
         assert_ne!(run(42), run(43));
@@ -187,8 +211,14 @@ mod tests {
         let s = schedule(BackoffKind::Constant, JitterKind::Full);
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let picks: Vec<Duration> = (0..1000).map(|_| s.delay(1, None, &mut rng)).collect();
-        let low = picks.iter().filter(|d| **d < Duration::from_millis(50)).count();
-        assert!((350..650).contains(&low), "{low} of 1000 below the midpoint");
+        let low = picks
+            .iter()
+            .filter(|d| **d < Duration::from_millis(50))
+            .count();
+        assert!(
+            (350..650).contains(&low),
+            "{low} of 1000 below the midpoint"
+        );
     }
 
     #[test]

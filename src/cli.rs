@@ -253,7 +253,11 @@ pub struct Cli {
     pub generate: Option<GenerateKind>,
 
     /// The command and its arguments, or a URL
-    #[arg(value_name = "COMMAND|URL", trailing_var_arg = true, required_unless_present = "generate")]
+    #[arg(
+        value_name = "COMMAND|URL",
+        trailing_var_arg = true,
+        required_unless_present = "generate"
+    )]
     pub target: Vec<OsString>,
 }
 
@@ -318,25 +322,36 @@ fn regex_value(text: &str) -> Result<String, String> {
 }
 
 fn method_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    let ok = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if ok {
         Ok(text.to_ascii_uppercase())
     } else {
-        Err(format!("'{text}' is not an HTTP method; expected a token such as GET, POST or PUT"))
+        Err(format!(
+            "'{text}' is not an HTTP method; expected a token such as GET, POST or PUT"
+        ))
     }
 }
 
 fn header_name_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    let ok = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if ok {
         Ok(text.to_string())
     } else {
-        Err(format!("'{text}' is not a header name; expected a token such as Idempotency-Key"))
+        Err(format!(
+            "'{text}' is not a header name; expected a token such as Idempotency-Key"
+        ))
     }
 }
 
 fn key_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty() && text.len() <= 255 && text.bytes().all(|b| (0x21..0x7f).contains(&b));
+    let ok =
+        !text.is_empty() && text.len() <= 255 && text.bytes().all(|b| (0x21..0x7f).contains(&b));
     if ok {
         Ok(text.to_string())
     } else {

@@ -43,7 +43,10 @@ impl Outcome {
             Outcome::Exit { code } => format!("exit status {code}"),
             Outcome::Signal { name, .. } => format!("killed by {name}"),
             Outcome::Timeout { after_ms } => {
-                format!("timed out after {}", human(Duration::from_millis(*after_ms)))
+                format!(
+                    "timed out after {}",
+                    human(Duration::from_millis(*after_ms))
+                )
             }
             Outcome::NotRunnable { error, .. } => error.clone(),
             Outcome::Http { status } => format!("HTTP {status}"),
@@ -76,7 +79,14 @@ pub struct AttemptReport {
 
 impl AttemptReport {
     pub fn new(outcome: Outcome, verdict: Verdict, exit_code: i32) -> Self {
-        AttemptReport { outcome, verdict, exit_code, wait_hint: None, interrupted_by: None, budget_expired: false }
+        AttemptReport {
+            outcome,
+            verdict,
+            exit_code,
+            wait_hint: None,
+            interrupted_by: None,
+            budget_expired: false,
+        }
     }
 }
 
@@ -148,10 +158,21 @@ pub struct RunSummary {
 
 /// What the loop tells the outside world while it runs.
 pub enum Event<'a> {
-    AttemptStarting { ctx: &'a AttemptContext },
-    AttemptFailed { record: &'a AttemptRecord, limit: u32, next: Option<Duration> },
-    Succeeded { record: &'a AttemptRecord, limit: u32 },
-    Stopped { summary: &'a RunSummary },
+    AttemptStarting {
+        ctx: &'a AttemptContext,
+    },
+    AttemptFailed {
+        record: &'a AttemptRecord,
+        limit: u32,
+        next: Option<Duration>,
+    },
+    Succeeded {
+        record: &'a AttemptRecord,
+        limit: u32,
+    },
+    Stopped {
+        summary: &'a RunSummary,
+    },
 }
 
 pub trait Events {
@@ -172,7 +193,11 @@ enum Next {
     Sleep(Duration),
 }
 
-pub fn run(exec: &mut dyn Executor, policy: &Policy, env: &mut Env<'_>) -> anyhow::Result<RunSummary> {
+pub fn run(
+    exec: &mut dyn Executor,
+    policy: &Policy,
+    env: &mut Env<'_>,
+) -> anyhow::Result<RunSummary> {
     let start = env.clock.now();
     let deadline = policy.max_time.map(|t| start + t);
     let mut records: Vec<AttemptRecord> = Vec::new();
@@ -211,19 +236,40 @@ pub fn run(exec: &mut dyn Executor, policy: &Policy, env: &mut Env<'_>) -> anyho
         let record = records.last().expect("just pushed");
         match next {
             Next::Sleep(delay) => {
-                env.events.event(Event::AttemptFailed { record, limit: policy.attempts, next: Some(delay) });
+                env.events.event(Event::AttemptFailed {
+                    record,
+                    limit: policy.attempts,
+                    next: Some(delay),
+                });
                 exec.discard();
                 if let Err(signal) = env.sleeper.sleep(delay, number + 1) {
-                    let message = format!("interrupted by {} while waiting to retry", signal_label(signal));
-                    return Ok(finish(records, 128 + signal, StopReason::Signal, message, start, env));
+                    let message = format!(
+                        "interrupted by {} while waiting to retry",
+                        signal_label(signal)
+                    );
+                    return Ok(finish(
+                        records,
+                        128 + signal,
+                        StopReason::Signal,
+                        message,
+                        start,
+                        env,
+                    ));
                 }
                 number += 1;
             }
             Next::Stop(reason, message) => {
                 if reason == StopReason::Success {
-                    env.events.event(Event::Succeeded { record, limit: policy.attempts });
+                    env.events.event(Event::Succeeded {
+                        record,
+                        limit: policy.attempts,
+                    });
                 } else {
-                    env.events.event(Event::AttemptFailed { record, limit: policy.attempts, next: None });
+                    env.events.event(Event::AttemptFailed {
+                        record,
+                        limit: policy.attempts,
+                        next: None,
+                    });
                 }
                 let exit_code = match reason {
                     StopReason::Success => 0,
@@ -243,7 +289,9 @@ pub fn run(exec: &mut dyn Executor, policy: &Policy, env: &mut Env<'_>) -> anyho
 
 /// Turns a verdict limited to N retries into a permanent one past N.
 fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<&'static str, u32>) {
-    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else { return };
+    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else {
+        return;
+    };
     let count = counts.entry(limit.key).or_insert(0);
     *count += 1;
     if *count > limit.max_retries {
@@ -266,21 +314,38 @@ fn decide(
     previous_delay: &mut Option<Duration>,
 ) -> Next {
     if let Some(signal) = report.interrupted_by {
-        return Next::Stop(StopReason::Signal, format!("interrupted by {}", signal_label(signal)));
+        return Next::Stop(
+            StopReason::Signal,
+            format!("interrupted by {}", signal_label(signal)),
+        );
     }
     match report.verdict.class {
-        Class::Success => return Next::Stop(StopReason::Success, format!("attempt {} succeeded", ctx.number)),
+        Class::Success => {
+            return Next::Stop(
+                StopReason::Success,
+                format!("attempt {} succeeded", ctx.number),
+            );
+        }
         Class::Permanent => {
-            return Next::Stop(StopReason::Permanent, format!("permanent failure: {}", report.verdict.reason));
+            return Next::Stop(
+                StopReason::Permanent,
+                format!("permanent failure: {}", report.verdict.reason),
+            );
         }
         Class::Transient => {}
     }
     if report.budget_expired {
-        return Next::Stop(StopReason::MaxTime, budget_message(policy, "ran out during the last attempt"));
+        return Next::Stop(
+            StopReason::MaxTime,
+            budget_message(policy, "ran out during the last attempt"),
+        );
     }
     if ctx.number >= policy.attempts {
         let n = policy.attempts;
-        return Next::Stop(StopReason::Attempts, format!("gave up after {n} attempt{}", plural(n)));
+        return Next::Stop(
+            StopReason::Attempts,
+            format!("gave up after {n} attempt{}", plural(n)),
+        );
     }
     let now = env.clock.now();
     let left = deadline.map(|d| d.saturating_sub(now));
@@ -292,7 +357,14 @@ fn decide(
     match left {
         Some(left) if delay >= left => Next::Stop(
             StopReason::MaxTime,
-            budget_message(policy, &format!("has {} left, less than the next {} sleep", human(left), human(delay))),
+            budget_message(
+                policy,
+                &format!(
+                    "has {} left, less than the next {} sleep",
+                    human(left),
+                    human(delay)
+                ),
+            ),
         ),
         _ => Next::Sleep(delay),
     }
@@ -300,7 +372,12 @@ fn decide(
 
 /// Waits as long as the server asked, plus a spread so that clients told the
 /// same time do not come back in one wave; refuses waits past the caps.
-fn obey_hint(hint: &WaitHint, policy: &Policy, left: Option<Duration>, rng: &mut ChaCha8Rng) -> Next {
+fn obey_hint(
+    hint: &WaitHint,
+    policy: &Policy,
+    left: Option<Duration>,
+    rng: &mut ChaCha8Rng,
+) -> Next {
     if hint.wait > policy.max_wait_hint {
         return Next::Stop(
             StopReason::RetryAfterTooLong,
@@ -325,7 +402,9 @@ fn obey_hint(hint: &WaitHint, policy: &Policy, left: Option<Duration>, rng: &mut
     }
     let spread = backoff::uniform(rng, Duration::ZERO, hint_spread(hint.wait));
     let delay = hint.wait + spread;
-    Next::Sleep(left.map_or(delay, |left| delay.min(left.saturating_sub(Duration::from_millis(1)))))
+    Next::Sleep(left.map_or(delay, |left| {
+        delay.min(left.saturating_sub(Duration::from_millis(1)))
+    }))
 }
 
 /// A tenth of the wait, at least 250ms and at most 30s.
@@ -446,7 +525,9 @@ mod tests {
         fn event(&mut self, event: Event<'_>) {
             self.0.push(match event {
                 Event::AttemptStarting { ctx } => format!("start {}", ctx.number),
-                Event::AttemptFailed { record, next, .. } => format!("fail {} {:?}", record.number, next),
+                Event::AttemptFailed { record, next, .. } => {
+                    format!("fail {} {:?}", record.number, next)
+                }
                 Event::Succeeded { record, .. } => format!("ok {}", record.number),
                 Event::Stopped { summary } => format!("stop {:?}", summary.stopped_because),
             });
@@ -488,8 +569,18 @@ mod tests {
         fn new(script: Vec<AttemptReport>) -> Self {
             let clock = FakeClock::default();
             Harness {
-                exec: Scripted { clock: clock.clone(), script, took: Duration::from_millis(100), seen: vec![], delivered: 0 },
-                sleeper: FakeSleeper { clock: clock.clone(), slept: vec![], signal_on: None },
+                exec: Scripted {
+                    clock: clock.clone(),
+                    script,
+                    took: Duration::from_millis(100),
+                    seen: vec![],
+                    delivered: 0,
+                },
+                sleeper: FakeSleeper {
+                    clock: clock.clone(),
+                    slept: vec![],
+                    signal_on: None,
+                },
                 events: Collect::default(),
                 clock,
             }
@@ -497,7 +588,12 @@ mod tests {
 
         fn run(&mut self, policy: &Policy) -> RunSummary {
             let mut rng = ChaCha8Rng::seed_from_u64(1);
-            let mut env = Env { clock: &self.clock, sleeper: &mut self.sleeper, rng: &mut rng, events: &mut self.events };
+            let mut env = Env {
+                clock: &self.clock,
+                sleeper: &mut self.sleeper,
+                rng: &mut rng,
+                events: &mut self.events,
+            };
             run(&mut self.exec, policy, &mut env).unwrap()
         }
     }
@@ -506,11 +602,28 @@ mod tests {
     fn fail_fail_succeed_sleeps_twice_exactly() {
         let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
         let s = h.run(&policy(5, JitterKind::None));
-        assert_eq!((s.exit_code, s.stopped_because, s.attempts.len()), (0, StopReason::Success, 3));
-        assert_eq!(h.sleeper.slept, [Duration::from_secs(1), Duration::from_secs(2)]);
+        assert_eq!(
+            (s.exit_code, s.stopped_because, s.attempts.len()),
+            (0, StopReason::Success, 3)
+        );
+        assert_eq!(
+            h.sleeper.slept,
+            [Duration::from_secs(1), Duration::from_secs(2)]
+        );
         assert_eq!(s.elapsed, Duration::from_millis(3300));
         assert_eq!(h.exec.delivered, 1);
-        assert_eq!(h.events.0, ["start 1", "fail 1 Some(1s)", "start 2", "fail 2 Some(2s)", "start 3", "ok 3", "stop Success"]);
+        assert_eq!(
+            h.events.0,
+            [
+                "start 1",
+                "fail 1 Some(1s)",
+                "start 2",
+                "fail 2 Some(2s)",
+                "start 3",
+                "ok 3",
+                "stop Success"
+            ]
+        );
     }
 
     #[test]
@@ -519,7 +632,10 @@ mod tests {
         let s = h.run(&policy(3, JitterKind::Full));
         assert_eq!((s.exit_code, s.stopped_because), (7, StopReason::Attempts));
         assert_eq!(h.sleeper.slept.len(), 2);
-        assert!(h.sleeper.slept[0] <= Duration::from_secs(1) && h.sleeper.slept[1] <= Duration::from_secs(2));
+        assert!(
+            h.sleeper.slept[0] <= Duration::from_secs(1)
+                && h.sleeper.slept[1] <= Duration::from_secs(2)
+        );
         assert_eq!(s.attempts[2].delay, None);
     }
 
@@ -528,16 +644,25 @@ mod tests {
         let perm = AttemptReport::new(Outcome::Exit { code: 2 }, Verdict::permanent("bad"), 2);
         let mut h = Harness::new(vec![fail(1), perm]);
         let s = h.run(&policy(5, JitterKind::None));
-        assert_eq!((s.exit_code, s.stopped_because, s.attempts.len()), (2, StopReason::Permanent, 2));
+        assert_eq!(
+            (s.exit_code, s.stopped_because, s.attempts.len()),
+            (2, StopReason::Permanent, 2)
+        );
     }
 
     #[test]
     fn limited_rule_allows_two_retries_then_stops() {
         let mut r = fail(22);
-        r.verdict = r.verdict.limited(Some(Limit { key: "500", max_retries: 2 }));
+        r.verdict = r.verdict.limited(Some(Limit {
+            key: "500",
+            max_retries: 2,
+        }));
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(10, JitterKind::None));
-        assert_eq!((s.attempts.len(), s.stopped_because), (3, StopReason::Permanent));
+        assert_eq!(
+            (s.attempts.len(), s.stopped_because),
+            (3, StopReason::Permanent)
+        );
         assert!(s.attempts[2].reason.contains("already retried 2 times"));
     }
 
@@ -549,8 +674,16 @@ mod tests {
         let mut h = Harness::new(vec![fail(1)]);
         let s = h.run(&p);
         // 0.1 + 1 + 0.1 + 2 = 3.2s used, 0.3s left for attempt 3; no 4s sleep after it.
-        assert_eq!((s.stopped_because, s.attempts.len()), (StopReason::MaxTime, 3));
-        let timeouts: Vec<_> = h.exec.seen.iter().map(|c| c.timeout.unwrap().as_millis()).collect();
+        assert_eq!(
+            (s.stopped_because, s.attempts.len()),
+            (StopReason::MaxTime, 3)
+        );
+        let timeouts: Vec<_> = h
+            .exec
+            .seen
+            .iter()
+            .map(|c| c.timeout.unwrap().as_millis())
+            .collect();
         assert_eq!(timeouts, [2000, 2000, 300]);
         assert_eq!(s.exit_code, 1);
     }
@@ -558,21 +691,33 @@ mod tests {
     #[test]
     fn wait_hint_replaces_backoff_with_spread() {
         let mut r = fail(22);
-        r.wait_hint = Some(WaitHint { wait: Duration::from_secs(10), source: "Retry-After: 10".into() });
+        r.wait_hint = Some(WaitHint {
+            wait: Duration::from_secs(10),
+            source: "Retry-After: 10".into(),
+        });
         let mut h = Harness::new(vec![r, ok()]);
         let s = h.run(&policy(3, JitterKind::None));
         assert_eq!(s.stopped_because, StopReason::Success);
         let slept = h.sleeper.slept[0];
-        assert!(slept >= Duration::from_secs(10) && slept <= Duration::from_secs(11), "{slept:?}");
+        assert!(
+            slept >= Duration::from_secs(10) && slept <= Duration::from_secs(11),
+            "{slept:?}"
+        );
     }
 
     #[test]
     fn wait_hint_past_the_cap_ends_the_run() {
         let mut r = fail(22);
-        r.wait_hint = Some(WaitHint { wait: Duration::from_secs(600), source: "Retry-After: 600".into() });
+        r.wait_hint = Some(WaitHint {
+            wait: Duration::from_secs(600),
+            source: "Retry-After: 600".into(),
+        });
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(3, JitterKind::None));
-        assert_eq!((s.stopped_because, s.attempts.len(), s.exit_code), (StopReason::RetryAfterTooLong, 1, 22));
+        assert_eq!(
+            (s.stopped_because, s.attempts.len(), s.exit_code),
+            (StopReason::RetryAfterTooLong, 1, 22)
+        );
         assert!(s.message.contains("Retry-After: 600"), "{}", s.message);
         assert!(h.sleeper.slept.is_empty());
     }
@@ -582,7 +727,10 @@ mod tests {
         let mut p = policy(3, JitterKind::None);
         p.max_time = Some(Duration::from_secs(5));
         let mut r = fail(22);
-        r.wait_hint = Some(WaitHint { wait: Duration::from_secs(60), source: "Retry-After: 60".into() });
+        r.wait_hint = Some(WaitHint {
+            wait: Duration::from_secs(60),
+            source: "Retry-After: 60".into(),
+        });
         let mut h = Harness::new(vec![r]);
         let s = h.run(&p);
         assert_eq!(s.stopped_because, StopReason::RetryAfterTooLong);
@@ -594,7 +742,10 @@ mod tests {
         let mut h = Harness::new(vec![fail(1)]);
         h.sleeper.signal_on = Some(1);
         let s = h.run(&policy(5, JitterKind::None));
-        assert_eq!((s.stopped_because, s.exit_code, s.attempts.len()), (StopReason::Signal, 143, 2));
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::Signal, 143, 2)
+        );
         assert_eq!(h.exec.delivered, 0);
     }
 
@@ -604,14 +755,20 @@ mod tests {
         r.interrupted_by = Some(2);
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(5, JitterKind::None));
-        assert_eq!((s.stopped_because, s.exit_code, s.attempts.len()), (StopReason::Signal, 130, 1));
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::Signal, 130, 1)
+        );
     }
 
     #[test]
     fn one_attempt_means_no_retry() {
         let mut h = Harness::new(vec![fail(1)]);
         let s = h.run(&policy(1, JitterKind::Full));
-        assert_eq!((s.attempts.len(), s.stopped_because), (1, StopReason::Attempts));
+        assert_eq!(
+            (s.attempts.len(), s.stopped_because),
+            (1, StopReason::Attempts)
+        );
         assert!(h.sleeper.slept.is_empty());
     }
 

@@ -1,1 +1,6 @@
-fn main(){}
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let status = retry::run(std::env::args_os());
+    ExitCode::from(u8::try_from(status).unwrap_or(125))
+}

@@ -32,7 +32,10 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 pub fn positive_duration(text: &str) -> Result<Duration, String> {
     let d = duration(text)?;
     if d.is_zero() {
-        return Err(format!("'{}' is zero; expected a duration above zero", text.trim()));
+        return Err(format!(
+            "'{}' is zero; expected a duration above zero",
+            text.trim()
+        ));
     }
     Ok(d)
 }
@@ -61,7 +64,9 @@ pub fn attempts(text: &str) -> Result<u32, String> {
 pub fn factor(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f > 1.0 && f <= 1000.0 => Ok(f),
-        _ => Err(format!("'{text}' is not a number above 1 (and at most 1000), such as 2 or 1.5")),
+        _ => Err(format!(
+            "'{text}' is not a number above 1 (and at most 1000), such as 2 or 1.5"
+        )),
     }
 }
 
@@ -86,7 +91,11 @@ impl CodeSet {
             "a comma-separated list of {what}s and ranges from {} to {}, such as {}",
             limits.start(),
             limits.end(),
-            if *limits.end() > 255 { "429,502-504" } else { "2,64-78" }
+            if *limits.end() > 255 {
+                "429,502-504"
+            } else {
+                "2,64-78"
+            }
         );
         let mut ranges = Vec::new();
         for item in text.split(',') {
@@ -96,10 +105,14 @@ impl CodeSet {
                 None => (item, item),
             };
             let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) else {
-                return Err(format!("'{item}' in '{text}' is not a {what}; expected {accepts}"));
+                return Err(format!(
+                    "'{item}' in '{text}' is not a {what}; expected {accepts}"
+                ));
             };
             if !limits.contains(&lo) || !limits.contains(&hi) || lo > hi {
-                return Err(format!("'{item}' in '{text}' is out of range; expected {accepts}"));
+                return Err(format!(
+                    "'{item}' in '{text}' is out of range; expected {accepts}"
+                ));
             }
             ranges.push(lo..=hi);
         }
@@ -176,7 +189,10 @@ mod tests {
     fn durations_refuse_garbage_with_a_message() {
         for bad in ["", "abc", "-1", "1.2.3", "5 parsecs", "1e400", "nan", "."] {
             let err = duration(bad).unwrap_err();
-            assert!(err.contains("duration") || err.contains("too long"), "{bad}: {err}");
+            assert!(
+                err.contains("duration") || err.contains("too long"),
+                "{bad}: {err}"
+            );
         }
         assert!(positive_duration("0").is_err());
         assert!(duration("1000000000000").is_err());

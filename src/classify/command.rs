@@ -6,10 +6,10 @@
 
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-use super::profiles::{self, Otherwise, Profile, Row, When};
-use super::{Limit, Verdict};
 #[cfg(test)]
 use super::Class;
+use super::profiles::{self, Otherwise, Profile, Row, When};
+use super::{Limit, Verdict};
 use crate::parse::CodeSet;
 
 /// How a command attempt ended.
@@ -21,7 +21,10 @@ pub enum CommandEnd {
     /// Stopped by `--timeout` (or the `--max-time` budget).
     TimedOut,
     /// retry could not start it: 126 not executable, 127 not found.
-    NotRunnable { code: i32, message: String },
+    NotRunnable {
+        code: i32,
+        message: String,
+    },
 }
 
 /// What the output scan saw during one attempt.
@@ -53,13 +56,25 @@ pub struct OutputWatch {
 impl OutputWatch {
     pub fn new(stop: &[String], retry: &[String], profile: &Profile) -> Result<Self, regex::Error> {
         let set = |patterns: &[String]| -> Result<Option<RegexSet>, regex::Error> {
-            if patterns.is_empty() { Ok(None) } else { RegexSet::new(patterns).map(Some) }
+            if patterns.is_empty() {
+                Ok(None)
+            } else {
+                RegexSet::new(patterns).map(Some)
+            }
         };
         let phrases = if profile.network_phrases.is_empty() {
             None
         } else {
-            let escaped: Vec<String> = profile.network_phrases.iter().map(|p| regex::escape(p)).collect();
-            Some(RegexSetBuilder::new(escaped).case_insensitive(true).build()?)
+            let escaped: Vec<String> = profile
+                .network_phrases
+                .iter()
+                .map(|p| regex::escape(p))
+                .collect();
+            Some(
+                RegexSetBuilder::new(escaped)
+                    .case_insensitive(true)
+                    .build()?,
+            )
         };
         Ok(OutputWatch {
             stop: set(stop)?,
@@ -79,7 +94,12 @@ impl OutputWatch {
 
     /// Scans one line (without its terminator) and records what it shows.
     pub fn observe(&self, line: &[u8], stream: Stream, facts: &mut OutputFacts) {
-        let text = || String::from_utf8_lossy(line).chars().take(200).collect::<String>();
+        let text = || {
+            String::from_utf8_lossy(line)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        };
         if facts.stop_match.is_none() && self.stop.as_ref().is_some_and(|s| s.is_match(line)) {
             facts.stop_match = Some(text());
         }
@@ -88,10 +108,14 @@ impl OutputWatch {
         }
         if stream == Stream::Stderr {
             if let Some(caps) = self.status.as_ref().and_then(|re| re.captures(line)) {
-                let status = std::str::from_utf8(&caps[1]).ok().and_then(|s| s.parse().ok());
+                let status = std::str::from_utf8(&caps[1])
+                    .ok()
+                    .and_then(|s| s.parse().ok());
                 facts.status = status.or(facts.status);
             }
-            if facts.network_phrase.is_none() && self.phrases.as_ref().is_some_and(|s| s.is_match(line)) {
+            if facts.network_phrase.is_none()
+                && self.phrases.as_ref().is_some_and(|s| s.is_match(line))
+            {
                 facts.network_phrase = Some(text());
             }
         }
@@ -121,15 +145,19 @@ impl CommandRules {
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
             CommandEnd::TimedOut => Verdict::transient("attempt timed out"),
-            CommandEnd::Signaled(sig) => {
-                Verdict::transient(format!("killed by {} (not sent by retry)", signal_name(*sig)))
-            }
+            CommandEnd::Signaled(sig) => Verdict::transient(format!(
+                "killed by {} (not sent by retry)",
+                signal_name(*sig)
+            )),
             CommandEnd::NotRunnable { .. } => unreachable!("handled above"),
         }
     }
 
     fn classify_exit(&self, code: i32, facts: &OutputFacts) -> Verdict {
-        let listed = |set: &Option<CodeSet>| set.as_ref().is_some_and(|s| code >= 0 && s.contains(code as u32));
+        let listed = |set: &Option<CodeSet>| {
+            set.as_ref()
+                .is_some_and(|s| code >= 0 && s.contains(code as u32))
+        };
         if listed(&self.stop_on) {
             return Verdict::permanent(format!("exit status {code} is in --stop-on"));
         }
@@ -138,7 +166,9 @@ impl CommandRules {
                 return Verdict::transient(format!("exit status {code} is in --retry-on"));
             }
             if code != 0 && !listed(&self.success_on) {
-                return Verdict::permanent(format!("exit status {code} is not in --retry-on {retry_on}"));
+                return Verdict::permanent(format!(
+                    "exit status {code} is not in --retry-on {retry_on}"
+                ));
             }
         }
         if listed(&self.success_on) {
@@ -168,7 +198,10 @@ impl CommandRules {
                 if let Some(status) = facts.status.filter(|_| !matches!(row.when, When::Always)) {
                     reason.push_str(&format!(", stderr shows HTTP {status}"));
                 }
-                let limit = row.max_retries.map(|max_retries| Limit { key: row.why, max_retries });
+                let limit = row.max_retries.map(|max_retries| Limit {
+                    key: row.why,
+                    max_retries,
+                });
                 Some(Verdict::new(row.class, reason).limited(limit))
             }
             None if profile.otherwise == Otherwise::Permanent => Some(Verdict::permanent(format!(
@@ -183,7 +216,9 @@ impl CommandRules {
 fn condition_holds(row: &Row, facts: &OutputFacts) -> bool {
     match row.when {
         When::Always => true,
-        When::StatusIn(ranges) => facts.status.is_some_and(|s| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))),
+        When::StatusIn(ranges) => facts
+            .status
+            .is_some_and(|s| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))),
         When::AnyStatus => facts.status.is_some(),
         When::NoStatus => facts.status.is_none(),
         When::NetworkPhrase => facts.network_phrase.is_some(),
@@ -211,11 +246,18 @@ mod tests {
     use crate::parse::exit_codes;
 
     fn rules(profile: &'static Profile) -> CommandRules {
-        CommandRules { stop_on: None, retry_on: None, success_on: None, profile }
+        CommandRules {
+            stop_on: None,
+            retry_on: None,
+            success_on: None,
+            profile,
+        }
     }
 
     fn exit(rules: &CommandRules, code: i32) -> Class {
-        rules.classify(&CommandEnd::Exited(code), &OutputFacts::default()).class
+        rules
+            .classify(&CommandEnd::Exited(code), &OutputFacts::default())
+            .class
     }
 
     #[test]
@@ -226,21 +268,52 @@ mod tests {
         assert_eq!(exit(&r, 127), Class::Permanent);
         assert_eq!(exit(&r, 75), Class::Transient);
         assert_eq!(exit(&r, 64), Class::Permanent);
-        assert_eq!(r.classify(&CommandEnd::TimedOut, &OutputFacts::default()).class, Class::Transient);
-        assert_eq!(r.classify(&CommandEnd::Signaled(9), &OutputFacts::default()).class, Class::Transient);
-        let nr = CommandEnd::NotRunnable { code: 127, message: "x: command not found".into() };
-        assert_eq!(r.classify(&nr, &OutputFacts::default()).class, Class::Permanent);
+        assert_eq!(
+            r.classify(&CommandEnd::TimedOut, &OutputFacts::default())
+                .class,
+            Class::Transient
+        );
+        assert_eq!(
+            r.classify(&CommandEnd::Signaled(9), &OutputFacts::default())
+                .class,
+            Class::Transient
+        );
+        let nr = CommandEnd::NotRunnable {
+            code: 127,
+            message: "x: command not found".into(),
+        };
+        assert_eq!(
+            r.classify(&nr, &OutputFacts::default()).class,
+            Class::Permanent
+        );
     }
 
     #[test]
     fn order_is_output_then_lists_then_profile() {
         let mut r = rules(&profiles::CURL);
         r.stop_on = Some(exit_codes("6").unwrap());
-        let facts = OutputFacts { retry_match: Some("x".into()), ..Default::default() };
-        assert_eq!(r.classify(&CommandEnd::Exited(6), &facts).class, Class::Transient);
-        let facts = OutputFacts { stop_match: Some("y".into()), retry_match: Some("x".into()), ..Default::default() };
-        assert_eq!(r.classify(&CommandEnd::Exited(0), &facts).class, Class::Permanent);
-        assert_eq!(exit(&r, 6), Class::Permanent, "--stop-on beats the curl profile");
+        let facts = OutputFacts {
+            retry_match: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            r.classify(&CommandEnd::Exited(6), &facts).class,
+            Class::Transient
+        );
+        let facts = OutputFacts {
+            stop_match: Some("y".into()),
+            retry_match: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            r.classify(&CommandEnd::Exited(0), &facts).class,
+            Class::Permanent
+        );
+        assert_eq!(
+            exit(&r, 6),
+            Class::Permanent,
+            "--stop-on beats the curl profile"
+        );
     }
 
     #[test]
@@ -271,12 +344,24 @@ mod tests {
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
             r.classify(&CommandEnd::Exited(22), &facts)
         };
-        assert_eq!(verdict_for("curl: (22) The requested URL returned error: 503").class, Class::Transient);
-        assert_eq!(verdict_for("curl: (22) The requested URL returned error: 404 Not Found").class, Class::Permanent);
+        assert_eq!(
+            verdict_for("curl: (22) The requested URL returned error: 503").class,
+            Class::Transient
+        );
+        assert_eq!(
+            verdict_for("curl: (22) The requested URL returned error: 404 Not Found").class,
+            Class::Permanent
+        );
         let v500 = verdict_for("curl: (22) The requested URL returned error: 500");
-        assert_eq!((v500.class, v500.limit.map(|l| l.max_retries)), (Class::Transient, Some(2)));
+        assert_eq!(
+            (v500.class, v500.limit.map(|l| l.max_retries)),
+            (Class::Transient, Some(2))
+        );
         let none = verdict_for("");
-        assert_eq!((none.class, none.limit.map(|l| l.max_retries)), (Class::Transient, Some(2)));
+        assert_eq!(
+            (none.class, none.limit.map(|l| l.max_retries)),
+            (Class::Transient, Some(2))
+        );
         assert_eq!(exit(&r, 3), Class::Permanent);
         assert_eq!(exit(&r, 99), Class::Permanent, "the rest are permanent");
     }
@@ -290,9 +375,18 @@ mod tests {
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
             r.classify(&CommandEnd::Exited(128), &facts).class
         };
-        assert_eq!(class_for("fatal: unable to access 'x': Could not resolve host: example.com"), Class::Transient);
-        assert_eq!(class_for("fatal: unable to access 'x': The requested URL returned error: 503"), Class::Transient);
-        assert_eq!(class_for("fatal: unable to access 'x': The requested URL returned error: 403"), Class::Permanent);
+        assert_eq!(
+            class_for("fatal: unable to access 'x': Could not resolve host: example.com"),
+            Class::Transient
+        );
+        assert_eq!(
+            class_for("fatal: unable to access 'x': The requested URL returned error: 503"),
+            Class::Transient
+        );
+        assert_eq!(
+            class_for("fatal: unable to access 'x': The requested URL returned error: 403"),
+            Class::Permanent
+        );
         assert_eq!(class_for("fatal: not a git repository"), Class::Permanent);
     }
 

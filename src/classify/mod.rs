@@ -43,7 +43,11 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn new(class: Class, reason: impl Into<String>) -> Self {
-        Verdict { class, reason: reason.into(), limit: None }
+        Verdict {
+            class,
+            reason: reason.into(),
+            limit: None,
+        }
     }
 
     pub fn success(reason: impl Into<String>) -> Self {

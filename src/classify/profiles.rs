@@ -52,7 +52,13 @@ pub struct Profile {
 }
 
 const fn row(codes: &'static [(u8, u8)], class: Class, why: &'static str) -> Row {
-    Row { codes, when: When::Always, class, max_retries: None, why }
+    Row {
+        codes,
+        when: When::Always,
+        class,
+        max_retries: None,
+        why,
+    }
 }
 
 const fn row_when(
@@ -62,7 +68,13 @@ const fn row_when(
     max_retries: Option<u32>,
     why: &'static str,
 ) -> Row {
-    Row { codes, when, class, max_retries, why }
+    Row {
+        codes,
+        when,
+        class,
+        max_retries,
+        why,
+    }
 }
 
 use Class::{Permanent as P, Transient as T};
@@ -86,10 +98,34 @@ pub static CURL: Profile = Profile {
         row(&[(56, 56)], T, "curl: failure receiving network data"),
         row(&[(92, 92)], T, "curl: HTTP/2 stream error"),
         row(&[(95, 95)], T, "curl: HTTP/3 layer error"),
-        row_when(&[(22, 22)], When::StatusIn(&[(408, 408), (429, 429), (502, 504)]), T, None, "curl --fail: temporary HTTP status"),
-        row_when(&[(22, 22)], When::StatusIn(&[(500, 500)]), T, Some(2), "curl --fail: HTTP 500 (retried at most twice)"),
-        row_when(&[(22, 22)], When::AnyStatus, P, None, "curl --fail: HTTP status that another attempt cannot fix"),
-        row_when(&[(22, 22)], When::NoStatus, T, Some(2), "curl --fail: HTTP error with no status shown (retried at most twice)"),
+        row_when(
+            &[(22, 22)],
+            When::StatusIn(&[(408, 408), (429, 429), (502, 504)]),
+            T,
+            None,
+            "curl --fail: temporary HTTP status",
+        ),
+        row_when(
+            &[(22, 22)],
+            When::StatusIn(&[(500, 500)]),
+            T,
+            Some(2),
+            "curl --fail: HTTP 500 (retried at most twice)",
+        ),
+        row_when(
+            &[(22, 22)],
+            When::AnyStatus,
+            P,
+            None,
+            "curl --fail: HTTP status that another attempt cannot fix",
+        ),
+        row_when(
+            &[(22, 22)],
+            When::NoStatus,
+            T,
+            Some(2),
+            "curl --fail: HTTP error with no status shown (retried at most twice)",
+        ),
         row(&[(3, 3)], P, "curl: malformed URL"),
         row(&[(23, 23)], P, "curl: write error"),
         row(&[(26, 26)], P, "curl: read error"),
@@ -97,7 +133,11 @@ pub static CURL: Profile = Profile {
         row(&[(43, 43)], P, "curl: internal error"),
         row(&[(48, 48)], P, "curl: unknown option"),
         row(&[(51, 51)], P, "curl: peer fingerprint mismatch"),
-        row(&[(60, 60)], P, "curl: peer certificate cannot be authenticated"),
+        row(
+            &[(60, 60)],
+            P,
+            "curl: peer certificate cannot be authenticated",
+        ),
         row(&[(77, 77)], P, "curl: problem reading the CA certificates"),
     ],
     otherwise: Otherwise::Permanent,
@@ -111,10 +151,34 @@ pub static WGET: Profile = Profile {
     network_phrases: &[],
     rows: &[
         row(&[(4, 4)], T, "wget: network failure"),
-        row_when(&[(8, 8)], When::StatusIn(&[(408, 408), (429, 429), (502, 504)]), T, None, "wget: temporary HTTP status"),
-        row_when(&[(8, 8)], When::StatusIn(&[(500, 500)]), T, Some(2), "wget: HTTP 500 (retried at most twice)"),
-        row_when(&[(8, 8)], When::AnyStatus, P, None, "wget: HTTP status that another attempt cannot fix"),
-        row_when(&[(8, 8)], When::NoStatus, P, None, "wget: server error with no status shown"),
+        row_when(
+            &[(8, 8)],
+            When::StatusIn(&[(408, 408), (429, 429), (502, 504)]),
+            T,
+            None,
+            "wget: temporary HTTP status",
+        ),
+        row_when(
+            &[(8, 8)],
+            When::StatusIn(&[(500, 500)]),
+            T,
+            Some(2),
+            "wget: HTTP 500 (retried at most twice)",
+        ),
+        row_when(
+            &[(8, 8)],
+            When::AnyStatus,
+            P,
+            None,
+            "wget: HTTP status that another attempt cannot fix",
+        ),
+        row_when(
+            &[(8, 8)],
+            When::NoStatus,
+            P,
+            None,
+            "wget: server error with no status shown",
+        ),
         row(&[(1, 1)], P, "wget: generic error"),
         row(&[(2, 2)], P, "wget: parse error in options or files"),
         row(&[(3, 3)], P, "wget: file I/O error"),
@@ -145,15 +209,35 @@ pub static RSYNC: Profile = Profile {
         row(&[(10, 10)], T, "rsync: error in socket I/O"),
         row(&[(12, 12)], T, "rsync: error in the protocol data stream"),
         row(&[(23, 23)], T, "rsync: partial transfer due to error"),
-        row(&[(24, 24)], T, "rsync: partial transfer, source files vanished"),
+        row(
+            &[(24, 24)],
+            T,
+            "rsync: partial transfer, source files vanished",
+        ),
         row(&[(30, 30)], T, "rsync: timeout in data send/receive"),
-        row(&[(35, 35)], T, "rsync: timeout waiting for the daemon connection"),
+        row(
+            &[(35, 35)],
+            T,
+            "rsync: timeout waiting for the daemon connection",
+        ),
         row(&[(1, 1)], P, "rsync: syntax or usage error"),
         row(&[(2, 2)], P, "rsync: protocol incompatibility"),
-        row(&[(3, 3)], P, "rsync: errors selecting input/output files or directories"),
+        row(
+            &[(3, 3)],
+            P,
+            "rsync: errors selecting input/output files or directories",
+        ),
         row(&[(4, 4)], P, "rsync: requested action not supported"),
-        row(&[(5, 5)], P, "rsync: error starting the client-server protocol"),
-        row(&[(6, 6)], P, "rsync: daemon unable to append to its log file"),
+        row(
+            &[(5, 5)],
+            P,
+            "rsync: error starting the client-server protocol",
+        ),
+        row(
+            &[(6, 6)],
+            P,
+            "rsync: daemon unable to append to its log file",
+        ),
         row(&[(11, 11)], P, "rsync: error in file I/O"),
         row(&[(13, 13)], P, "rsync: errors with program diagnostics"),
         row(&[(14, 14)], P, "rsync: error in IPC code"),
@@ -161,7 +245,11 @@ pub static RSYNC: Profile = Profile {
         row(&[(20, 20)], P, "rsync: received SIGUSR1 or SIGINT"),
         row(&[(21, 21)], P, "rsync: some error returned by waitpid()"),
         row(&[(22, 22)], P, "rsync: error allocating memory buffers"),
-        row(&[(25, 25)], P, "rsync: --max-delete limit stopped deletions"),
+        row(
+            &[(25, 25)],
+            P,
+            "rsync: --max-delete limit stopped deletions",
+        ),
     ],
     otherwise: Otherwise::Generic,
 };
@@ -184,9 +272,25 @@ pub static GIT: Profile = Profile {
         "temporary failure in name resolution",
     ],
     rows: &[
-        row_when(&[(128, 128)], When::NetworkPhrase, T, None, "git: network failure"),
-        row_when(&[(128, 128)], When::StatusIn(&[(429, 429), (500, 599)]), T, None, "git: temporary HTTP status from the remote"),
-        row(&[(128, 128)], P, "git: fatal error that is not a network failure"),
+        row_when(
+            &[(128, 128)],
+            When::NetworkPhrase,
+            T,
+            None,
+            "git: network failure",
+        ),
+        row_when(
+            &[(128, 128)],
+            When::StatusIn(&[(429, 429), (500, 599)]),
+            T,
+            None,
+            "git: temporary HTTP status from the remote",
+        ),
+        row(
+            &[(128, 128)],
+            P,
+            "git: fatal error that is not a network failure",
+        ),
     ],
     otherwise: Otherwise::Generic,
 };
@@ -207,14 +311,38 @@ pub static ALL: [&Profile; 5] = [&CURL, &WGET, &SSH, &RSYNC, &GIT];
 /// Generic rules for exit codes, after every user rule and the profile.
 pub static GENERIC_EXITS: &[Row] = &[
     row(&[(0, 0)], Class::Success, "exit status 0"),
-    row(&[(126, 126)], P, "not executable (exit 126): retrying cannot help"),
-    row(&[(127, 127)], P, "command not found (exit 127): retrying cannot help"),
-    row(&[(64, 68), (70, 70), (72, 73), (76, 78)], P, "sysexits: usage, data or configuration error"),
-    row(&[(69, 69)], T, "sysexits: service unavailable (EX_UNAVAILABLE)"),
-    row(&[(71, 71)], T, "sysexits: operating system error (EX_OSERR)"),
+    row(
+        &[(126, 126)],
+        P,
+        "not executable (exit 126): retrying cannot help",
+    ),
+    row(
+        &[(127, 127)],
+        P,
+        "command not found (exit 127): retrying cannot help",
+    ),
+    row(
+        &[(64, 68), (70, 70), (72, 73), (76, 78)],
+        P,
+        "sysexits: usage, data or configuration error",
+    ),
+    row(
+        &[(69, 69)],
+        T,
+        "sysexits: service unavailable (EX_UNAVAILABLE)",
+    ),
+    row(
+        &[(71, 71)],
+        T,
+        "sysexits: operating system error (EX_OSERR)",
+    ),
     row(&[(74, 74)], T, "sysexits: I/O error (EX_IOERR)"),
     row(&[(75, 75)], T, "sysexits: temporary failure (EX_TEMPFAIL)"),
-    row(&[(124, 124)], T, "exit 124: timed out (as timeout(1) reports)"),
+    row(
+        &[(124, 124)],
+        T,
+        "exit 124: timed out (as timeout(1) reports)",
+    ),
     row(&[(1, 255)], T, "non-zero exit status"),
 ];
 
@@ -232,13 +360,18 @@ pub fn pick(name: ProfileName, program: &std::ffi::OsStr) -> &'static Profile {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or("");
-            ALL.iter().copied().find(|p| p.commands.contains(&base)).unwrap_or(&GENERIC)
+            ALL.iter()
+                .copied()
+                .find(|p| p.commands.contains(&base))
+                .unwrap_or(&GENERIC)
         }
     }
 }
 
 pub fn codes_contain(codes: &[(u8, u8)], code: i32) -> bool {
-    codes.iter().any(|&(lo, hi)| (i32::from(lo)..=i32::from(hi)).contains(&code))
+    codes
+        .iter()
+        .any(|&(lo, hi)| (i32::from(lo)..=i32::from(hi)).contains(&code))
 }
 
 impl Profile {
@@ -255,10 +388,19 @@ mod tests {
 
     #[test]
     fn auto_picks_by_base_name() {
-        assert_eq!(pick(ProfileName::Auto, OsStr::new("/usr/bin/curl")).name, "curl");
+        assert_eq!(
+            pick(ProfileName::Auto, OsStr::new("/usr/bin/curl")).name,
+            "curl"
+        );
         assert_eq!(pick(ProfileName::Auto, OsStr::new("scp")).name, "ssh");
-        assert_eq!(pick(ProfileName::Auto, OsStr::new("./deploy.sh")).name, "generic");
-        assert_eq!(pick(ProfileName::Git, OsStr::new("./deploy.sh")).name, "git");
+        assert_eq!(
+            pick(ProfileName::Auto, OsStr::new("./deploy.sh")).name,
+            "generic"
+        );
+        assert_eq!(
+            pick(ProfileName::Git, OsStr::new("./deploy.sh")).name,
+            "git"
+        );
     }
 
     #[test]
@@ -271,7 +413,11 @@ mod tests {
         ];
         for (profile, codes) in cases {
             for &code in codes {
-                let row = profile.rows.iter().find(|r| codes_contain(r.codes, code)).unwrap();
+                let row = profile
+                    .rows
+                    .iter()
+                    .find(|r| codes_contain(r.codes, code))
+                    .unwrap();
                 assert_eq!(row.class, Class::Transient, "{} {code}", profile.name);
             }
         }
@@ -282,11 +428,20 @@ mod tests {
         let cases: [(&Profile, &[i32]); 3] = [
             (&CURL, &[3, 23, 26, 27, 43, 48, 51, 60, 77]),
             (&WGET, &[1, 2, 3, 5, 6, 7]),
-            (&RSYNC, &[1, 2, 3, 4, 5, 6, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25]),
+            (
+                &RSYNC,
+                &[
+                    1, 2, 3, 4, 5, 6, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25,
+                ],
+            ),
         ];
         for (profile, codes) in cases {
             for &code in codes {
-                let row = profile.rows.iter().find(|r| codes_contain(r.codes, code)).unwrap();
+                let row = profile
+                    .rows
+                    .iter()
+                    .find(|r| codes_contain(r.codes, code))
+                    .unwrap();
                 assert_eq!(row.class, Class::Permanent, "{} {code}", profile.name);
             }
         }
@@ -294,7 +449,13 @@ mod tests {
 
     #[test]
     fn generic_sysexits() {
-        let class_of = |code| GENERIC_EXITS.iter().find(|r| codes_contain(r.codes, code)).unwrap().class;
+        let class_of = |code| {
+            GENERIC_EXITS
+                .iter()
+                .find(|r| codes_contain(r.codes, code))
+                .unwrap()
+                .class
+        };
         for code in [64, 65, 66, 67, 68, 70, 72, 73, 76, 77, 78, 126, 127] {
             assert_eq!(class_of(code), Class::Permanent, "{code}");
         }

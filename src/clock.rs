@@ -1,0 +1,73 @@
+//! The real clock and the real sleeper. A sleep wakes at once on SIGINT, SIGTERM,
+//! SIGHUP or SIGQUIT, and on a terminal it shows a live countdown on stderr.
+
+use std::io::Write;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::engine::{Clock, Sleeper};
+use crate::parse::human;
+use crate::signals;
+
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl SystemClock {
+    pub fn new() -> Self {
+        SystemClock {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+pub struct SignalSleeper {
+    /// Show a countdown: only when stderr is a terminal.
+    pub countdown: bool,
+    pub limit: u32,
+}
+
+impl Sleeper for SignalSleeper {
+    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), i32> {
+        if !self.countdown || d < Duration::from_secs(1) {
+            return signals::sleep(d);
+        }
+        let end = Instant::now() + d;
+        let result = loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Ok(());
+            }
+            let shown = Duration::from_secs(left.as_secs_f64().ceil() as u64);
+            let _ = write!(
+                std::io::stderr(),
+                "\rretry: attempt {upcoming}/{} in {}\x1b[K",
+                self.limit,
+                human(shown)
+            );
+            let tick = left.min(Duration::from_millis(
+                (left.as_millis() % 1000).max(1) as u64 + 1,
+            ));
+            if let Err(sig) = signals::sleep(tick.min(Duration::from_secs(1))) {
+                break Err(sig);
+            }
+        };
+        let _ = write!(std::io::stderr(), "\r\x1b[K");
+        result
+    }
+}

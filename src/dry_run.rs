@@ -1,0 +1,174 @@
+//! `--dry-run`: the schedule (each retry's delay range and the worst-case total)
+//! and the classification rules in force, printed without running anything.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::Target;
+use crate::cli::{BackoffKind, Cli, JitterKind};
+use crate::engine::Policy;
+use crate::parse::human;
+
+pub fn render(
+    cli: &Cli,
+    target: &Target,
+    policy: &Policy,
+    rules: &[String],
+    nested: bool,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "retry dry run: nothing is run");
+    match target {
+        Target::Command(argv) => {
+            let words: Vec<String> = argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let _ = writeln!(out, "target:      command {}", words.join(" "));
+        }
+        Target::Url(url) => {
+            let _ = writeln!(
+                out,
+                "target:      HTTP {} {url}",
+                cli.method.as_deref().unwrap_or(default_method(cli))
+            );
+        }
+    }
+    let nested_note = if nested {
+        " (nested inside another retry: one attempt only)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "attempts:    {}{nested_note}", policy.attempts);
+    let _ = writeln!(out, "backoff:     {}", describe_schedule(policy));
+    let _ = writeln!(
+        out,
+        "timeout:     {} per attempt; --max-time {}",
+        policy.timeout.map_or("none".into(), human),
+        policy.max_time.map_or("none".into(), human)
+    );
+    if matches!(target, Target::Url(_)) {
+        let _ = writeln!(
+            out,
+            "retry-after: obeyed up to {} (--max-retry-after)",
+            human(policy.max_wait_hint)
+        );
+    }
+    out.push('\n');
+    out.push_str(&schedule_table(policy));
+    out.push('\n');
+    let _ = writeln!(out, "classification (first match wins):");
+    for (i, rule) in rules.iter().enumerate() {
+        let _ = writeln!(out, "  {:>2}. {rule}", i + 1);
+    }
+    out
+}
+
+fn default_method(cli: &Cli) -> &'static str {
+    if cli.data.is_some() || cli.json.is_some() {
+        "POST"
+    } else {
+        "GET"
+    }
+}
+
+fn describe_schedule(policy: &Policy) -> String {
+    let s = &policy.schedule;
+    let growth = match (s.jitter, s.kind) {
+        (JitterKind::Decorrelated, _) => format!("decorrelated from {}", human(s.base)),
+        (_, BackoffKind::Exponential) => {
+            format!("exponential from {}, factor {}", human(s.base), s.factor)
+        }
+        (_, BackoffKind::Linear) => format!("linear, {} per retry", human(s.base)),
+        (_, BackoffKind::Constant) => format!("constant {}", human(s.base)),
+    };
+    let jitter = match s.jitter {
+        JitterKind::Full => "full jitter U(0,d)",
+        JitterKind::Equal => "equal jitter d/2+U(0,d/2)",
+        JitterKind::Decorrelated => "decorrelated jitter min(cap,U(base,3*prev))",
+        JitterKind::None => "no jitter",
+    };
+    format!("{growth}, capped at {}; {jitter}", human(s.cap))
+}
+
+/// The per-attempt delay ranges and the worst case, as a table.
+pub fn schedule_table(policy: &Policy) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "attempt  sleep before it");
+    let _ = writeln!(out, "{:<8} -", 1);
+    let mut worst = Duration::ZERO;
+    let shown = policy.attempts.min(50);
+    for n in 2..=shown {
+        let (lo, hi) = policy.schedule.bounds(n - 1);
+        worst += hi;
+        let range = if lo == hi {
+            human(lo)
+        } else {
+            format!("{} - {}", human(lo), human(hi))
+        };
+        let _ = writeln!(out, "{n:<8} {range}");
+    }
+    if policy.attempts > shown {
+        for n in shown + 1..=policy.attempts {
+            worst += policy.schedule.bounds(n - 1).1;
+        }
+        let _ = writeln!(out, "...      ({} more attempts)", policy.attempts - shown);
+    }
+    let _ = writeln!(out);
+    let sleeping = format!("worst case: {} of sleeping", human(worst));
+    let line = match (policy.timeout, policy.max_time) {
+        (_, Some(max)) => {
+            let attempt_time = policy.timeout.map(|t| t * policy.attempts);
+            let total = attempt_time.map_or(max, |a| (a + worst).min(max));
+            format!(
+                "{sleeping}; the whole run ends within {} (--max-time {})",
+                human(total),
+                human(max)
+            )
+        }
+        (Some(t), None) => {
+            let total = t * policy.attempts + worst;
+            format!(
+                "{sleeping} + {} x {} of attempts = {}",
+                policy.attempts,
+                human(t),
+                human(total)
+            )
+        }
+        (None, None) => {
+            format!("{sleeping}; attempts have no --timeout, so the run has no upper bound")
+        }
+    };
+    let _ = writeln!(out, "{line}");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backoff::Schedule;
+
+    #[test]
+    fn table_lists_every_attempt_and_the_worst_case() {
+        let policy = Policy {
+            attempts: 4,
+            timeout: Some(Duration::from_secs(10)),
+            max_time: None,
+            schedule: Schedule {
+                kind: BackoffKind::Exponential,
+                base: Duration::from_secs(1),
+                cap: Duration::from_secs(30),
+                factor: 2.0,
+                jitter: JitterKind::Full,
+            },
+            max_wait_hint: Duration::from_secs(300),
+        };
+        let table = schedule_table(&policy);
+        assert!(table.contains("2        0ms - 1s"), "{table}");
+        assert!(table.contains("4        0ms - 4s"), "{table}");
+        assert!(
+            table.contains("worst case: 7s of sleeping + 4 x 10s of attempts = 47s"),
+            "{table}"
+        );
+    }
+}

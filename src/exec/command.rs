@@ -1,0 +1,570 @@
+//! Command mode: runs one attempt of a command in its own process group and
+//! supervises it — the `--timeout` / `--kill-after` escalation, forwarding of
+//! stopping signals, terminal hand-over for interactive commands, stdin replay and
+//! output scanning — then classifies how it ended.
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{self, SigHandler, Signal, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, getpgrp, getpid, setpgid, tcgetpgrp, tcsetpgrp};
+
+use crate::classify::command::{
+    CommandEnd, CommandRules, OutputFacts, OutputWatch, Stream, signal_name,
+};
+use crate::classify::profiles::{self, Profile};
+use crate::classify::{Class, Verdict};
+use crate::cli::Cli;
+use crate::engine::{AttemptContext, AttemptReport, Executor, Outcome};
+use crate::exec::RunInfo;
+use crate::io::pump::{Pump, Sink};
+use crate::io::spool::Spool;
+use crate::io::stdin::StdinPlan;
+use crate::{report, signals};
+
+/// How long output threads get to drain after the command exits before leftover
+/// processes that still hold the pipes are dealt with.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+
+pub struct CommandExecutor {
+    argv: Vec<OsString>,
+    rules: CommandRules,
+    watch: Option<Arc<OutputWatch>>,
+    stdin: StdinPlan,
+    hold_stdout: bool,
+    held: Option<Spool>,
+    kill_after: Duration,
+    timeout: Option<Duration>,
+    info: RunInfo,
+    /// Hand the terminal to the command: stdin is our controlling terminal and
+    /// we are in its foreground.
+    foreground: bool,
+    stop_patterns: Vec<String>,
+    retry_patterns: Vec<String>,
+}
+
+impl CommandExecutor {
+    pub fn new(cli: &Cli, argv: &[OsString], info: &RunInfo) -> anyhow::Result<Self> {
+        let program = argv
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("a COMMAND is required"))?;
+        let profile: &'static Profile = profiles::pick(cli.profile, program);
+        let watch = OutputWatch::new(&cli.stop_on_output, &cli.retry_on_output, profile)?;
+        let needs_watch = watch.reads_stderr();
+        let stdin = StdinPlan::new(cli.stdin);
+        let foreground = stdin.inherits() && in_terminal_foreground();
+        Ok(CommandExecutor {
+            argv: argv.to_vec(),
+            rules: CommandRules {
+                stop_on: cli.stop_on.clone(),
+                retry_on: cli.retry_on.clone(),
+                success_on: cli.success_on.clone(),
+                profile,
+            },
+            watch: needs_watch.then(|| Arc::new(watch)),
+            stdin,
+            hold_stdout: cli.hold_stdout,
+            held: None,
+            kill_after: cli.kill_after,
+            timeout: cli.timeout,
+            info: info.clone(),
+            foreground,
+            stop_patterns: cli.stop_on_output.clone(),
+            retry_patterns: cli.retry_on_output.clone(),
+        })
+    }
+
+    pub fn profile(&self) -> &'static Profile {
+        self.rules.profile
+    }
+
+    /// The rules in force, in the order they are checked, for `--dry-run` and `-v`.
+    pub fn rules(&self) -> Vec<String> {
+        let mut out = vec![
+            "the command cannot be started (not found 127, not executable 126): permanent"
+                .to_string(),
+        ];
+        for p in &self.stop_patterns {
+            out.push(format!(
+                "a stdout/stderr line matches --stop-on-output {p:?}: permanent"
+            ));
+        }
+        for p in &self.retry_patterns {
+            out.push(format!(
+                "a stdout/stderr line matches --retry-on-output {p:?}: transient"
+            ));
+        }
+        if let Some(s) = &self.rules.stop_on {
+            out.push(format!("exit status in --stop-on {s}: permanent"));
+        }
+        if let Some(s) = &self.rules.retry_on {
+            out.push(format!(
+                "exit status in --retry-on {s}: transient; any other non-zero exit: permanent"
+            ));
+        }
+        if let Some(s) = &self.rules.success_on {
+            out.push(format!("exit status in --success-on {s}: success"));
+        }
+        let profile = self.rules.profile;
+        for row in profile.rows {
+            let codes: Vec<String> = row
+                .codes
+                .iter()
+                .map(|&(lo, hi)| {
+                    if lo == hi {
+                        lo.to_string()
+                    } else {
+                        format!("{lo}-{hi}")
+                    }
+                })
+                .collect();
+            let limit = row
+                .max_retries
+                .map(|m| format!(", at most {m} retries"))
+                .unwrap_or_default();
+            out.push(format!(
+                "profile {}: exit {}: {} ({}{limit})",
+                profile.name,
+                codes.join(","),
+                row.class.as_str(),
+                row.why
+            ));
+        }
+        if profile.otherwise == profiles::Otherwise::Permanent {
+            out.push(format!(
+                "profile {}: any other non-zero exit: permanent",
+                profile.name
+            ));
+        }
+        out.push(format!("profile source: {}", profile.source));
+        for row in profiles::GENERIC_EXITS {
+            let codes: Vec<String> = row
+                .codes
+                .iter()
+                .map(|&(lo, hi)| {
+                    if lo == hi {
+                        lo.to_string()
+                    } else {
+                        format!("{lo}-{hi}")
+                    }
+                })
+                .collect();
+            out.push(format!(
+                "exit {}: {} ({})",
+                codes.join(","),
+                row.class.as_str(),
+                row.why
+            ));
+        }
+        out.push("stopped by --timeout: transient (exit 124 if it is the last attempt)".into());
+        out.push("killed by a signal retry did not send: transient (SIGPIPE with the reader gone: permanent)".into());
+        out.push(format!("stdin: {}", self.stdin.describe()));
+        out
+    }
+
+    fn command(&self, ctx: &AttemptContext, stdin: Stdio) -> Command {
+        let mut cmd = Command::new(&self.argv[0]);
+        cmd.args(&self.argv[1..]);
+        cmd.env("RETRY_ATTEMPT", ctx.number.to_string())
+            .env("RETRY_ATTEMPTS", ctx.limit.to_string())
+            .env("RETRY_IDEMPOTENCY_KEY", &self.info.idempotency_key)
+            .env("RETRY_DEPTH", (self.info.depth + 1).to_string());
+        match ctx.budget_left {
+            Some(left) => cmd.env("RETRY_DEADLINE_MS", left.as_millis().to_string()),
+            None => cmd.env_remove("RETRY_DEADLINE_MS"),
+        };
+        cmd.stdin(stdin);
+        let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
+        cmd.stdout(if self.hold_stdout || watch_out {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
+        cmd.stderr(if self.watch.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
+        if self.foreground {
+            // Own process group, and the terminal's foreground, before exec: the
+            // command can read the terminal and Ctrl-C reaches it.
+            unsafe {
+                cmd.pre_exec(|| {
+                    setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
+                    let tty = BorrowedFd::borrow_raw(0);
+                    let _ = tcsetpgrp(tty, getpid());
+                    signal::signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
+                    Ok(())
+                });
+            }
+        } else {
+            cmd.process_group(0);
+        }
+        cmd
+    }
+
+    fn spawn_failure(&self, err: &io::Error) -> AttemptReport {
+        let name = self.argv[0].to_string_lossy();
+        let (code, message) = match err.kind() {
+            io::ErrorKind::NotFound => (127, format!("{name}: command not found")),
+            io::ErrorKind::PermissionDenied => {
+                (126, format!("{name}: permission denied (not executable)"))
+            }
+            _ => (126, format!("{name}: cannot run: {err}")),
+        };
+        let end = CommandEnd::NotRunnable {
+            code,
+            message: message.clone(),
+        };
+        let verdict = self.rules.classify(&end, &OutputFacts::default());
+        AttemptReport::new(
+            Outcome::NotRunnable {
+                code,
+                error: message,
+            },
+            verdict,
+            code,
+        )
+    }
+}
+
+impl Executor for CommandExecutor {
+    fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
+        if ctx.number == 1 {
+            report::verbose(
+                1,
+                &format!(
+                    "profile {} ({})",
+                    self.rules.profile.name, self.rules.profile.source
+                ),
+            );
+        }
+        self.held = None;
+        let (stdin, feeder) = self.stdin.prepare()?;
+        let mut cmd = self.command(ctx, stdin);
+        if self.foreground {
+            ignore_sigttou();
+        }
+        let spawned = cmd.spawn();
+        drop(cmd);
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(err) => {
+                self.stdin.finish(feeder);
+                return Ok(self.spawn_failure(&err));
+            }
+        };
+        let pid = Pid::from_raw(child.id() as i32);
+        if self.foreground {
+            // Both sides set the group and the foreground, whichever runs first.
+            let _ = setpgid(pid, pid);
+            let _ = tcsetpgrp(stdin_tty(), pid);
+        }
+        let facts = Arc::new(Mutex::new(OutputFacts::default()));
+        let stdout_pump = match child.stdout.take() {
+            Some(out) => {
+                let sink = if self.hold_stdout {
+                    Sink::Hold(Spool::new())
+                } else {
+                    Sink::Forward(1)
+                };
+                Some(Pump::start(
+                    OwnedFd::from(out),
+                    sink,
+                    Stream::Stdout,
+                    self.watch.clone(),
+                    Arc::clone(&facts),
+                )?)
+            }
+            None => None,
+        };
+        let stderr_pump = match child.stderr.take() {
+            Some(err) => Some(Pump::start(
+                OwnedFd::from(err),
+                Sink::Forward(2),
+                Stream::Stderr,
+                self.watch.clone(),
+                Arc::clone(&facts),
+            )?),
+            None => None,
+        };
+        let supervised = Supervisor {
+            pid,
+            kill_after: self.kill_after,
+            foreground: self.foreground,
+        }
+        .run(ctx.timeout);
+        if self.foreground {
+            reclaim_terminal();
+        }
+        self.stdin.finish(feeder);
+        wait_for_pumps(&[&stdout_pump, &stderr_pump], DRAIN_GRACE);
+        let end = supervised.end.clone();
+        let preliminary = self
+            .rules
+            .classify(&end, &facts.lock().expect("facts").clone());
+        if preliminary.class != Class::Success
+            || supervised.timed_out
+            || supervised.interrupted_by.is_some()
+        {
+            // No process of a failed attempt outlives it.
+            terminate_group(pid, self.kill_after);
+        }
+        let _ = stderr_pump.map(Pump::join).transpose()?;
+        self.held = stdout_pump.map(Pump::join).transpose()?.flatten();
+        let facts = facts.lock().expect("facts").clone();
+        let mut verdict = self.rules.classify(&end, &facts);
+        if let CommandEnd::Signaled(sig) = end {
+            if sig == Signal::SIGPIPE as i32 && output_reader_gone() {
+                verdict =
+                    Verdict::permanent("killed by SIGPIPE: the reader of its output went away");
+            }
+        }
+        let (outcome, exit_code) = match &end {
+            CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
+            CommandEnd::Signaled(sig) => (
+                Outcome::Signal {
+                    signal: *sig,
+                    name: signal_name(*sig),
+                },
+                128 + sig,
+            ),
+            CommandEnd::TimedOut => (
+                Outcome::Timeout {
+                    after_ms: supervised.ran.as_millis() as u64,
+                },
+                124,
+            ),
+            CommandEnd::NotRunnable { code, message } => (
+                Outcome::NotRunnable {
+                    code: *code,
+                    error: message.clone(),
+                },
+                *code,
+            ),
+        };
+        let mut report = AttemptReport::new(outcome, verdict, exit_code);
+        report.interrupted_by = supervised.interrupted_by;
+        report.budget_expired = supervised.timed_out && cut_by_budget(ctx, self.timeout);
+        Ok(report)
+    }
+
+    fn deliver(&mut self) -> anyhow::Result<()> {
+        if let Some(spool) = self.held.take() {
+            let stdout = io::stdout();
+            let mut lock = stdout.lock();
+            if let Err(e) = spool.copy_to(&mut lock) {
+                if e.kind() != io::ErrorKind::BrokenPipe {
+                    return Err(anyhow::Error::new(e).context("cannot write the held stdout"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn discard(&mut self) {
+        self.held = None;
+    }
+}
+
+/// Whether the attempt's time limit came from the `--max-time` budget.
+fn cut_by_budget(ctx: &AttemptContext, timeout: Option<Duration>) -> bool {
+    match (ctx.budget_left, timeout) {
+        (Some(left), Some(t)) => left < t,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+struct Supervised {
+    end: CommandEnd,
+    timed_out: bool,
+    interrupted_by: Option<i32>,
+    ran: Duration,
+}
+
+/// Waits for one attempt's process, enforcing its time limit and passing on
+/// stopping signals to its process group.
+struct Supervisor {
+    pid: Pid,
+    kill_after: Duration,
+    foreground: bool,
+}
+
+impl Supervisor {
+    fn run(&self, timeout: Option<Duration>) -> Supervised {
+        let start = Instant::now();
+        let deadline = timeout.map(|t| start + t);
+        let mut timed_out = false;
+        let mut forwarded: Option<i32> = None;
+        let mut escalate_at: Option<Instant> = None;
+        loop {
+            match waitpid(
+                self.pid,
+                Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED),
+            ) {
+                Ok(WaitStatus::Exited(_, code)) => {
+                    return self.ended(CommandEnd::Exited(code), timed_out, forwarded, start);
+                }
+                Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    let sig = sig as i32;
+                    let end = if timed_out {
+                        CommandEnd::TimedOut
+                    } else {
+                        CommandEnd::Signaled(sig)
+                    };
+                    let typed = self.foreground
+                        && forwarded.is_none()
+                        && !timed_out
+                        && is_keyboard_signal(sig);
+                    // Ctrl-C typed at the terminal reaches the command, not retry: it still means stop.
+                    let forwarded = if typed { Some(sig) } else { forwarded };
+                    return self.ended(end, timed_out, forwarded, start);
+                }
+                Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
+                Ok(_) => {}
+                Err(Errno::EINTR) => continue,
+                Err(_) => return self.ended(CommandEnd::Exited(125), timed_out, forwarded, start),
+            }
+            let now = Instant::now();
+            if let Some(sig) = signals::pending() {
+                if forwarded.is_none() {
+                    forwarded = Some(sig);
+                    send(self.pid, sig);
+                    escalate_at.get_or_insert(now + self.kill_after);
+                } else if signals::take_repeat().is_some() {
+                    // A second signal: stop waiting politely.
+                    send(self.pid, Signal::SIGKILL as i32);
+                }
+            }
+            if !timed_out && forwarded.is_none() && deadline.is_some_and(|d| now >= d) {
+                timed_out = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                escalate_at = Some(now + self.kill_after);
+            }
+            if escalate_at.is_some_and(|t| now >= t) {
+                send(self.pid, Signal::SIGKILL as i32);
+                escalate_at = None;
+            }
+            let next = [deadline.filter(|_| !timed_out), escalate_at]
+                .into_iter()
+                .flatten()
+                .map(|t| t.saturating_duration_since(now))
+                .min()
+                .unwrap_or(Duration::from_secs(1))
+                .clamp(Duration::from_millis(1), Duration::from_secs(1));
+            if !signals::child_changed() {
+                signals::wait(next);
+            }
+        }
+    }
+
+    fn ended(
+        &self,
+        end: CommandEnd,
+        timed_out: bool,
+        forwarded: Option<i32>,
+        start: Instant,
+    ) -> Supervised {
+        Supervised {
+            end,
+            timed_out,
+            interrupted_by: forwarded,
+            ran: start.elapsed(),
+        }
+    }
+
+    /// The command was stopped from the terminal (Ctrl-Z): stop retry too, so the
+    /// shell gets its job back, and resume the command when retry is continued.
+    fn suspend(&self) {
+        reclaim_terminal();
+        let _ = signal::raise(Signal::SIGSTOP);
+        let _ = tcsetpgrp(stdin_tty(), self.pid);
+        let _ = killpg(self.pid, Signal::SIGCONT);
+    }
+}
+
+fn is_keyboard_signal(sig: i32) -> bool {
+    sig == Signal::SIGINT as i32 || sig == Signal::SIGQUIT as i32
+}
+
+fn send(pgid: Pid, sig: i32) {
+    if let Ok(sig) = Signal::try_from(sig) {
+        let _ = killpg(pgid, sig);
+    }
+}
+
+/// Ends whatever is left of the attempt's process group: SIGTERM, then SIGKILL
+/// after `kill_after`.
+fn terminate_group(pgid: Pid, kill_after: Duration) {
+    if killpg(pgid, None).is_err() {
+        return;
+    }
+    let _ = killpg(pgid, Signal::SIGCONT);
+    let _ = killpg(pgid, Signal::SIGTERM);
+    let end = Instant::now() + kill_after;
+    while Instant::now() < end {
+        if killpg(pgid, None).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = killpg(pgid, Signal::SIGKILL);
+    for _ in 0..200 {
+        if killpg(pgid, None).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn wait_for_pumps(pumps: &[&Option<Pump>], grace: Duration) {
+    let end = Instant::now() + grace;
+    while pumps
+        .iter()
+        .any(|p| p.as_ref().is_some_and(|p| !p.is_finished()))
+        && Instant::now() < end
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn stdin_tty() -> BorrowedFd<'static> {
+    // fd 0 lives as long as the process.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
+fn in_terminal_foreground() -> bool {
+    io::stdin().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
+}
+
+/// retry must be able to take the terminal back from the background.
+fn ignore_sigttou() {
+    unsafe {
+        let _ = signal::signal(Signal::SIGTTOU, SigHandler::SigIgn);
+    }
+}
+
+fn reclaim_terminal() {
+    let _ = tcsetpgrp(stdin_tty(), getpgrp());
+}
+
+/// Whether retry's stdout or stderr is a pipe whose reader has gone.
+fn output_reader_gone() -> bool {
+    [1, 2].into_iter().any(|fd| {
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
+        poll(&mut fds, PollTimeout::ZERO).is_ok()
+            && fds[0]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLERR))
+    })
+}

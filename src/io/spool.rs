@@ -1,0 +1,114 @@
+//! A byte spool that stays in memory up to a few MiB and spills to an unnamed
+//! temporary file past that, so recording stdin or holding stdout costs bounded
+//! memory whatever the size.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+
+/// Bytes kept in memory before the spool moves to disk.
+pub const MEMORY_LIMIT: usize = 4 << 20;
+/// Chunk size for copying out of a spool.
+const CHUNK: usize = 64 << 10;
+
+#[derive(Debug, Default)]
+pub struct Spool {
+    memory: Vec<u8>,
+    file: Option<File>,
+    len: u64,
+    limit: usize,
+}
+
+impl Spool {
+    pub fn new() -> Self {
+        Self::with_limit(MEMORY_LIMIT)
+    }
+
+    pub fn with_limit(limit: usize) -> Self {
+        Spool {
+            memory: Vec::new(),
+            file: None,
+            len: 0,
+            limit,
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn is_on_disk(&self) -> bool {
+        self.file.is_some()
+    }
+
+    pub fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        if self.file.is_none() && self.memory.len() + buf.len() > self.limit {
+            let mut file = tempfile::tempfile()?;
+            file.write_all(&self.memory)?;
+            self.memory = Vec::new();
+            self.file = Some(file);
+        }
+        match &self.file {
+            Some(file) => file.write_all_at(buf, self.len)?,
+            None => self.memory.extend_from_slice(buf),
+        }
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; 0 at the end.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if offset >= self.len {
+            return Ok(0);
+        }
+        let want = buf.len().min((self.len - offset) as usize);
+        match &self.file {
+            Some(file) => file.read_at(&mut buf[..want], offset),
+            None => {
+                let start = offset as usize;
+                buf[..want].copy_from_slice(&self.memory[start..start + want]);
+                Ok(want)
+            }
+        }
+    }
+
+    /// Writes the whole spool to `out`.
+    pub fn copy_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut buf = vec![0u8; CHUNK.min(self.len.max(1) as usize)];
+        let mut offset = 0;
+        while offset < self.len {
+            let n = self.read_at(offset, &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buf[..n])?;
+            offset += n as u64;
+        }
+        out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spills_past_the_limit_and_reads_back_everything() {
+        let mut spool = Spool::with_limit(10);
+        spool.append(b"hello ").unwrap();
+        assert!(!spool.is_on_disk());
+        spool.append(b"spooled world").unwrap();
+        assert!(spool.is_on_disk());
+        let mut out = Vec::new();
+        spool.copy_to(&mut out).unwrap();
+        assert_eq!(out, b"hello spooled world");
+        let mut buf = [0u8; 5];
+        assert_eq!(spool.read_at(6, &mut buf).unwrap(), 5);
+        assert_eq!(&buf, b"spool");
+        assert_eq!(spool.read_at(19, &mut buf).unwrap(), 0);
+    }
+}

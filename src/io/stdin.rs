@@ -1,0 +1,224 @@
+//! stdin for each attempt. A regular file is rewound to where it started; a pipe
+//! or socket is recorded while the first attempt reads it and replayed to later
+//! attempts (then read on from where the first attempt stopped); a terminal is
+//! inherited. The recorder reads only as fast as the command does, so
+//! `yes | retry -- head -1` ends instead of recording forever.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::process::Stdio;
+use std::thread::JoinHandle;
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::stat::{SFlag, fstat};
+use nix::unistd::{Whence, lseek, pipe2, read, write};
+
+use super::spool::Spool;
+use crate::cli::StdinMode;
+
+const CHUNK: usize = 64 << 10;
+
+#[derive(Debug)]
+pub enum StdinPlan {
+    Inherit,
+    Null,
+    Rewind {
+        offset: i64,
+    },
+    /// `None` only while a feeder thread owns the recorder.
+    Replay(Option<Recorder>),
+}
+
+#[derive(Debug, Default)]
+pub struct Recorder {
+    spool: Spool,
+    /// The source reached end of file: later attempts need only the spool.
+    source_done: bool,
+}
+
+/// A running feeder: cancel it when the attempt's command has exited.
+pub struct Feeder {
+    cancel: OwnedFd,
+    handle: JoinHandle<Recorder>,
+}
+
+fn stdin_fd() -> BorrowedFd<'static> {
+    // fd 0 lives as long as the process.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
+impl StdinPlan {
+    /// Resolves `--stdin` against what fd 0 actually is.
+    pub fn new(mode: StdinMode) -> Self {
+        let stat = fstat(stdin_fd()).ok();
+        let kind = stat.map(|s| SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT);
+        match mode {
+            StdinMode::Null => StdinPlan::Null,
+            StdinMode::Inherit => StdinPlan::Inherit,
+            StdinMode::Replay if stat.is_some() => StdinPlan::Replay(Some(Recorder::default())),
+            StdinMode::Replay => StdinPlan::Inherit,
+            StdinMode::Auto => match kind {
+                Some(SFlag::S_IFREG) => match lseek(stdin_fd(), 0, Whence::SeekCur) {
+                    Ok(offset) => StdinPlan::Rewind { offset },
+                    Err(_) => StdinPlan::Replay(Some(Recorder::default())),
+                },
+                Some(SFlag::S_IFIFO) | Some(SFlag::S_IFSOCK) => {
+                    StdinPlan::Replay(Some(Recorder::default()))
+                }
+                _ => StdinPlan::Inherit,
+            },
+        }
+    }
+
+    /// Whether the command reads retry's own stdin (so it may be a terminal).
+    pub fn inherits(&self) -> bool {
+        matches!(self, StdinPlan::Inherit)
+    }
+
+    pub fn describe(&self) -> &'static str {
+        match self {
+            StdinPlan::Inherit => "inherited",
+            StdinPlan::Null => "/dev/null",
+            StdinPlan::Rewind { .. } => "regular file, rewound before each attempt",
+            StdinPlan::Replay(_) => "recorded on the first attempt and replayed",
+        }
+    }
+
+    /// The child's stdin for the next attempt, and the feeder thread if one runs.
+    pub fn prepare(&mut self) -> io::Result<(Stdio, Option<Feeder>)> {
+        match self {
+            StdinPlan::Inherit => Ok((Stdio::inherit(), None)),
+            StdinPlan::Null => Ok((Stdio::null(), None)),
+            StdinPlan::Rewind { offset } => {
+                lseek(stdin_fd(), *offset, Whence::SeekSet)?;
+                Ok((Stdio::inherit(), None))
+            }
+            StdinPlan::Replay(slot) => {
+                let recorder = slot.take().unwrap_or_default();
+                let (child_end, our_end) = pipe2(OFlag::O_CLOEXEC)?;
+                let flags = OFlag::from_bits_truncate(fcntl(&our_end, FcntlArg::F_GETFL)?);
+                fcntl(&our_end, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+                let (cancel_read, cancel_write) = pipe2(OFlag::O_CLOEXEC)?;
+                let handle = std::thread::Builder::new()
+                    .name("stdin-replay".into())
+                    .spawn(move || feed(recorder, our_end, cancel_read))?;
+                Ok((
+                    Stdio::from(child_end),
+                    Some(Feeder {
+                        cancel: cancel_write,
+                        handle,
+                    }),
+                ))
+            }
+        }
+    }
+
+    /// Stops the feeder (the attempt is over) and keeps its recording.
+    pub fn finish(&mut self, feeder: Option<Feeder>) {
+        let Some(feeder) = feeder else { return };
+        let _ = write(&feeder.cancel, b"x");
+        let recorder = feeder.handle.join().unwrap_or_default();
+        if let StdinPlan::Replay(slot) = self {
+            *slot = Some(recorder);
+        }
+    }
+}
+
+/// What stopped a write to the command.
+enum Stop {
+    Cancelled,
+    ChildGone,
+}
+
+/// Replays the recording, then reads on from the source, recording each chunk
+/// before it is passed on, until the source ends, the command stops reading, or
+/// the attempt is over.
+fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd) -> Recorder {
+    let mut buf = vec![0u8; CHUNK];
+    let mut offset = 0;
+    while offset < rec.spool.len() {
+        let n = match rec.spool.read_at(offset, &mut buf) {
+            Ok(0) | Err(_) => return rec,
+            Ok(n) => n,
+        };
+        if write_all(&child, &buf[..n], &cancel).is_err() {
+            return rec;
+        }
+        offset += n as u64;
+    }
+    while !rec.source_done {
+        match wait_readable(stdin_fd(), &cancel) {
+            Ok(true) => {}
+            _ => return rec,
+        }
+        let n = match read(stdin_fd(), &mut buf) {
+            Ok(0) => {
+                rec.source_done = true;
+                break;
+            }
+            Ok(n) => n,
+            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Err(_) => {
+                rec.source_done = true;
+                break;
+            }
+        };
+        // Record first: a chunk read for a command that then dies must reach the next attempt.
+        if rec.spool.append(&buf[..n]).is_err() {
+            rec.source_done = true;
+        }
+        if write_all(&child, &buf[..n], &cancel).is_err() {
+            return rec;
+        }
+    }
+    rec
+}
+
+/// Waits until `fd` is readable (true) or the attempt is cancelled (false).
+fn wait_readable(fd: BorrowedFd<'_>, cancel: &OwnedFd) -> io::Result<bool> {
+    loop {
+        let mut fds = [
+            PollFd::new(fd, PollFlags::POLLIN),
+            PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        if fds[1].any().unwrap_or(false) {
+            return Ok(false);
+        }
+        if fds[0].any().unwrap_or(false) {
+            return Ok(true);
+        }
+    }
+}
+
+fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> Result<(), Stop> {
+    while !data.is_empty() {
+        match write(child, data) {
+            Ok(n) => data = &data[n..],
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => {
+                let mut fds = [
+                    PollFd::new(child.as_fd(), PollFlags::POLLOUT),
+                    PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
+                ];
+                let _ = poll(&mut fds, PollTimeout::NONE);
+                if fds[1].any().unwrap_or(false) {
+                    return Err(Stop::Cancelled);
+                }
+            }
+            Err(_) => return Err(Stop::ChildGone),
+        }
+    }
+    Ok(())
+}
+
+/// Raw fd of stdin, for callers that check what it is.
+pub fn stdin_raw() -> i32 {
+    stdin_fd().as_raw_fd()
+}

@@ -1,0 +1,405 @@
+//! Everything retry says: stderr lines (text or JSON Lines), GitHub Actions
+//! annotations, and the `--report` file. The engine emits events; this module
+//! decides how they look. Messages from other modules go through `info`,
+//! `verbose` and `error` so that `-q`, `-v` and `--log-format` apply everywhere.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use crate::classify::Class;
+use crate::engine::{AttemptRecord, Event, Events, RunSummary, StopReason};
+use crate::parse::human;
+
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// -2 = -qq, -1 = -q, 0 = default, 1.. = -v count.
+    pub level: i8,
+    pub json: bool,
+    pub color: bool,
+    pub github: bool,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: 0,
+            json: false,
+            color: false,
+            github: false,
+        }
+    }
+}
+
+static CONFIG: OnceLock<LogConfig> = OnceLock::new();
+
+pub fn init(config: LogConfig) {
+    let _ = CONFIG.set(config);
+}
+
+pub fn config() -> &'static LogConfig {
+    CONFIG.get_or_init(LogConfig::default)
+}
+
+/// Whether stderr is a terminal and colour is not turned off (NO_COLOR, TERM=dumb).
+pub fn color_wanted() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+fn emit(level: &str, message: &str, fields: Value) {
+    let cfg = config();
+    let mut stderr = std::io::stderr().lock();
+    if cfg.json {
+        let mut line = json!({ "ts": timestamp(SystemTime::now()), "event": "message", "level": level, "message": message });
+        merge(&mut line, fields);
+        let _ = writeln!(stderr, "{line}");
+    } else {
+        let _ = writeln!(stderr, "{}{message}", prefix(cfg));
+    }
+}
+
+fn prefix(cfg: &LogConfig) -> &'static str {
+    if cfg.color {
+        "\x1b[1mretry:\x1b[0m "
+    } else {
+        "retry: "
+    }
+}
+
+/// A normal-level message (hidden by -q).
+pub fn info(message: &str) {
+    if config().level >= 0 {
+        emit("info", message, Value::Null);
+    }
+}
+
+/// A message shown from `-v` × `n` on.
+pub fn verbose(n: u8, message: &str) {
+    if i16::from(config().level) >= i16::from(n) {
+        emit("debug", message, Value::Null);
+    }
+}
+
+/// A message shown even with -q (hidden by -qq): warnings and the last word.
+pub fn notice(message: &str) {
+    if config().level >= -1 {
+        emit("notice", message, Value::Null);
+    }
+}
+
+/// retry's own error: always shown.
+pub fn error(message: &str) {
+    emit("error", message, Value::Null);
+}
+
+fn merge(target: &mut Value, extra: Value) {
+    if let (Some(target), Value::Object(extra)) = (target.as_object_mut(), extra) {
+        target.extend(extra);
+    }
+}
+
+pub fn timestamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn paint(class: Class, text: &str) -> String {
+    if !config().color {
+        return text.to_string();
+    }
+    let code = match class {
+        Class::Success => "32",
+        Class::Transient => "33",
+        Class::Permanent => "31",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// Escapes a GitHub Actions workflow-command message.
+fn github_escape(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn github(kind: &str, message: &str) {
+    let cfg = config();
+    if cfg.github && cfg.level >= -1 {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "::{kind} title=retry::{}",
+            github_escape(message)
+        );
+    }
+}
+
+/// Formats engine events for stderr.
+pub struct Logger {
+    /// Extra fields added to every JSON event (target, mode, key).
+    pub context: Value,
+}
+
+impl Logger {
+    fn attempt_line(record: &AttemptRecord, limit: u32) -> String {
+        format!(
+            "attempt {}/{limit} failed: {} ({}: {})",
+            record.number,
+            record.outcome.describe(),
+            paint(record.class, record.class.as_str()),
+            record.reason
+        )
+    }
+
+    fn json_event(&self, event: &str, mut fields: Value) {
+        let mut line = json!({ "ts": timestamp(SystemTime::now()), "event": event });
+        merge(&mut line, std::mem::take(&mut fields));
+        merge(&mut line, self.context.clone());
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+}
+
+impl Events for Logger {
+    fn event(&mut self, event: Event<'_>) {
+        let cfg = config().clone();
+        match event {
+            Event::AttemptStarting { ctx } => {
+                if cfg.level >= 1 {
+                    let timeout = ctx
+                        .timeout
+                        .map(|t| format!(" (time limit {})", human(t)))
+                        .unwrap_or_default();
+                    if cfg.json {
+                        self.json_event("attempt_started", json!({ "attempt": ctx.number, "attempts": ctx.limit, "timeout_ms": ctx.timeout.map(|t| t.as_millis() as u64) }));
+                    } else {
+                        emit(
+                            "debug",
+                            &format!("attempt {}/{}{timeout}", ctx.number, ctx.limit),
+                            Value::Null,
+                        );
+                    }
+                }
+            }
+            Event::AttemptFailed {
+                record,
+                limit,
+                next,
+            } => {
+                let mut line = Self::attempt_line(record, limit);
+                if let Some(delay) = next {
+                    line.push_str(&format!("; next attempt in {}", human(delay)));
+                    github("warning", &line);
+                }
+                if cfg.level < 0 {
+                    return;
+                }
+                if cfg.json {
+                    self.json_event("attempt_failed", attempt_json(record, limit));
+                } else {
+                    emit("info", &line, Value::Null);
+                }
+            }
+            Event::Succeeded { record, limit } => {
+                let noteworthy = record.number > 1;
+                if cfg.level < 0 || (!noteworthy && cfg.level < 1) {
+                    return;
+                }
+                if cfg.json {
+                    self.json_event("attempt_succeeded", attempt_json(record, limit));
+                } else {
+                    let text = format!(
+                        "attempt {}/{limit} {}",
+                        record.number,
+                        paint(Class::Success, "succeeded")
+                    );
+                    emit("info", &text, Value::Null);
+                }
+            }
+            Event::Stopped { summary } => {
+                if summary.stopped_because == StopReason::Success {
+                    if cfg.json && cfg.level >= 0 {
+                        self.json_event("stopped", result_json(summary));
+                    }
+                    return;
+                }
+                let line = format!("{}; exit status {}", summary.message, summary.exit_code);
+                github("error", &line);
+                if cfg.level < -1 {
+                    return;
+                }
+                if cfg.json {
+                    let mut fields = result_json(summary);
+                    merge(&mut fields, json!({ "message": summary.message }));
+                    self.json_event("stopped", fields);
+                } else {
+                    emit("notice", &line, Value::Null);
+                }
+            }
+        }
+    }
+}
+
+fn attempt_json(record: &AttemptRecord, limit: u32) -> Value {
+    let mut v = json!({
+        "attempt": record.number,
+        "attempts": limit,
+        "started_at": timestamp(record.started_at),
+        "duration_ms": millis(record.duration),
+        "outcome": record.outcome,
+        "class": record.class,
+        "reason": record.reason,
+    });
+    if let Some(delay) = record.delay {
+        merge(&mut v, json!({ "delay_ms": millis(delay) }));
+    }
+    if let Some(hint) = &record.wait_hint {
+        merge(
+            &mut v,
+            json!({ "retry_after_ms": millis(hint.wait), "retry_after": hint.source }),
+        );
+    }
+    v
+}
+
+fn result_json(summary: &RunSummary) -> Value {
+    json!({
+        "exit_code": summary.exit_code,
+        "attempts": summary.attempts.len(),
+        "elapsed_ms": millis(summary.elapsed),
+        "stopped_because": summary.stopped_because,
+    })
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// What the report says about the run besides its attempts.
+pub struct ReportHeader<'a> {
+    pub target: Value,
+    pub mode: &'a str,
+    pub idempotency_key: Option<&'a str>,
+}
+
+/// The `--report` document for a run.
+pub fn report_json(header: &ReportHeader<'_>, summary: &RunSummary) -> Value {
+    let attempts: Vec<Value> = summary
+        .attempts
+        .iter()
+        .map(|r| {
+            let mut v = json!({
+                "n": r.number,
+                "started_at": timestamp(r.started_at),
+                "duration_ms": millis(r.duration),
+                "outcome": r.outcome,
+                "class": r.class,
+                "reason": r.reason,
+            });
+            if let Some(delay) = r.delay {
+                merge(&mut v, json!({ "delay_ms": millis(delay) }));
+            }
+            if let Some(hint) = &r.wait_hint {
+                merge(
+                    &mut v,
+                    json!({ "retry_after_ms": millis(hint.wait), "retry_after": hint.source }),
+                );
+            }
+            v
+        })
+        .collect();
+    json!({
+        "version": 1,
+        "target": header.target,
+        "mode": header.mode,
+        "idempotency_key": header.idempotency_key,
+        "attempts": attempts,
+        "result": result_json(summary),
+    })
+}
+
+/// Checks up front that the report can be written, so a bad path is a usage
+/// error (exit 125) before anything runs, not a surprise at the end.
+pub fn check_writable(path: &Path) -> anyhow::Result<PathBuf> {
+    let dir = parent_dir(path);
+    let meta = std::fs::metadata(&dir)
+        .with_context(|| format!("--report: directory {} does not exist", dir.display()))?;
+    anyhow::ensure!(
+        meta.is_dir(),
+        "--report: {} is not a directory",
+        dir.display()
+    );
+    if path.is_dir() {
+        anyhow::bail!(
+            "--report: {} is a directory; expected a file path",
+            path.display()
+        );
+    }
+    Ok(path.to_path_buf())
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same
+/// directory, fsync, then rename over the target.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    let dir = parent_dir(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".retry-")
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(contents)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+pub fn write_report(
+    path: &Path,
+    header: &ReportHeader<'_>,
+    summary: &RunSummary,
+) -> anyhow::Result<()> {
+    let mut text = serde_json::to_vec_pretty(&report_json(header, summary))?;
+    text.push(b'\n');
+    write_atomically(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_messages_are_escaped() {
+        assert_eq!(github_escape("50%\nnext"), "50%25%0Anext");
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+    }
+
+    #[test]
+    fn report_path_must_have_a_directory() {
+        assert!(check_writable(Path::new("/no/such/dir/r.json")).is_err());
+        assert!(check_writable(Path::new("r.json")).is_ok());
+    }
+}

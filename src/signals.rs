@@ -1,0 +1,136 @@
+//! Signals retry reacts to. SIGINT, SIGTERM, SIGHUP and SIGQUIT stop the run (they
+//! are forwarded to a running command's process group first); SIGCHLD wakes the
+//! supervisor. Handlers only set a flag and write a byte to a self-pipe, so any
+//! wait can be a `poll` on that pipe with a timeout, free of races.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::Signal;
+
+/// The signals that end a run, in the order they are reported.
+pub const STOPPING: [i32; 4] = [
+    Signal::SIGINT as i32,
+    Signal::SIGTERM as i32,
+    Signal::SIGHUP as i32,
+    Signal::SIGQUIT as i32,
+];
+const SIGCHLD: i32 = Signal::SIGCHLD as i32;
+
+struct State {
+    read: OwnedFd,
+    flags: Vec<(i32, Arc<AtomicBool>)>,
+    child: Arc<AtomicBool>,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+/// The first stopping signal seen; 0 while none.
+static FIRST: AtomicI32 = AtomicI32::new(0);
+
+/// Installs the handlers. Safe to call more than once.
+pub fn install() -> std::io::Result<()> {
+    if STATE.get().is_some() {
+        return Ok(());
+    }
+    let (read, write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
+    let write = std::os::unix::net::UnixStream::from(write);
+    let mut flags = Vec::new();
+    for sig in STOPPING.iter().copied().chain([SIGCHLD]) {
+        let flag = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+        signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+        flags.push((sig, flag));
+    }
+    let child = flags
+        .iter()
+        .find(|(s, _)| *s == SIGCHLD)
+        .map(|(_, f)| Arc::clone(f))
+        .expect("registered");
+    let _ = STATE.set(State { read, flags, child });
+    Ok(())
+}
+
+/// The stopping signal received so far, if any (the first one wins).
+pub fn pending() -> Option<i32> {
+    let state = STATE.get()?;
+    if FIRST.load(Ordering::SeqCst) == 0 {
+        for (sig, flag) in &state.flags {
+            if *sig != SIGCHLD && flag.swap(false, Ordering::SeqCst) {
+                let _ = FIRST.compare_exchange(0, *sig, Ordering::SeqCst, Ordering::SeqCst);
+            }
+        }
+    }
+    match FIRST.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// A stopping signal that arrived after `pending` first reported one (a second
+/// Ctrl-C): taken once.
+pub fn take_repeat() -> Option<i32> {
+    let state = STATE.get()?;
+    FIRST.load(Ordering::SeqCst);
+    state
+        .flags
+        .iter()
+        .find(|(sig, flag)| *sig != SIGCHLD && flag.swap(false, Ordering::SeqCst))
+        .map(|(sig, _)| *sig)
+}
+
+/// Whether a SIGCHLD arrived since the last call.
+pub fn child_changed() -> bool {
+    STATE
+        .get()
+        .is_some_and(|s| s.child.swap(false, Ordering::SeqCst))
+}
+
+/// The read end of the self-pipe, for callers that poll it with other fds.
+pub fn fd() -> Option<BorrowedFd<'static>> {
+    STATE.get().map(|s| s.read.as_fd())
+}
+
+/// Sleeps up to `d`, waking early when any handled signal arrives.
+pub fn wait(d: Duration) {
+    let Some(state) = STATE.get() else {
+        std::thread::sleep(d);
+        return;
+    };
+    let mut fds = [PollFd::new(state.read.as_fd(), PollFlags::POLLIN)];
+    let ms = d.as_millis().min(i32::MAX as u128) as i32;
+    let _ = poll(
+        &mut fds,
+        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+    );
+    drain(state.read.as_raw_fd());
+}
+
+fn drain(fd: i32) {
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let mut buf = [0u8; 64];
+    while let Ok(n) = nix::unistd::read(fd, &mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+/// Sleeps `d` unless a stopping signal arrives; returns it if one did.
+pub fn sleep(d: Duration) -> Result<(), i32> {
+    let end = Instant::now() + d;
+    loop {
+        if let Some(sig) = pending() {
+            return Err(sig);
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        wait(end - now);
+    }
+}
