@@ -13,6 +13,7 @@ pub fn render(
     cli: &Cli,
     target: &Target,
     policy: &Policy,
+    notes: &[String],
     rules: &[String],
     nested: bool,
 ) -> String {
@@ -33,6 +34,9 @@ pub fn render(
                 cli.method.as_deref().unwrap_or(default_method(cli))
             );
         }
+    }
+    for note in notes {
+        let _ = writeln!(out, "{note}");
     }
     let nested_note = if nested {
         " (nested inside another retry: one attempt only)"

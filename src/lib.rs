@@ -200,6 +200,13 @@ impl Built {
             Built::Http(e) => e.rules(),
         }
     }
+
+    fn notes(&self) -> Vec<String> {
+        match self {
+            Built::Command(e) => e.notes(),
+            Built::Http(_) => Vec::new(),
+        }
+    }
 }
 
 fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
@@ -222,7 +229,14 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
         Target::Url(url) => Built::Http(HttpExecutor::new(cli, url, &info)?),
     };
     if cli.dry_run {
-        let text = dry_run::render(cli, &target, &policy, &built.rules(), nested);
+        let text = dry_run::render(
+            cli,
+            &target,
+            &policy,
+            &built.notes(),
+            &built.rules(),
+            nested,
+        );
         print!("{text}");
         return Ok(0);
     }

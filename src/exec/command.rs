@@ -86,7 +86,7 @@ impl CommandExecutor {
         self.rules.profile
     }
 
-    /// The rules in force, in the order they are checked, for `--dry-run` and `-v`.
+    /// The rules in force, in the order they are checked, for `--dry-run`.
     pub fn rules(&self) -> Vec<String> {
         let mut out = vec![
             "the command cannot be started (not found 127, not executable 126): permanent"
@@ -115,59 +115,50 @@ impl CommandExecutor {
         }
         let profile = self.rules.profile;
         for row in profile.rows {
-            let codes: Vec<String> = row
-                .codes
-                .iter()
-                .map(|&(lo, hi)| {
-                    if lo == hi {
-                        lo.to_string()
-                    } else {
-                        format!("{lo}-{hi}")
-                    }
-                })
-                .collect();
             let limit = row
                 .max_retries
                 .map(|m| format!(", at most {m} retries"))
                 .unwrap_or_default();
             out.push(format!(
-                "profile {}: exit {}: {} ({}{limit})",
+                "{} exit {}{}: {}{limit} ({})",
                 profile.name,
-                codes.join(","),
+                code_list(row.codes),
+                describe_when(row.when),
                 row.class.as_str(),
                 row.why
             ));
         }
         if profile.otherwise == profiles::Otherwise::Permanent {
             out.push(format!(
-                "profile {}: any other non-zero exit: permanent",
+                "{} any other non-zero exit: permanent",
                 profile.name
             ));
         }
-        out.push(format!("profile source: {}", profile.source));
         for row in profiles::GENERIC_EXITS {
-            let codes: Vec<String> = row
-                .codes
-                .iter()
-                .map(|&(lo, hi)| {
-                    if lo == hi {
-                        lo.to_string()
-                    } else {
-                        format!("{lo}-{hi}")
-                    }
-                })
-                .collect();
             out.push(format!(
                 "exit {}: {} ({})",
-                codes.join(","),
+                code_list(row.codes),
                 row.class.as_str(),
                 row.why
             ));
         }
         out.push("stopped by --timeout: transient (exit 124 if it is the last attempt)".into());
         out.push("killed by a signal retry did not send: transient (SIGPIPE with the reader gone: permanent)".into());
-        out.push(format!("stdin: {}", self.stdin.describe()));
         out
+    }
+
+    /// Facts about the run shown above the rules by `--dry-run`.
+    pub fn notes(&self) -> Vec<String> {
+        let profile = self.rules.profile;
+        let picked = if profile.name == "generic" {
+            "generic rules only"
+        } else {
+            profile.source
+        };
+        vec![
+            format!("profile:     {} ({picked})", profile.name),
+            format!("stdin:       {}", self.stdin.describe()),
+        ]
     }
 
     fn command(&self, ctx: &AttemptContext, stdin: Stdio) -> Command {
@@ -328,6 +319,12 @@ impl Executor for CommandExecutor {
                     Verdict::permanent("killed by SIGPIPE: the reader of its output went away");
             }
         }
+        if let Some(sig) = supervised.interrupted_by {
+            verdict = Verdict::permanent(format!(
+                "retry received {} and passed it to the command",
+                signal_name(sig)
+            ));
+        }
         let (outcome, exit_code) = match &end {
             CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
             CommandEnd::Signaled(sig) => (
@@ -351,6 +348,12 @@ impl Executor for CommandExecutor {
                 *code,
             ),
         };
+        // A failed attempt never reports success to the caller, even when the command exited 0.
+        let exit_code = if exit_code == 0 && verdict.class != Class::Success {
+            1
+        } else {
+            exit_code
+        };
         let mut report = AttemptReport::new(outcome, verdict, exit_code);
         report.interrupted_by = supervised.interrupted_by;
         report.budget_expired = supervised.timed_out && cut_by_budget(ctx, self.timeout);
@@ -372,6 +375,43 @@ impl Executor for CommandExecutor {
 
     fn discard(&mut self) {
         self.held = None;
+    }
+}
+
+fn code_list(codes: &[(u8, u8)]) -> String {
+    let parts: Vec<String> = codes
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect();
+    parts.join(",")
+}
+
+fn describe_when(when: profiles::When) -> String {
+    use profiles::When;
+    match when {
+        When::Always => String::new(),
+        When::StatusIn(ranges) => {
+            let parts: Vec<String> = ranges
+                .iter()
+                .map(|&(lo, hi)| {
+                    if lo == hi {
+                        lo.to_string()
+                    } else {
+                        format!("{lo}-{hi}")
+                    }
+                })
+                .collect();
+            format!(" with stderr showing HTTP {}", parts.join(","))
+        }
+        When::AnyStatus => " with stderr showing any other HTTP status".into(),
+        When::NoStatus => " with no HTTP status on stderr".into(),
+        When::NetworkPhrase => " with stderr showing a network failure".into(),
     }
 }
 

@@ -1,0 +1,139 @@
+//! Running the real `retry` binary against small `sh` scripts that count their
+//! runs in a temporary directory.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+
+/// A `retry` command with a clean environment for these tests: no nesting, no
+/// CI annotations, fast backoff unless a test says otherwise.
+pub fn retry() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_remove("RETRY_DEPTH")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("RETRY_ATTEMPT")
+        .stdin(Stdio::null());
+    cmd
+}
+
+pub struct Run {
+    /// Exit code, or 128+N for death by signal N.
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+pub fn status_of(output: &std::process::ExitStatus) -> i32 {
+    output
+        .code()
+        .unwrap_or_else(|| 128 + output.signal().unwrap_or(0))
+}
+
+pub fn finish(output: Output, start: Instant) -> Run {
+    Run {
+        status: status_of(&output.status),
+        stdout: output.stdout,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Runs `retry ARGS` to completion.
+pub fn run(args: &[&str]) -> Run {
+    run_cmd(retry().args(args))
+}
+
+pub fn run_cmd(cmd: &mut Command) -> Run {
+    let start = Instant::now();
+    let output = cmd.output().expect("run retry");
+    finish(output, start)
+}
+
+/// A temporary directory with helpers for counting scripts.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Scratch {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn p(&self, name: &str) -> String {
+        self.path(name).to_string_lossy().into_owned()
+    }
+
+    /// Writes an executable `sh` script; `$D` in the body is this directory.
+    pub fn script(&self, name: &str, body: &str) -> String {
+        let path = self.path(name);
+        let text = format!("#!/bin/sh\nD='{}'\n{body}\n", self.dir.path().display());
+        fs::write(&path, text).expect("write script");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+        path.to_string_lossy().into_owned()
+    }
+
+    /// How many lines the file `name` has (0 if missing): one per run.
+    pub fn count(&self, name: &str) -> usize {
+        fs::read_to_string(self.path(name))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+
+    pub fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
+        let path = self.path(name);
+        let mut f = fs::File::create(&path).expect("create");
+        f.write_all(contents).expect("write");
+        path
+    }
+}
+
+/// Whether process `pid` still exists (and is not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `path` exists and holds a line, for up to `limit`.
+pub fn wait_for_file(path: &Path, limit: Duration) -> String {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if let Ok(text) = fs::read_to_string(path) {
+            if text.ends_with('\n') {
+                return text;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} did not appear within {limit:?}", path.display());
+}
