@@ -20,40 +20,157 @@ const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
 
-const AFTER_LONG_HELP: &str = "\
-Modes:
-  A first operand starting with http:// or https:// is an HTTP request; anything else
-  is a command, run directly (PATH lookup, no shell). Options go before the target;
-  everything after it belongs to the target.
+/// How the target is chosen, shown first after the options in `--help`.
+pub const MODES: &str = "\
+A first operand starting with http:// or https:// is an HTTP request; anything else is a \
+command, run directly (PATH lookup, no shell; use sh -c '...' for a pipeline). Options go \
+before the target; everything after it belongs to the target. DUR is a duration such as \
+250ms, 2s or 1m30s, or a number of seconds such as 1.5. LIST is comma-separated values \
+and ranges, such as 2,64-78.";
 
-Exit status:
-  0        an attempt succeeded, or the run was skipped (lock busy, --once key done)
-  N        the last attempt's own exit status
-  124      the last attempt was stopped by --timeout (or by the --max-time budget)
-  125      retry itself failed: bad usage or value, lock or state store unreachable
-  126/127  the command is not executable / not found (never retried)
-  128+N    the last attempt died of signal N, or retry was stopped by signal N
-  HTTP mode uses curl's codes: 3 bad URL, 6 DNS, 7 connect, 22 status >= 400,
-  28 timeout, 35 TLS handshake, 47 redirects, 52 empty reply, 56 receive, 60 certificate.
+/// Exit statuses: one table for `--help` and the man page's EXIT STATUS section.
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "An attempt succeeded, or the run was skipped (lock busy with --busy-exit 0, or the --once key is done).",
+    ),
+    (
+        "N",
+        "The last attempt's own exit status, after the attempt limit, the --max-time budget or a permanent failure.",
+    ),
+    ("124", "The last attempt was stopped by --timeout."),
+    (
+        "125",
+        "retry itself failed: bad usage or value, lock or state store unreachable. Nothing ran.",
+    ),
+    (
+        "126, 127",
+        "The command is not executable / not found (never retried).",
+    ),
+    (
+        "128+N",
+        "The last attempt died of signal N, or retry itself was stopped by signal N.",
+    ),
+    (
+        "HTTP mode",
+        "curl's codes: 3 malformed URL, 6 could not resolve host, 7 could not connect, 22 final status >= 400, \
+         28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
+         60 certificate problem.",
+    ),
+];
 
-Examples:
-  retry -- ./deploy.sh
-      up to 5 attempts, full-jitter exponential backoff from 1s
-  retry -a 10 --max-time 2m -t 20s -- curl -fsS https://example.com/health
-      curl's own exit codes and the HTTP status it prints decide what is retried
-  retry --retry-on-output 'connection reset' --stop-on 2 -- ./sync.sh
-  retry --hold-stdout -- ./fetch-report | jq .
-      downstream sees exactly one attempt's output
-  retry -X POST --idempotency-key auto -d @charge.json https://api.example/charges
-  retry -o page.html --max-retry-after 1m https://example.com/
-  retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report
-  retry --dry-run -a 6 --delay 500ms --jitter equal -- make test
+/// Variables retry sets for the command or reads itself, for `--help` and the man page.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "RETRY_ATTEMPT",
+        "Set for the command: this attempt's number, from 1.",
+    ),
+    ("RETRY_ATTEMPTS", "Set for the command: the attempt limit."),
+    (
+        "RETRY_IDEMPOTENCY_KEY",
+        "Set for the command: one UUID v4 per run, the same on every attempt (or the --idempotency-key value).",
+    ),
+    (
+        "RETRY_DEADLINE_MS",
+        "Set for the command when --max-time is given: milliseconds left of the budget.",
+    ),
+    (
+        "RETRY_DEPTH",
+        "Set for the command: the nesting level. A retry that inherits 1 or more makes one attempt only, \
+         unless --allow-nested is given.",
+    ),
+    (
+        "NO_COLOR",
+        "When set and not empty, no colour on stderr or in --help.",
+    ),
+    (
+        "GITHUB_ACTIONS",
+        "When true, a failed attempt that will be retried is also a ::warning:: annotation and giving up an ::error:: one.",
+    ),
+    (
+        "XDG_STATE_HOME",
+        "Default --state directory is $XDG_STATE_HOME/retry (or ~/.local/state/retry when unset).",
+    ),
+];
 
-Environment:
-  The command sees RETRY_ATTEMPT, RETRY_ATTEMPTS, RETRY_IDEMPOTENCY_KEY,
-  RETRY_DEADLINE_MS (with --max-time) and RETRY_DEPTH. A retry whose RETRY_DEPTH is
-  1 or more makes one attempt only unless --allow-nested is given. NO_COLOR turns
-  colour off; GITHUB_ACTIONS=true adds ::warning:: and ::error:: annotations.";
+/// Worked examples, for `--help` and the man page's EXAMPLES section.
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "retry -- ./deploy.sh",
+        "Up to 5 attempts, full-jitter exponential backoff from 1s, capped at 30s.",
+    ),
+    (
+        "retry -a 10 --max-time 2m -t 20s -- curl -fsS https://example.com/health",
+        "curl's exit codes and the HTTP status it prints decide what is retried; no attempt starts past 2 minutes.",
+    ),
+    (
+        "retry --retry-on-output 'connection reset' --stop-on 2 -- ./sync.sh",
+        "Retry when the output says so (even on exit 0); exit 2 stops at once.",
+    ),
+    (
+        "retry --hold-stdout -- ./fetch-report | jq .",
+        "Downstream sees exactly one attempt's output.",
+    ),
+    (
+        "retry -X POST --idempotency-key auto -d @charge.json https://api.example/charges",
+        "A POST retried safely: every attempt carries the same Idempotency-Key.",
+    ),
+    (
+        "retry -o page.html --max-retry-after 1m https://example.com/",
+        "Download to page.html (replaced only on success), obeying Retry-After up to a minute.",
+    ),
+    (
+        "retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report",
+        "A cron job: one instance at a time, and at most one success a day.",
+    ),
+    (
+        "retry --dry-run -a 6 --delay 500ms --jitter equal -- make test",
+        "Print the schedule and the classification rules, run nothing.",
+    ),
+];
+
+/// The text after the options in `--help`, built from the tables above.
+fn after_long_help() -> String {
+    let mut text = String::from("Modes:\n");
+    text += &wrap(MODES, 2);
+    text += "\nExit status:\n";
+    for (status, meaning) in EXIT_STATUS {
+        text += &format!("  {status:<10} {}", wrap(meaning, 13).trim_start());
+    }
+    text += "\nEnvironment:\n";
+    for (name, meaning) in ENVIRONMENT {
+        text += &format!("  {name}\n{}", wrap(meaning, 6));
+    }
+    text += "\nExamples:\n";
+    for (i, (command, what)) in EXAMPLES.iter().enumerate() {
+        if i > 0 {
+            text += "\n";
+        }
+        text += &format!("  {command}\n{}", wrap(what, 6));
+    }
+    text.trim_end().to_string()
+}
+
+/// `text` wrapped to 90 columns with every line indented by `by` spaces.
+fn wrap(text: &str, by: usize) -> String {
+    let pad = " ".repeat(by);
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && by + line.len() + 1 + word.len() > 90 {
+            out += &format!("{pad}{line}\n");
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line += word;
+    }
+    if !line.is_empty() {
+        out += &format!("{pad}{line}\n");
+    }
+    out
+}
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -67,7 +184,7 @@ Environment:
                   the last failure's exit status.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry [OPTIONS] URL",
     after_help = AFTER_HELP,
-    after_long_help = AFTER_LONG_HELP,
+    after_long_help = after_long_help(),
     max_term_width = 100
 )]
 pub struct Cli {
@@ -76,6 +193,9 @@ pub struct Cli {
     pub attempts: u32,
 
     /// Base delay before the first retry
+    ///
+    /// Later delays grow as --backoff says. DUR is 250ms, 2s, 1m30s or a number of
+    /// seconds such as 1.5.
     #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse::duration, help_heading = TIMING)]
     pub delay: Duration,
 
@@ -83,23 +203,29 @@ pub struct Cli {
     #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse::duration, help_heading = TIMING)]
     pub max_delay: Duration,
 
-    /// How the delay grows: exponential (delay*factor^(n-1)), linear (delay*n), constant
+    /// How the delay grows from one retry to the next
     #[arg(long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential, help_heading = TIMING)]
     pub backoff: BackoffKind,
 
-    /// Exponential growth factor, above 1
+    /// Exponential growth factor, above 1 (at most 1000)
     #[arg(long, value_name = "F", default_value = "2", value_parser = parse::factor, help_heading = TIMING)]
     pub factor: f64,
 
-    /// Jitter: full U(0,d), equal d/2+U(0,d/2), decorrelated min(cap,U(base,3*prev)), none
+    /// How each sleep d is randomised, so clients that failed together return apart
     #[arg(short = 'j', long, value_name = "KIND", value_enum, default_value_t = JitterKind::Full, help_heading = TIMING)]
     pub jitter: JitterKind,
 
     /// Limit on one attempt; an attempt that runs out is a transient failure
+    ///
+    /// In command mode the process group gets SIGTERM, then SIGKILL after --kill-after; if
+    /// it was the last attempt, retry exits 124.
     #[arg(short = 't', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
-    /// Wall-clock budget for the whole run: no sleep or attempt starts that would end past it
+    /// Wall-clock budget for the whole run
+    ///
+    /// No sleep or attempt starts that would end past it, and each attempt's --timeout is
+    /// cut to what is left.
     #[arg(long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub max_time: Option<Duration>,
 
@@ -111,7 +237,7 @@ pub struct Cli {
     #[arg(long, help_heading = TIMING)]
     pub allow_nested: bool,
 
-    /// Classification profile; auto picks one from the command's name
+    /// Exit-code vocabulary of a known tool; auto picks one from the command's name
     #[arg(long, value_name = "NAME", value_enum, default_value_t = ProfileName::Auto, help_heading = CLASSIFY)]
     pub profile: ProfileName,
 
@@ -119,7 +245,7 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub stop_on: Option<CodeSet>,
 
-    /// Exit codes that are retried; every other non-zero exit becomes permanent
+    /// Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75
     #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub retry_on: Option<CodeSet>,
 
@@ -127,11 +253,17 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub success_on: Option<CodeSet>,
 
-    /// A line of stdout or stderr matching REGEX makes the attempt a permanent failure (repeatable)
+    /// An output line matching REGEX makes the attempt a permanent failure (repeatable)
+    ///
+    /// Lines of stdout and stderr are checked; this rule comes first. Output still streams
+    /// live and in order.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub stop_on_output: Vec<String>,
 
-    /// A line of stdout or stderr matching REGEX makes the attempt transient, even on exit 0 (repeatable)
+    /// An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)
+    ///
+    /// Lines of stdout and stderr are checked after --stop-on-output and before the exit
+    /// code rules.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub retry_on_output: Vec<String>,
 
@@ -140,6 +272,9 @@ pub struct Cli {
     pub stdin: StdinMode,
 
     /// Spool each attempt's stdout and write only the final attempt's
+    ///
+    /// The spool moves to disk past a few MiB. Only the attempt that succeeded, or the last
+    /// one, reaches stdout, so a pipeline downstream sees exactly one attempt's output.
     #[arg(long, help_heading = PROCESS)]
     pub hold_stdout: bool,
 
@@ -152,6 +287,8 @@ pub struct Cli {
     pub method: Option<String>,
 
     /// Request header 'Name: value' (repeatable); @FILE reads header lines from FILE
+    ///
+    /// @FILE keeps secrets out of the process list. Header values are never logged.
     #[arg(short = 'H', long = "header", value_name = "HEADER", help_heading = HTTP)]
     pub headers: Vec<String>,
 
@@ -184,6 +321,9 @@ pub struct Cli {
     pub max_redirs: u32,
 
     /// Send an idempotency key with every attempt: auto makes one UUID v4 for the run
+    ///
+    /// Any other VALUE is sent as given. With a key, non-idempotent requests (POST, PATCH)
+    /// are retried like idempotent ones.
     #[arg(long, value_name = "auto|VALUE", value_parser = key_value, help_heading = HTTP)]
     pub idempotency_key: Option<String>,
 
@@ -204,6 +344,8 @@ pub struct Cli {
     pub stop_on_status: Option<CodeSet>,
 
     /// Longest Retry-After to obey; a longer one ends the run at once
+    ///
+    /// Rate-limit resets count the same way. The message says what the server asked.
     #[arg(long, value_name = "DUR", default_value = "5m", value_parser = parse::duration, help_heading = HTTP)]
     pub max_retry_after: Duration,
 
@@ -211,7 +353,7 @@ pub struct Cli {
     #[arg(long, value_name = "TARGET", help_heading = JOBS)]
     pub lock: Option<String>,
 
-    /// Wait this long for a busy lock before skipping
+    /// Wait this long for a busy lock before skipping (0 = skip at once)
     #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = JOBS)]
     pub lock_wait: Duration,
 
@@ -220,6 +362,9 @@ pub struct Cli {
     pub busy_exit: u8,
 
     /// Skip if KEY already succeeded; record KEY after success
+    ///
+    /// A skip exits 0. Otherwise the run holds a lock on KEY, so concurrent runs with the
+    /// same key never both run, and a failed run records nothing.
     #[arg(long, value_name = "KEY", value_parser = once_key_value, help_heading = JOBS)]
     pub once: Option<String>,
 
@@ -263,27 +408,41 @@ pub struct Cli {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackoffKind {
+    /// delay * factor^(n-1), capped by --max-delay
     Exponential,
+    /// delay * n, capped by --max-delay
     Linear,
+    /// delay every time
     Constant,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JitterKind {
+    /// A uniform draw from 0 to d: spreads a crowd of clients the most
     Full,
+    /// d/2 plus a uniform draw from 0 to d/2
     Equal,
+    /// min(--max-delay, a uniform draw from --delay to 3 * the previous sleep)
     Decorrelated,
+    /// Exactly d: clients that failed together come back together
     None,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProfileName {
+    /// Pick from the command's base name (curl, wget, ssh/scp/sftp, rsync, git), else generic
     Auto,
+    /// Exit codes only: 0 success; 126, 127 and most sysexits permanent; the rest transient
     Generic,
+    /// curl's exit codes, and for exit 22 the HTTP status it prints on stderr
     Curl,
+    /// wget's exit codes, and for exit 8 the HTTP status it prints on stderr
     Wget,
+    /// ssh, scp, sftp: 255 (connection failure) is transient, other codes are the remote's
     Ssh,
+    /// rsync's network and partial-transfer codes are transient
     Rsync,
+    /// git: 128 is transient only when stderr shows a network failure
     Git,
 }
 
@@ -301,7 +460,9 @@ pub enum StdinMode {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
+    /// Lines starting with "retry: "
     Text,
+    /// JSON Lines, one event per line
     Json,
 }
 

@@ -1,29 +1,29 @@
 //! Shell completions and the man page, generated from the clap definition so that
-//! they cannot drift from `--help`.
+//! they cannot drift from `--help`. The man page's EXIT STATUS, ENVIRONMENT and
+//! EXAMPLES sections come from the same tables as `--help`'s epilogue (`cli`); the
+//! committed copies in `completions/` and `man/` are checked by `tests/generated.rs`.
 
 use std::io::Write;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
+use clap_mangen::Man;
+use clap_mangen::roff::{Roff, bold, italic, roman};
 
-use crate::cli::{Cli, GenerateKind};
+use crate::cli::{self, Cli, GenerateKind};
 
 /// The generated text for `kind`.
 pub fn render(kind: GenerateKind) -> anyhow::Result<Vec<u8>> {
-    let mut cmd = Cli::command();
-    let mut out = Vec::new();
     let shell = match kind {
         GenerateKind::Bash => Shell::Bash,
         GenerateKind::Zsh => Shell::Zsh,
         GenerateKind::Fish => Shell::Fish,
         GenerateKind::Elvish => Shell::Elvish,
         GenerateKind::Powershell => Shell::PowerShell,
-        GenerateKind::Man => {
-            clap_mangen::Man::new(cmd).render(&mut out)?;
-            return Ok(out);
-        }
+        GenerateKind::Man => return man_page(),
     };
-    clap_complete::generate(shell, &mut cmd, "retry", &mut out);
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "retry", &mut out);
     Ok(out)
 }
 
@@ -31,4 +31,138 @@ pub fn write(kind: GenerateKind) -> anyhow::Result<()> {
     let text = render(kind)?;
     std::io::stdout().lock().write_all(&text)?;
     Ok(())
+}
+
+/// retry(1): clap_mangen's title, name, synopsis, description and one section per
+/// help heading, then our own sections. The `after_long_help` epilogue is left out:
+/// its content is rendered here as proper man sections instead.
+fn man_page() -> anyhow::Result<Vec<u8>> {
+    let man = Man::new(Cli::command()).manual("User Commands");
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    paragraphs(&[cli::MODES]).to_writer(&mut out)?;
+    man.render_options_section(&mut out)?;
+    tagged_section("EXIT STATUS", cli::EXIT_STATUS).to_writer(&mut out)?;
+    tagged_section("ENVIRONMENT", cli::ENVIRONMENT).to_writer(&mut out)?;
+    examples_section().to_writer(&mut out)?;
+    see_also_section().to_writer(&mut out)?;
+    man.render_version_section(&mut out)?;
+    Ok(drop_repeated_preambles(out))
+}
+
+fn paragraphs(texts: &[&str]) -> Roff {
+    let mut roff = Roff::new();
+    for text in texts {
+        roff.control("PP", []).text([roman(*text)]);
+    }
+    roff
+}
+
+/// A section of `.TP` entries: a bold tag and its explanation.
+fn tagged_section(title: &str, rows: &[(&str, &str)]) -> Roff {
+    let mut roff = Roff::new();
+    roff.control("SH", [title]);
+    for (tag, text) in rows {
+        roff.control("TP", [])
+            .text([bold(*tag)])
+            .text([roman(*text)]);
+    }
+    roff
+}
+
+/// Each example as an unfilled command line followed by what it does.
+fn examples_section() -> Roff {
+    let mut roff = Roff::new();
+    roff.control("SH", ["EXAMPLES"]);
+    for (command, what) in cli::EXAMPLES {
+        roff.control("PP", [])
+            .text([roman(*what)])
+            .control("RS", ["4"])
+            .control("nf", [])
+            .text([bold(*command)])
+            .control("fi", [])
+            .control("RE", []);
+    }
+    roff
+}
+
+fn see_also_section() -> Roff {
+    let mut roff = Roff::new();
+    roff.control("SH", ["SEE ALSO"]);
+    roff.text([
+        bold("curl"),
+        roman("(1), "),
+        bold("timeout"),
+        roman("(1), "),
+        bold("flock"),
+        roman("(1); the README for the report schema and the classification tables ("),
+        italic("retry --dry-run"),
+        roman(" prints the rules in force)."),
+    ]);
+    roff
+}
+
+/// Every roff fragment starts with the same apostrophe preamble; one is enough.
+fn drop_repeated_preambles(out: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8(out).expect("roff output is UTF-8");
+    let preamble = Roff::new().render();
+    let body = text.replace(&preamble, "");
+    format!("{preamble}{body}").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn man() -> String {
+        String::from_utf8(render(GenerateKind::Man).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn man_page_has_the_promised_sections() {
+        let page = man();
+        for section in [
+            ".SH NAME",
+            ".SH SYNOPSIS",
+            ".SH DESCRIPTION",
+            ".SH \"ATTEMPTS AND TIMING\"",
+            ".SH \"HTTP MODE\"",
+            ".SH \"SCHEDULED JOBS\"",
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH EXAMPLES",
+        ] {
+            assert!(page.contains(section), "missing {section}");
+        }
+        assert!(
+            !page.contains(".SH EXTRA"),
+            "the epilogue is rendered as sections"
+        );
+    }
+
+    #[test]
+    fn man_page_names_every_environment_variable() {
+        let page = man();
+        for name in [
+            "RETRY_ATTEMPT",
+            "RETRY_ATTEMPTS",
+            "RETRY_IDEMPOTENCY_KEY",
+            "RETRY_DEADLINE_MS",
+            "RETRY_DEPTH",
+            "NO_COLOR",
+            "GITHUB_ACTIONS",
+            "XDG_STATE_HOME",
+        ] {
+            assert!(page.contains(&format!("\\fB{name}\\fR")), "missing {name}");
+        }
+    }
+
+    #[test]
+    fn man_page_has_one_preamble() {
+        let preamble = Roff::new().render();
+        assert_eq!(man().matches(&preamble).count(), 1);
+    }
 }

@@ -1,0 +1,90 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'retry'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'retry' {
+            [CompletionResult]::new('-a', '-a', [CompletionResultType]::ParameterName, 'Total attempts, the first included (1 = never retry)')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Total attempts, the first included (1 = never retry)')
+            [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Base delay before the first retry')
+            [CompletionResult]::new('--max-delay', '--max-delay', [CompletionResultType]::ParameterName, 'Cap on any one backoff sleep, applied before jitter')
+            [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'How the delay grows from one retry to the next')
+            [CompletionResult]::new('--factor', '--factor', [CompletionResultType]::ParameterName, 'Exponential growth factor, above 1 (at most 1000)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'How each sleep d is randomised, so clients that failed together return apart')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'How each sleep d is randomised, so clients that failed together return apart')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Limit on one attempt; an attempt that runs out is a transient failure')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Limit on one attempt; an attempt that runs out is a transient failure')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Wall-clock budget for the whole run')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed the jitter, for reproducible schedules')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Exit-code vocabulary of a known tool; auto picks one from the command''s name')
+            [CompletionResult]::new('--stop-on', '--stop-on', [CompletionResultType]::ParameterName, 'Exit codes that are permanent failures, e.g. 2,64-78')
+            [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75')
+            [CompletionResult]::new('--success-on', '--success-on', [CompletionResultType]::ParameterName, 'Exit codes that count as success, e.g. 0,1 for grep')
+            [CompletionResult]::new('--stop-on-output', '--stop-on-output', [CompletionResultType]::ParameterName, 'An output line matching REGEX makes the attempt a permanent failure (repeatable)')
+            [CompletionResult]::new('--retry-on-output', '--retry-on-output', [CompletionResultType]::ParameterName, 'An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Where the command''s stdin comes from on each attempt')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After --timeout''s SIGTERM, wait this long before SIGKILL')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'HTTP method; default GET, or POST when a body is given')
+            [CompletionResult]::new('--request', '--request', [CompletionResultType]::ParameterName, 'HTTP method; default GET, or POST when a body is given')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'Request header ''Name: value'' (repeatable); @FILE reads header lines from FILE')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Request header ''Name: value'' (repeatable); @FILE reads header lines from FILE')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt')
+            [CompletionResult]::new('--data', '--data', [CompletionResultType]::ParameterName, 'Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'JSON request body (DATA, @FILE or @-), with Content-Type and Accept set to JSON')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the successful body to FILE atomically; FILE is untouched if the run fails')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the successful body to FILE atomically; FILE is untouched if the run fails')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Limit on connecting')
+            [CompletionResult]::new('--max-redirs', '--max-redirs', [CompletionResultType]::ParameterName, 'Redirects followed (0 = none)')
+            [CompletionResult]::new('--idempotency-key', '--idempotency-key', [CompletionResultType]::ParameterName, 'Send an idempotency key with every attempt: auto makes one UUID v4 for the run')
+            [CompletionResult]::new('--idempotency-header', '--idempotency-header', [CompletionResultType]::ParameterName, 'Header name for the idempotency key')
+            [CompletionResult]::new('--retry-on-status', '--retry-on-status', [CompletionResultType]::ParameterName, 'HTTP statuses that are retried (overrides the built-in classes)')
+            [CompletionResult]::new('--stop-on-status', '--stop-on-status', [CompletionResultType]::ParameterName, 'HTTP statuses that stop at once (overrides the built-in classes)')
+            [CompletionResult]::new('--max-retry-after', '--max-retry-after', [CompletionResultType]::ParameterName, 'Longest Retry-After to obey; a longer one ends the run at once')
+            [CompletionResult]::new('--lock', '--lock', [CompletionResultType]::ParameterName, 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME')
+            [CompletionResult]::new('--lock-wait', '--lock-wait', [CompletionResultType]::ParameterName, 'Wait this long for a busy lock before skipping (0 = skip at once)')
+            [CompletionResult]::new('--busy-exit', '--busy-exit', [CompletionResultType]::ParameterName, 'Exit status when skipped because the lock is busy')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Skip if KEY already succeeded; record KEY after success')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Where --once markers live: a directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of stderr event lines')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON record of every attempt and the result to FILE')
+            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Write a completion script or the man page to stdout')
+            [CompletionResult]::new('--allow-nested', '--allow-nested', [CompletionResultType]::ParameterName, 'Retry even when running inside another retry (RETRY_DEPTH >= 1)')
+            [CompletionResult]::new('--hold-stdout', '--hold-stdout', [CompletionResultType]::ParameterName, 'Spool each attempt''s stdout and write only the final attempt''s')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Print the response status line and headers before the body')
+            [CompletionResult]::new('--include', '--include', [CompletionResultType]::ParameterName, 'Print the response status line and headers before the body')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Skip TLS certificate verification')
+            [CompletionResult]::new('--insecure', '--insecure', [CompletionResultType]::ParameterName, 'Skip TLS certificate verification')
+            [CompletionResult]::new('--retry-unsafe', '--retry-unsafe', [CompletionResultType]::ParameterName, 'Allow retrying non-idempotent methods (POST, PATCH, ...) without a key')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Less on stderr: no per-attempt lines (-qq: nothing but retry''s own errors)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Less on stderr: no per-attempt lines (-qq: nothing but retry''s own errors)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More on stderr (repeatable)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More on stderr (repeatable)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the schedule and classification rules, run nothing, exit 0')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,103 @@
+//! The committed completions and man page must match what `retry --generate KIND`
+//! prints now. `UPDATE_GENERATED=1 cargo test --test generated` rewrites them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GENERATED: &[(&str, &str)] = &[
+    ("bash", "completions/retry.bash"),
+    ("zsh", "completions/_retry"),
+    ("fish", "completions/retry.fish"),
+    ("elvish", "completions/retry.elv"),
+    ("powershell", "completions/_retry.ps1"),
+    ("man", "man/retry.1"),
+];
+
+fn generate(kind: &str) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_retry"))
+        .args(["--generate", kind])
+        .output()
+        .expect("run retry --generate");
+    assert!(
+        out.status.success(),
+        "retry --generate {kind} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.stdout.is_empty(),
+        "retry --generate {kind} printed nothing"
+    );
+    out.stdout
+}
+
+fn committed(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+#[test]
+fn committed_files_are_current() {
+    let update = std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (kind, path) in GENERATED {
+        let fresh = generate(kind);
+        let file = committed(path);
+        if std::fs::read(&file).ok().as_deref() == Some(fresh.as_slice()) {
+            continue;
+        }
+        if update {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, &fresh).unwrap();
+        } else {
+            stale.push(*path);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale generated files: {}\nregenerate them with: UPDATE_GENERATED=1 cargo test --test generated",
+        stale.join(", ")
+    );
+}
+
+#[test]
+fn completions_offer_the_flags() {
+    for (kind, _) in &GENERATED[..5] {
+        let text = String::from_utf8(generate(kind)).unwrap();
+        for flag in ["attempts", "max-delay", "jitter", "retry-on-status", "once"] {
+            assert!(text.contains(flag), "{kind} completion lacks --{flag}");
+        }
+    }
+}
+
+/// `man -l` must format the page without warnings; skipped where man is not installed.
+#[test]
+fn man_page_renders() {
+    let probe = Command::new("man").arg("--version").output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("man is not installed; not rendering man/retry.1");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("retry.1");
+    std::fs::write(&page, generate("man")).unwrap();
+    let out = Command::new("man")
+        .arg("--warnings")
+        .arg("-l")
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "man failed: {warnings}");
+    assert!(warnings.trim().is_empty(), "man warnings: {warnings}");
+    for heading in [
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "EXAMPLES",
+        "ATTEMPTS AND TIMING",
+    ] {
+        assert!(text.contains(heading), "rendered page lacks {heading}");
+    }
+}

@@ -1,0 +1,127 @@
+//! `retry -h` and `retry --help`: grouped options, worked examples, and colour only
+//! on a terminal and never with NO_COLOR.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+fn retry() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
+    for var in ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("TERM", "xterm-256color");
+    cmd
+}
+
+fn piped(args: &[&str], no_color: bool) -> String {
+    let mut cmd = retry();
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.args(args).output().unwrap();
+    assert!(out.status.success(), "retry {args:?} exit {:?}", out.status);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs retry with stdout on a pseudo-terminal and returns what it wrote there.
+fn on_terminal(args: &[&str], no_color: bool) -> String {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut cmd = retry();
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(pty.slave))
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    let mut master = std::fs::File::from(pty.master);
+    let mut text = Vec::new();
+    let mut buf = [0u8; 8192];
+    // Reading the master ends with EIO once the child has closed the terminal.
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    assert!(child.wait().unwrap().success());
+    String::from_utf8(text).unwrap()
+}
+
+const ESC: char = '\x1b';
+
+#[test]
+fn help_is_coloured_on_a_terminal() {
+    let text = on_terminal(&["--help"], false);
+    assert!(text.contains("Attempts and timing"), "{text}");
+    assert!(text.contains(ESC), "no colour on a terminal");
+}
+
+#[test]
+fn no_color_turns_help_colour_off_on_a_terminal() {
+    for flag in ["-h", "--help"] {
+        let text = on_terminal(&[flag], true);
+        assert!(text.contains("Attempts and timing"), "{text}");
+        assert!(
+            !text.contains(ESC),
+            "NO_COLOR=1 retry {flag} has escape codes"
+        );
+    }
+}
+
+#[test]
+fn piped_help_has_no_escape_codes() {
+    for flag in ["-h", "--help"] {
+        for no_color in [false, true] {
+            let text = piped(&[flag], no_color);
+            assert!(!text.contains(ESC), "piped retry {flag} has escape codes");
+        }
+    }
+}
+
+#[test]
+fn help_groups_options_under_headings() {
+    for flag in ["-h", "--help"] {
+        let text = piped(&[flag], true);
+        let positions: Vec<usize> = [
+            "Attempts and timing:",
+            "Classification (command mode):",
+            "Process handling (command mode):",
+            "HTTP mode:",
+            "Scheduled jobs:",
+            "Output and reporting:",
+        ]
+        .iter()
+        .map(|h| text.find(h).unwrap_or_else(|| panic!("{flag} lacks {h}")))
+        .collect();
+        assert!(positions.is_sorted(), "{flag}: headings out of order");
+    }
+}
+
+#[test]
+fn long_help_ends_with_exit_status_environment_and_examples() {
+    let text = piped(&["--help"], true);
+    let exit = text.find("\nExit status:\n").expect("exit status");
+    let env = text.find("\nEnvironment:\n").expect("environment");
+    let examples = text.find("\nExamples:\n").expect("examples");
+    assert!(exit < env && env < examples);
+    assert!(text[examples..].contains("retry --hold-stdout -- ./fetch-report | jq ."));
+    assert!(text.contains("RETRY_IDEMPOTENCY_KEY"));
+}
+
+#[test]
+fn short_help_is_the_summary() {
+    let short = piped(&["-h"], true);
+    let long = piped(&["--help"], true);
+    assert!(
+        short.len() * 2 < long.len(),
+        "-h is not shorter than --help"
+    );
+    assert!(short.contains("Run `retry --help` for details and examples."));
+    assert!(!short.contains("Examples:"));
+    let widest = short.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 100, "-h has a {widest}-column line");
+}
