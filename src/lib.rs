@@ -177,6 +177,11 @@ fn job_options(cli: &Cli) -> jobs::JobOptions {
         busy_exit: cli.busy_exit,
         once: cli.once.clone(),
         state: cli.state.clone(),
+        command: cli
+            .target
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
     }
 }
 

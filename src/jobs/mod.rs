@@ -1,9 +1,27 @@
-//! Scheduled-job safety (being built): single-instance locks and run-once markers.
+//! Scheduled-job safety: the single-instance lock (`--lock`) and run-once markers
+//! (`--once`, `--state`). This module owns the gate in front of the retry loop: it
+//! parses lock and state targets, takes the locks, checks and records markers, and
+//! decides whether the run proceeds or is skipped. Storage lives behind two small
+//! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` and PostgreSQL in
+//! `postgres.rs`; the retry loop, the report and the exit status are left to others.
 
-use std::time::Duration;
+pub mod file;
+pub mod postgres;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::RunSummary;
+use crate::parse::human;
+use crate::report;
+use crate::signals;
 
+pub use self::postgres::{PgTarget, SslMode};
+
+/// The scheduled-job flags, as given on the command line.
 #[derive(Clone, Debug)]
 pub struct JobOptions {
     pub lock: Option<String>,
@@ -11,31 +29,506 @@ pub struct JobOptions {
     pub busy_exit: u8,
     pub once: Option<String>,
     pub state: Option<String>,
+    /// The command (or URL) being run, recorded in `--once` markers.
+    pub command: Vec<String>,
 }
 
+/// Whether the run goes ahead.
 pub enum Gate {
+    /// Go ahead; the locks stay held until `Held` is dropped.
     Proceed(Held),
+    /// Do not run: exit with `exit_code` after printing `message`.
     Skip { exit_code: i32, message: String },
 }
 
-pub struct Held;
+/// Where a lock or the markers live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A lock file, or the directory of marker files.
+    File(PathBuf),
+    /// A PostgreSQL server (`postgres://…`, `#NAME` for a lock).
+    Postgres(PgTarget),
+}
+
+/// What `--lock` and `--state` accept, for error messages.
+const LOCK_ACCEPTS: &str = "expected a file path or postgres://USER@HOST:PORT/DB#NAME";
+const STATE_ACCEPTS: &str = "expected a directory or postgres://USER@HOST:PORT/DB";
+
+/// Parses a lock or state target. Pure and total: every input gives `Ok` or `Err`.
+///
+/// `postgres://` and `postgresql://` URLs (any case) are PostgreSQL servers; any other
+/// `SCHEME://` is refused; everything else is a file path.
+pub fn parse_target(text: &str) -> Result<Target, String> {
+    if text.is_empty() {
+        return Err("empty target".into());
+    }
+    if let Some(rest) = postgres::strip_scheme(text) {
+        return postgres::parse_url(rest).map(Target::Postgres);
+    }
+    if let Some(scheme) = url_scheme(text) {
+        return Err(format!(
+            "unsupported scheme {scheme}://; the only URL scheme is postgres://"
+        ));
+    }
+    if text.contains('\0') {
+        return Err("a path cannot contain a NUL byte".into());
+    }
+    Ok(Target::File(PathBuf::from(text)))
+}
+
+/// `SCHEME` when `text` starts with `SCHEME://` (RFC 3986 scheme characters).
+fn url_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let valid = first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
+}
+
+/// Parses `--lock TARGET`: a file path, or a PostgreSQL URL with `#NAME`.
+pub fn parse_lock_target(text: &str) -> Result<Target, String> {
+    let target = parse_target(text).map_err(|e| format!("--lock: {e}; {LOCK_ACCEPTS}"))?;
+    match &target {
+        Target::Postgres(pg) if pg.name.is_none() => Err(format!(
+            "--lock: {pg} names no lock; add #NAME, e.g. {pg}#nightly-report"
+        )),
+        Target::File(path) if text.ends_with('/') => Err(format!(
+            "--lock: {} is a directory path; expected a lock file path",
+            path.display()
+        )),
+        _ => Ok(target),
+    }
+}
+
+/// Parses `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`.
+pub fn parse_state_target(text: &str) -> Result<Target, String> {
+    let target = parse_target(text).map_err(|e| format!("--state: {e}; {STATE_ACCEPTS}"))?;
+    match &target {
+        Target::Postgres(pg) if pg.name.is_some() => Err(format!(
+            "--state: {text:?} has a #NAME, which --state does not use (markers live in table {}); \
+             {STATE_ACCEPTS}",
+            postgres::MARKER_TABLE
+        )),
+        _ => Ok(target),
+    }
+}
+
+/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
+pub fn default_state_dir() -> anyhow::Result<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(dir) = absolute("XDG_STATE_HOME") {
+        return Ok(dir.join("retry"));
+    }
+    if let Some(home) = absolute("HOME") {
+        return Ok(home.join(".local/state/retry"));
+    }
+    anyhow::bail!(
+        "--once: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
+    )
+}
 
 impl JobOptions {
     /// Checks lock and state targets before anything runs (exit 125 on error).
     pub fn validate(&self) -> anyhow::Result<()> {
-        if self.lock.is_some() || self.once.is_some() {
-            anyhow::bail!("--lock and --once are not available in this build");
+        if let Some(lock) = &self.lock {
+            parse_lock_target(lock).map_err(anyhow::Error::msg)?;
         }
+        let state = self.state_target()?;
+        if let (Some(key), Target::File(_)) = (&self.once, &state) {
+            file::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The `--state` target; the default directory only matters with `--once`.
+    fn state_target(&self) -> anyhow::Result<Target> {
+        match &self.state {
+            Some(text) => parse_state_target(text).map_err(anyhow::Error::msg),
+            None if self.once.is_some() => Ok(Target::File(default_state_dir()?)),
+            None => Ok(Target::File(PathBuf::new())),
+        }
+    }
+}
+
+/// A single-instance lock. Once acquired it stays held until the value is dropped,
+/// and the kernel or the server frees it when the process dies.
+pub trait Lock {
+    /// How messages name the lock (never with a password).
+    fn describe(&self) -> String;
+    /// Tries once, without blocking: `Ok(true)` when now held, `Ok(false)` when busy.
+    fn try_acquire(&mut self) -> anyhow::Result<bool>;
+}
+
+/// Where `--once` successes are recorded.
+pub trait MarkerStore {
+    /// How messages name the store (never with a password).
+    fn describe(&self) -> String;
+    /// The recorded success of `key`, if any.
+    fn find(&mut self, key: &str) -> anyhow::Result<Option<Done>>;
+    /// Tries once to take the lock that keeps runs with the same `key` apart;
+    /// `Ok(false)` when another run holds it. Held until the store is dropped.
+    fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool>;
+    /// Records a success durably; returns only once it is committed.
+    fn record(&mut self, marker: &Marker) -> anyhow::Result<()>;
+}
+
+/// A recorded success, as found in a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// RFC 3339, or a note saying why the time is unknown.
+    pub succeeded_at: String,
+    pub host: String,
+    /// Where the record is, for the person who wants to delete it.
+    pub place: String,
+}
+
+/// What a success record says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    pub key: String,
+    /// RFC 3339, UTC.
+    pub succeeded_at: String,
+    pub host: String,
+    pub pid: u32,
+    pub command: Vec<String>,
+    pub attempts: u32,
+}
+
+/// The locks a proceeding run holds, and what it must record on success.
+pub struct Held {
+    // Dropped in this order: the key lock first, then the single-instance lock.
+    once: Option<OnceRun>,
+    _lock: Option<Box<dyn Lock>>,
+}
+
+struct OnceRun {
+    store: Box<dyn MarkerStore>,
+    key: String,
+    command: Vec<String>,
+}
+
+impl Held {
+    /// Records the `--once` key after a successful run (nothing to do without `--once`).
+    pub fn record_success(&mut self, summary: &RunSummary) -> anyhow::Result<()> {
+        let Some(once) = &mut self.once else {
+            return Ok(());
+        };
+        let marker = Marker {
+            key: once.key.clone(),
+            succeeded_at: report::timestamp(SystemTime::now()),
+            host: host_name(),
+            pid: std::process::id(),
+            command: once.command.clone(),
+            attempts: u32::try_from(summary.attempts.len()).unwrap_or(u32::MAX),
+        };
+        once.store.record(&marker).with_context(|| {
+            format!(
+                "the run succeeded but --once key {:?} could not be recorded in {}",
+                once.key,
+                once.store.describe()
+            )
+        })?;
+        report::verbose(
+            1,
+            &format!(
+                "recorded --once key {:?} in {}",
+                once.key,
+                once.store.describe()
+            ),
+        );
         Ok(())
     }
 }
 
-pub fn prepare(_opts: &JobOptions) -> anyhow::Result<Gate> {
-    Ok(Gate::Proceed(Held))
+/// This machine's name, for markers (Linux keeps it in /proc).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }
 
-impl Held {
-    pub fn record_success(&mut self, _summary: &RunSummary) -> anyhow::Result<()> {
-        Ok(())
+/// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
+fn open_lock(target: Target) -> anyhow::Result<Box<dyn Lock>> {
+    Ok(match target {
+        Target::File(path) => Box::new(file::FileLock::new(path)),
+        Target::Postgres(pg) => Box::new(postgres::PgLock::connect(pg)?),
+    })
+}
+
+/// Opens the backend for a `--state` target (creating the directory or table).
+fn open_store(target: Target) -> anyhow::Result<Box<dyn MarkerStore>> {
+    Ok(match target {
+        Target::File(dir) => Box::new(file::FileStore::open(dir)?),
+        Target::Postgres(pg) => Box::new(postgres::PgStore::connect(pg)?),
+    })
+}
+
+/// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
+/// key lock, and re-checks the key under it, so that two runs never both proceed.
+pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
+    let deadline = Instant::now() + opts.lock_wait;
+    let mut once = None;
+    if let Some(key) = &opts.once {
+        let mut store = open_store(opts.state_target()?)?;
+        if let Some(done) = store.find(key)? {
+            return Ok(already_done(key, &done));
+        }
+        once = Some(OnceRun {
+            store,
+            key: key.clone(),
+            command: opts.command.clone(),
+        });
+    }
+    let mut lock = None;
+    if let Some(text) = &opts.lock {
+        let mut backend = open_lock(parse_lock_target(text).map_err(anyhow::Error::msg)?)?;
+        let what = format!("lock {}", backend.describe());
+        match acquire(&what, deadline, opts.lock_wait, || backend.try_acquire())? {
+            Acquired::Held => lock = Some(backend),
+            Acquired::Busy => return Ok(busy(opts, format!("{what} is busy"))),
+            Acquired::Stopped(sig) => return Ok(stopped(sig, &what)),
+        }
+        report::verbose(1, &format!("holding {what}"));
+    }
+    if let Some(run) = &mut once {
+        let what = format!("the lock on --once key {:?}", run.key);
+        let store = &mut run.store;
+        let key = run.key.as_str();
+        match acquire(&what, deadline, opts.lock_wait, || store.try_lock_key(key))? {
+            Acquired::Held => {}
+            Acquired::Busy => {
+                let text =
+                    format!("another run with --once key {key:?} is in progress ({what} is busy)");
+                return Ok(busy(opts, text));
+            }
+            Acquired::Stopped(sig) => return Ok(stopped(sig, &what)),
+        }
+        if let Some(done) = store.find(key)? {
+            return Ok(already_done(key, &done));
+        }
+    }
+    Ok(Gate::Proceed(Held { once, _lock: lock }))
+}
+
+enum Acquired {
+    Held,
+    Busy,
+    Stopped(i32),
+}
+
+/// Longest pause between two tries of a busy lock.
+const POLL_MAX: Duration = Duration::from_millis(200);
+
+/// Tries `attempt` until it succeeds or `deadline` passes, sleeping in between so
+/// that a stopping signal ends the wait at once.
+fn acquire(
+    what: &str,
+    deadline: Instant,
+    wait: Duration,
+    mut attempt: impl FnMut() -> anyhow::Result<bool>,
+) -> anyhow::Result<Acquired> {
+    let mut pause = Duration::from_millis(10);
+    let mut announced = false;
+    loop {
+        if attempt()? {
+            return Ok(Acquired::Held);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(Acquired::Busy);
+        }
+        if !announced {
+            report::info(&format!(
+                "{what} is busy; waiting up to {} for it",
+                human(wait)
+            ));
+            announced = true;
+        }
+        if let Err(sig) = signals::sleep(pause.min(deadline - now)) {
+            return Ok(Acquired::Stopped(sig));
+        }
+        pause = (pause * 2).min(POLL_MAX);
+    }
+}
+
+fn busy(opts: &JobOptions, text: String) -> Gate {
+    let waited = if opts.lock_wait.is_zero() {
+        String::new()
+    } else {
+        format!(" after waiting {}", human(opts.lock_wait))
+    };
+    let exit_code = i32::from(opts.busy_exit);
+    Gate::Skip {
+        exit_code,
+        message: format!("skipped: {text}{waited}; exit status {exit_code}"),
+    }
+}
+
+fn stopped(sig: i32, what: &str) -> Gate {
+    let name = nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"));
+    Gate::Skip {
+        exit_code: 128 + sig,
+        message: format!(
+            "stopped by {name} while waiting for {what}; exit status {}",
+            128 + sig
+        ),
+    }
+}
+
+fn already_done(key: &str, done: &Done) -> Gate {
+    Gate::Skip {
+        exit_code: 0,
+        message: format!(
+            "skipped: --once key {key:?} already succeeded at {}{} on host {} (recorded in {}); exit status 0",
+            done.succeeded_at,
+            age(&done.succeeded_at),
+            done.host,
+            done.place
+        ),
+    }
+}
+
+/// " (3h 5m ago)" for an RFC 3339 time in the past; empty when unknown.
+fn age(rfc3339: &str) -> String {
+    let Ok(then) = humantime::parse_rfc3339_weak(rfc3339) else {
+        return String::new();
+    };
+    let Ok(ago) = SystemTime::now().duration_since(then) else {
+        return String::new();
+    };
+    let minutes = Duration::from_secs(ago.as_secs() / 60 * 60);
+    if minutes.is_zero() {
+        " (less than a minute ago)".into()
+    } else {
+        format!(" ({} ago)", humantime::format_duration(minutes))
+    }
+}
+
+/// Renders argv for a human: words with spaces or quotes are single-quoted.
+pub fn command_line(argv: &[String]) -> String {
+    let quote = |a: &String| {
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+        if plain {
+            a.clone()
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    argv.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
+/// The directory that holds `path` (`.` for a bare file name).
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_paths_are_file_targets() {
+        assert_eq!(
+            parse_target("/run/lock/report.lock"),
+            Ok(Target::File("/run/lock/report.lock".into()))
+        );
+        assert_eq!(
+            parse_target("rel.lock"),
+            Ok(Target::File("rel.lock".into()))
+        );
+        assert_eq!(
+            parse_target("dir:with:colons"),
+            Ok(Target::File("dir:with:colons".into()))
+        );
+    }
+
+    #[test]
+    fn other_schemes_and_empty_targets_are_refused() {
+        assert!(parse_target("").is_err());
+        assert!(
+            parse_target("redis://localhost/0")
+                .unwrap_err()
+                .contains("redis://")
+        );
+        assert!(parse_target("a\0b").is_err());
+    }
+
+    #[test]
+    fn lock_urls_need_a_name_and_state_urls_refuse_one() {
+        let no_name = parse_lock_target("postgres://u@h/db").unwrap_err();
+        assert!(
+            no_name.contains("--lock") && no_name.contains("#NAME"),
+            "{no_name}"
+        );
+        assert!(parse_lock_target("postgres://u@h/db#job").is_ok());
+        let named = parse_state_target("postgres://u@h/db#job").unwrap_err();
+        assert!(named.contains("--state"), "{named}");
+        assert!(parse_state_target("postgres://u@h/db").is_ok());
+        assert!(
+            parse_lock_target("/tmp/dir/")
+                .unwrap_err()
+                .contains("directory")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_flag_and_what_it_accepts() {
+        let err = parse_lock_target("").unwrap_err();
+        assert!(
+            err.starts_with("--lock:") && err.contains("postgres://"),
+            "{err}"
+        );
+        let err = parse_state_target("ftp://x").unwrap_err();
+        assert!(
+            err.starts_with("--state:") && err.contains("directory"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn validate_refuses_bad_targets() {
+        let opts = JobOptions {
+            lock: Some("postgres://h/db".into()),
+            lock_wait: Duration::ZERO,
+            busy_exit: 0,
+            once: None,
+            state: None,
+            command: vec!["true".into()],
+        };
+        assert!(opts.validate().is_err());
+        let opts = JobOptions {
+            lock: None,
+            state: Some("mysql://h/db".into()),
+            ..opts
+        };
+        assert!(opts.validate().is_err());
+    }
+
+    #[test]
+    fn command_lines_quote_what_needs_it() {
+        let argv = ["sh", "-c", "echo it's done", ""].map(String::from);
+        assert_eq!(command_line(&argv), r"sh -c 'echo it'\''s done' ''");
+    }
+
+    #[test]
+    fn ages_are_rounded_to_minutes() {
+        let then = report::timestamp(SystemTime::now() - Duration::from_secs(3 * 3600 + 65));
+        assert_eq!(age(&then), " (3h 1m ago)");
+        assert_eq!(age("not a time"), "");
     }
 }
