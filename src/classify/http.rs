@@ -1,1 +1,585 @@
-//! HTTP-mode classification: status classes, transport errors and method safety.
+//! HTTP-mode classification as tables: status classes (RFC 9110 §15 and RFC
+//! 6585), the idempotent methods (RFC 9110 §9.2.2), and transport failures with
+//! the curl exit code each one ends with. `HttpRules::status` and
+//! `HttpRules::transport` turn facts about one attempt into a verdict; running
+//! the request and reading its headers is the executor's job.
+
+use crate::classify::{Class, Limit, Verdict};
+use crate::parse::CodeSet;
+
+/// Exit status when the final response has a status of 400 or more (curl --fail).
+pub const EXIT_HTTP_ERROR: i32 = 22;
+
+/// A 500 is worth one or two more tries, never many.
+pub const LIMIT_500: Limit = Limit {
+    key: "http-500",
+    max_retries: 2,
+};
+
+pub struct StatusRow {
+    pub codes: (u16, u16),
+    pub class: Class,
+    pub limit: Option<Limit>,
+    pub why: &'static str,
+}
+
+const fn row(lo: u16, hi: u16, class: Class, why: &'static str) -> StatusRow {
+    StatusRow {
+        codes: (lo, hi),
+        class,
+        limit: None,
+        why,
+    }
+}
+
+/// Status classes, first match wins. Source: RFC 9110 §15 (status codes) and
+/// RFC 6585 §4 (429).
+pub const STATUS_TABLE: &[StatusRow] = &[
+    row(
+        100,
+        399,
+        Class::Success,
+        "no error after redirects (RFC 9110 §15.2-15.4)",
+    ),
+    row(
+        408,
+        408,
+        Class::Transient,
+        "Request Timeout: the server gave up waiting for the request (RFC 9110 §15.5.9)",
+    ),
+    row(
+        429,
+        429,
+        Class::Transient,
+        "Too Many Requests: rate limited, try again later (RFC 6585 §4)",
+    ),
+    StatusRow {
+        codes: (500, 500),
+        class: Class::Transient,
+        limit: Some(LIMIT_500),
+        why: "Internal Server Error: may be a passing fault, worth two more tries at most (RFC 9110 §15.6.1)",
+    },
+    row(
+        501,
+        501,
+        Class::Permanent,
+        "Not Implemented: the server does not support this request (RFC 9110 §15.6.2)",
+    ),
+    row(
+        502,
+        502,
+        Class::Transient,
+        "Bad Gateway: an upstream server failed (RFC 9110 §15.6.3)",
+    ),
+    row(
+        503,
+        503,
+        Class::Transient,
+        "Service Unavailable: overloaded or down for maintenance (RFC 9110 §15.6.4)",
+    ),
+    row(
+        504,
+        504,
+        Class::Transient,
+        "Gateway Timeout: an upstream server did not answer in time (RFC 9110 §15.6.5)",
+    ),
+    row(
+        505,
+        505,
+        Class::Permanent,
+        "HTTP Version Not Supported (RFC 9110 §15.6.6)",
+    ),
+    row(
+        400,
+        499,
+        Class::Permanent,
+        "client error: the request itself is wrong and will be refused again (RFC 9110 §15.5)",
+    ),
+    row(
+        500,
+        599,
+        Class::Permanent,
+        "server error that retrying is not known to fix (RFC 9110 §15.6)",
+    ),
+];
+
+pub struct MethodRow {
+    pub method: &'static str,
+    pub source: &'static str,
+}
+
+/// Methods whose repetition has the same effect as one request. Source: RFC
+/// 9110 §9.2.2 (idempotent methods), which includes the safe ones of §9.2.1.
+pub const IDEMPOTENT_METHODS: &[MethodRow] = &[
+    MethodRow {
+        method: "GET",
+        source: "RFC 9110 §9.3.1 (safe)",
+    },
+    MethodRow {
+        method: "HEAD",
+        source: "RFC 9110 §9.3.2 (safe)",
+    },
+    MethodRow {
+        method: "OPTIONS",
+        source: "RFC 9110 §9.3.7 (safe)",
+    },
+    MethodRow {
+        method: "TRACE",
+        source: "RFC 9110 §9.3.8 (safe)",
+    },
+    MethodRow {
+        method: "PUT",
+        source: "RFC 9110 §9.3.4",
+    },
+    MethodRow {
+        method: "DELETE",
+        source: "RFC 9110 §9.3.5",
+    },
+];
+
+pub fn is_idempotent(method: &str) -> bool {
+    IDEMPOTENT_METHODS
+        .iter()
+        .any(|row| row.method.eq_ignore_ascii_case(method))
+}
+
+/// Ways an attempt can fail before a complete response arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    BadUrl,
+    Dns,
+    Connect,
+    ConnectTimeout,
+    TlsHandshakeInterrupted,
+    TlsHandshakeFailed,
+    TlsCertificate,
+    TooManyRedirects,
+    Timeout,
+    EmptyReply,
+    Receive,
+    BodyCutOff,
+    LocalWrite,
+}
+
+pub struct TransportRow {
+    pub kind: Transport,
+    /// Short name for reports and JSON logs.
+    pub name: &'static str,
+    pub class: Class,
+    pub exit_code: i32,
+    /// The request provably never reached the server, so even a non-idempotent
+    /// one is safe to send again.
+    pub never_sent: bool,
+    pub why: &'static str,
+}
+
+const fn transport(
+    kind: Transport,
+    name: &'static str,
+    class: Class,
+    exit_code: i32,
+    never_sent: bool,
+    why: &'static str,
+) -> TransportRow {
+    TransportRow {
+        kind,
+        name,
+        class,
+        exit_code,
+        never_sent,
+        why,
+    }
+}
+
+/// Transport failures. Exit codes: curl(1) "EXIT CODES" and libcurl-errors(3).
+/// A body cut off is a receive failure (56); curl itself says 18 for a short
+/// Content-Length body and 56 for a broken connection, and both are retried here.
+pub const TRANSPORT_TABLE: &[TransportRow] = &[
+    transport(
+        Transport::BadUrl,
+        "bad_url",
+        Class::Permanent,
+        3,
+        true,
+        "malformed URL: no attempt can fix it",
+    ),
+    transport(
+        Transport::Dns,
+        "dns",
+        Class::Transient,
+        6,
+        true,
+        "could not resolve the host: DNS may recover",
+    ),
+    transport(
+        Transport::Connect,
+        "connect",
+        Class::Transient,
+        7,
+        true,
+        "could not connect (refused, reset or unreachable): the server may come back",
+    ),
+    transport(
+        Transport::ConnectTimeout,
+        "connect_timeout",
+        Class::Transient,
+        28,
+        true,
+        "connecting timed out",
+    ),
+    transport(
+        Transport::TlsHandshakeInterrupted,
+        "tls_handshake",
+        Class::Transient,
+        35,
+        true,
+        "the TLS handshake was cut off",
+    ),
+    transport(
+        Transport::TlsHandshakeFailed,
+        "tls_handshake",
+        Class::Permanent,
+        35,
+        true,
+        "the TLS handshake failed: client and server disagree, another attempt will too",
+    ),
+    transport(
+        Transport::TlsCertificate,
+        "tls_certificate",
+        Class::Permanent,
+        60,
+        true,
+        "the server's certificate was not accepted (-k skips the check)",
+    ),
+    transport(
+        Transport::TooManyRedirects,
+        "too_many_redirects",
+        Class::Permanent,
+        47,
+        false,
+        "more redirects than --max-redirs allows",
+    ),
+    transport(
+        Transport::Timeout,
+        "timeout",
+        Class::Transient,
+        28,
+        false,
+        "the attempt timed out",
+    ),
+    transport(
+        Transport::EmptyReply,
+        "empty_reply",
+        Class::Transient,
+        52,
+        false,
+        "the server closed the connection without a reply",
+    ),
+    transport(
+        Transport::Receive,
+        "receive",
+        Class::Transient,
+        56,
+        false,
+        "the connection failed while waiting for the response",
+    ),
+    transport(
+        Transport::BodyCutOff,
+        "body_cut_off",
+        Class::Transient,
+        56,
+        false,
+        "the response body was cut off",
+    ),
+    transport(
+        Transport::LocalWrite,
+        "write",
+        Class::Permanent,
+        23,
+        false,
+        "the body could not be written locally",
+    ),
+];
+
+pub fn transport_row(kind: Transport) -> &'static TransportRow {
+    TRANSPORT_TABLE
+        .iter()
+        .find(|row| row.kind == kind)
+        .expect("every transport kind has a row")
+}
+
+/// What the classifier needs to know about a response.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusFacts {
+    pub status: u16,
+    /// A valid Retry-After came with it (a date in the past included).
+    pub retry_after: bool,
+    /// 403 with `X-RateLimit-Remaining: 0`: a rate limit, not a refusal.
+    pub rate_limited: bool,
+}
+
+/// The HTTP rules in force for one run.
+#[derive(Clone, Debug)]
+pub struct HttpRules {
+    pub retry_on_status: Option<CodeSet>,
+    pub stop_on_status: Option<CodeSet>,
+    pub method: String,
+    /// An idempotency key is sent, so the server can tell repeats apart.
+    pub key_in_use: bool,
+    pub retry_unsafe: bool,
+}
+
+impl HttpRules {
+    /// Whether every transient failure may be retried, whatever the method.
+    pub fn retries_are_safe(&self) -> bool {
+        is_idempotent(&self.method) || self.key_in_use || self.retry_unsafe
+    }
+
+    pub fn status(&self, facts: &StatusFacts) -> Verdict {
+        let verdict = self.status_class(facts);
+        let exempt =
+            facts.status == 429 || facts.rate_limited || (facts.status == 503 && facts.retry_after);
+        self.guard_method(verdict, exempt)
+    }
+
+    fn status_class(&self, facts: &StatusFacts) -> Verdict {
+        let status = facts.status;
+        let code = u32::from(status);
+        if self
+            .stop_on_status
+            .as_ref()
+            .is_some_and(|s| s.contains(code))
+        {
+            return Verdict::permanent(format!("HTTP {status} is in --stop-on-status"));
+        }
+        if let Some(set) = &self.retry_on_status {
+            if set.contains(code) {
+                return Verdict::transient(format!("HTTP {status} is in --retry-on-status"));
+            }
+            if status >= 400 {
+                return Verdict::permanent(format!("HTTP {status} is not in --retry-on-status"));
+            }
+        }
+        if status == 403 && facts.rate_limited {
+            return Verdict::transient(
+                "HTTP 403 with X-RateLimit-Remaining: 0 is a rate limit, retried like 429",
+            );
+        }
+        match STATUS_TABLE
+            .iter()
+            .find(|row| (row.codes.0..=row.codes.1).contains(&status))
+        {
+            Some(row) => {
+                Verdict::new(row.class, format!("HTTP {status}: {}", row.why)).limited(row.limit)
+            }
+            None => Verdict::permanent(format!("HTTP {status} is not a known status class")),
+        }
+    }
+
+    /// The verdict and exit status for a failure before a complete response.
+    pub fn transport(&self, kind: Transport) -> (Verdict, i32) {
+        let row = transport_row(kind);
+        let verdict = Verdict::new(row.class, row.why);
+        (self.guard_method(verdict, row.never_sent), row.exit_code)
+    }
+
+    /// A non-idempotent request may already have taken effect: retrying it is
+    /// refused unless the failure shows it did not, or repeats are made safe.
+    fn guard_method(&self, verdict: Verdict, exempt: bool) -> Verdict {
+        if verdict.class != Class::Transient || exempt || self.retries_are_safe() {
+            return verdict;
+        }
+        Verdict::permanent(format!(
+            "{}; not retried: {} is not idempotent and the request may already have taken effect \
+             (send an idempotency key with --idempotency-key auto, or allow it with --retry-unsafe)",
+            verdict.reason, self.method
+        ))
+    }
+
+    /// The rules in force, in the order they are checked, for `--dry-run`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(s) = &self.stop_on_status {
+            out.push(format!("status in --stop-on-status {s}: permanent"));
+        }
+        if let Some(s) = &self.retry_on_status {
+            out.push(format!(
+                "status in --retry-on-status {s}: transient; any other status >= 400: permanent"
+            ));
+        }
+        out.push(
+            "status 403 with X-RateLimit-Remaining: 0: transient (a rate limit, like 429)".into(),
+        );
+        for row in STATUS_TABLE {
+            let (lo, hi) = row.codes;
+            let codes = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            };
+            let limit = row
+                .limit
+                .map(|l| format!(", at most {} retries", l.max_retries))
+                .unwrap_or_default();
+            let exit = if row.class == Class::Success {
+                String::new()
+            } else {
+                format!(", exit {EXIT_HTTP_ERROR}")
+            };
+            out.push(format!(
+                "status {codes}: {}{limit} ({}{exit})",
+                row.class.as_str(),
+                row.why
+            ));
+        }
+        for row in TRANSPORT_TABLE {
+            out.push(format!(
+                "{}: {} (exit {})",
+                row.why,
+                row.class.as_str(),
+                row.exit_code
+            ));
+        }
+        out.push(self.describe_method());
+        out
+    }
+
+    fn describe_method(&self) -> String {
+        let method = &self.method;
+        if is_idempotent(method) {
+            format!(
+                "method {method} is idempotent (RFC 9110 §9.2.2): every transient failure is retried"
+            )
+        } else if self.key_in_use {
+            format!(
+                "method {method} is not idempotent, but an idempotency key is sent: every transient failure is retried"
+            )
+        } else if self.retry_unsafe {
+            format!(
+                "method {method} is not idempotent; --retry-unsafe: every transient failure is retried"
+            )
+        } else {
+            format!(
+                "method {method} is not idempotent (RFC 9110 §9.2.2): retried only when the request never reached \
+                 the server (DNS, connect or TLS handshake failure), on 429, or on 503 with Retry-After; \
+                 --idempotency-key auto or --retry-unsafe allow more"
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(method: &str) -> HttpRules {
+        HttpRules {
+            retry_on_status: None,
+            stop_on_status: None,
+            method: method.into(),
+            key_in_use: false,
+            retry_unsafe: false,
+        }
+    }
+
+    fn status(code: u16) -> StatusFacts {
+        StatusFacts {
+            status: code,
+            ..StatusFacts::default()
+        }
+    }
+
+    fn class_of(r: &HttpRules, code: u16) -> Class {
+        r.status(&status(code)).class
+    }
+
+    #[test]
+    fn status_classes_follow_the_table() {
+        let r = rules("GET");
+        for code in [200, 204, 301, 304] {
+            assert_eq!(class_of(&r, code), Class::Success, "{code}");
+        }
+        for code in [408, 429, 500, 502, 503, 504] {
+            assert_eq!(class_of(&r, code), Class::Transient, "{code}");
+        }
+        for code in [400, 401, 403, 404, 422, 501, 505, 511, 599] {
+            assert_eq!(class_of(&r, code), Class::Permanent, "{code}");
+        }
+        assert_eq!(r.status(&status(500)).limit, Some(LIMIT_500));
+    }
+
+    #[test]
+    fn rate_limited_403_is_transient() {
+        let facts = StatusFacts {
+            status: 403,
+            rate_limited: true,
+            ..StatusFacts::default()
+        };
+        assert_eq!(rules("POST").status(&facts).class, Class::Transient);
+    }
+
+    #[test]
+    fn overrides_come_first() {
+        let mut r = rules("GET");
+        r.stop_on_status = Some(CodeSet::parse("503", 100..=599, "s").unwrap());
+        r.retry_on_status = Some(CodeSet::parse("404,202", 100..=599, "s").unwrap());
+        assert_eq!(class_of(&r, 503), Class::Permanent);
+        assert_eq!(class_of(&r, 404), Class::Transient);
+        assert_eq!(class_of(&r, 202), Class::Transient);
+        assert_eq!(class_of(&r, 502), Class::Permanent);
+        assert_eq!(class_of(&r, 200), Class::Success);
+    }
+
+    #[test]
+    fn post_is_retried_only_when_provably_safe() {
+        let r = rules("POST");
+        let refused = r.status(&status(503));
+        assert_eq!(refused.class, Class::Permanent);
+        assert!(refused.reason.contains("--idempotency-key auto"));
+        assert_eq!(class_of(&r, 429), Class::Transient);
+        let with_hint = StatusFacts {
+            status: 503,
+            retry_after: true,
+            ..StatusFacts::default()
+        };
+        assert_eq!(r.status(&with_hint).class, Class::Transient);
+        assert_eq!(r.transport(Transport::Connect).0.class, Class::Transient);
+        assert_eq!(r.transport(Transport::Dns).0.class, Class::Transient);
+        assert_eq!(r.transport(Transport::EmptyReply).0.class, Class::Permanent);
+        let mut keyed = rules("PATCH");
+        keyed.key_in_use = true;
+        assert_eq!(class_of(&keyed, 503), Class::Transient);
+        let mut unsafe_ok = rules("POST");
+        unsafe_ok.retry_unsafe = true;
+        assert_eq!(class_of(&unsafe_ok, 502), Class::Transient);
+    }
+
+    #[test]
+    fn idempotent_set_is_rfc_9110() {
+        for m in ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "get"] {
+            assert!(is_idempotent(m), "{m}");
+        }
+        for m in ["POST", "PATCH", "CONNECT", "PURGE"] {
+            assert!(!is_idempotent(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn transport_exit_codes_are_curls() {
+        let r = rules("GET");
+        let code = |k| r.transport(k).1;
+        assert_eq!(code(Transport::BadUrl), 3);
+        assert_eq!(code(Transport::Dns), 6);
+        assert_eq!(code(Transport::Connect), 7);
+        assert_eq!(code(Transport::Timeout), 28);
+        assert_eq!(code(Transport::TlsHandshakeInterrupted), 35);
+        assert_eq!(code(Transport::TooManyRedirects), 47);
+        assert_eq!(code(Transport::EmptyReply), 52);
+        assert_eq!(code(Transport::BodyCutOff), 56);
+        assert_eq!(code(Transport::TlsCertificate), 60);
+        assert_eq!(
+            r.transport(Transport::TlsCertificate).0.class,
+            Class::Permanent
+        );
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod command;
 pub mod http;
+pub mod http_headers;
 
 use std::time::Duration;
 

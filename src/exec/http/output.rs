@@ -1,0 +1,178 @@
+//! Exactly-once output. Each attempt's body is held — in a spool for stdout
+//! (memory, then an unnamed temporary file), or in a temporary file beside the
+//! `-o` target — and only the final attempt's is delivered: written to stdout, or
+//! renamed over the target. A failed final attempt delivers nothing (as `curl
+//! --fail` does), so stdout stays empty and the `-o` file keeps its old contents.
+
+use std::fs::{self, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use tempfile::NamedTempFile;
+
+use crate::io::spool::Spool;
+use crate::report;
+
+/// Where a successful body goes.
+#[derive(Clone, Debug)]
+pub enum Destination {
+    Stdout,
+    File {
+        path: PathBuf,
+        /// Mode for a new file: 0666 less the umask, as a shell redirection makes.
+        mode: u32,
+    },
+}
+
+impl Destination {
+    /// Checks `-o FILE` up front: its directory must exist and it must not be
+    /// a directory itself.
+    pub fn new(output: Option<&Path>) -> anyhow::Result<Self> {
+        let Some(path) = output else {
+            return Ok(Destination::Stdout);
+        };
+        if path.as_os_str().is_empty() {
+            bail!("-o/--output: expected a file path");
+        }
+        let dir = parent_dir(path);
+        let meta = fs::metadata(&dir)
+            .with_context(|| format!("-o/--output: directory {} does not exist", dir.display()))?;
+        anyhow::ensure!(
+            meta.is_dir(),
+            "-o/--output: {} is not a directory",
+            dir.display()
+        );
+        if path.is_dir() {
+            bail!(
+                "-o/--output: {} is a directory; expected a file path",
+                path.display()
+            );
+        }
+        Ok(Destination::File {
+            path: path.to_path_buf(),
+            mode: 0o666 & !current_umask(),
+        })
+    }
+
+    /// A fresh holder for one attempt's body.
+    pub fn holder(&self) -> io::Result<Body> {
+        Ok(match self {
+            Destination::Stdout => Body::Spool(Spool::new()),
+            Destination::File { path, .. } => Body::File(
+                tempfile::Builder::new()
+                    .prefix(".retry-")
+                    .suffix(".part")
+                    .tempfile_in(parent_dir(path))?,
+            ),
+        })
+    }
+}
+
+/// One attempt's body while it arrives.
+pub enum Body {
+    Spool(Spool),
+    File(NamedTempFile),
+}
+
+impl Body {
+    pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        match self {
+            Body::Spool(spool) => spool.append(chunk),
+            Body::File(file) => file.write_all(chunk),
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        match self {
+            Body::Spool(spool) => spool.len(),
+            Body::File(file) => file.as_file().metadata().map_or(0, |m| m.len()),
+        }
+    }
+}
+
+/// What the last attempt left to deliver.
+#[derive(Default)]
+pub enum Held {
+    #[default]
+    Nothing,
+    /// A complete successful body (with the head first, for -i).
+    Body(Body),
+    /// The attempt failed with this status; the start of its body, for stderr.
+    Failed { status: u16, excerpt: String },
+}
+
+impl Held {
+    pub fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
+        match (self, destination) {
+            (Held::Body(Body::Spool(spool)), _) => write_stdout(&spool),
+            (Held::Body(Body::File(file)), Destination::File { path, mode }) => {
+                persist(file, path, *mode)
+            }
+            (Held::Body(Body::File(_)), Destination::Stdout) => Ok(()),
+            (Held::Failed { status, excerpt }, _) => {
+                if !excerpt.is_empty() {
+                    report::info(&format!("the server's HTTP {status} reply said: {excerpt}"));
+                }
+                Ok(())
+            }
+            (Held::Nothing, _) => Ok(()),
+        }
+    }
+}
+
+fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
+    let stdout = io::stdout();
+    let mut lock = stdout.lock();
+    match spool.copy_to(&mut lock) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write the response body to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Renames the finished temporary file over the target: readers see the old
+/// file or the new one, never a part. An existing target keeps its mode.
+fn persist(file: NamedTempFile, path: &Path, mode: u32) -> anyhow::Result<()> {
+    let mode = fs::metadata(path).map_or(mode, |m| m.permissions().mode() & 0o7777);
+    fs::set_permissions(file.path(), Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
+    file.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The process umask (read by setting and restoring it; done once, before any
+/// other thread starts).
+fn current_umask() -> u32 {
+    use nix::sys::stat::{Mode, umask};
+    let old = umask(Mode::from_bits_truncate(0o022));
+    umask(old);
+    old.bits()
+}
+
+/// The first bytes of an error body as one line of text, for stderr.
+pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if out.chars().count() > max_chars {
+        out = out.chars().take(max_chars).collect();
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,706 @@
+//! HTTP mode against a real server on 127.0.0.1: scripted status sequences,
+//! server-requested waits, method safety and idempotency keys, injected faults,
+//! exactly-once output, request options, redirects and proxies.
+
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use http_server::{Reply, Request, Server, dead_port};
+
+const BIN: &str = env!("CARGO_BIN_EXE_retry");
+
+/// Environment that would change how requests travel or how many attempts run.
+const CLEARED: &[&str] = &[
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "RETRY_DEPTH",
+    "GITHUB_ACTIONS",
+];
+
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--delay", "1ms", "--max-delay", "5ms"])
+        .args(args);
+    for var in CLEARED {
+        cmd.env_remove(var);
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+fn finish(output: Output, start: Instant) -> Run {
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: output.stdout,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: start.elapsed(),
+    }
+}
+
+fn run(args: &[&str]) -> Run {
+    run_with(args, |_| {})
+}
+
+fn run_with(args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
+    let mut cmd = command(args);
+    setup(&mut cmd);
+    let start = Instant::now();
+    finish(cmd.output().expect("run retry"), start)
+}
+
+fn gap(requests: &[Request], i: usize) -> Duration {
+    requests[i + 1].at.duration_since(requests[i].at)
+}
+
+#[test]
+fn unavailable_twice_then_ok_prints_the_body_once() {
+    let server = Server::script(vec![
+        Reply::status(503).body(b"busy"),
+        Reply::status(503).body(b"busy"),
+        Reply::ok("hello\n"),
+    ])
+    .expect_hits(3);
+    let r = run(&[&server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout(), "hello\n");
+    assert!(
+        r.stderr.contains("attempt 1/5 failed: HTTP 503"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn retry_after_seconds_is_honoured() {
+    let server = Server::script(vec![
+        Reply::status(429).header("Retry-After", "1"),
+        Reply::ok("done"),
+    ])
+    .expect_hits(2);
+    let r = run(&[&server.url("/")]);
+    assert_eq!((r.code, r.stdout().as_str()), (0, "done"), "{}", r.stderr);
+    let waited = gap(&server.requests(), 0);
+    assert!(
+        waited >= Duration::from_millis(1000) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn retry_after_http_date_is_honoured() {
+    let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    let server = Server::script(vec![
+        Reply::status(503).header("Retry-After", &when),
+        Reply::ok("done"),
+    ])
+    .expect_hits(2);
+    let r = run(&[&server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The date has whole seconds: the wait is between 1 and 2 s, plus the spread.
+    let waited = gap(&server.requests(), 0);
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn retry_after_in_the_past_or_malformed_means_normal_backoff() {
+    for value in ["Sun, 06 Nov 1994 08:49:37 GMT", "whenever"] {
+        let server = Server::script(vec![
+            Reply::status(503).header("Retry-After", value),
+            Reply::ok("done"),
+        ])
+        .expect_hits(2);
+        let r = run(&[&server.url("/")]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(gap(&server.requests(), 0) < Duration::from_millis(900));
+    }
+}
+
+#[test]
+fn retry_after_past_the_cap_ends_the_run_quoting_the_header() {
+    let server =
+        Server::script(vec![Reply::status(503).header("Retry-After", "120")]).expect_hits(1);
+    let r = run(&["--max-retry-after", "5s", &server.url("/")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert!(r.stderr.contains("Retry-After: 120"), "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(5));
+}
+
+#[test]
+fn retry_after_past_the_budget_ends_the_run() {
+    let server =
+        Server::script(vec![Reply::status(429).header("Retry-After", "30")]).expect_hits(1);
+    let r = run(&["--max-time", "3s", &server.url("/")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert!(r.stderr.contains("left of --max-time"), "{}", r.stderr);
+}
+
+#[test]
+fn rate_limited_403_waits_for_the_reset() {
+    let server = Server::script(vec![
+        Reply::status(403)
+            .header("X-RateLimit-Remaining", "0")
+            .header("X-RateLimit-Reset", "1"),
+        Reply::ok("done"),
+    ])
+    .expect_hits(2);
+    let r = run(&["--report", "/dev/null", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(gap(&server.requests(), 0) >= Duration::from_millis(1000));
+}
+
+#[test]
+fn internal_error_forever_is_tried_three_times() {
+    let server = Server::script(vec![Reply::status(500)]).expect_hits(3);
+    let r = run(&["-a", "10", &server.url("/")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert!(r.stderr.contains("already retried 2 times"), "{}", r.stderr);
+}
+
+#[test]
+fn not_found_is_permanent_and_its_body_is_quoted() {
+    let server = Server::script(vec![Reply::status(404).body(b"no such page\r\n")]).expect_hits(1);
+    let r = run(&[&server.url("/missing")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(r.stderr.contains("no such page"), "{}", r.stderr);
+}
+
+#[test]
+fn post_without_a_key_is_not_retried_and_says_why() {
+    let server = Server::script(vec![Reply::status(503)]).expect_hits(1);
+    let r = run(&["-d", "x=1", &server.url("/")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert!(r.stderr.contains("--idempotency-key auto"), "{}", r.stderr);
+    assert!(r.stderr.contains("POST is not idempotent"), "{}", r.stderr);
+    let req = &server.requests()[0];
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.header("idempotency-key"), None);
+}
+
+#[test]
+fn post_is_retried_on_429_and_on_503_with_retry_after() {
+    let server = Server::script(vec![
+        Reply::status(429),
+        Reply::status(503).header("Retry-After", "0"),
+        Reply::ok("ok"),
+    ])
+    .expect_hits(3);
+    let r = run(&["-d", "x=1", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn post_with_a_key_is_retried_and_takes_effect_once() {
+    // The server applies each key's effect once, then "loses" two replies.
+    let effects: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let seen = Arc::clone(&effects);
+    let server = Server::handler(move |req, n| {
+        let key = req.header("Idempotency-Key").unwrap_or("none").to_string();
+        let mut effects = seen.lock().unwrap();
+        let applied = effects.entry(key).or_insert(0);
+        if *applied == 0 {
+            *applied += 1;
+        }
+        if n < 2 {
+            Reply::status(503)
+        } else {
+            Reply::status(201).body(b"charged")
+        }
+    })
+    .expect_hits(3);
+    let r = run(&[
+        "-v",
+        "--idempotency-key",
+        "auto",
+        "-d",
+        "amount=5",
+        &server.url("/charges"),
+    ]);
+    assert_eq!(
+        (r.code, r.stdout().as_str()),
+        (0, "charged"),
+        "{}",
+        r.stderr
+    );
+    let keys: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|q| q.header("Idempotency-Key").unwrap().to_string())
+        .collect();
+    assert!(keys.iter().all(|k| k == &keys[0]), "{keys:?}");
+    assert_eq!(keys[0].len(), 36, "a UUID: {}", keys[0]);
+    let effects = effects.lock().unwrap();
+    assert_eq!(effects.len(), 1);
+    assert_eq!(effects.values().sum::<u32>(), 1);
+    assert!(
+        r.stderr.contains(&keys[0]),
+        "-v shows the key: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn idempotency_key_value_and_header_name_are_used_as_given() {
+    let server = Server::script(vec![Reply::status(502), Reply::ok("")]).expect_hits(2);
+    let r = run(&[
+        "-X",
+        "PATCH",
+        "--idempotency-key",
+        "order-42",
+        "--idempotency-header",
+        "X-Request-Id",
+        &server.url("/"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for req in server.requests() {
+        assert_eq!(req.header("X-Request-Id"), Some("order-42"));
+        assert_eq!(req.header("Idempotency-Key"), None);
+        assert_eq!(req.method, "PATCH");
+    }
+}
+
+#[test]
+fn retry_unsafe_retries_post_without_a_key() {
+    let server = Server::script(vec![Reply::status(502), Reply::ok("")]).expect_hits(2);
+    let r = run(&["--retry-unsafe", "-d", "x", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn refused_connection_exits_7_after_every_attempt() {
+    let url = format!("http://127.0.0.1:{}/", dead_port());
+    let r = run(&["-a", "3", &url]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.stderr.contains("attempt 3/3 failed"), "{}", r.stderr);
+}
+
+#[test]
+fn post_is_retried_when_the_connection_was_refused() {
+    let url = format!("http://127.0.0.1:{}/", dead_port());
+    let r = run(&["-a", "2", "-d", "x", &url]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.stderr.contains("attempt 2/2 failed"), "{}", r.stderr);
+}
+
+#[test]
+fn a_reply_slower_than_the_timeout_exits_28() {
+    let server = Server::script(vec![Reply::Slow(
+        Duration::from_secs(2),
+        Box::new(Reply::ok("late")),
+    )])
+    .expect_hits(2);
+    let r = run(&["-a", "2", "-t", "300ms", &server.url("/")]);
+    assert_eq!(r.code, 28, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
+}
+
+#[test]
+fn a_body_cut_off_is_retried_and_never_printed() {
+    let server = Server::script(vec![
+        Reply::CutOff {
+            declared: 1000,
+            body: b"partial".to_vec(),
+        },
+        Reply::ok("complete"),
+    ])
+    .expect_hits(2);
+    let r = run(&[&server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout(), "complete");
+}
+
+#[test]
+fn a_body_cut_off_every_time_exits_56_with_nothing_printed() {
+    let server = Server::script(vec![Reply::CutOff {
+        declared: 1000,
+        body: b"partial".to_vec(),
+    }])
+    .expect_hits(2);
+    let r = run(&["-a", "2", &server.url("/")]);
+    assert_eq!(r.code, 56, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+}
+
+#[test]
+fn an_empty_reply_exits_52() {
+    let server = Server::script(vec![Reply::Close]).expect_hits(2);
+    let r = run(&["-a", "2", &server.url("/")]);
+    assert_eq!(r.code, 52, "{}", r.stderr);
+}
+
+#[test]
+fn output_file_is_untouched_on_failure_and_replaced_on_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("page.html");
+    std::fs::write(&path, "old").unwrap();
+    let out = path.to_str().unwrap();
+
+    let failing = Server::script(vec![
+        Reply::CutOff {
+            declared: 100,
+            body: b"new but".to_vec(),
+        },
+        Reply::status(503).body(b"down"),
+    ])
+    .expect_hits(2);
+    let r = run(&["-a", "2", "-o", out, &failing.url("/")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+    assert_eq!(entries(dir.path()), ["page.html"]);
+
+    let working = Server::script(vec![Reply::status(502), Reply::ok("new")]).expect_hits(2);
+    let r = run(&["-o", out, &working.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    assert_eq!(entries(dir.path()), ["page.html"]);
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn output_to_a_missing_directory_is_a_usage_error() {
+    let server = Server::script(vec![Reply::ok("")]).expect_hits(0);
+    let r = run(&["-o", "/no/such/dir/file", &server.url("/")]);
+    assert_eq!(r.code, 125, "{}", r.stderr);
+}
+
+#[test]
+fn headers_from_a_file_are_sent_and_their_values_never_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("headers");
+    std::fs::write(
+        &file,
+        "# credentials\nAuthorization: Bearer s3cret-token\n\nX-Trace: seven\n",
+    )
+    .unwrap();
+    let server = Server::script(vec![Reply::ok("")]).expect_hits(1);
+    let arg = format!("@{}", file.display());
+    let r = run(&[
+        "-vv",
+        "-H",
+        &arg,
+        "-H",
+        "Cookie: id=c00kie",
+        &server.url("/"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let req = &server.requests()[0];
+    assert_eq!(req.header("Authorization"), Some("Bearer s3cret-token"));
+    assert_eq!(req.header("X-Trace"), Some("seven"));
+    assert_eq!(req.header("Cookie"), Some("id=c00kie"));
+    assert!(r.stderr.contains("authorization"), "{}", r.stderr);
+    assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
+    assert!(!r.stderr.contains("c00kie"), "{}", r.stderr);
+}
+
+#[test]
+fn header_values_are_not_shown_at_v() {
+    let server = Server::script(vec![Reply::ok("")]).expect_hits(1);
+    let r = run(&["-v", "-H", "X-Api-Key: hidden-value", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("x-api-key"), "{}", r.stderr);
+    assert!(!r.stderr.contains("hidden-value"), "{}", r.stderr);
+    assert!(r.stderr.contains("request: GET"), "{}", r.stderr);
+    assert!(r.stderr.contains("200 OK"), "{}", r.stderr);
+}
+
+#[test]
+fn a_bad_header_is_refused_before_anything_is_sent() {
+    let server = Server::script(vec![Reply::ok("")]).expect_hits(0);
+    let r = run(&["-H", "no colon here", &server.url("/")]);
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    let r = run(&["-H", "@/no/such/file", &server.url("/")]);
+    assert_eq!(r.code, 125, "{}", r.stderr);
+}
+
+#[test]
+fn body_from_a_file_is_sent_byte_identically_every_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("body.bin");
+    let bytes: Vec<u8> = (0..=255u8)
+        .chain(b"\r\nline\n\0end".iter().copied())
+        .collect();
+    std::fs::write(&file, &bytes).unwrap();
+    let server =
+        Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("")]).expect_hits(3);
+    let arg = format!("@{}", file.display());
+    let r = run(&["-X", "PUT", "-d", &arg, &server.url("/upload")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for req in server.requests() {
+        assert_eq!(req.method, "PUT");
+        assert_eq!(req.body, bytes);
+    }
+}
+
+#[test]
+fn body_from_stdin_is_read_once() {
+    let server = Server::script(vec![Reply::status(502), Reply::ok("")]).expect_hits(2);
+    let mut cmd = command(&["-X", "PUT", "-d", "@-", &server.url("/")]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"from stdin").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    for req in server.requests() {
+        assert_eq!(req.body, b"from stdin");
+    }
+}
+
+#[test]
+fn json_sets_its_headers() {
+    let server = Server::script(vec![Reply::ok("{}")]).expect_hits(1);
+    let r = run(&["--json", r#"{"a":1}"#, &server.url("/api")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let req = &server.requests()[0];
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.header("Content-Type"), Some("application/json"));
+    assert_eq!(req.header("Accept"), Some("application/json"));
+    assert_eq!(req.body, br#"{"a":1}"#);
+}
+
+#[test]
+fn include_prints_the_status_line_and_headers_first() {
+    let server =
+        Server::script(vec![Reply::ok("body").header("X-Served-By", "test")]).expect_hits(1);
+    let r = run(&["-i", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = r.stdout();
+    assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+    assert!(out.contains("x-served-by: test\r\n"), "{out}");
+    assert!(out.ends_with("\r\n\r\nbody"), "{out}");
+}
+
+#[test]
+fn status_overrides_replace_the_built_in_classes() {
+    let server = Server::script(vec![Reply::status(404), Reply::ok("")]).expect_hits(2);
+    let r = run(&["--retry-on-status", "404", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let server = Server::script(vec![Reply::status(503)]).expect_hits(1);
+    let r = run(&["--stop-on-status", "503", &server.url("/")]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+}
+
+#[test]
+fn credentials_are_dropped_across_a_cross_host_redirect() {
+    let landing = Server::script(vec![Reply::ok("landed")]).expect_hits(1);
+    let target = format!("http://localhost:{}/landing", landing.port());
+    let origin =
+        Server::script(vec![Reply::status(302).header("Location", &target)]).expect_hits(1);
+    let r = run(&[
+        "-H",
+        "Authorization: Bearer secret",
+        "-H",
+        "Cookie: session=1",
+        "-H",
+        "X-Other: kept",
+        &origin.url("/start"),
+    ]);
+    assert_eq!((r.code, r.stdout().as_str()), (0, "landed"), "{}", r.stderr);
+    assert_eq!(
+        origin.requests()[0].header("Authorization"),
+        Some("Bearer secret")
+    );
+    let req = &landing.requests()[0];
+    assert_eq!(req.header("Authorization"), None);
+    assert_eq!(req.header("Cookie"), None);
+    assert_eq!(req.header("X-Other"), Some("kept"));
+}
+
+#[test]
+fn credentials_stay_on_a_same_host_redirect() {
+    let server = Server::handler(|req, _| {
+        if req.target == "/start" {
+            Reply::status(302).header("Location", "/next")
+        } else {
+            Reply::ok("here")
+        }
+    })
+    .expect_hits(2);
+    let r = run(&["-H", "Authorization: Bearer secret", &server.url("/start")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        server.requests()[1].header("Authorization"),
+        Some("Bearer secret")
+    );
+}
+
+#[test]
+fn too_many_redirects_exits_47() {
+    let server =
+        Server::script(vec![Reply::status(302).header("Location", "/again")]).expect_hits(3);
+    let r = run(&["--max-redirs", "2", &server.url("/")]);
+    assert_eq!(r.code, 47, "{}", r.stderr);
+}
+
+#[test]
+fn max_redirs_zero_returns_the_redirect() {
+    let server = Server::script(vec![Reply::status(302).header("Location", "/x")]).expect_hits(1);
+    let r = run(&["--max-redirs", "0", "-i", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout().contains("location: /x"), "{}", r.stdout());
+}
+
+#[test]
+fn a_malformed_url_exits_3_without_retrying() {
+    let r = run(&["-a", "3", "http://[::1/"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("malformed URL"), "{}", r.stderr);
+    assert!(!r.stderr.contains("attempt 2"), "{}", r.stderr);
+}
+
+#[test]
+fn report_carries_status_retry_after_and_key() {
+    let server = Server::script(vec![
+        Reply::status(429).header("Retry-After", "1"),
+        Reply::ok("ok"),
+    ])
+    .expect_hits(2);
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let r = run(&[
+        "--idempotency-key",
+        "auto",
+        "--report",
+        report.to_str().unwrap(),
+        &server.url("/"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(doc["mode"], "http");
+    let key = server.requests()[0]
+        .header("Idempotency-Key")
+        .unwrap()
+        .to_string();
+    assert_eq!(doc["idempotency_key"], key.as_str());
+    let first = &doc["attempts"][0];
+    assert_eq!(first["outcome"]["type"], "http");
+    assert_eq!(first["outcome"]["status"], 429);
+    assert_eq!(first["retry_after"], "Retry-After: 1");
+    assert!(first["delay_ms"].as_u64().unwrap() >= 1000);
+    assert_eq!(doc["attempts"][1]["outcome"]["status"], 200);
+    assert_eq!(doc["result"]["exit_code"], 0);
+}
+
+#[test]
+fn json_log_carries_status_and_retry_after() {
+    let server = Server::script(vec![
+        Reply::status(503).header("Retry-After", "1"),
+        Reply::ok("ok"),
+    ])
+    .expect_hits(2);
+    let r = run(&["--log-format", "json", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let failed = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "attempt_failed")
+        .expect("an attempt_failed event");
+    assert_eq!(failed["outcome"]["status"], 503);
+    assert_eq!(failed["retry_after"], "Retry-After: 1");
+}
+
+#[test]
+fn proxy_from_the_environment_is_used() {
+    let proxy = Server::script(vec![Reply::ok("via proxy")]).expect_hits(1);
+    let r = run_with(&["http://proxied.invalid/path"], |cmd| {
+        cmd.env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.port()));
+    });
+    assert_eq!(
+        (r.code, r.stdout().as_str()),
+        (0, "via proxy"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(proxy.requests()[0].target, "http://proxied.invalid/path");
+}
+
+#[test]
+fn no_proxy_bypasses_the_proxy() {
+    let server = Server::script(vec![Reply::ok("direct")]).expect_hits(1);
+    let r = run_with(&[&server.url("/")], |cmd| {
+        cmd.env("HTTP_PROXY", format!("http://127.0.0.1:{}", dead_port()))
+            .env("NO_PROXY", "127.0.0.1");
+    });
+    assert_eq!((r.code, r.stdout().as_str()), (0, "direct"), "{}", r.stderr);
+}
+
+#[test]
+fn dry_run_lists_the_http_rules_and_sends_nothing() {
+    let server = Server::script(vec![Reply::ok("")]).expect_hits(0);
+    let r = run(&["--dry-run", "-X", "POST", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = r.stdout();
+    assert!(out.contains("status 503: transient"), "{out}");
+    assert!(out.contains("POST is not idempotent"), "{out}");
+    assert!(out.contains("--max-retry-after"), "{out}");
+}
+
+#[test]
+fn a_signal_during_a_request_stops_at_once() {
+    let server = Server::script(vec![Reply::Slow(
+        Duration::from_secs(3),
+        Box::new(Reply::ok("late")),
+    )])
+    .expect_hits(1);
+    let mut cmd = command(&[&server.url("/")]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let child = cmd.spawn().unwrap();
+    while server.hits() == 0 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let r = finish(child.wait_with_output().unwrap(), start);
+    assert_eq!(r.code, 143, "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
+    assert!(r.stdout.is_empty());
+}

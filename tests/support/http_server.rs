@@ -1,0 +1,270 @@
+//! A small HTTP/1.1 server on 127.0.0.1 for the HTTP-mode tests. Each request
+//! is recorded, then answered by a script (the nth request gets the nth reply;
+//! the last one repeats) or a handler, over one connection that is closed
+//! after the reply. Replies can also misbehave on purpose: be slow, close at
+//! once, or cut the body short. Dropping the server stops it and checks the
+//! number of requests if one was expected.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    /// As sent: a path, or an absolute URL when the server acts as a proxy.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub at: Instant,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Status {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Declares `declared` bytes of body, sends `body` (fewer), then closes.
+    CutOff { declared: usize, body: Vec<u8> },
+    /// Closes the connection without sending a byte.
+    Close,
+    /// Waits, then replies.
+    Slow(Duration, Box<Reply>),
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Reply {
+        Reply::Status {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub fn ok(body: &str) -> Reply {
+        Reply::status(200).body(body.as_bytes())
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        if let Reply::Status { headers, .. } = &mut self {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    pub fn body(mut self, bytes: &[u8]) -> Reply {
+        if let Reply::Status { body, .. } = &mut self {
+            *body = bytes.to_vec();
+        }
+        self
+    }
+}
+
+type Handler = dyn Fn(&Request, usize) -> Reply + Send + Sync;
+
+pub struct Server {
+    addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    expected: Option<usize>,
+}
+
+impl Server {
+    /// Answers the nth request with `replies[n]`, the last reply repeating.
+    pub fn script(replies: Vec<Reply>) -> Server {
+        assert!(!replies.is_empty());
+        Server::handler(move |_, n| replies[n.min(replies.len() - 1)].clone())
+    }
+
+    pub fn handler(handler: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let thread = {
+            let requests = Arc::clone(&requests);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let requests = Arc::clone(&requests);
+                    let handler = Arc::clone(&handler);
+                    std::thread::spawn(move || serve(stream, &requests, &*handler));
+                }
+            })
+        };
+        Server {
+            addr,
+            requests,
+            stop,
+            thread: Some(thread),
+            expected: None,
+        }
+    }
+
+    /// Checks, when dropped, that exactly `n` requests arrived.
+    pub fn expect_hits(mut self, n: usize) -> Server {
+        self.expected = Some(n);
+        self
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.addr.port())
+    }
+
+    pub fn hits(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        if let Some(n) = self.expected {
+            if !std::thread::panicking() {
+                assert_eq!(self.hits(), n, "requests received by the test server");
+            }
+        }
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+pub fn dead_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let Some(request) = read_request(&stream) else {
+        return;
+    };
+    let n = {
+        let mut all = requests.lock().unwrap();
+        all.push(request.clone());
+        all.len() - 1
+    };
+    let reply = handler(&request, n);
+    let _ = write_reply(stream, reply);
+}
+
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let at = Instant::now();
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_string();
+    let target = words.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        method,
+        target,
+        headers,
+        body,
+        at,
+    })
+}
+
+fn write_reply(mut stream: TcpStream, reply: Reply) -> std::io::Result<()> {
+    match reply {
+        Reply::Status {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+            for (k, v) in &headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str(&format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            ));
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(&body)?;
+        }
+        Reply::CutOff { declared, body } => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(&body)?;
+            stream.flush()?;
+        }
+        Reply::Close => {}
+        Reply::Slow(wait, reply) => {
+            std::thread::sleep(wait);
+            return write_reply(stream, *reply);
+        }
+    }
+    stream.flush()?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        302 => "Found",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
