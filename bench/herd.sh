@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Thundering herd: CLIENTS concurrent retry processes against a loopback server
+# (bench/serve.py --herd) that answers 503 for its first OUTAGE seconds, then 200;
+# once per jitter mode. The server reports the total requests and the peak number
+# in any 100 ms window after recovery. Prints a table and writes it into BENCHMARKS.md.
+#
+# Usage: bench/herd.sh                 (builds target/release/retry first)
+#        RETRY_BIN=path bench/herd.sh  (measures that binary as it is)
+# Knobs: CLIENTS (200), OUTAGE (2), RETRY_ARGS ("-a 10 --delay 100ms --max-delay 2s"),
+#        VIA=http|curl (default: http when the build has HTTP mode, else curl -fsS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+CLIENTS=${CLIENTS:-200}
+OUTAGE=${OUTAGE:-2}
+RETRY_ARGS=${RETRY_ARGS:--a 10 --delay 100ms --max-delay 2s}
+
+if [[ -z ${RETRY_BIN:-} ]]; then
+    cargo build --release --locked
+    RETRY_BIN=${CARGO_TARGET_DIR:-target}/release/retry
+fi
+R=$(realpath "$RETRY_BIN")
+command -v curl >/dev/null && command -v python3 >/dev/null || {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl python3
+}
+
+WORK=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+    [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+ulimit -n 4096 2>/dev/null || true
+
+# start_server [ARGS]: starts bench/serve.py and sets URL.
+start_server() {
+    rm -f "$WORK/port"
+    "$ROOT/bench/serve.py" "$@" >"$WORK/port" &
+    SERVER_PID=$!
+    for _ in $(seq 50); do [[ -s $WORK/port ]] && break; sleep 0.1; done
+    URL="http://127.0.0.1:$(head -1 "$WORK/port")/"
+}
+
+stop_server() {
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" || true
+    SERVER_PID=
+}
+
+if [[ -z ${VIA:-} ]]; then
+    start_server
+    if "$R" -q -a 1 "$URL" >/dev/null 2>&1; then VIA=http; else VIA=curl; fi
+    stop_server
+fi
+echo "clients reach the server via: $VIA" >&2
+
+client() {
+    local jitter=$1
+    # shellcheck disable=SC2086 # RETRY_ARGS is a list of words
+    if [[ $VIA == http ]]; then
+        "$R" -q $RETRY_ARGS -j "$jitter" "$URL" >/dev/null 2>>"$WORK/clients.err"
+    else
+        "$R" -q $RETRY_ARGS -j "$jitter" -- curl -fsS -o /dev/null "$URL" 2>>"$WORK/clients.err"
+    fi
+}
+
+ROWS=$WORK/rows.tsv
+: >"$ROWS"
+for jitter in full equal decorrelated none; do
+    start_server --herd "$OUTAGE" --stats "$WORK/$jitter.json"
+    pids=()
+    for _ in $(seq "$CLIENTS"); do
+        client "$jitter" &
+        pids+=($!)
+    done
+    ok=0
+    for pid in "${pids[@]}"; do
+        if wait "$pid"; then ok=$((ok + 1)); fi
+    done
+    stop_server
+    python3 - "$WORK/$jitter.json" "$jitter" "$ok" >>"$ROWS" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("\t".join(str(v) for v in (sys.argv[2], sys.argv[3], s["total"], s["status_503"],
+      s["peak_100ms_during_outage"], s["peak_100ms_after_recovery"], s["last_request_s"])))
+EOF
+    echo "jitter $jitter: $(tail -1 "$ROWS")" >&2
+done
+
+{
+    echo
+    echo "- Date: $(date)"
+    echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+    echo "- Memory: $(free -h | awk '/^Mem:/ { print $2 }') total"
+    echo "- retry: $("$R" --version); clients: $CLIENTS × \`retry $RETRY_ARGS -j MODE\`," \
+        "$([[ $VIA == http ]] && echo "HTTP mode" || echo "command mode around \`curl -fsS\`");" \
+        "server down for the first ${OUTAGE}s"
+    echo
+    echo "| jitter | clients succeeded | total requests | 503s | peak / 100 ms during outage | peak / 100 ms after recovery | last request at |"
+    echo "|---|---|---|---|---|---|---|"
+    awk -F'\t' '{ printf "| %s | %s / '"$CLIENTS"' | %s | %s | %s | %s | %.2f s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$ROWS"
+} | tee "$WORK/section.md"
+
+python3 - "$ROOT/BENCHMARKS.md" "$WORK/section.md" herd <<'EOF'
+import sys
+path, section, name = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+text = open(path).read()
+head, rest = text.split(start, 1)
+_, tail = rest.split(end, 1)
+open(path, "w").write(f"{head}{start}\n{section.strip()}\n{end}{tail}")
+EOF
+echo "BENCHMARKS.md updated" >&2
