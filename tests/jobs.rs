@@ -1,0 +1,813 @@
+//! Scheduled jobs, end to end: the real binary, real `flock`s, real marker files and
+//! a real PostgreSQL server. The "work" is a shell command that appends a line to a
+//! counter file, so "done exactly once" is a line count.
+
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// How many runs compete in the concurrency tests.
+const CROWD: usize = 12;
+
+struct Dir {
+    tmp: tempfile::TempDir,
+}
+
+impl Dir {
+    fn new() -> Dir {
+        Dir {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// The counter file the work appends to.
+    fn counter(&self) -> PathBuf {
+        self.path("counter")
+    }
+
+    fn count(&self) -> usize {
+        std::fs::read_to_string(self.counter())
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// `retry` with fast retries, its state under this directory and no outer retry.
+    fn retry(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
+        cmd.env_remove("RETRY_DEPTH")
+            .env("XDG_STATE_HOME", self.path("xdg"))
+            .env("NO_COLOR", "1")
+            .args(["--delay", "1ms", "--max-delay", "5ms"]);
+        cmd
+    }
+
+    /// Arguments for work that counts itself, then takes `secs` seconds.
+    fn work(&self, secs: f64) -> Vec<String> {
+        vec![
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            format!("echo run >> \"$1\"; sleep {secs}"),
+            "sh".into(),
+            self.counter().display().to_string(),
+        ]
+    }
+
+    /// Waits until `name` exists (a command's "I am running now" signal).
+    fn wait_for(&self, name: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.path(name).exists() {
+            assert!(Instant::now() < deadline, "{name} never appeared");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.stdin(Stdio::null()).output().expect("run retry")
+}
+
+fn spawn(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn retry")
+}
+
+/// A process group that is killed when dropped (lock holders, orphaned commands).
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// util-linux `flock` holding `lock` while it runs `script`; returns once it holds it.
+fn flock_holding(dir: &Dir, lock: &Path, script: &str) -> Group {
+    use std::os::unix::process::CommandExt;
+    let ready = dir.path("holder-ready");
+    let child = Command::new("flock")
+        .arg(lock)
+        .args([
+            "sh",
+            "-c",
+            &format!("touch '{}'; {script}", ready.display()),
+        ])
+        .process_group(0)
+        .spawn()
+        .expect("run flock(1) from util-linux");
+    let group = Group(child);
+    dir.wait_for("holder-ready");
+    group
+}
+
+/// Starts `CROWD` copies of `cmd` at once and waits for them all.
+fn crowd(make: impl Fn() -> Command) -> Vec<Output> {
+    let children: Vec<Child> = (0..CROWD).map(|_| spawn(&mut make())).collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_lock_is_held_for_the_run_and_its_file_is_kept() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let out = run(dir.retry().arg("--lock").arg(&lock).args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(dir.count(), 1);
+    assert!(lock.exists(), "the lock file is never removed");
+}
+
+#[test]
+fn concurrent_runs_with_one_lock_do_the_work_once() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let outs = crowd(|| {
+        let mut cmd = dir.retry();
+        cmd.arg("--lock").arg(&lock).args(dir.work(3.0));
+        cmd
+    });
+    assert_eq!(dir.count(), 1, "exactly one run did the work");
+    for out in &outs {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    }
+    let skipped = outs
+        .iter()
+        .filter(|o| stderr(o).contains("is busy"))
+        .count();
+    assert_eq!(skipped, CROWD - 1);
+}
+
+#[test]
+fn concurrent_runs_with_one_once_key_do_the_work_once() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    let outs = crowd(|| {
+        let mut cmd = dir.retry();
+        cmd.args(["--once", "nightly"])
+            .arg("--state")
+            .arg(&state)
+            .args(dir.work(0.5));
+        cmd
+    });
+    assert_eq!(dir.count(), 1, "exactly one run did the work");
+    for out in &outs {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    }
+    let again = run(dir
+        .retry()
+        .args(["--once", "nightly"])
+        .arg("--state")
+        .arg(&state)
+        .args(dir.work(0.0)));
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(dir.count(), 1);
+    assert!(
+        stderr(&again).contains("already succeeded at"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn runs_waiting_on_a_once_key_find_the_winners_marker() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    let outs = crowd(|| {
+        let mut cmd = dir.retry();
+        cmd.args(["--once", "k", "--lock-wait", "30s"])
+            .arg("--state")
+            .arg(&state)
+            .args(dir.work(0.5));
+        cmd
+    });
+    assert_eq!(dir.count(), 1);
+    let done = outs
+        .iter()
+        .filter(|o| o.status.code() == Some(0) && stderr(o).contains("already succeeded"))
+        .count();
+    assert_eq!(done, CROWD - 1, "the others waited, then saw the marker");
+}
+
+#[test]
+fn a_lock_held_by_flock_makes_retry_skip_with_the_busy_exit() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--busy-exit", "75"])
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert_eq!(dir.count(), 0, "no attempt runs");
+    let text = stderr(&out);
+    assert!(
+        text.contains("skipped") && text.contains(&lock.display().to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_busy_exit_defaults_to_zero_and_the_report_says_skipped() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let report = dir.path("report.json");
+    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .arg("--report")
+        .arg(&report)
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["result"]["stopped_because"], "skipped");
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn lock_wait_waits_for_the_holder_then_runs() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let _holder = flock_holding(&dir, &lock, "sleep 1");
+    let started = Instant::now();
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "30s"])
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(dir.count(), 1);
+    assert!(started.elapsed() >= Duration::from_millis(500), "it waited");
+    assert!(
+        stderr(&out).contains("waiting up to 30s"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn lock_wait_gives_up_when_the_lock_stays_busy() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let started = Instant::now();
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "300ms", "--busy-exit", "3"])
+        .args(dir.work(0.0)));
+    let waited = started.elapsed();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(dir.count(), 0);
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    assert!(
+        stderr(&out).contains("after waiting 300ms"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_signal_while_waiting_for_a_lock_stops_retry_at_once() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let child = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .args(["--lock-wait", "60s"])
+            .args(dir.work(0.0)),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(sent.elapsed() < Duration::from_secs(3));
+    assert_eq!(dir.count(), 0);
+}
+
+#[test]
+fn sigkill_of_the_holder_frees_the_lock_even_with_its_command_still_running() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let _reap = reap_command(&dir);
+    let mut holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .args(long_command(&dir)),
+    );
+    dir.wait_for("ready");
+    // Only wait for the exit: the orphaned command keeps the pipes open.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The command still runs in its own process group; it must not keep the lock.
+    let free = Command::new("flock")
+        .arg("-n")
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(free.success(), "the lock is free once its holder is gone");
+    let out = run(dir.retry().arg("--lock").arg(&lock).args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(dir.count(), 1);
+}
+
+/// Arguments for a command that says it is running (`ready`), records its process
+/// group in `command.pid`, and then sleeps for a minute.
+fn long_command(dir: &Dir) -> Vec<String> {
+    vec![
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "echo $$ > '{}'; touch '{}'; sleep 60",
+            dir.path("command.pid").display(),
+            dir.path("ready").display()
+        ),
+    ]
+}
+
+/// Kills the process group of `long_command` when dropped: retry's command runs in a
+/// group of its own, which outlives a SIGKILLed retry.
+fn reap_command(dir: &Dir) -> impl Drop {
+    let pid_file = dir.path("command.pid");
+    scopeguard(move || {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    })
+}
+
+/// Runs `f` when dropped.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}
+
+#[test]
+fn a_failed_run_records_nothing_and_the_next_run_tries_again() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    let failing = |dir: &Dir| {
+        let mut cmd = dir.retry();
+        cmd.args(["--once", "k", "-a", "2"])
+            .arg("--state")
+            .arg(&state)
+            .args(["--", "sh", "-c", "echo run >> \"$1\"; exit 3", "sh"])
+            .arg(dir.counter());
+        cmd
+    };
+    let out = run(&mut failing(&dir));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(dir.count(), 2);
+    let left: Vec<_> = std::fs::read_dir(&state).unwrap().flatten().collect();
+    assert!(left.is_empty(), "no marker and no lock file left: {left:?}");
+    let out = run(&mut failing(&dir));
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(dir.count(), 4, "the key was not recorded, so it ran again");
+}
+
+#[test]
+fn a_killed_run_records_nothing() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    let _reap = reap_command(&dir);
+    let mut child = spawn(
+        dir.retry()
+            .args(["--once", "k"])
+            .arg("--state")
+            .arg(&state)
+            .args(long_command(&dir)),
+    );
+    dir.wait_for("ready");
+    // Only wait for the exit: the orphaned command keeps the pipes open.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!state.join("k.json").exists());
+    let out = run(dir
+        .retry()
+        .args(["--once", "k"])
+        .arg("--state")
+        .arg(&state)
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(dir.count(), 1, "the killed run's key was free to run again");
+    assert!(state.join("k.json").exists());
+}
+
+#[test]
+fn a_marker_is_json_named_after_its_key() {
+    let dir = Dir::new();
+    let out = run(dir
+        .retry()
+        .args(["--once", "report/2024-05-01 eu"])
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Default state directory: $XDG_STATE_HOME/retry.
+    let path = dir.path("xdg/retry/report%2F2024-05-01%20eu.json");
+    let marker: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(marker["key"], "report/2024-05-01 eu");
+    assert_eq!(marker["attempts"], 1);
+    assert_eq!(marker["command"][0], "sh");
+    assert!(marker["pid"].as_u64().unwrap() > 0);
+    assert!(!marker["host"].as_str().unwrap().is_empty());
+    let at = marker["succeeded_at"].as_str().unwrap();
+    assert!(humantime::parse_rfc3339(at).is_ok(), "{at}");
+
+    let again = run(dir
+        .retry()
+        .args(["--once", "report/2024-05-01 eu"])
+        .args(dir.work(0.0)));
+    assert_eq!(again.status.code(), Some(0));
+    let text = stderr(&again);
+    assert!(
+        text.contains(&format!("already succeeded at {at}")),
+        "{text}"
+    );
+    assert_eq!(dir.count(), 1);
+}
+
+#[test]
+fn without_xdg_state_home_markers_go_under_home() {
+    let dir = Dir::new();
+    let out = run(dir
+        .retry()
+        .env_remove("XDG_STATE_HOME")
+        .env("HOME", dir.path("home"))
+        .args(["--once", "k"])
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(dir.path("home/.local/state/retry/k.json").exists());
+}
+
+#[test]
+fn bad_targets_are_refused_before_anything_runs() {
+    let dir = Dir::new();
+    for (args, flag) in [
+        (vec!["--lock", ""], "--lock"),
+        (vec!["--lock", "postgres://u@127.0.0.1/db"], "--lock"),
+        (vec!["--lock", "redis://localhost/0"], "--lock"),
+        (
+            vec!["--lock", "postgres://u@127.0.0.1/db?sslmode=bogus#x"],
+            "--lock",
+        ),
+        (
+            vec!["--once", "k", "--state", "postgres://u@h/db#name"],
+            "--state",
+        ),
+        (vec!["--once", "k", "--state", "ftp://h/x"], "--state"),
+    ] {
+        let out = run(dir.retry().args(&args).args(dir.work(0.0)));
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(dir.count(), 0);
+}
+
+#[test]
+fn a_state_path_that_is_a_file_is_a_usage_error() {
+    let dir = Dir::new();
+    std::fs::write(dir.path("file"), "").unwrap();
+    let out = run(dir
+        .retry()
+        .args(["--once", "k", "--state"])
+        .arg(dir.path("file"))
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert_eq!(dir.count(), 0);
+}
+
+// PostgreSQL: a real server per test, started by the fixture.
+
+/// A loopback port with nothing listening on it.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn an_unreachable_server_is_exit_125_and_the_command_does_not_run() {
+    let dir = Dir::new();
+    let url = format!("postgres://app:hunter2@127.0.0.1:{}/jobs", closed_port());
+    for args in [
+        vec!["--lock".to_string(), format!("{url}#nightly")],
+        vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
+    ] {
+        let out = run(dir.retry().args(&args).args(dir.work(0.0)));
+        assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+        let text = stderr(&out);
+        assert!(
+            text.contains("cannot connect to postgres://app@127.0.0.1"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("hunter2"),
+            "the password is never printed: {text}"
+        );
+    }
+    assert_eq!(dir.count(), 0);
+}
+
+#[test]
+fn two_runs_compete_for_one_advisory_lock() {
+    let Some(pg) = postgres::start("two_runs_compete_for_one_advisory_lock") else {
+        return;
+    };
+    let dir = Dir::new();
+    let lock = pg.url("#nightly-report");
+    let ready = dir.path("ready");
+    let first = spawn(dir.retry().arg("--lock").arg(&lock).args([
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "echo run >> '{}'; touch '{}'; sleep 2",
+            dir.counter().display(),
+            ready.display()
+        ),
+    ]));
+    dir.wait_for("ready");
+
+    // The lock is findable in pg_locks with the key expression the README gives.
+    let mut client = pg.client();
+    let holders: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+             WHERE l.locktype = 'advisory' AND l.objsubid = 1
+               AND ((l.classid::bigint << 32) | l.objid::bigint) =
+                   ('x' || left(encode(sha256(convert_to('nightly-report', 'UTF8')), 'hex'), 16))::bit(64)::bigint
+               AND a.application_name = 'retry --lock nightly-report'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(holders, 1);
+
+    let second = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--busy-exit", "9"])
+        .args(dir.work(0.0)));
+    assert_eq!(second.status.code(), Some(9), "{}", stderr(&second));
+    assert!(stderr(&second).contains("nightly-report") && stderr(&second).contains("busy"));
+
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(dir.count(), 1, "only the holder ran");
+
+    let third = run(dir.retry().arg("--lock").arg(&lock).args(dir.work(0.0)));
+    assert_eq!(
+        third.status.code(),
+        Some(0),
+        "released at exit: {}",
+        stderr(&third)
+    );
+    assert_eq!(dir.count(), 2);
+}
+
+#[test]
+fn a_crowd_on_one_advisory_lock_does_the_work_once() {
+    let Some(pg) = postgres::start("a_crowd_on_one_advisory_lock_does_the_work_once") else {
+        return;
+    };
+    let dir = Dir::new();
+    let lock = pg.url("#crowd");
+    let outs = crowd(|| {
+        let mut cmd = dir.retry();
+        cmd.arg("--lock").arg(&lock).args(dir.work(3.0));
+        cmd
+    });
+    for out in &outs {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    }
+    assert_eq!(dir.count(), 1);
+}
+
+#[test]
+fn sigkill_of_the_holder_frees_the_advisory_lock() {
+    let Some(pg) = postgres::start("sigkill_of_the_holder_frees_the_advisory_lock") else {
+        return;
+    };
+    let dir = Dir::new();
+    let lock = pg.url("#killed");
+    let _reap = reap_command(&dir);
+    let mut holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .args(long_command(&dir)),
+    );
+    dir.wait_for("ready");
+    // Only wait for the exit: the orphaned command keeps the pipes open.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The server frees a session lock when it sees the connection close.
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "10s"])
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(dir.count(), 1);
+}
+
+#[test]
+fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
+    let Some(pg) =
+        postgres::start("once_with_postgres_state_records_a_row_and_skips_the_second_run")
+    else {
+        return;
+    };
+    let dir = Dir::new();
+    let state = pg.url("");
+    let once = |key: &str| {
+        let mut cmd = dir.retry();
+        cmd.args(["--once", key, "--state", &state]);
+        cmd
+    };
+    let failed = run(once("broken").args(["-a", "1", "--", "false"]));
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+
+    let outs = crowd(|| {
+        let mut cmd = once("nightly");
+        cmd.args(dir.work(0.5));
+        cmd
+    });
+    for out in &outs {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    }
+    assert_eq!(dir.count(), 1, "exactly one of the crowd ran");
+
+    let mut client = pg.client();
+    let rows = client
+        .query(
+            "SELECT key, host, pid, command, attempts FROM retry_once",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 1, "a failed run records nothing");
+    let row = &rows[0];
+    assert_eq!(row.get::<_, String>("key"), "nightly");
+    assert!(!row.get::<_, String>("host").is_empty());
+    assert!(row.get::<_, i32>("pid") > 0);
+    assert!(row.get::<_, String>("command").starts_with("sh -c"));
+    assert_eq!(row.get::<_, i32>("attempts"), 1);
+
+    let again = run(once("nightly").args(dir.work(0.0)));
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        stderr(&again).contains("already succeeded at"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(dir.count(), 1);
+
+    client
+        .execute("DELETE FROM retry_once WHERE key = 'nightly'", &[])
+        .unwrap();
+    let after_delete = run(once("nightly").args(dir.work(0.0)));
+    assert_eq!(after_delete.status.code(), Some(0));
+    assert_eq!(dir.count(), 2, "deleting the row lets the job run again");
+}
+
+#[test]
+fn tls_follows_the_sslmode_in_the_url() {
+    let Some(pg) = postgres::start_with(
+        "tls_follows_the_sslmode_in_the_url",
+        postgres::Options { tls: true },
+    ) else {
+        return;
+    };
+    let dir = Dir::new();
+    let cert = pg.cert_path().display().to_string();
+    let localhost = format!(
+        "postgres://{}@localhost:{}/postgres",
+        postgres::USER,
+        pg.port
+    );
+    let cases = [
+        (pg.url("?sslmode=disable#a"), Some(false)),
+        (pg.url("?sslmode=prefer#a"), Some(true)),
+        (pg.url("?sslmode=require#a"), Some(true)),
+        (
+            format!("{localhost}?sslmode=verify-full&sslrootcert={cert}#a"),
+            Some(true),
+        ),
+        (
+            pg.url(&format!("?sslmode=verify-ca&sslrootcert={cert}#a")),
+            Some(true),
+        ),
+        // The certificate names localhost, not 127.0.0.1.
+        (
+            pg.url(&format!("?sslmode=verify-full&sslrootcert={cert}#a")),
+            None,
+        ),
+    ];
+    for (url, tls) in cases {
+        let out = run(dir
+            .retry()
+            .arg("--lock")
+            .arg(&url)
+            .args(["--", "sh", "-c", "touch \"$1\"; sleep 0.5", "sh"])
+            .arg(dir.path("ready")));
+        match tls {
+            Some(_) => assert_eq!(out.status.code(), Some(0), "{url}: {}", stderr(&out)),
+            None => {
+                assert_eq!(out.status.code(), Some(125), "{url}: {}", stderr(&out));
+                assert!(stderr(&out).contains("cannot connect"), "{}", stderr(&out));
+            }
+        }
+        let _ = std::fs::remove_file(dir.path("ready"));
+    }
+
+    // While a run holds the lock, the server shows whether its connection uses TLS.
+    let ssl_of = |url: &str| {
+        let child = spawn(
+            dir.retry()
+                .arg("--lock")
+                .arg(url)
+                .args(["--", "sh", "-c", "touch \"$1\"; sleep 1", "sh"])
+                .arg(dir.path("ready")),
+        );
+        dir.wait_for("ready");
+        let ssl: bool = pg
+            .client()
+            .query_one(
+                "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+                 WHERE a.application_name = 'retry --lock a'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(child.wait_with_output().unwrap().status.code(), Some(0));
+        let _ = std::fs::remove_file(dir.path("ready"));
+        ssl
+    };
+    assert!(ssl_of(&pg.url("?sslmode=require#a")));
+    assert!(!ssl_of(&pg.url("?sslmode=disable#a")));
+}
+
+#[test]
+fn sslmode_require_fails_against_a_server_without_tls() {
+    let Some(pg) = postgres::start("sslmode_require_fails_against_a_server_without_tls") else {
+        return;
+    };
+    let dir = Dir::new();
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(pg.url("?sslmode=require#a"))
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert_eq!(dir.count(), 0);
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(pg.url("?sslmode=prefer#a"))
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
