@@ -704,3 +704,31 @@ fn a_signal_during_a_request_stops_at_once() {
     assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
     assert!(r.stdout.is_empty());
 }
+
+#[test]
+fn an_unknown_certificate_is_permanent_and_exits_60() {
+    let server = Server::tls_script(vec![Reply::ok("secret")]).expect_hits(0);
+    let r = run(&["-a", "3", &server.https_url("/")]);
+    assert_eq!(r.code, 60, "{}", r.stderr);
+    assert!(!r.stderr.contains("attempt 2"), "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+}
+
+#[test]
+fn insecure_skips_the_certificate_check() {
+    let server = Server::tls_script(vec![Reply::status(503), Reply::ok("over tls")]).expect_hits(2);
+    let r = run(&["-k", &server.https_url("/")]);
+    assert_eq!(
+        (r.code, r.stdout().as_str()),
+        (0, "over tls"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_tls_handshake_cut_off_is_retried_and_exits_35() {
+    let server = Server::hang_up().expect_hits(2);
+    let r = run(&["-a", "2", &server.https_url("/")]);
+    assert_eq!(r.code, 35, "{}", r.stderr);
+}

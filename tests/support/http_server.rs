@@ -1,9 +1,10 @@
-//! A small HTTP/1.1 server on 127.0.0.1 for the HTTP-mode tests. Each request
-//! is recorded, then answered by a script (the nth request gets the nth reply;
-//! the last one repeats) or a handler, over one connection that is closed
-//! after the reply. Replies can also misbehave on purpose: be slow, close at
-//! once, or cut the body short. Dropping the server stops it and checks the
-//! number of requests if one was expected.
+//! A small HTTP/1.1 server on 127.0.0.1 for the HTTP-mode tests, plain or over
+//! TLS with a self-signed certificate. Each request is recorded, then answered
+//! by a script (the nth request gets the nth reply; the last one repeats) or a
+//! handler, over one connection that is closed after the reply. Replies can
+//! also misbehave on purpose: be slow, close at once, or cut the body short;
+//! a hang-up server closes every connection before a byte is read. Dropping
+//! the server stops it and checks the number of requests if one was expected.
 
 #![allow(dead_code)]
 
@@ -78,6 +79,36 @@ impl Reply {
 
 type Handler = dyn Fn(&Request, usize) -> Reply + Send + Sync;
 
+/// A self-signed certificate for 127.0.0.1 and localhost (valid until 2126),
+/// made with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1`.
+const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBnTCCAUOgAwIBAgIUG73lrawmXGAyHa07Ca834wXgVJ8wCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKcmV0cnkgdGVzdDAgFw0yNjEyMDMwNzQ3MjhaGA8yMTI2MTEw
+OTA3NDcyOFowFTETMBEGA1UEAwwKcmV0cnkgdGVzdDBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABLRplc3stQGa4+CngesSv/WrA6osRo2Ay15rSPLSGs5NMrLt6ogz
+tGztdqIbWa5h2kdZNSiRzJ3lgYlfKSlCio+jbzBtMB0GA1UdDgQWBBQHm+TDeH0I
+Pejb7BbcoQvy5GjFdTAfBgNVHSMEGDAWgBQHm+TDeH0IPejb7BbcoQvy5GjFdTAP
+BgNVHRMBAf8EBTADAQH/MBoGA1UdEQQTMBGHBH8AAAGCCWxvY2FsaG9zdDAKBggq
+hkjOPQQDAgNIADBFAiBOT8F7ha63QjZrIe68xshoKd1DLFm4uJB7Kt5tZD0DcQIh
+ALJ8XgUdO912HfxR21irAaq/Eg8JpDaMLzk3iEkjRWKz
+-----END CERTIFICATE-----
+";
+
+const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg24R01HabPwRnGsqB
++aVF+y/O/jyoxwYQJsFbdZBT6XOhRANCAAS0aZXN7LUBmuPgp4HrEr/1qwOqLEaN
+gMtea0jy0hrOTTKy7eqIM7Rs7XaiG1muYdpHWTUokcyd5YGJXykpQoqP
+-----END PRIVATE KEY-----
+";
+
+#[derive(Clone)]
+enum Mode {
+    Plain,
+    Tls(Arc<rustls::ServerConfig>),
+    /// Close every connection at once, before reading anything.
+    HangUp,
+}
+
 pub struct Server {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<Request>>>,
@@ -94,11 +125,27 @@ impl Server {
     }
 
     pub fn handler(handler: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> Server {
+        Server::start(Mode::Plain, Arc::new(handler))
+    }
+
+    /// Like `script`, over TLS with the self-signed test certificate.
+    pub fn tls_script(replies: Vec<Reply>) -> Server {
+        Server::start(
+            Mode::Tls(tls_config()),
+            Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone()),
+        )
+    }
+
+    /// Accepts connections and closes each at once; every connection is a hit.
+    pub fn hang_up() -> Server {
+        Server::start(Mode::HangUp, Arc::new(|_, _| Reply::Close))
+    }
+
+    fn start(mode: Mode, handler: Arc<Handler>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let handler: Arc<Handler> = Arc::new(handler);
         let thread = {
             let requests = Arc::clone(&requests);
             let stop = Arc::clone(&stop);
@@ -110,7 +157,8 @@ impl Server {
                     let Ok(stream) = stream else { continue };
                     let requests = Arc::clone(&requests);
                     let handler = Arc::clone(&handler);
-                    std::thread::spawn(move || serve(stream, &requests, &*handler));
+                    let mode = mode.clone();
+                    std::thread::spawn(move || serve(mode, stream, &requests, &*handler));
                 }
             })
         };
@@ -135,6 +183,10 @@ impl Server {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.addr.port())
+    }
+
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.addr.port())
     }
 
     pub fn hits(&self) -> usize {
@@ -167,21 +219,67 @@ pub fn dead_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-fn serve(stream: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler) {
+fn serve(mode: Mode, stream: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let Some(request) = read_request(&stream) else {
-        return;
-    };
+    match mode {
+        Mode::Plain => {
+            let mut stream = stream;
+            let _ = exchange(&mut stream, requests, handler);
+        }
+        Mode::Tls(config) => {
+            let Ok(conn) = rustls::ServerConnection::new(config) else {
+                return;
+            };
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            if exchange(&mut tls, requests, handler).is_some() {
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            }
+        }
+        Mode::HangUp => {
+            requests.lock().unwrap().push(Request {
+                method: String::new(),
+                target: String::new(),
+                headers: Vec::new(),
+                body: Vec::new(),
+                at: Instant::now(),
+            });
+        }
+    }
+}
+
+/// Reads one request, records it and writes the reply; `None` if no request came.
+fn exchange<S: Read + Write>(
+    stream: &mut S,
+    requests: &Mutex<Vec<Request>>,
+    handler: &Handler,
+) -> Option<()> {
+    let request = read_request(stream)?;
     let n = {
         let mut all = requests.lock().unwrap();
         all.push(request.clone());
         all.len() - 1
     };
     let reply = handler(&request, n);
-    let _ = write_reply(stream, reply);
+    write_reply(stream, reply).ok()
 }
 
-fn read_request(stream: &TcpStream) -> Option<Request> {
+fn tls_config() -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = vec![CertificateDer::from_pem_slice(TEST_CERT.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(TEST_KEY.as_bytes()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    Arc::new(config)
+}
+
+fn read_request<S: Read>(stream: &mut S) -> Option<Request> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -218,7 +316,7 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
     })
 }
 
-fn write_reply(mut stream: TcpStream, reply: Reply) -> std::io::Result<()> {
+fn write_reply<S: Write>(stream: &mut S, reply: Reply) -> std::io::Result<()> {
     match reply {
         Reply::Status {
             status,
@@ -250,9 +348,7 @@ fn write_reply(mut stream: TcpStream, reply: Reply) -> std::io::Result<()> {
             return write_reply(stream, *reply);
         }
     }
-    stream.flush()?;
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    Ok(())
+    stream.flush()
 }
 
 fn reason(status: u16) -> &'static str {

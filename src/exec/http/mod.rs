@@ -227,7 +227,6 @@ struct Exchange<'a> {
 
 impl Exchange<'_> {
     async fn run(&self) -> Attempted {
-        let https = self.url.scheme() == "https";
         let mut request = self
             .client
             .request(self.spec.method.clone(), self.url.clone())
@@ -237,7 +236,7 @@ impl Exchange<'_> {
         }
         let mut response = match request.send().await {
             Ok(response) => response,
-            Err(e) => return failed(&e, Phase::Send, https),
+            Err(e) => return failed(&e, Phase::Send, &self.url),
         };
         let status = response.status().as_u16();
         log_response(&response);
@@ -289,7 +288,7 @@ impl Exchange<'_> {
                 Ok(Some(chunk)) => body.write(&chunk).map_err(local)?,
                 Ok(None) => return Ok(body),
                 Err(e) => {
-                    let mut failure = failed(&e, Phase::Body, self.url.scheme() == "https");
+                    let mut failure = failed(&e, Phase::Body, &self.url);
                     if let Attempted::Failed { message, .. } = &mut failure {
                         message.push_str(&format!(" (after {} bytes)", body.len()));
                     }
@@ -300,11 +299,16 @@ impl Exchange<'_> {
     }
 }
 
-fn failed(err: &reqwest::Error, phase: Phase, https: bool) -> Attempted {
-    Attempted::Failed {
-        kind: errors::transport_kind(err, phase, https),
-        message: errors::message(err),
+fn failed(err: &reqwest::Error, phase: Phase, url: &Url) -> Attempted {
+    let kind = errors::transport_kind(err, phase, url.scheme() == "https");
+    let mut message = errors::message(err);
+    if phase == Phase::Send && kind != Transport::TooManyRedirects {
+        // Name the server: after redirects or through a proxy it may not be the one asked for.
+        let host = err.url().unwrap_or(url);
+        let port = host.port_or_known_default().unwrap_or(0);
+        message = format!("{}:{port}: {message}", host.host_str().unwrap_or("?"));
     }
+    Attempted::Failed { kind, message }
 }
 
 async fn attempt_within(exchange: Exchange<'_>, timeout: Option<Duration>) -> Ended {
