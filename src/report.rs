@@ -244,10 +244,10 @@ impl Events for Logger {
     }
 }
 
-fn attempt_json(record: &AttemptRecord, limit: u32) -> Value {
+/// One attempt as the report and the JSON log lines show it.
+fn record_json(record: &AttemptRecord) -> Value {
     let mut v = json!({
-        "attempt": record.number,
-        "attempts": limit,
+        "n": record.number,
         "started_at": timestamp(record.started_at),
         "duration_ms": millis(record.duration),
         "outcome": record.outcome,
@@ -263,6 +263,15 @@ fn attempt_json(record: &AttemptRecord, limit: u32) -> Value {
             json!({ "retry_after_ms": millis(hint.wait), "retry_after": hint.source }),
         );
     }
+    v
+}
+
+fn attempt_json(record: &AttemptRecord, limit: u32) -> Value {
+    let mut v = record_json(record);
+    merge(
+        &mut v,
+        json!({ "attempt": record.number, "attempts": limit }),
+    );
     v
 }
 
@@ -288,30 +297,7 @@ pub struct ReportHeader<'a> {
 
 /// The `--report` document for a run.
 pub fn report_json(header: &ReportHeader<'_>, summary: &RunSummary) -> Value {
-    let attempts: Vec<Value> = summary
-        .attempts
-        .iter()
-        .map(|r| {
-            let mut v = json!({
-                "n": r.number,
-                "started_at": timestamp(r.started_at),
-                "duration_ms": millis(r.duration),
-                "outcome": r.outcome,
-                "class": r.class,
-                "reason": r.reason,
-            });
-            if let Some(delay) = r.delay {
-                merge(&mut v, json!({ "delay_ms": millis(delay) }));
-            }
-            if let Some(hint) = &r.wait_hint {
-                merge(
-                    &mut v,
-                    json!({ "retry_after_ms": millis(hint.wait), "retry_after": hint.source }),
-                );
-            }
-            v
-        })
-        .collect();
+    let attempts: Vec<Value> = summary.attempts.iter().map(record_json).collect();
     json!({
         "version": 1,
         "target": header.target,

@@ -378,10 +378,11 @@ impl Executor for CommandExecutor {
     }
 }
 
-fn code_list(codes: &[(u8, u8)]) -> String {
+/// `2,64-78` for a list of inclusive ranges.
+fn code_list<T: std::fmt::Display + PartialEq>(codes: &[(T, T)]) -> String {
     let parts: Vec<String> = codes
         .iter()
-        .map(|&(lo, hi)| {
+        .map(|(lo, hi)| {
             if lo == hi {
                 lo.to_string()
             } else {
@@ -396,19 +397,7 @@ fn describe_when(when: profiles::When) -> String {
     use profiles::When;
     match when {
         When::Always => String::new(),
-        When::StatusIn(ranges) => {
-            let parts: Vec<String> = ranges
-                .iter()
-                .map(|&(lo, hi)| {
-                    if lo == hi {
-                        lo.to_string()
-                    } else {
-                        format!("{lo}-{hi}")
-                    }
-                })
-                .collect();
-            format!(" with stderr showing HTTP {}", parts.join(","))
-        }
+        When::StatusIn(ranges) => format!(" with stderr showing HTTP {}", code_list(ranges)),
         When::AnyStatus => " with stderr showing any other HTTP status".into(),
         When::NoStatus => " with no HTTP status on stderr".into(),
         When::NetworkPhrase => " with stderr showing a network failure".into(),
