@@ -106,7 +106,7 @@ pub fn parse_state_target(text: &str) -> Result<Target, String> {
     let target = parse_target(text).map_err(|e| format!("--state: {e}; {STATE_ACCEPTS}"))?;
     match &target {
         Target::Postgres(pg) if pg.name.is_some() => Err(format!(
-            "--state: {text:?} has a #NAME, which --state does not use (markers live in table {}); \
+            "--state: {pg} has a #NAME, which --state does not use (markers live in table {}); \
              {STATE_ACCEPTS}",
             postgres::MARKER_TABLE
         )),
@@ -314,6 +314,7 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
         if let Some(done) = store.find(key)? {
             return Ok(already_done(key, &done));
         }
+        report::verbose(1, &format!("holding {what} in {}", store.describe()));
     }
     Ok(Gate::Proceed(Held { once, _lock: lock }))
 }
@@ -517,6 +518,19 @@ mod tests {
             ..opts
         };
         assert!(opts.validate().is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused(text in "\\PC{0,60}") {
+            let _ = parse_target(&text);
+        }
+
+        #[test]
+        fn any_postgres_url_parses_or_is_refused(rest in "[a-z0-9:@/?#=&%\\[\\]._ -]{0,40}") {
+            let _ = parse_lock_target(&format!("postgres://{rest}"));
+            let _ = parse_state_target(&format!("postgresql://{rest}"));
+        }
     }
 
     #[test]

@@ -244,16 +244,15 @@ fn check_host(host: &str) -> Result<(), String> {
     if host.starts_with('/') || name_chars {
         Ok(())
     } else {
-        Err(format!(
-            "{host:?} is not a host name, an address or a socket directory"
-        ))
+        // The value is not echoed: a misplaced password can end up here.
+        Err("the host is not a host name, an address or a socket directory".into())
     }
 }
 
 fn parse_port(text: &str) -> Result<u16, String> {
     match text.parse::<u16>() {
         Ok(port) if port > 0 => Ok(port),
-        _ => Err(format!("port {text:?} is not a number from 1 to 65535")),
+        _ => Err("the port is not a number from 1 to 65535".into()),
     }
 }
 
@@ -747,6 +746,19 @@ mod tests {
         ] {
             let err = parse(url).unwrap_err();
             assert!(err.contains(says), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn errors_never_echo_what_may_be_a_password() {
+        // An unescaped '/' in the password makes it look like a host and port.
+        for url in [
+            "postgres://app:hunter2/x@h/db",
+            "postgres://app:x@h:hunter2/db",
+            "postgres://u@hunter2 x/db",
+        ] {
+            let err = parse(url).unwrap_err();
+            assert!(!err.contains("hunter2"), "{url}: {err}");
         }
     }
 
