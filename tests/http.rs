@@ -734,3 +734,20 @@ fn a_tls_handshake_cut_off_is_retried_and_exits_35() {
     let r = run(&["-a", "2", &server.https_url("/")]);
     assert_eq!(r.code, 35, "{}", r.stderr);
 }
+
+#[test]
+fn a_large_body_is_delivered_whole_once() {
+    // Past the 4 MiB in-memory spool, so the held body lives on disk.
+    let body: Vec<u8> = (0..6 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let server = Server::script(vec![
+        Reply::CutOff {
+            declared: body.len(),
+            body: body[..1 << 20].to_vec(),
+        },
+        Reply::status(200).body(&body),
+    ])
+    .expect_hits(2);
+    let r = run(&[&server.url("/big")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout == body, "stdout has {} bytes", r.stdout.len());
+}

@@ -176,3 +176,25 @@ pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_one_short_line() {
+        assert_eq!(excerpt(b"  not\r\nfound\t\x07here ", 100), "not found here");
+        assert_eq!(excerpt("ünïcode text".as_bytes(), 5), "ünïco…");
+        assert_eq!(excerpt(&[0xff, b'a'], 10), "\u{fffd}a");
+    }
+
+    #[test]
+    fn output_file_must_be_in_an_existing_directory() {
+        assert!(Destination::new(Some(Path::new("/no/such/dir/f"))).is_err());
+        assert!(Destination::new(Some(Path::new("/tmp"))).is_err());
+        assert!(matches!(
+            Destination::new(None).unwrap(),
+            Destination::Stdout
+        ));
+    }
+}
