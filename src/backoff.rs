@@ -76,7 +76,7 @@ impl Schedule {
 
 /// Seconds as a Duration, never above `cap` and never negative or NaN.
 fn clamp_secs(secs: f64, cap: Duration) -> Duration {
-    if !(secs > 0.0) {
+    if secs.is_nan() || secs <= 0.0 {
         return Duration::ZERO;
     }
     if secs >= cap.as_secs_f64() {

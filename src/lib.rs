@@ -268,8 +268,8 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
              --allow-nested retries here too"
         ));
     }
-    if info.key_requested || cli.verbose > 0 {
-        report::verbose(1, &format!("idempotency key: {}", info.idempotency_key));
+    if let Some(key) = header.idempotency_key {
+        report::verbose(1, &format!("idempotency key: {key}"));
     }
     let summary = run_engine(cli, built.executor(), &policy, &header)?;
     if summary.stopped_because == StopReason::Success {
@@ -288,6 +288,10 @@ fn run_engine(
     header: &ReportHeader<'_>,
 ) -> anyhow::Result<RunSummary> {
     let seed = cli.seed.unwrap_or_else(rand::random);
+    report::verbose(
+        2,
+        &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
+    );
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let clock = clock::SystemClock::new();
     let countdown =
@@ -297,7 +301,12 @@ fn run_engine(
         limit: policy.attempts,
     };
     let mut logger = report::Logger {
-        context: json!({ "mode": header.mode, "target": header.target }),
+        context: match header.idempotency_key {
+            Some(key) => {
+                json!({ "mode": header.mode, "target": header.target, "idempotency_key": key })
+            }
+            None => json!({ "mode": header.mode, "target": header.target }),
+        },
     };
     let mut env = engine::Env {
         clock: &clock,

@@ -15,24 +15,13 @@ use crate::classify::Class;
 use crate::engine::{AttemptRecord, Event, Events, RunSummary, StopReason};
 use crate::parse::human;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct LogConfig {
     /// -2 = -qq, -1 = -q, 0 = default, 1.. = -v count.
     pub level: i8,
     pub json: bool,
     pub color: bool,
     pub github: bool,
-}
-
-impl Default for LogConfig {
-    fn default() -> Self {
-        LogConfig {
-            level: 0,
-            json: false,
-            color: false,
-            github: false,
-        }
-    }
 }
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -338,6 +327,16 @@ fn parent_dir(path: &Path) -> PathBuf {
 /// Writes `contents` to `path` atomically: a temporary file in the same
 /// directory, fsync, then rename over the target.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        // A device or FIFO (`--report /dev/stderr`, `/dev/null`): write in place, never rename over it.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        return file
+            .write_all(contents)
+            .with_context(|| format!("cannot write {}", path.display()));
+    }
     let dir = parent_dir(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(".retry-")
@@ -387,5 +386,16 @@ mod tests {
     fn report_path_must_have_a_directory() {
         assert!(check_writable(Path::new("/no/such/dir/r.json")).is_err());
         assert!(check_writable(Path::new("r.json")).is_ok());
+    }
+
+    #[test]
+    fn devices_are_written_in_place_not_renamed_over() {
+        write_atomically(Path::new("/dev/null"), b"{}").unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            meta.file_type().is_char_device(),
+            "/dev/null must stay a device"
+        );
     }
 }

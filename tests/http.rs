@@ -751,3 +751,16 @@ fn a_large_body_is_delivered_whole_once() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout == body, "stdout has {} bytes", r.stdout.len());
 }
+
+#[test]
+fn output_and_report_to_a_device_write_in_place() {
+    use std::os::unix::fs::FileTypeExt;
+    let server = Server::script(vec![Reply::ok("body")]).expect_hits(1);
+    let r = run(&["-o", "/dev/null", "--report", "/dev/null", &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let meta = std::fs::metadata("/dev/null").unwrap();
+    assert!(
+        meta.file_type().is_char_device(),
+        "/dev/null must stay the null device"
+    );
+}

@@ -120,6 +120,10 @@ impl HttpExecutor {
             Destination::Stdout => {
                 "output: the final successful body goes to stdout once; nothing on failure".into()
             }
+            Destination::Special(path) => format!(
+                "output: written to {} after success (not a regular file, so not renamed over)",
+                path.display()
+            ),
             Destination::File { path, .. } => format!(
                 "output: {} is replaced atomically after success and left untouched on failure",
                 path.display()

@@ -19,6 +19,9 @@ use crate::report;
 #[derive(Clone, Debug)]
 pub enum Destination {
     Stdout,
+    /// An existing device, FIFO or socket (`-o /dev/null`): written in place on
+    /// success, never renamed over.
+    Special(PathBuf),
     File {
         path: PathBuf,
         /// Mode for a new file: 0666 less the umask, as a shell redirection makes.
@@ -50,6 +53,9 @@ impl Destination {
                 path.display()
             );
         }
+        if fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Ok(Destination::Special(path.to_path_buf()));
+        }
         Ok(Destination::File {
             path: path.to_path_buf(),
             mode: 0o666 & !current_umask(),
@@ -59,7 +65,7 @@ impl Destination {
     /// A fresh holder for one attempt's body.
     pub fn holder(&self) -> io::Result<Body> {
         Ok(match self {
-            Destination::Stdout => Body::Spool(Spool::new()),
+            Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
             Destination::File { path, .. } => Body::File(
                 tempfile::Builder::new()
                     .prefix(".retry-")
@@ -106,11 +112,14 @@ pub enum Held {
 impl Held {
     pub fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
         match (self, destination) {
+            (Held::Body(Body::Spool(spool)), Destination::Special(path)) => {
+                write_special(&spool, path)
+            }
             (Held::Body(Body::Spool(spool)), _) => write_stdout(&spool),
             (Held::Body(Body::File(file)), Destination::File { path, mode }) => {
                 persist(file, path, *mode)
             }
-            (Held::Body(Body::File(_)), Destination::Stdout) => Ok(()),
+            (Held::Body(Body::File(_)), _) => Ok(()),
             (Held::Failed { status, excerpt }, _) => {
                 if !excerpt.is_empty() {
                     report::info(&format!("the server's HTTP {status} reply said: {excerpt}"));
@@ -131,6 +140,16 @@ fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+fn write_special(spool: &Spool, path: &Path) -> anyhow::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    spool
+        .copy_to(&mut file)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Renames the finished temporary file over the target: readers see the old
