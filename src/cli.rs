@@ -184,7 +184,6 @@ fn wrap(text: &str, by: usize) -> String {
                   the last failure's exit status.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry [OPTIONS] URL",
     after_help = AFTER_HELP,
-    after_long_help = after_long_help(),
     max_term_width = 100
 )]
 pub struct Cli {
@@ -535,7 +534,16 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    Cli::try_parse_from(args)
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let mut cmd = Cli::command();
+    // The long epilogue is formatted only when it will be shown: building it costs
+    // more than the rest of start-up, and `retry -- true` must start fast.
+    if args.iter().any(|a| a == "--help") {
+        cmd = cmd.after_long_help(after_long_help());
+    }
+    let matches = cmd.try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
 }
 
 #[cfg(test)]

@@ -268,7 +268,7 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
              --allow-nested retries here too"
         ));
     }
-    if let Some(key) = header.idempotency_key {
+    if let Some(key) = header.idempotency_key.filter(|_| report::shows(1)) {
         report::verbose(1, &format!("idempotency key: {key}"));
     }
     let summary = run_engine(cli, built.executor(), &policy, &header)?;
@@ -288,10 +288,12 @@ fn run_engine(
     header: &ReportHeader<'_>,
 ) -> anyhow::Result<RunSummary> {
     let seed = cli.seed.unwrap_or_else(rand::random);
-    report::verbose(
-        2,
-        &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
-    );
+    if report::shows(2) {
+        report::verbose(
+            2,
+            &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
+        );
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let clock = clock::SystemClock::new();
     let countdown =

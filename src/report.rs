@@ -69,9 +69,14 @@ pub fn info(message: &str) {
     }
 }
 
+/// Whether `-v` × `n` messages are shown: check it before formatting one on a hot path.
+pub fn shows(n: u8) -> bool {
+    i16::from(config().level) >= i16::from(n)
+}
+
 /// A message shown from `-v` × `n` on.
 pub fn verbose(n: u8, message: &str) {
-    if i16::from(config().level) >= i16::from(n) {
+    if shows(n) {
         emit("debug", message, Value::Null);
     }
 }

@@ -229,7 +229,7 @@ impl CommandExecutor {
 
 impl Executor for CommandExecutor {
     fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
-        if ctx.number == 1 {
+        if ctx.number == 1 && report::shows(1) {
             report::verbose(
                 1,
                 &format!(
