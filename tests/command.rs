@@ -1083,3 +1083,15 @@ fn countdown_on_a_terminal() {
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("\rretry: attempt 2/5 in 2s"), "{text:?}");
 }
+
+#[test]
+fn hold_stdout_with_output_rules_still_passes_one_attempt() {
+    let s = Scratch::new();
+    let job = s.script(
+        "job",
+        "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"",
+    );
+    let r = run(&args(&["--hold-stdout", "--retry-on-output", "try later", &job]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "done 3\n");
+}

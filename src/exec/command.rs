@@ -40,7 +40,7 @@ pub struct CommandExecutor {
     watch: Option<Arc<OutputWatch>>,
     stdin: StdinPlan,
     hold_stdout: bool,
-    held: Option<Spool>,
+    held: Option<Held>,
     kill_after: Duration,
     timeout: Option<Duration>,
     info: RunInfo,
@@ -161,7 +161,23 @@ impl CommandExecutor {
         ]
     }
 
-    fn command(&self, ctx: &AttemptContext, stdin: Stdio) -> Command {
+    /// The child's stdout: a temporary file when stdout is held but not scanned,
+    /// so the command writes there directly (no copy through retry).
+    fn stdout_file(&self) -> io::Result<Option<std::fs::File>> {
+        let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
+        if self.hold_stdout && !watch_out {
+            tempfile::tempfile().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn command(
+        &self,
+        ctx: &AttemptContext,
+        stdin: Stdio,
+        stdout_file: Option<&std::fs::File>,
+    ) -> io::Result<Command> {
         let mut cmd = Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..]);
         cmd.env("RETRY_ATTEMPT", ctx.number.to_string())
@@ -174,10 +190,10 @@ impl CommandExecutor {
         };
         cmd.stdin(stdin);
         let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
-        cmd.stdout(if self.hold_stdout || watch_out {
-            Stdio::piped()
-        } else {
-            Stdio::inherit()
+        cmd.stdout(match stdout_file {
+            Some(file) => Stdio::from(file.try_clone()?),
+            None if self.hold_stdout || watch_out => Stdio::piped(),
+            None => Stdio::inherit(),
         });
         cmd.stderr(if self.watch.is_some() {
             Stdio::piped()
@@ -199,7 +215,7 @@ impl CommandExecutor {
         } else {
             cmd.process_group(0);
         }
-        cmd
+        Ok(cmd)
     }
 
     fn spawn_failure(&self, err: &io::Error) -> AttemptReport {
@@ -239,8 +255,9 @@ impl Executor for CommandExecutor {
             );
         }
         self.held = None;
+        let stdout_file = self.stdout_file()?;
         let (stdin, feeder) = self.stdin.prepare()?;
-        let mut cmd = self.command(ctx, stdin);
+        let mut cmd = self.command(ctx, stdin, stdout_file.as_ref())?;
         if self.foreground {
             ignore_sigttou();
         }
@@ -310,7 +327,14 @@ impl Executor for CommandExecutor {
             terminate_group(pid, self.kill_after);
         }
         let _ = stderr_pump.map(Pump::join).transpose()?;
-        self.held = stdout_pump.map(Pump::join).transpose()?.flatten();
+        self.held = match stdout_file {
+            Some(file) => Some(Held::File(file)),
+            None => stdout_pump
+                .map(Pump::join)
+                .transpose()?
+                .flatten()
+                .map(Held::Spool),
+        };
         let facts = facts.lock().expect("facts").clone();
         let mut verdict = self.rules.classify(&end, &facts);
         if let CommandEnd::Signaled(sig) = end {
@@ -361,16 +385,27 @@ impl Executor for CommandExecutor {
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {
-        if let Some(spool) = self.held.take() {
-            let stdout = io::stdout();
-            let mut lock = stdout.lock();
-            if let Err(e) = spool.copy_to(&mut lock) {
-                if e.kind() != io::ErrorKind::BrokenPipe {
-                    return Err(anyhow::Error::new(e).context("cannot write the held stdout"));
-                }
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        let stdout = io::stdout();
+        let mut lock = stdout.lock();
+        let written = match held {
+            Held::Spool(spool) => spool.copy_to(&mut lock),
+            Held::File(mut file) => {
+                use std::io::Seek;
+                // io::copy from a File uses copy_file_range/sendfile/splice: no copy through user space.
+                file.rewind()
+                    .and_then(|_| io::copy(&mut file, &mut lock))
+                    .map(|_| ())
             }
+        };
+        match written {
+            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                Err(anyhow::Error::new(e).context("cannot write the held stdout"))
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn discard(&mut self) {
@@ -402,6 +437,14 @@ fn describe_when(when: profiles::When) -> String {
         When::NoStatus => " with no HTTP status on stderr".into(),
         When::NetworkPhrase => " with stderr showing a network failure".into(),
     }
+}
+
+/// One attempt's stdout, held until the engine says whether it is the final one.
+enum Held {
+    /// Scanned on its way in: memory, then a temporary file past 4 MiB.
+    Spool(Spool),
+    /// Written by the command straight into an unnamed temporary file.
+    File(std::fs::File),
 }
 
 /// Whether the attempt's time limit came from the `--max-time` budget.
