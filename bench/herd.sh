@@ -6,7 +6,9 @@
 #
 # Usage: bench/herd.sh                 (builds target/release/retry first)
 #        RETRY_BIN=path bench/herd.sh  (measures that binary as it is)
-# Knobs: CLIENTS (200), OUTAGE (2), RETRY_ARGS ("-a 10 --delay 100ms --max-delay 2s"),
+# All clients wait at a FIFO gate and start together, as clients that failed
+# together would; the outage clock starts at the server's first request.
+# Knobs: CLIENTS (200), OUTAGE (2), RETRY_ARGS ("-a 8 --delay 500ms --max-delay 4s"),
 #        VIA=http|curl (default: http when the build has HTTP mode, else curl -fsS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,7 @@ ROOT=$PWD
 
 CLIENTS=${CLIENTS:-200}
 OUTAGE=${OUTAGE:-2}
-RETRY_ARGS=${RETRY_ARGS:--a 10 --delay 100ms --max-delay 2s}
+RETRY_ARGS=${RETRY_ARGS:--a 8 --delay 500ms --max-delay 4s}
 
 if [[ -z ${RETRY_BIN:-} ]]; then
     cargo build --release --locked
@@ -59,6 +61,8 @@ echo "clients reach the server via: $VIA" >&2
 
 client() {
     local jitter=$1
+    echo >>"$WORK/ready"
+    : <"$WORK/gate" # blocks until the gate's writer closes it
     # shellcheck disable=SC2086 # RETRY_ARGS is a list of words
     if [[ $VIA == http ]]; then
         "$R" -q $RETRY_ARGS -j "$jitter" "$URL" >/dev/null 2>>"$WORK/clients.err"
@@ -71,11 +75,17 @@ ROWS=$WORK/rows.tsv
 : >"$ROWS"
 for jitter in full equal decorrelated none; do
     start_server --herd "$OUTAGE" --stats "$WORK/$jitter.json"
+    rm -f "$WORK/gate" "$WORK/ready"
+    mkfifo "$WORK/gate"
+    exec 3<>"$WORK/gate" # a writer, so every client's open succeeds and its read waits
     pids=()
     for _ in $(seq "$CLIENTS"); do
         client "$jitter" &
         pids+=($!)
     done
+    while (($(wc -l <"$WORK/ready" 2>/dev/null || echo 0) < CLIENTS)); do sleep 0.05; done
+    sleep 0.3 # the last ones reach their read
+    exec 3>&- # end of file for every client at once: they start together
     ok=0
     for pid in "${pids[@]}"; do
         if wait "$pid"; then ok=$((ok + 1)); fi

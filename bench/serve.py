@@ -5,7 +5,7 @@
   GET /bytes/N     -> 200, N zero bytes (N may end in K, M or G), sent in 1 MiB writes
 
 --herd SECONDS answers 503 (with no Retry-After) to every request during the first
-SECONDS after start, then 200; it logs each request's arrival time and, on SIGTERM or
+SECONDS after the first request, then 200; it logs each request's arrival time and, on SIGTERM or
 SIGINT, writes a JSON summary to --stats FILE: total requests, 503s, 200s, and the peak
 number of requests in any 100 ms window after recovery.
 
@@ -31,12 +31,16 @@ def parse_size(text):
 
 class State:
     def __init__(self, outage):
-        self.start = time.monotonic()
+        # The outage clock starts at the first request, so client start-up is not part of it.
+        self.start = None
         self.outage = outage
         self.lock = threading.Lock()
         self.arrivals = []  # (seconds since start, status)
 
     def status_now(self):
+        with self.lock:
+            if self.start is None:
+                self.start = time.monotonic()
         now = time.monotonic() - self.start
         status = 503 if self.outage is not None and now < self.outage else 200
         if self.outage is not None:
@@ -125,7 +129,6 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     print(server.server_address[1], flush=True)
-    server.state.start = time.monotonic()
     server.serve_forever()
 
 
