@@ -114,13 +114,4 @@ done
     awk -F'\t' '{ printf "| %s | %s / '"$CLIENTS"' | %s | %s | %s | %s | %.2f s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$ROWS"
 } | tee "$WORK/section.md"
 
-python3 - "$ROOT/BENCHMARKS.md" "$WORK/section.md" herd <<'EOF'
-import sys
-path, section, name = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
-start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-text = open(path).read()
-head, rest = text.split(start, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(f"{head}{start}\n{section.strip()}\n{end}{tail}")
-EOF
-echo "BENCHMARKS.md updated" >&2
+"$ROOT/bench/update-docs.py" herd "$WORK/section.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
