@@ -1091,7 +1091,12 @@ fn hold_stdout_with_output_rules_still_passes_one_attempt() {
         "job",
         "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"",
     );
-    let r = run(&args(&["--hold-stdout", "--retry-on-output", "try later", &job]));
+    let r = run(&args(&[
+        "--hold-stdout",
+        "--retry-on-output",
+        "try later",
+        &job,
+    ]));
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "done 3\n");
 }
