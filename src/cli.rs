@@ -481,12 +481,16 @@ fn regex_value(text: &str) -> Result<String, String> {
         .map_err(|e| format!("not a valid regular expression: {e}"))
 }
 
-fn method_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty()
+/// An RFC 9110 token: what methods and header names are made of.
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
         && text
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+fn method_value(text: &str) -> Result<String, String> {
+    if is_token(text) {
         Ok(text.to_ascii_uppercase())
     } else {
         Err(format!(
@@ -496,11 +500,7 @@ fn method_value(text: &str) -> Result<String, String> {
 }
 
 fn header_name_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if ok {
+    if is_token(text) {
         Ok(text.to_string())
     } else {
         Err(format!(

@@ -329,8 +329,9 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// Writes `contents` to `path` atomically: a temporary file in the same
-/// directory, fsync, then rename over the target.
+/// Writes `contents` to `path` atomically and durably: a temporary file in the
+/// same directory, fsync, rename over the target, fsync the directory. After it
+/// returns, the file survives a crash whole or not at all.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         // A device or FIFO (`--report /dev/stderr`, `/dev/null`): write in place, never rename over it.
@@ -351,6 +352,10 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    // The rename itself is durable only once the directory is synced.
+    std::fs::File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync directory {}", dir.display()))?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! descriptor is opened close-on-exec, so the command never inherits a lock.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use anyhow::Context;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use super::{Done, Lock, Marker, MarkerStore, parent_of};
+use super::{Done, Lock, Marker, MarkerStore};
 
 /// Longest file name most file systems take (NAME_MAX).
 const NAME_MAX: usize = 255;
@@ -206,19 +206,7 @@ impl MarkerStore for FileStore {
 /// Write to a temporary file, fsync it, rename it over `path`, fsync the directory:
 /// after this returns, the file survives a crash whole or not at all.
 pub fn write_durably(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let dir = parent_of(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".retry-")
-        .tempfile_in(&dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(contents)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot sync directory {}", dir.display()))?;
-    Ok(())
+    crate::report::write_atomically(path, contents)
 }
 
 /// Whether a character may stand for itself in a marker's file name.

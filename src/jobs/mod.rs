@@ -8,7 +8,7 @@
 pub mod file;
 pub mod postgres;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -428,14 +428,6 @@ pub fn command_line(argv: &[String]) -> String {
         }
     };
     argv.iter().map(quote).collect::<Vec<_>>().join(" ")
-}
-
-/// The directory that holds `path` (`.` for a bare file name).
-fn parent_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
 }
 
 #[cfg(test)]
