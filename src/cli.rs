@@ -172,6 +172,8 @@ fn wrap(text: &str, by: usize) -> String {
     out
 }
 
+// Value flags take `allow_hyphen_values`, so `--max-delay -1s` is refused as a bad
+// value of --max-delay rather than as an unknown flag.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "retry",
@@ -188,18 +190,18 @@ fn wrap(text: &str, by: usize) -> String {
 )]
 pub struct Cli {
     /// Total attempts, the first included (1 = never retry)
-    #[arg(short = 'a', long, value_name = "N", default_value = "5", value_parser = parse::attempts, help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, short = 'a', long, value_name = "N", default_value = "5", value_parser = parse::attempts, help_heading = TIMING)]
     pub attempts: u32,
 
     /// Base delay before the first retry
     ///
     /// Later delays grow as --backoff says. DUR is 250ms, 2s, 1m30s or a number of
     /// seconds such as 1.5.
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse::duration, help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "1s", value_parser = parse::duration, help_heading = TIMING)]
     pub delay: Duration,
 
     /// Cap on any one backoff sleep, applied before jitter
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse::duration, help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "30s", value_parser = parse::duration, help_heading = TIMING)]
     pub max_delay: Duration,
 
     /// How the delay grows from one retry to the next
@@ -207,7 +209,7 @@ pub struct Cli {
     pub backoff: BackoffKind,
 
     /// Exponential growth factor, above 1 (at most 1000)
-    #[arg(long, value_name = "F", default_value = "2", value_parser = parse::factor, help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, long, value_name = "F", default_value = "2", value_parser = parse::factor, help_heading = TIMING)]
     pub factor: f64,
 
     /// How each sleep d is randomised, so clients that failed together return apart
@@ -218,18 +220,18 @@ pub struct Cli {
     ///
     /// In command mode the process group gets SIGTERM, then SIGKILL after --kill-after; if
     /// it was the last attempt, retry exits 124.
-    #[arg(short = 't', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, short = 't', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
     /// Wall-clock budget for the whole run
     ///
     /// No sleep or attempt starts that would end past it, and each attempt's --timeout is
     /// cut to what is left.
-    #[arg(long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub max_time: Option<Duration>,
 
     /// Seed the jitter, for reproducible schedules
-    #[arg(long, value_name = "N", help_heading = TIMING)]
+    #[arg(allow_hyphen_values = true, long, value_name = "N", help_heading = TIMING)]
     pub seed: Option<u64>,
 
     /// Retry even when running inside another retry (RETRY_DEPTH >= 1)
@@ -241,15 +243,15 @@ pub struct Cli {
     pub profile: ProfileName,
 
     /// Exit codes that are permanent failures, e.g. 2,64-78
-    #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub stop_on: Option<CodeSet>,
 
     /// Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75
-    #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub retry_on: Option<CodeSet>,
 
     /// Exit codes that count as success, e.g. 0,1 for grep
-    #[arg(long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub success_on: Option<CodeSet>,
 
     /// An output line matching REGEX makes the attempt a permanent failure (repeatable)
@@ -278,7 +280,7 @@ pub struct Cli {
     pub hold_stdout: bool,
 
     /// After --timeout's SIGTERM, wait this long before SIGKILL
-    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
     pub kill_after: Duration,
 
     /// HTTP method; default GET, or POST when a body is given
@@ -308,7 +310,7 @@ pub struct Cli {
     pub include: bool,
 
     /// Limit on connecting
-    #[arg(long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = HTTP)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = HTTP)]
     pub connect_timeout: Option<Duration>,
 
     /// Skip TLS certificate verification
@@ -316,7 +318,7 @@ pub struct Cli {
     pub insecure: bool,
 
     /// Redirects followed (0 = none)
-    #[arg(long, value_name = "N", default_value = "10", help_heading = HTTP)]
+    #[arg(allow_hyphen_values = true, long, value_name = "N", default_value = "10", help_heading = HTTP)]
     pub max_redirs: u32,
 
     /// Send an idempotency key with every attempt: auto makes one UUID v4 for the run
@@ -335,17 +337,17 @@ pub struct Cli {
     pub retry_unsafe: bool,
 
     /// HTTP statuses that are retried (overrides the built-in classes)
-    #[arg(long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
     pub retry_on_status: Option<CodeSet>,
 
     /// HTTP statuses that stop at once (overrides the built-in classes)
-    #[arg(long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
     pub stop_on_status: Option<CodeSet>,
 
     /// Longest Retry-After to obey; a longer one ends the run at once
     ///
     /// Rate-limit resets count the same way. The message says what the server asked.
-    #[arg(long, value_name = "DUR", default_value = "5m", value_parser = parse::duration, help_heading = HTTP)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5m", value_parser = parse::duration, help_heading = HTTP)]
     pub max_retry_after: Duration,
 
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
@@ -353,11 +355,11 @@ pub struct Cli {
     pub lock: Option<String>,
 
     /// Wait this long for a busy lock before skipping (0 = skip at once)
-    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = JOBS)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = JOBS)]
     pub lock_wait: Duration,
 
     /// Exit status when skipped because the lock is busy
-    #[arg(long, value_name = "CODE", default_value = "0", value_parser = clap::value_parser!(u8), help_heading = JOBS)]
+    #[arg(allow_hyphen_values = true, long, value_name = "CODE", default_value = "0", value_parser = clap::value_parser!(u8), help_heading = JOBS)]
     pub busy_exit: u8,
 
     /// Skip if KEY already succeeded; record KEY after success

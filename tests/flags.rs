@@ -94,12 +94,12 @@ fn bad_values_exit_125_name_the_flag_and_run_nothing() {
         let arg = format!("{flag}={value}");
         let joined = [arg.as_str()];
         let split = [*flag, *value];
-        // Short flags take the value as the next word; long ones both ways, except
-        // that a separate word starting with '-' is an (unknown) flag to clap.
-        let forms: Vec<&[&str]> = match (flag.starts_with("--"), value.starts_with('-')) {
-            (true, true) => vec![&joined],
-            (true, false) => vec![&joined, &split],
-            (false, _) => vec![&split],
+        // Short flags take the value as the next word; long ones both ways (a
+        // value word starting with '-', such as -1s, is still the flag's value).
+        let forms: Vec<&[&str]> = if flag.starts_with("--") {
+            vec![&joined, &split]
+        } else {
+            vec![&split]
         };
         for form in forms {
             let r = run_with(form);
