@@ -11,50 +11,22 @@
 # Knobs: CLIENTS (200), OUTAGE (2), RETRY_ARGS ("-a 8 --delay 500ms --max-delay 4s"),
 #        VIA=http|curl (default: http when the build has HTTP mode, else curl -fsS).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+source "$(dirname "$0")/common.sh"
 
 CLIENTS=${CLIENTS:-200}
 OUTAGE=${OUTAGE:-2}
 RETRY_ARGS=${RETRY_ARGS:--a 8 --delay 500ms --max-delay 4s}
 
-if [[ -z ${RETRY_BIN:-} ]]; then
-    cargo build --release --locked
-    RETRY_BIN=${CARGO_TARGET_DIR:-target}/release/retry
-fi
-R=$(realpath "$RETRY_BIN")
 command -v curl >/dev/null && command -v python3 >/dev/null || {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl python3
 }
 
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-    [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
 ulimit -n 4096 2>/dev/null || true
-
-# start_server [ARGS]: starts bench/serve.py and sets URL.
-start_server() {
-    rm -f "$WORK/port"
-    "$ROOT/bench/serve.py" "$@" >"$WORK/port" &
-    SERVER_PID=$!
-    for _ in $(seq 50); do [[ -s $WORK/port ]] && break; sleep 0.1; done
-    URL="http://127.0.0.1:$(head -1 "$WORK/port")/"
-}
-
-stop_server() {
-    kill -TERM "$SERVER_PID"
-    wait "$SERVER_PID" || true
-    SERVER_PID=
-}
 
 if [[ -z ${VIA:-} ]]; then
     start_server
-    if "$R" -q -a 1 "$URL" >/dev/null 2>&1; then VIA=http; else VIA=curl; fi
+    if "$R" -q -a 1 "$URL/" >/dev/null 2>&1; then VIA=http; else VIA=curl; fi
     stop_server
 fi
 echo "clients reach the server via: $VIA" >&2
@@ -65,9 +37,9 @@ client() {
     : <"$WORK/gate" # blocks until the gate's writer closes it
     # shellcheck disable=SC2086 # RETRY_ARGS is a list of words
     if [[ $VIA == http ]]; then
-        "$R" -q $RETRY_ARGS -j "$jitter" "$URL" >/dev/null 2>>"$WORK/clients.err"
+        "$R" -q $RETRY_ARGS -j "$jitter" "$URL/" >/dev/null 2>>"$WORK/clients.err"
     else
-        "$R" -q $RETRY_ARGS -j "$jitter" -- curl -fsS -o /dev/null "$URL" 2>>"$WORK/clients.err"
+        "$R" -q $RETRY_ARGS -j "$jitter" -- curl -fsS -o /dev/null "$URL/" 2>>"$WORK/clients.err"
     fi
 }
 
@@ -102,9 +74,7 @@ done
 
 {
     echo
-    echo "- Date: $(date)"
-    echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
-    echo "- Memory: $(free -h | awk '/^Mem:/ { print $2 }') total"
+    machine
     echo "- retry: $("$R" --version); clients: $CLIENTS × \`retry $RETRY_ARGS -j MODE\`," \
         "$([[ $VIA == http ]] && echo "HTTP mode" || echo "command mode around \`curl -fsS\`");" \
         "server down for the first ${OUTAGE}s"

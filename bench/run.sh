@@ -11,8 +11,7 @@
 # Knobs: RUNS (default 30) for the short benchmarks, BIG_RUNS (default 10) for the
 #        1 GiB ones, SIZE (default 1G), NO_INSTALL=1 to skip installing tools.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$PWD
+source "$(dirname "$0")/common.sh"
 
 RUNS=${RUNS:-30}
 BIG_RUNS=${BIG_RUNS:-10}
@@ -37,22 +36,10 @@ install_tools() {
 [[ ${NO_INSTALL:-} == 1 ]] || install_tools
 export PATH="$HOME/.cargo/bin:$PATH"
 
-if [[ -z ${RETRY_BIN:-} ]]; then
-    cargo build --release --locked
-    RETRY_BIN=${CARGO_TARGET_DIR:-target}/release/retry
-fi
-R=$(realpath "$RETRY_BIN")
 DEB=/usr/bin/retry
 ATT=$(command -v attempt)
 TRUE=$(command -v true)
 
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-    [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
 
@@ -171,10 +158,8 @@ stdin_replay() {
 }
 
 http() {
-    "$ROOT/bench/serve.py" >"$WORK/port" &
-    SERVER_PID=$!
-    for _ in $(seq 50); do [[ -s $WORK/port ]] && break; sleep 0.1; done
-    local url="http://127.0.0.1:$(head -1 "$WORK/port")"
+    start_server
+    local url=$URL
     if ! "$R" -q -a 1 "$url/" >/dev/null 2>"$WORK/http.err"; then
         echo "HTTP mode is not available in $R ($(head -1 "$WORK/http.err")); skipping the HTTP benchmarks" >&2
         row "HTTP GET" "retry" "" "" "" "" "skipped: HTTP mode not available in this build"
@@ -208,11 +193,7 @@ hold_stdout
 stdin_replay
 http
 
-machine() {
-    echo "- Date: $(date)"
-    echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
-    echo "- Memory: $(free -h | awk '/^Mem:/ { print $2 }') total"
-    echo "- Kernel: $(uname -r)"
+tools() {
     echo "- Tools: $(hyperfine --version), $(curl --version | head -1 | cut -d' ' -f1-2)," \
         "attempt $($ATT --version 2>&1 | awk '{print $NF}'), Debian retry $(dpkg-query -W -f='${Version}' retry 2>/dev/null || echo '?')"
     echo "- retry: $("$R" --version) ($R)"
@@ -257,6 +238,7 @@ EOF
 {
     echo
     machine
+    tools
     echo
     cat "$TABLE"
 } | tee "$WORK/section.md"
