@@ -17,7 +17,7 @@ pub mod parse;
 pub mod report;
 pub mod signals;
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::IsTerminal;
 
 use anyhow::Context;
@@ -64,7 +64,6 @@ fn clap_exit(err: clap::Error) -> i32 {
     use clap::error::ErrorKind;
     let status = match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => EXIT_USAGE,
         _ => EXIT_USAGE,
     };
     let _ = err.print();
@@ -222,11 +221,10 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
     let attempts = if nested { 1 } else { cli.attempts };
     let info = run_info(cli, depth, attempts);
     let policy = policy(cli, attempts);
-    let report_path = cli
-        .report
-        .as_deref()
-        .map(report::check_writable)
-        .transpose()?;
+    if let Some(path) = &cli.report {
+        report::check_file_target("--report", path)?;
+    }
+    let report_path = cli.report.as_deref();
     let jobs = job_options(cli);
     jobs.validate()?;
     let mut built = match &target {
@@ -327,13 +325,4 @@ fn skipped(exit_code: i32, message: String) -> RunSummary {
         message,
         elapsed: std::time::Duration::ZERO,
     }
-}
-
-/// The command's base name, for messages.
-pub fn program_name(program: &OsStr) -> String {
-    std::path::Path::new(program)
-        .file_name()
-        .unwrap_or(program)
-        .to_string_lossy()
-        .into_owned()
 }

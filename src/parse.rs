@@ -81,10 +81,6 @@ impl CodeSet {
         self.ranges.iter().any(|r| r.contains(&code))
     }
 
-    pub fn from_ranges(ranges: Vec<RangeInclusive<u32>>) -> Self {
-        CodeSet { ranges }
-    }
-
     /// Parses `2,64-78` where every value lies in `limits`.
     pub fn parse(text: &str, limits: RangeInclusive<u32>, what: &str) -> Result<Self, String> {
         let accepts = format!(

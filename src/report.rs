@@ -302,27 +302,32 @@ pub fn report_json(header: &ReportHeader<'_>, summary: &RunSummary) -> Value {
     })
 }
 
-/// Checks up front that the report can be written, so a bad path is a usage
-/// error (exit 125) before anything runs, not a surprise at the end.
-pub fn check_writable(path: &Path) -> anyhow::Result<PathBuf> {
+/// Checks up front that `flag`'s file can be written (its directory exists and
+/// it is not a directory itself), so a bad path is a usage error (exit 125)
+/// before anything runs, not a surprise at the end.
+pub fn check_file_target(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if path.as_os_str().is_empty() {
+        anyhow::bail!("{flag}: expected a file path");
+    }
     let dir = parent_dir(path);
     let meta = std::fs::metadata(&dir)
-        .with_context(|| format!("--report: directory {} does not exist", dir.display()))?;
+        .with_context(|| format!("{flag}: directory {} does not exist", dir.display()))?;
     anyhow::ensure!(
         meta.is_dir(),
-        "--report: {} is not a directory",
+        "{flag}: {} is not a directory",
         dir.display()
     );
     if path.is_dir() {
         anyhow::bail!(
-            "--report: {} is a directory; expected a file path",
+            "{flag}: {} is a directory; expected a file path",
             path.display()
         );
     }
-    Ok(path.to_path_buf())
+    Ok(())
 }
 
-fn parent_dir(path: &Path) -> PathBuf {
+/// The directory that holds `path` (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -394,8 +399,9 @@ mod tests {
 
     #[test]
     fn report_path_must_have_a_directory() {
-        assert!(check_writable(Path::new("/no/such/dir/r.json")).is_err());
-        assert!(check_writable(Path::new("r.json")).is_ok());
+        assert!(check_file_target("--report", Path::new("/no/such/dir/r.json")).is_err());
+        assert!(check_file_target("--report", Path::new("r.json")).is_ok());
+        assert!(check_file_target("--report", Path::new("")).is_err());
     }
 
     #[test]

@@ -75,7 +75,6 @@ pub fn pending() -> Option<i32> {
 /// Ctrl-C): taken once.
 pub fn take_repeat() -> Option<i32> {
     let state = STATE.get()?;
-    FIRST.load(Ordering::SeqCst);
     state
         .flags
         .iter()
@@ -88,11 +87,6 @@ pub fn child_changed() -> bool {
     STATE
         .get()
         .is_some_and(|s| s.child.swap(false, Ordering::SeqCst))
-}
-
-/// The read end of the self-pipe, for callers that poll it with other fds.
-pub fn fd() -> Option<BorrowedFd<'static>> {
-    STATE.get().map(|s| s.read.as_fd())
 }
 
 /// Sleeps up to `d`, waking early when any handled signal arrives.

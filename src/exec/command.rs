@@ -82,10 +82,6 @@ impl CommandExecutor {
         })
     }
 
-    pub fn profile(&self) -> &'static Profile {
-        self.rules.profile
-    }
-
     /// The rules in force, in the order they are checked, for `--dry-run`.
     pub fn rules(&self) -> Vec<String> {
         let mut out = vec![

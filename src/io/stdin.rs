@@ -5,7 +5,7 @@
 //! `yes | retry -- head -1` ends instead of recording forever.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::Stdio;
 use std::thread::JoinHandle;
 
@@ -126,12 +126,6 @@ impl StdinPlan {
     }
 }
 
-/// What stopped a write to the command.
-enum Stop {
-    Cancelled,
-    ChildGone,
-}
-
 /// Replays the recording, then reads on from the source, recording each chunk
 /// before it is passed on, until the source ends, the command stops reading, or
 /// the attempt is over.
@@ -143,7 +137,7 @@ fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd) -> Recorder {
             Ok(0) | Err(_) => return rec,
             Ok(n) => n,
         };
-        if write_all(&child, &buf[..n], &cancel).is_err() {
+        if !write_all(&child, &buf[..n], &cancel) {
             return rec;
         }
         offset += n as u64;
@@ -169,7 +163,7 @@ fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd) -> Recorder {
         if rec.spool.append(&buf[..n]).is_err() {
             rec.source_done = true;
         }
-        if write_all(&child, &buf[..n], &cancel).is_err() {
+        if !write_all(&child, &buf[..n], &cancel) {
             return rec;
         }
     }
@@ -197,7 +191,9 @@ fn wait_readable(fd: BorrowedFd<'_>, cancel: &OwnedFd) -> io::Result<bool> {
     }
 }
 
-fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> Result<(), Stop> {
+/// Writes all of `data` to the command; false if the attempt was cancelled or
+/// the command stopped reading first.
+fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> bool {
     while !data.is_empty() {
         match write(child, data) {
             Ok(n) => data = &data[n..],
@@ -209,16 +205,11 @@ fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> Result<(), S
                 ];
                 let _ = poll(&mut fds, PollTimeout::NONE);
                 if fds[1].any().unwrap_or(false) {
-                    return Err(Stop::Cancelled);
+                    return false;
                 }
             }
-            Err(_) => return Err(Stop::ChildGone),
+            Err(_) => return false,
         }
     }
-    Ok(())
-}
-
-/// Raw fd of stdin, for callers that check what it is.
-pub fn stdin_raw() -> i32 {
-    stdin_fd().as_raw_fd()
+    true
 }

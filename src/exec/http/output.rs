@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tempfile::NamedTempFile;
 
 use crate::io::spool::Spool;
@@ -36,23 +36,7 @@ impl Destination {
         let Some(path) = output else {
             return Ok(Destination::Stdout);
         };
-        if path.as_os_str().is_empty() {
-            bail!("-o/--output: expected a file path");
-        }
-        let dir = parent_dir(path);
-        let meta = fs::metadata(&dir)
-            .with_context(|| format!("-o/--output: directory {} does not exist", dir.display()))?;
-        anyhow::ensure!(
-            meta.is_dir(),
-            "-o/--output: {} is not a directory",
-            dir.display()
-        );
-        if path.is_dir() {
-            bail!(
-                "-o/--output: {} is a directory; expected a file path",
-                path.display()
-            );
-        }
+        report::check_file_target("-o/--output", path)?;
         if fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             return Ok(Destination::Special(path.to_path_buf()));
         }
@@ -70,7 +54,7 @@ impl Destination {
                 tempfile::Builder::new()
                     .prefix(".retry-")
                     .suffix(".part")
-                    .tempfile_in(parent_dir(path))?,
+                    .tempfile_in(report::parent_dir(path))?,
             ),
         })
     }
@@ -161,13 +145,6 @@ fn persist(file: NamedTempFile, path: &Path, mode: u32) -> anyhow::Result<()> {
     file.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
 }
 
 /// The process umask (read by setting and restoring it; done once, before any
