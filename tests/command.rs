@@ -1100,3 +1100,53 @@ fn hold_stdout_with_output_rules_still_passes_one_attempt() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "done 3\n");
 }
+
+#[test]
+fn stdin_replay_forced_on_a_regular_file_keeps_what_was_read() {
+    // The first attempt empties the file; rewinding would give the second nothing,
+    // a replay gives it what the first attempt read.
+    let s = Scratch::new();
+    let input = s.write("input", b"payload\n");
+    let job = s.script(
+        "job",
+        &format!(
+            "echo run >> \"$D/count\"\nif [ $(wc -l < \"$D/count\") -eq 1 ]; then cat > /dev/null; : > '{}'; exit 1; fi\ncat > \"$D/seen\"",
+            input.display()
+        ),
+    );
+    let file = std::fs::File::open(&input).unwrap();
+    let r = run_cmd(retry().args(args(&["--stdin", "replay", &job])).stdin(file));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(s.read("seen"), "payload\n");
+}
+
+#[test]
+fn colour_on_a_terminal_and_never_with_no_color() {
+    let s = Scratch::new();
+    let job = exits(&s, &[1, 0]);
+    let through_pty = |no_color: bool| {
+        let inner = format!("{} --delay 1ms -- {}", cmd::BIN, job);
+        let mut c = std::process::Command::new("script");
+        c.args(["-qec", &inner, "/dev/null"])
+            .env_remove("RETRY_DEPTH")
+            .env("TERM", "xterm")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        if no_color {
+            c.env("NO_COLOR", "1");
+        } else {
+            c.env_remove("NO_COLOR");
+        }
+        let out = c.output().expect("script(1)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = through_pty(false);
+    assert!(
+        coloured.contains("attempt 1/5 failed") && coloured.contains('\x1b'),
+        "{coloured:?}"
+    );
+    std::fs::remove_file(s.path("count")).unwrap();
+    let plain = through_pty(true);
+    assert!(plain.contains("attempt 1/5 failed"), "{plain:?}");
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+}

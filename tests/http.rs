@@ -112,6 +112,43 @@ fn retry_after_seconds_is_honoured() {
 }
 
 #[test]
+fn rate_limit_headers_on_429_set_the_wait() {
+    for (name, value) in [
+        ("RateLimit-Reset", "1"),
+        ("X-RateLimit-Reset", "1"),
+        ("RateLimit", "\"default\";r=0;t=1"),
+    ] {
+        let server = Server::script(vec![
+            Reply::status(429).header(name, value),
+            Reply::ok("done"),
+        ])
+        .expect_hits(2);
+        let r = run(&["--report", "/dev/null", &server.url("/")]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let waited = gap(&server.requests(), 0);
+        assert!(
+            waited >= Duration::from_millis(1000) && waited < Duration::from_secs(4),
+            "{name}: {waited:?}"
+        );
+    }
+}
+
+#[test]
+fn retry_after_takes_precedence_over_rate_limit_reset() {
+    // Obeying the 600 s reset would end the run (past --max-retry-after 5m).
+    let server = Server::script(vec![
+        Reply::status(429)
+            .header("Retry-After", "1")
+            .header("X-RateLimit-Reset", "600"),
+        Reply::ok("done"),
+    ])
+    .expect_hits(2);
+    let r = run(&[&server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(gap(&server.requests(), 0) < Duration::from_secs(4));
+}
+
+#[test]
 fn retry_after_http_date_is_honoured() {
     let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
     let server = Server::script(vec![
