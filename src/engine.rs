@@ -23,6 +23,9 @@ pub struct AttemptContext {
     pub timeout: Option<Duration>,
     /// What is left of `--max-time` when the attempt starts.
     pub budget_left: Option<Duration>,
+    /// The time limit is the `--max-time` budget, not `--timeout`: an attempt that
+    /// runs out ends the run (`budget_expired`).
+    pub timeout_is_budget: bool,
 }
 
 /// How an attempt ended, as recorded in the report and shown in logs.
@@ -212,6 +215,7 @@ pub fn run(
             limit: policy.attempts,
             timeout: min_opt(policy.timeout, budget_left),
             budget_left,
+            timeout_is_budget: budget_limits(policy.timeout, budget_left),
         };
         env.events.event(Event::AttemptStarting { ctx: &ctx });
         let started_at = env.clock.wall();
@@ -434,6 +438,15 @@ fn finish(
     };
     env.events.event(Event::Stopped { summary: &summary });
     summary
+}
+
+/// Whether what is left of the budget, rather than `--timeout`, limits an attempt.
+fn budget_limits(timeout: Option<Duration>, budget_left: Option<Duration>) -> bool {
+    match (budget_left, timeout) {
+        (Some(left), Some(t)) => left < t,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
@@ -685,7 +698,18 @@ mod tests {
             .map(|c| c.timeout.unwrap().as_millis())
             .collect();
         assert_eq!(timeouts, [2000, 2000, 300]);
+        let by_budget: Vec<_> = h.exec.seen.iter().map(|c| c.timeout_is_budget).collect();
+        assert_eq!(by_budget, [false, false, true]);
         assert_eq!(s.exit_code, 1);
+    }
+
+    #[test]
+    fn budget_cut_is_told_apart_from_timeout() {
+        let secs = |s| Some(Duration::from_secs(s));
+        assert!(!budget_limits(secs(1), None));
+        assert!(budget_limits(secs(5), secs(1)));
+        assert!(!budget_limits(secs(5), secs(10)));
+        assert!(budget_limits(None, secs(10)));
     }
 
     #[test]

@@ -42,7 +42,6 @@ pub struct CommandExecutor {
     hold_stdout: bool,
     held: Option<Held>,
     kill_after: Duration,
-    timeout: Option<Duration>,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
     /// we are in its foreground.
@@ -74,7 +73,6 @@ impl CommandExecutor {
             hold_stdout: cli.hold_stdout,
             held: None,
             kill_after: cli.kill_after,
-            timeout: cli.timeout,
             info: info.clone(),
             foreground,
             stop_patterns: cli.stop_on_output.clone(),
@@ -376,7 +374,7 @@ impl Executor for CommandExecutor {
         };
         let mut report = AttemptReport::new(outcome, verdict, exit_code);
         report.interrupted_by = supervised.interrupted_by;
-        report.budget_expired = supervised.timed_out && cut_by_budget(ctx, self.timeout);
+        report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
         Ok(report)
     }
 
@@ -441,15 +439,6 @@ enum Held {
     Spool(Spool),
     /// Written by the command straight into an unnamed temporary file.
     File(std::fs::File),
-}
-
-/// Whether the attempt's time limit came from the `--max-time` budget.
-fn cut_by_budget(ctx: &AttemptContext, timeout: Option<Duration>) -> bool {
-    match (ctx.budget_left, timeout) {
-        (Some(left), Some(t)) => left < t,
-        (Some(_), None) => true,
-        _ => false,
-    }
 }
 
 struct Supervised {

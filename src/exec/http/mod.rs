@@ -43,8 +43,6 @@ pub struct HttpExecutor {
     destination: Destination,
     include: bool,
     held: Held,
-    /// `--timeout`, to tell a cut by the `--max-time` budget from it.
-    timeout: Option<Duration>,
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
@@ -80,7 +78,6 @@ impl HttpExecutor {
             destination,
             include: cli.include,
             held: Held::Nothing,
-            timeout: cli.timeout,
             max_redirs: cli.max_redirs,
             max_retry_after: cli.max_retry_after,
             connect_timeout: cli.connect_timeout,
@@ -496,7 +493,7 @@ impl Executor for HttpExecutor {
                 let after_ms = started.elapsed().as_millis() as u64;
                 let mut report =
                     AttemptReport::new(Outcome::Timeout { after_ms }, verdict, exit_code);
-                report.budget_expired = cut_by_budget(ctx, self.timeout);
+                report.budget_expired = ctx.timeout_is_budget;
                 report
             }
             Ended::Signal(signal) => {
@@ -521,15 +518,6 @@ impl Executor for HttpExecutor {
 
     fn discard(&mut self) {
         self.held = Held::Nothing;
-    }
-}
-
-/// Whether the attempt's time limit came from the `--max-time` budget.
-fn cut_by_budget(ctx: &AttemptContext, timeout: Option<Duration>) -> bool {
-    match (ctx.budget_left, timeout) {
-        (Some(left), Some(t)) => left < t,
-        (Some(_), None) => true,
-        _ => false,
     }
 }
 
@@ -589,18 +577,5 @@ mod tests {
         let past = headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]);
         let (facts, hint) = server_wait(&past, 503, now());
         assert!(facts.retry_after && hint.is_none());
-    }
-
-    #[test]
-    fn budget_cut_is_told_apart_from_timeout() {
-        let ctx = |left: Option<u64>| AttemptContext {
-            number: 1,
-            limit: 3,
-            timeout: None,
-            budget_left: left.map(Duration::from_secs),
-        };
-        assert!(!cut_by_budget(&ctx(None), Some(Duration::from_secs(1))));
-        assert!(cut_by_budget(&ctx(Some(1)), Some(Duration::from_secs(5))));
-        assert!(!cut_by_budget(&ctx(Some(10)), Some(Duration::from_secs(5))));
     }
 }
