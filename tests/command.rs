@@ -1150,3 +1150,28 @@ fn colour_on_a_terminal_and_never_with_no_color() {
     assert!(plain.contains("attempt 1/5 failed"), "{plain:?}");
     assert!(!plain.contains('\x1b'), "{plain:?}");
 }
+
+#[test]
+fn sigpipe_from_a_vanished_reader_is_not_retried() {
+    let s = Scratch::new();
+    let job = s.script("job", "echo run >> \"$D/count\"; exec yes");
+    let line = format!(
+        "{{ {} --delay 1ms -- {job}; echo $? > {}; }} | head -n 1",
+        cmd::BIN,
+        s.p("status")
+    );
+    let r = run_cmd(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .env_remove("RETRY_DEPTH"),
+    );
+    assert_eq!(r.stdout_text(), "y\n");
+    assert_eq!(s.read("status").trim(), "141", "{}", r.stderr);
+    assert_eq!(s.count("count"), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("reader of its output went away"),
+        "{}",
+        r.stderr
+    );
+}

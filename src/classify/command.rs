@@ -35,7 +35,11 @@ pub struct OutputFacts {
     /// The last HTTP status the profile's pattern found on stderr.
     pub status: Option<u16>,
     pub network_phrase: Option<String>,
+    /// retry's own stdout or stderr is a pipe whose reader has gone.
+    pub output_closed: bool,
 }
+
+const SIGPIPE: i32 = nix::sys::signal::Signal::SIGPIPE as i32;
 
 /// Which stream a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +149,10 @@ impl CommandRules {
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
             CommandEnd::TimedOut => Verdict::transient("attempt timed out"),
+            // No attempt could write to a reader that went away.
+            CommandEnd::Signaled(sig) if *sig == SIGPIPE && facts.output_closed => {
+                Verdict::permanent("killed by SIGPIPE: the reader of its output went away")
+            }
             CommandEnd::Signaled(sig) => Verdict::transient(format!(
                 "killed by {} (not sent by retry)",
                 signal_name(*sig)
@@ -388,6 +396,21 @@ mod tests {
             Class::Permanent
         );
         assert_eq!(class_for("fatal: not a git repository"), Class::Permanent);
+    }
+
+    #[test]
+    fn sigpipe_is_permanent_only_when_the_reader_is_gone() {
+        let r = rules(&profiles::GENERIC);
+        let end = CommandEnd::Signaled(SIGPIPE);
+        assert_eq!(
+            r.classify(&end, &OutputFacts::default()).class,
+            Class::Transient
+        );
+        let closed = OutputFacts {
+            output_closed: true,
+            ..Default::default()
+        };
+        assert_eq!(r.classify(&end, &closed).class, Class::Permanent);
     }
 
     #[test]

@@ -329,14 +329,9 @@ impl Executor for CommandExecutor {
                 .flatten()
                 .map(Held::Spool),
         };
-        let facts = facts.lock().expect("facts").clone();
+        let mut facts = facts.lock().expect("facts").clone();
+        facts.output_closed = matches!(end, CommandEnd::Signaled(_)) && output_reader_gone();
         let mut verdict = self.rules.classify(&end, &facts);
-        if let CommandEnd::Signaled(sig) = end {
-            if sig == Signal::SIGPIPE as i32 && output_reader_gone() {
-                verdict =
-                    Verdict::permanent("killed by SIGPIPE: the reader of its output went away");
-            }
-        }
         if let Some(sig) = supervised.interrupted_by {
             verdict = Verdict::permanent(format!(
                 "retry received {} and passed it to the command",
