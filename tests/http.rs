@@ -663,13 +663,19 @@ fn report_carries_status_retry_after_and_key() {
 }
 
 #[test]
-fn json_log_carries_status_and_retry_after() {
+fn json_log_carries_status_retry_after_and_key() {
     let server = Server::script(vec![
         Reply::status(503).header("Retry-After", "1"),
         Reply::ok("ok"),
     ])
     .expect_hits(2);
-    let r = run(&["--log-format", "json", &server.url("/")]);
+    let r = run(&[
+        "--log-format",
+        "json",
+        "--idempotency-key",
+        "key-7",
+        &server.url("/"),
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let failed = r
         .stderr
@@ -679,6 +685,7 @@ fn json_log_carries_status_and_retry_after() {
         .expect("an attempt_failed event");
     assert_eq!(failed["outcome"]["status"], 503);
     assert_eq!(failed["retry_after"], "Retry-After: 1");
+    assert_eq!(failed["idempotency_key"], "key-7");
 }
 
 #[test]
