@@ -12,6 +12,8 @@ use serde::Serialize;
 
 use crate::backoff::{self, Schedule};
 use crate::classify::{Class, Verdict};
+use crate::exit::ExitCode;
+use crate::io::out::Interrupted;
 use crate::parse::human;
 
 /// What one attempt needs to know about its place in the run.
@@ -253,7 +255,7 @@ pub fn run(
                     );
                     return Ok(finish(
                         records,
-                        128 + signal,
+                        ExitCode::signal(signal),
                         StopReason::Signal,
                         message,
                         start,
@@ -275,15 +277,25 @@ pub fn run(
                         next: None,
                     });
                 }
-                let exit_code = match reason {
+                let mut exit_code = match reason {
                     StopReason::Success => 0,
-                    StopReason::Signal => 128 + report.interrupted_by.unwrap_or(0),
+                    StopReason::Signal => ExitCode::signal(report.interrupted_by.unwrap_or(0)),
                     _ => report.exit_code,
                 };
+                let (mut reason, mut message) = (reason, message);
                 if reason == StopReason::Signal {
                     exec.discard();
-                } else {
-                    exec.deliver()?;
+                } else if let Err(err) = exec.deliver() {
+                    // A signal while writing a held output to a stalled reader ends the run at once.
+                    let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() else {
+                        return Err(err);
+                    };
+                    exit_code = ExitCode::signal(*signal);
+                    reason = StopReason::Signal;
+                    message = format!(
+                        "interrupted by {} while writing the output",
+                        signal_label(*signal)
+                    );
                 }
                 return Ok(finish(records, exit_code, reason, message, start, env));
             }

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod dry_run;
 pub mod engine;
 pub mod exec;
+pub mod exit;
 pub mod generate;
 pub mod io;
 pub mod jobs;
@@ -244,6 +245,12 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
         return Ok(0);
     }
     signals::install().context("cannot install signal handlers")?;
+    if matches!(target, Target::Command(_)) {
+        // Processes that leave the attempt's group (setsid, double fork) stay retry's to end.
+        if let Err(e) = exec::procs::become_subreaper() {
+            report::verbose(1, &format!("cannot become a child subreaper: {e}"));
+        }
+    }
     let header = ReportHeader {
         target: target.report_value(),
         mode: target.mode(),

@@ -23,6 +23,8 @@ const SIGCHLD: i32 = Signal::SIGCHLD as i32;
 
 struct State {
     read: OwnedFd,
+    /// Our own end of the self-pipe, for `wake`.
+    write: std::os::unix::net::UnixStream,
     flags: Vec<(i32, Arc<AtomicBool>)>,
     child: Arc<AtomicBool>,
 }
@@ -51,8 +53,23 @@ pub fn install() -> std::io::Result<()> {
         .find(|(s, _)| *s == SIGCHLD)
         .map(|(_, f)| Arc::clone(f))
         .expect("registered");
-    let _ = STATE.set(State { read, flags, child });
+    let _ = STATE.set(State {
+        read,
+        write,
+        flags,
+        child,
+    });
     Ok(())
+}
+
+/// Wakes whoever waits in `wait`, as a signal would: for events that come from
+/// retry's own threads (a stdin spill that failed, a lost lock).
+pub fn wake() {
+    if let Some(state) = STATE.get() {
+        use std::io::Write;
+        // Non-blocking: a full pipe already holds a wake-up.
+        let _ = (&state.write).write(&[0]);
+    }
 }
 
 /// The stopping signal received so far, if any (the first one wins).
@@ -110,6 +127,32 @@ fn drain(fd: i32) {
     while let Ok(n) = nix::unistd::read(fd, &mut buf) {
         if n == 0 {
             break;
+        }
+    }
+}
+
+/// Waits until `fd` is ready for `events` (or has an error or hang-up), unless a
+/// stopping signal arrives first; returns the signal if one did.
+pub fn wait_ready(fd: BorrowedFd<'_>, events: PollFlags) -> Result<(), i32> {
+    loop {
+        if let Some(sig) = pending() {
+            return Err(sig);
+        }
+        let Some(state) = STATE.get() else {
+            let mut fds = [PollFd::new(fd, events)];
+            let _ = poll(&mut fds, PollTimeout::NONE);
+            return Ok(());
+        };
+        let mut fds = [
+            PollFd::new(fd, events),
+            PollFd::new(state.read.as_fd(), PollFlags::POLLIN),
+        ];
+        let _ = poll(&mut fds, PollTimeout::NONE);
+        if fds[1].any().unwrap_or(false) {
+            drain(state.read.as_raw_fd());
+        }
+        if fds[0].any().unwrap_or(false) {
+            return Ok(());
         }
     }
 }

@@ -6,7 +6,6 @@
 
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-#[cfg(test)]
 use super::Class;
 use super::profiles::{self, Otherwise, Profile, Row, When};
 use super::{Limit, Verdict};
@@ -137,6 +136,18 @@ pub struct CommandRules {
 
 impl CommandRules {
     pub fn classify(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
+        let verdict = self.classify_end(end, facts);
+        // Nobody reads retry's output any more: no later attempt has anyone to write to.
+        if facts.output_closed && verdict.class == Class::Transient {
+            return Verdict::permanent(format!(
+                "{}; the reader of retry's output went away, so no attempt can follow",
+                verdict.reason
+            ));
+        }
+        verdict
+    }
+
+    fn classify_end(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         if let CommandEnd::NotRunnable { message, .. } = end {
             return Verdict::permanent(format!("{message}: retrying cannot help"));
         }

@@ -15,7 +15,7 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{self, SigHandler, Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, getpgrp, getpid, setpgid, tcgetpgrp, tcsetpgrp};
+use nix::unistd::{Pid, getpgrp, getpid, getppid, setpgid, tcgetpgrp, tcsetpgrp};
 
 use crate::classify::command::{
     CommandEnd, CommandRules, OutputFacts, OutputWatch, Stream, signal_name,
@@ -25,8 +25,12 @@ use crate::classify::{Class, Verdict};
 use crate::cli::Cli;
 use crate::engine::{AttemptContext, AttemptReport, Executor, Outcome};
 use crate::exec::RunInfo;
-use crate::io::pump::{Pump, Sink};
-use crate::io::spool::Spool;
+use crate::exec::procs;
+use crate::exit::ExitCode;
+use crate::io::Fault;
+use crate::io::out::{Output, Stop, deliver_result};
+use crate::io::pump::{Pump, Shared, Sink};
+use crate::io::spool::{self, Spool};
 use crate::io::stdin::StdinPlan;
 use crate::{report, signals};
 
@@ -156,14 +160,113 @@ impl CommandExecutor {
     }
 
     /// The child's stdout: a temporary file when stdout is held but not scanned,
-    /// so the command writes there directly (no copy through retry).
-    fn stdout_file(&self) -> io::Result<Option<std::fs::File>> {
+    /// so the command writes there directly (no copy through retry). Without a
+    /// usable `$TMPDIR` the output goes through a pump into a spool instead,
+    /// which needs the disk only past 4 MiB.
+    fn stdout_file(&self) -> Option<std::fs::File> {
         let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
-        if self.hold_stdout && !watch_out {
-            tempfile::tempfile().map(Some)
-        } else {
-            Ok(None)
+        if !self.hold_stdout || watch_out {
+            return None;
         }
+        match spool::temp_file() {
+            Ok(file) => Some(file),
+            Err(e) => {
+                report::verbose(
+                    1,
+                    &format!("--hold-stdout: holding output in memory first: {e}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn start_pumps(
+        &self,
+        child: &mut std::process::Child,
+        facts: &Arc<Mutex<OutputFacts>>,
+        fault: &Arc<Fault>,
+    ) -> io::Result<Pumps> {
+        let shared = || Shared {
+            watch: self.watch.clone(),
+            facts: Arc::clone(facts),
+            fault: Arc::clone(fault),
+        };
+        let stdout = match child.stdout.take() {
+            Some(out) => {
+                let sink = if self.hold_stdout {
+                    Sink::Hold(Spool::new())
+                } else {
+                    Sink::Forward(1)
+                };
+                Some(Pump::start(
+                    OwnedFd::from(out),
+                    sink,
+                    Stream::Stdout,
+                    shared(),
+                )?)
+            }
+            None => None,
+        };
+        let stderr = match child.stderr.take() {
+            Some(err) => Some(Pump::start(
+                OwnedFd::from(err),
+                Sink::Forward(2),
+                Stream::Stderr,
+                shared(),
+            )?),
+            None => None,
+        };
+        Ok(Pumps { stdout, stderr })
+    }
+
+    /// The attempt's report: how it ended, classified.
+    fn report(
+        &self,
+        ctx: &AttemptContext,
+        supervised: &Supervised,
+        facts: &OutputFacts,
+    ) -> AttemptReport {
+        let end = &supervised.end;
+        let mut verdict = self.rules.classify(end, facts);
+        if let Some(sig) = supervised.interrupted_by {
+            verdict = Verdict::permanent(format!(
+                "retry received {} and passed it to the command",
+                signal_name(sig)
+            ));
+        }
+        let (outcome, exit_code) = match end {
+            CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
+            CommandEnd::Signaled(sig) => (
+                Outcome::Signal {
+                    signal: *sig,
+                    name: signal_name(*sig),
+                },
+                ExitCode::signal(*sig),
+            ),
+            CommandEnd::TimedOut => (
+                Outcome::Timeout {
+                    after_ms: supervised.ran.as_millis() as u64,
+                },
+                ExitCode::TIMEOUT,
+            ),
+            CommandEnd::NotRunnable { code, message } => (
+                Outcome::NotRunnable {
+                    code: *code,
+                    error: message.clone(),
+                },
+                *code,
+            ),
+        };
+        // A failed attempt never reports success to the caller, even when the command exited 0.
+        let exit_code = if exit_code == 0 && verdict.class != Class::Success {
+            1
+        } else {
+            exit_code
+        };
+        let mut report = AttemptReport::new(outcome, verdict, exit_code);
+        report.interrupted_by = supervised.interrupted_by;
+        report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
+        report
     }
 
     fn command(
@@ -194,19 +297,29 @@ impl CommandExecutor {
         } else {
             Stdio::inherit()
         });
-        if self.foreground {
-            // Own process group, and the terminal's foreground, before exec: the
-            // command can read the terminal and Ctrl-C reaches it.
-            unsafe {
-                cmd.pre_exec(|| {
+        let parent = getpid();
+        let foreground = self.foreground;
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // async-signal-safe calls (setpgid, tcsetpgrp, signal, prctl, getppid, kill).
+        unsafe {
+            cmd.pre_exec(move || {
+                if foreground {
+                    // Own group and the terminal's foreground: the command can read the terminal and Ctrl-C reaches it.
                     setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
                     let tty = BorrowedFd::borrow_raw(0);
                     let _ = tcsetpgrp(tty, getpid());
                     signal::signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
-                    Ok(())
-                });
-            }
-        } else {
+                }
+                // If retry is SIGKILLed, the kernel ends the attempt's main process too.
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                if getppid() != parent {
+                    // retry died before the line above took effect.
+                    let _ = signal::kill(getpid(), Signal::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+        if !foreground {
             cmd.process_group(0);
         }
         Ok(cmd)
@@ -248,9 +361,11 @@ impl Executor for CommandExecutor {
                 ),
             );
         }
+        let started = Instant::now();
         self.held = None;
-        let stdout_file = self.stdout_file()?;
-        let (stdin, feeder) = self.stdin.prepare()?;
+        let fault = Arc::new(Fault::default());
+        let stdout_file = self.stdout_file();
+        let (stdin, feeder) = self.stdin.prepare(&fault)?;
         let mut cmd = self.command(ctx, stdin, stdout_file.as_ref())?;
         if self.foreground {
             ignore_sigttou();
@@ -271,130 +386,70 @@ impl Executor for CommandExecutor {
             let _ = tcsetpgrp(stdin_tty(), pid);
         }
         let facts = Arc::new(Mutex::new(OutputFacts::default()));
-        let stdout_pump = match child.stdout.take() {
-            Some(out) => {
-                let sink = if self.hold_stdout {
-                    Sink::Hold(Spool::new())
-                } else {
-                    Sink::Forward(1)
-                };
-                Some(Pump::start(
-                    OwnedFd::from(out),
-                    sink,
-                    Stream::Stdout,
-                    self.watch.clone(),
-                    Arc::clone(&facts),
-                )?)
-            }
-            None => None,
-        };
-        let stderr_pump = match child.stderr.take() {
-            Some(err) => Some(Pump::start(
-                OwnedFd::from(err),
-                Sink::Forward(2),
-                Stream::Stderr,
-                self.watch.clone(),
-                Arc::clone(&facts),
-            )?),
-            None => None,
-        };
+        let pumps = self.start_pumps(&mut child, &facts, &fault)?;
         let supervised = Supervisor {
             pid,
             kill_after: self.kill_after,
             foreground: self.foreground,
+            fault: &fault,
         }
         .run(ctx.timeout);
         if self.foreground {
             reclaim_terminal();
         }
-        self.stdin.finish(feeder);
-        wait_for_pumps(&[&stdout_pump, &stderr_pump], DRAIN_GRACE);
-        let end = supervised.end.clone();
-        let preliminary = self
-            .rules
-            .classify(&end, &facts.lock().expect("facts").clone());
-        if preliminary.class != Class::Success
-            || supervised.timed_out
-            || supervised.interrupted_by.is_some()
-        {
-            // No process of a failed attempt outlives it.
-            terminate_group(pid, self.kill_after);
+        // Output still in the pipes is read for at most --kill-after, and never past --max-time.
+        let mut drain_until = Instant::now() + self.kill_after;
+        if let Some(left) = ctx.budget_left {
+            drain_until = drain_until.min(started + left);
         }
-        let _ = stderr_pump.map(Pump::join).transpose()?;
+        pumps.wait(drain_until.min(Instant::now() + DRAIN_GRACE));
+        let preliminary = match &supervised {
+            Ok(s) => {
+                self.rules
+                    .classify(&s.end, &facts.lock().expect("facts").clone())
+                    .class
+            }
+            Err(_) => Class::Permanent,
+        };
+        let failed = preliminary != Class::Success
+            || fault.get().is_some()
+            || supervised
+                .as_ref()
+                .map_or(true, |s| s.timed_out || s.interrupted_by.is_some());
+        if failed {
+            // No process of a failed attempt outlives it, not even one that left the group.
+            procs::end_attempt(pid, self.kill_after);
+        }
+        pumps.wait(drain_until);
+        self.stdin.finish(feeder);
+        let (stderr_done, stdout_held) = pumps.stop();
+        if let Some(message) = fault.get() {
+            anyhow::bail!("{message}");
+        }
+        let supervised = supervised?;
+        stderr_done?;
         self.held = match stdout_file {
             Some(file) => Some(Held::File(file)),
-            None => stdout_pump
-                .map(Pump::join)
-                .transpose()?
-                .flatten()
-                .map(Held::Spool),
+            None => stdout_held?.map(Held::Spool),
         };
         let mut facts = facts.lock().expect("facts").clone();
-        facts.output_closed = matches!(end, CommandEnd::Signaled(_)) && output_reader_gone();
-        let mut verdict = self.rules.classify(&end, &facts);
-        if let Some(sig) = supervised.interrupted_by {
-            verdict = Verdict::permanent(format!(
-                "retry received {} and passed it to the command",
-                signal_name(sig)
-            ));
-        }
-        let (outcome, exit_code) = match &end {
-            CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
-            CommandEnd::Signaled(sig) => (
-                Outcome::Signal {
-                    signal: *sig,
-                    name: signal_name(*sig),
-                },
-                128 + sig,
-            ),
-            CommandEnd::TimedOut => (
-                Outcome::Timeout {
-                    after_ms: supervised.ran.as_millis() as u64,
-                },
-                124,
-            ),
-            CommandEnd::NotRunnable { code, message } => (
-                Outcome::NotRunnable {
-                    code: *code,
-                    error: message.clone(),
-                },
-                *code,
-            ),
-        };
-        // A failed attempt never reports success to the caller, even when the command exited 0.
-        let exit_code = if exit_code == 0 && verdict.class != Class::Success {
-            1
-        } else {
-            exit_code
-        };
-        let mut report = AttemptReport::new(outcome, verdict, exit_code);
-        report.interrupted_by = supervised.interrupted_by;
-        report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
-        Ok(report)
+        facts.output_closed |= output_reader_gone();
+        Ok(self.report(ctx, &supervised, &facts))
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {
         let Some(held) = self.held.take() else {
             return Ok(());
         };
-        let stdout = io::stdout();
-        let mut lock = stdout.lock();
-        let written = match held {
-            Held::Spool(spool) => spool.copy_to(&mut lock),
-            Held::File(mut file) => {
-                use std::io::Seek;
-                // io::copy from a File uses copy_file_range/sendfile/splice: no copy through user space.
-                file.rewind()
-                    .and_then(|_| io::copy(&mut file, &mut lock))
-                    .map(|_| ())
+        let out = Output::new(1);
+        let written = match &held {
+            Held::Spool(spool) => spool.write_to(&out, Stop::Signals),
+            Held::File(file) => {
+                let len = file.metadata().map_or(0, |m| m.len());
+                out.write_file(file, len, Stop::Signals)
             }
         };
-        match written {
-            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-                Err(anyhow::Error::new(e).context("cannot write the held stdout"))
-            }
-            _ => Ok(()),
-        }
+        deliver_result(written, "the held stdout")
     }
 
     fn discard(&mut self) {
@@ -436,6 +491,33 @@ enum Held {
     File(std::fs::File),
 }
 
+/// The attempt's output pumps, if anything reads its output.
+struct Pumps {
+    stdout: Option<Pump>,
+    stderr: Option<Pump>,
+}
+
+impl Pumps {
+    /// Waits until both streams have ended, or `until`.
+    fn wait(&self, until: Instant) {
+        let running = || {
+            [&self.stdout, &self.stderr]
+                .iter()
+                .any(|p| p.as_ref().is_some_and(|p| !p.is_finished()))
+        };
+        while running() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Stops both pumps: stderr's result, and stdout's spool when it is held.
+    fn stop(self) -> (io::Result<()>, io::Result<Option<Spool>>) {
+        let stderr = self.stderr.map(Pump::stop).transpose().map(|_| ());
+        let stdout = self.stdout.map(Pump::stop).transpose().map(Option::flatten);
+        (stderr, stdout)
+    }
+}
+
 struct Supervised {
     end: CommandEnd,
     timed_out: bool,
@@ -443,20 +525,23 @@ struct Supervised {
     ran: Duration,
 }
 
-/// Waits for one attempt's process, enforcing its time limit and passing on
-/// stopping signals to its process group.
-struct Supervisor {
+/// Waits for one attempt's process, enforcing its time limit, passing on
+/// stopping signals to its process group, and stopping it when retry's own
+/// plumbing fails (`fault`).
+struct Supervisor<'a> {
     pid: Pid,
     kill_after: Duration,
     foreground: bool,
+    fault: &'a Fault,
 }
 
-impl Supervisor {
-    fn run(&self, timeout: Option<Duration>) -> Supervised {
+impl Supervisor<'_> {
+    fn run(&self, timeout: Option<Duration>) -> anyhow::Result<Supervised> {
         let start = Instant::now();
         let deadline = timeout.map(|t| start + t);
         let mut timed_out = false;
         let mut forwarded: Option<i32> = None;
+        let mut faulted = false;
         let mut escalate_at: Option<Instant> = None;
         loop {
             match waitpid(
@@ -464,7 +549,7 @@ impl Supervisor {
                 Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED),
             ) {
                 Ok(WaitStatus::Exited(_, code)) => {
-                    return self.ended(CommandEnd::Exited(code), timed_out, forwarded, start);
+                    return Ok(self.ended(CommandEnd::Exited(code), timed_out, forwarded, start));
                 }
                 Ok(WaitStatus::Signaled(_, sig, _)) => {
                     let sig = sig as i32;
@@ -479,14 +564,29 @@ impl Supervisor {
                         && is_keyboard_signal(sig);
                     // Ctrl-C typed at the terminal reaches the command, not retry: it still means stop.
                     let forwarded = if typed { Some(sig) } else { forwarded };
-                    return self.ended(end, timed_out, forwarded, start);
+                    return Ok(self.ended(end, timed_out, forwarded, start));
                 }
                 Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
                 Ok(_) => {}
                 Err(Errno::EINTR) => continue,
-                Err(_) => return self.ended(CommandEnd::Exited(125), timed_out, forwarded, start),
+                // retry's own failure: never passed off as the command's exit status.
+                Err(e) => {
+                    send(self.pid, Signal::SIGKILL as i32);
+                    return Err(anyhow::anyhow!(
+                        "cannot wait for the command (process {}): {e}",
+                        self.pid
+                    ));
+                }
             }
+            // Adopted orphans that exited are reaped at once, so none lingers as a zombie.
+            procs::reap_adopted(Some(self.pid));
             let now = Instant::now();
+            if !faulted && self.fault.get().is_some() {
+                faulted = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                send(self.pid, Signal::SIGCONT as i32);
+                escalate_at.get_or_insert(now + self.kill_after);
+            }
             if let Some(sig) = signals::pending() {
                 if forwarded.is_none() {
                     forwarded = Some(sig);
@@ -500,6 +600,8 @@ impl Supervisor {
             if !timed_out && forwarded.is_none() && deadline.is_some_and(|d| now >= d) {
                 timed_out = true;
                 send(self.pid, Signal::SIGTERM as i32);
+                // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
+                send(self.pid, Signal::SIGCONT as i32);
                 escalate_at = Some(now + self.kill_after);
             }
             if escalate_at.is_some_and(|t| now >= t) {
@@ -551,41 +653,6 @@ fn is_keyboard_signal(sig: i32) -> bool {
 fn send(pgid: Pid, sig: i32) {
     if let Ok(sig) = Signal::try_from(sig) {
         let _ = killpg(pgid, sig);
-    }
-}
-
-/// Ends whatever is left of the attempt's process group: SIGTERM, then SIGKILL
-/// after `kill_after`.
-fn terminate_group(pgid: Pid, kill_after: Duration) {
-    if killpg(pgid, None).is_err() {
-        return;
-    }
-    let _ = killpg(pgid, Signal::SIGCONT);
-    let _ = killpg(pgid, Signal::SIGTERM);
-    let end = Instant::now() + kill_after;
-    while Instant::now() < end {
-        if killpg(pgid, None).is_err() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let _ = killpg(pgid, Signal::SIGKILL);
-    for _ in 0..200 {
-        if killpg(pgid, None).is_err() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn wait_for_pumps(pumps: &[&Option<Pump>], grace: Duration) {
-    let end = Instant::now() + grace;
-    while pumps
-        .iter()
-        .any(|p| p.as_ref().is_some_and(|p| !p.is_finished()))
-        && Instant::now() < end
-    {
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

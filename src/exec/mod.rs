@@ -4,6 +4,7 @@
 pub mod command;
 pub mod http;
 pub mod http_headers;
+pub mod procs;
 
 use std::time::Duration;
 

@@ -2,14 +2,25 @@
 //! own stdout/stderr, live, chunk by chunk, or a spool for `--hold-stdout`) while
 //! scanning its lines for the classification patterns. Used only when something
 //! needs to read the stream; otherwise the command writes to retry's fds itself.
+//!
+//! A pump can always be stopped: reads and writes wait in `poll` beside a cancel
+//! pipe, so a background process that keeps the pipe open, or a reader that
+//! stalls, never holds the run. When retry's own reader goes away the pump closes
+//! the command's pipe, so the command meets the broken pipe as it would without
+//! retry.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::mem::ManuallyDrop;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+use super::Fault;
+use super::out::{Output, Stop, WriteError};
 use super::spool::Spool;
 use crate::classify::command::{OutputFacts, OutputWatch, Stream};
 
@@ -24,68 +35,125 @@ pub enum Sink {
 }
 
 pub struct Pump {
+    cancel: OwnedFd,
     handle: JoinHandle<io::Result<Option<Spool>>>,
 }
 
+/// What a pump shares with the attempt that started it.
+pub struct Shared {
+    pub watch: Option<Arc<OutputWatch>>,
+    pub facts: Arc<Mutex<OutputFacts>>,
+    pub fault: Arc<Fault>,
+}
+
 impl Pump {
-    pub fn start(
-        source: OwnedFd,
-        sink: Sink,
-        stream: Stream,
-        watch: Option<Arc<OutputWatch>>,
-        facts: Arc<Mutex<OutputFacts>>,
-    ) -> io::Result<Pump> {
+    pub fn start(source: OwnedFd, sink: Sink, stream: Stream, shared: Shared) -> io::Result<Pump> {
+        let (cancel_read, cancel) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let handle = std::thread::Builder::new()
             .name(format!("{stream:?}-pump"))
-            .spawn(move || pump(File::from(source), sink, stream, watch.as_deref(), &facts))?;
-        Ok(Pump { handle })
+            .spawn(move || {
+                let ends = Ends {
+                    source: File::from(source),
+                    cancel: cancel_read,
+                };
+                pump(ends, sink, stream, &shared)
+            })?;
+        Ok(Pump { cancel, handle })
     }
 
     pub fn is_finished(&self) -> bool {
         self.handle.is_finished()
     }
 
-    /// Waits for the end of the stream; returns the spool for `Sink::Hold`.
-    pub fn join(self) -> io::Result<Option<Spool>> {
+    /// Stops reading (what is still unread is left in the pipe) and waits for
+    /// the thread; returns the spool for `Sink::Hold`.
+    pub fn stop(self) -> io::Result<Option<Spool>> {
+        let _ = nix::unistd::write(&self.cancel, b"x");
         self.handle
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("output thread panicked")))
     }
 }
 
+struct Ends {
+    source: File,
+    cancel: OwnedFd,
+}
+
+impl Ends {
+    /// Waits for input; false once the pump is cancelled.
+    fn readable(&self) -> io::Result<bool> {
+        loop {
+            let mut fds = [
+                PollFd::new(self.source.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.cancel.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+                Ok(_) => {}
+            }
+            if fds[1].any().unwrap_or(false) {
+                return Ok(false);
+            }
+            if fds[0].any().unwrap_or(false) {
+                return Ok(true);
+            }
+        }
+    }
+}
+
 fn pump(
-    mut source: File,
+    mut ends: Ends,
     mut sink: Sink,
     stream: Stream,
-    watch: Option<&OutputWatch>,
-    facts: &Mutex<OutputFacts>,
+    shared: &Shared,
 ) -> io::Result<Option<Spool>> {
+    let output = match sink {
+        Sink::Forward(fd) => Some(Output::new(fd)),
+        Sink::Hold(_) => None,
+    };
     let mut buf = vec![0u8; CHUNK];
     let mut line = Vec::new();
     let mut overlong = false;
-    let mut out_ok = true;
-    loop {
-        let n = match source.read(&mut buf) {
+    while ends.readable()? {
+        let n = match ends.source.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         let chunk = &buf[..n];
-        match &mut sink {
-            // A reader that went away stops the forwarding, not the scan.
-            Sink::Forward(fd) if out_ok => out_ok = write_fd(*fd, chunk).is_ok(),
-            Sink::Forward(_) => {}
-            Sink::Hold(spool) => spool.append(chunk)?,
-        }
-        if let Some(watch) = watch {
+        if let Some(watch) = shared.watch.as_deref() {
             scan(chunk, &mut line, &mut overlong, |l| {
-                watch.observe(l, stream, &mut facts.lock().expect("facts lock"));
+                watch.observe(l, stream, &mut shared.facts.lock().expect("facts lock"));
             });
         }
+        match (&mut sink, &output) {
+            (Sink::Forward(_), Some(out)) => {
+                match out.write_all(chunk, Stop::Cancel(ends.cancel.as_fd())) {
+                    Ok(()) => {}
+                    Err(WriteError::Stopped) => break,
+                    // The reader went away: returning closes the command's pipe, so it sees the broken pipe too.
+                    Err(e) if e.is_broken_pipe() => {
+                        shared.facts.lock().expect("facts lock").output_closed = true;
+                        break;
+                    }
+                    Err(WriteError::Io(e)) => return Err(e),
+                }
+            }
+            (Sink::Hold(spool), _) => {
+                if let Err(e) = spool.append(chunk) {
+                    let message = format!("--hold-stdout: cannot hold the command's output: {e}");
+                    shared.fault.set(message.clone());
+                    return Err(io::Error::other(message));
+                }
+            }
+            (Sink::Forward(_), None) => unreachable!("a forwarding pump has an output"),
+        }
     }
-    if let (Some(watch), false) = (watch, line.is_empty()) {
-        watch.observe(&line, stream, &mut facts.lock().expect("facts lock"));
+    if let (Some(watch), false) = (shared.watch.as_deref(), line.is_empty()) {
+        watch.observe(&line, stream, &mut shared.facts.lock().expect("facts lock"));
     }
     Ok(match sink {
         Sink::Hold(spool) => Some(spool),
@@ -113,12 +181,6 @@ fn scan(chunk: &[u8], line: &mut Vec<u8>, overlong: &mut bool, mut each: impl Fn
             *overlong = false;
         }
     }
-}
-
-fn write_fd(fd: i32, data: &[u8]) -> io::Result<()> {
-    // retry's fd 1 or 2: borrowed, never closed here.
-    let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
-    file.write_all(data)
 }
 
 #[cfg(test)]

@@ -1,22 +1,72 @@
 //! A byte spool that stays in memory up to a few MiB and spills to an unnamed
 //! temporary file past that, so recording stdin or holding stdout costs bounded
-//! memory whatever the size.
+//! memory whatever the size. A spill that fails is an error that names the
+//! temporary directory and the operating system's reason: callers stop the
+//! attempt rather than pass on a part as if it were the whole.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 
 /// Bytes kept in memory before the spool moves to disk.
 pub const MEMORY_LIMIT: usize = 4 << 20;
 /// Chunk size for copying out of a spool.
 const CHUNK: usize = 64 << 10;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Spool {
     memory: Vec<u8>,
     file: Option<File>,
     len: u64,
     limit: usize,
+}
+
+impl Default for Spool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A spool could not move to (or grow on) disk.
+#[derive(Debug)]
+pub struct SpillError {
+    /// The directory the temporary file was made in (`$TMPDIR`, else /tmp).
+    pub dir: PathBuf,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for SpillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot write a temporary file in {} (set TMPDIR to a writable directory): {}",
+            self.dir.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for SpillError {}
+
+impl SpillError {
+    pub fn new(source: io::Error) -> Self {
+        SpillError {
+            dir: std::env::temp_dir(),
+            source,
+        }
+    }
+}
+
+impl From<SpillError> for io::Error {
+    fn from(e: SpillError) -> io::Error {
+        io::Error::new(e.source.kind(), e)
+    }
+}
+
+/// An unnamed temporary file in `$TMPDIR`, its failure naming the directory.
+pub fn temp_file() -> Result<File, SpillError> {
+    tempfile::tempfile().map_err(SpillError::new)
 }
 
 impl Spool {
@@ -45,15 +95,16 @@ impl Spool {
         self.file.is_some()
     }
 
-    pub fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+    /// Appends `buf`; on error nothing of `buf` is kept and the spool is as before.
+    pub fn append(&mut self, buf: &[u8]) -> Result<(), SpillError> {
         if self.file.is_none() && self.memory.len() + buf.len() > self.limit {
-            let mut file = tempfile::tempfile()?;
-            file.write_all(&self.memory)?;
+            let mut file = temp_file()?;
+            file.write_all(&self.memory).map_err(SpillError::new)?;
             self.memory = Vec::new();
             self.file = Some(file);
         }
         match &self.file {
-            Some(file) => file.write_all_at(buf, self.len)?,
+            Some(file) => file.write_all_at(buf, self.len).map_err(SpillError::new)?,
             None => self.memory.extend_from_slice(buf),
         }
         self.len += buf.len() as u64;
@@ -76,6 +127,18 @@ impl Spool {
         }
     }
 
+    /// Writes the whole spool to retry's stdout or stderr.
+    pub fn write_to(
+        &self,
+        out: &super::out::Output,
+        stop: super::out::Stop<'_>,
+    ) -> Result<(), super::out::WriteError> {
+        match &self.file {
+            Some(file) => out.write_file(file, self.len, stop),
+            None => out.write_all(&self.memory, stop),
+        }
+    }
+
     /// Writes the whole spool to `out`.
     pub fn copy_to(&self, out: &mut dyn Write) -> io::Result<()> {
         let mut buf = vec![0u8; CHUNK.min(self.len.max(1) as usize)];
@@ -95,6 +158,15 @@ impl Spool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_default_spool_keeps_four_mib_in_memory() {
+        let mut spool = Spool::default();
+        spool.append(&vec![7u8; MEMORY_LIMIT]).unwrap();
+        assert!(!spool.is_on_disk());
+        spool.append(b"x").unwrap();
+        assert!(spool.is_on_disk());
+    }
 
     #[test]
     fn spills_past_the_limit_and_reads_back_everything() {

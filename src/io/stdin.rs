@@ -2,11 +2,15 @@
 //! or socket is recorded while the first attempt reads it and replayed to later
 //! attempts (then read on from where the first attempt stopped); a terminal is
 //! inherited. The recorder reads only as fast as the command does, so
-//! `yes | retry -- head -1` ends instead of recording forever.
+//! `yes | retry -- head -1` ends instead of recording forever. Recording keeps 4
+//! MiB in memory and spills the rest to `$TMPDIR`; when that fails the attempt is
+//! stopped (a `Fault`) with the command's stdin still open, so it never sees an
+//! end of file after a part of its input.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use nix::errno::Errno;
@@ -15,6 +19,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2, read, write};
 
+use super::Fault;
 use super::spool::Spool;
 use crate::cli::StdinMode;
 
@@ -41,7 +46,14 @@ pub struct Recorder {
 /// A running feeder: cancel it when the attempt's command has exited.
 pub struct Feeder {
     cancel: OwnedFd,
-    handle: JoinHandle<Recorder>,
+    handle: JoinHandle<Fed>,
+}
+
+/// What a feeder thread hands back: the recording, and after a fault the
+/// command's stdin, kept open until the attempt is over.
+struct Fed {
+    recorder: Recorder,
+    _held_open: Option<OwnedFd>,
 }
 
 fn stdin_fd() -> BorrowedFd<'static> {
@@ -87,7 +99,7 @@ impl StdinPlan {
     }
 
     /// The child's stdin for the next attempt, and the feeder thread if one runs.
-    pub fn prepare(&mut self) -> io::Result<(Stdio, Option<Feeder>)> {
+    pub fn prepare(&mut self, fault: &Arc<Fault>) -> io::Result<(Stdio, Option<Feeder>)> {
         match self {
             StdinPlan::Inherit => Ok((Stdio::inherit(), None)),
             StdinPlan::Null => Ok((Stdio::null(), None)),
@@ -101,9 +113,10 @@ impl StdinPlan {
                 let flags = OFlag::from_bits_truncate(fcntl(&our_end, FcntlArg::F_GETFL)?);
                 fcntl(&our_end, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
                 let (cancel_read, cancel_write) = pipe2(OFlag::O_CLOEXEC)?;
+                let fault = Arc::clone(fault);
                 let handle = std::thread::Builder::new()
                     .name("stdin-replay".into())
-                    .spawn(move || feed(recorder, our_end, cancel_read))?;
+                    .spawn(move || feed(recorder, our_end, cancel_read, &fault))?;
                 Ok((
                     Stdio::from(child_end),
                     Some(Feeder {
@@ -119,33 +132,55 @@ impl StdinPlan {
     pub fn finish(&mut self, feeder: Option<Feeder>) {
         let Some(feeder) = feeder else { return };
         let _ = write(&feeder.cancel, b"x");
-        let recorder = feeder.handle.join().unwrap_or_default();
+        // A feeder that panicked loses the recording: later attempts would get a part.
+        let fed = feeder
+            .handle
+            .join()
+            .expect("the stdin feeder does not panic");
         if let StdinPlan::Replay(slot) = self {
-            *slot = Some(recorder);
+            *slot = Some(fed.recorder);
         }
     }
 }
 
 /// Replays the recording, then reads on from the source, recording each chunk
 /// before it is passed on, until the source ends, the command stops reading, or
-/// the attempt is over.
-fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd) -> Recorder {
+/// the attempt is over. A failure to replay, read or record is a fault: the
+/// command's stdin stays open so it cannot take a part for the whole.
+fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd, fault: &Fault) -> Fed {
+    match pass_on(&mut rec, &child, &cancel) {
+        Ok(()) => Fed {
+            recorder: rec,
+            _held_open: None,
+        },
+        Err(message) => {
+            fault.set(message);
+            Fed {
+                recorder: rec,
+                _held_open: Some(child),
+            }
+        }
+    }
+}
+
+fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), String> {
     let mut buf = vec![0u8; CHUNK];
     let mut offset = 0;
     while offset < rec.spool.len() {
         let n = match rec.spool.read_at(offset, &mut buf) {
-            Ok(0) | Err(_) => return rec,
+            Ok(0) => break,
             Ok(n) => n,
+            Err(e) => return Err(format!("stdin: cannot replay the recorded input: {e}")),
         };
-        if !write_all(&child, &buf[..n], &cancel) {
-            return rec;
+        if !write_all(child, &buf[..n], cancel) {
+            return Ok(());
         }
         offset += n as u64;
     }
     while !rec.source_done {
-        match wait_readable(stdin_fd(), &cancel) {
+        match wait_readable(stdin_fd(), cancel) {
             Ok(true) => {}
-            _ => return rec,
+            _ => return Ok(()),
         }
         let n = match read(stdin_fd(), &mut buf) {
             Ok(0) => {
@@ -154,20 +189,17 @@ fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd) -> Recorder {
             }
             Ok(n) => n,
             Err(Errno::EINTR | Errno::EAGAIN) => continue,
-            Err(_) => {
-                rec.source_done = true;
-                break;
-            }
+            Err(e) => return Err(format!("stdin: cannot read retry's standard input: {e}")),
         };
         // Record first: a chunk read for a command that then dies must reach the next attempt.
-        if rec.spool.append(&buf[..n]).is_err() {
-            rec.source_done = true;
-        }
-        if !write_all(&child, &buf[..n], &cancel) {
-            return rec;
+        rec.spool.append(&buf[..n]).map_err(|e| {
+            format!("stdin: cannot record the input for later attempts (4 MiB are kept in memory, the rest on disk): {e}")
+        })?;
+        if !write_all(child, &buf[..n], cancel) {
+            return Ok(());
         }
     }
-    rec
+    Ok(())
 }
 
 /// Waits until `fd` is readable (true) or the attempt is cancelled (false).

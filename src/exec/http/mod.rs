@@ -23,6 +23,8 @@ use crate::exec::http_headers;
 use crate::parse::human;
 use crate::{report, signals};
 
+use crate::exit::ExitCode;
+use crate::io::spool::SpillError;
 use errors::{Phase, TooManyRedirects};
 use output::{Body, Destination, Held};
 use request::{RequestSpec, describe_headers, display_url};
@@ -208,6 +210,8 @@ enum Attempted {
         kind: Transport,
         message: String,
     },
+    /// retry's own failure (a body spool that could not spill): exit 125.
+    Fault(String),
 }
 
 enum Ended {
@@ -276,10 +280,14 @@ impl Exchange<'_> {
     /// Streams the body into a fresh holder, chunk by chunk: memory stays
     /// bounded whatever the size.
     async fn receive(&self, response: &mut Response) -> Result<Body, Attempted> {
-        let local = |e: std::io::Error| Attempted::Failed {
-            kind: Transport::LocalWrite,
-            message: format!("cannot hold the response body: {e}"),
-        };
+        let local =
+            |e: std::io::Error| match e.get_ref().and_then(|e| e.downcast_ref::<SpillError>()) {
+                Some(spill) => Attempted::Fault(format!("cannot hold the response body: {spill}")),
+                None => Attempted::Failed {
+                    kind: Transport::LocalWrite,
+                    message: format!("cannot hold the response body: {e}"),
+                },
+            };
         let mut body = self.destination.holder().map_err(local)?;
         if self.include {
             body.write(&head(response)).map_err(local)?;
@@ -488,6 +496,7 @@ impl Executor for HttpExecutor {
             Ended::Done(Attempted::Failed { kind, message }) => {
                 self.transport_report(kind, message)
             }
+            Ended::Done(Attempted::Fault(message)) => anyhow::bail!("{message}"),
             Ended::TimedOut => {
                 let (verdict, exit_code) = self.rules.transport(Transport::Timeout);
                 let after_ms = started.elapsed().as_millis() as u64;
@@ -504,7 +513,7 @@ impl Executor for HttpExecutor {
                         message: format!("interrupted by {name}"),
                     },
                     Verdict::permanent(format!("retry received {name}")),
-                    128 + signal,
+                    ExitCode::signal(signal),
                 );
                 report.interrupted_by = Some(signal);
                 report

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use tempfile::NamedTempFile;
 
+use crate::io::out::{Output, Stop, deliver_result};
 use crate::io::spool::Spool;
 use crate::report;
 
@@ -69,7 +70,7 @@ pub enum Body {
 impl Body {
     pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         match self {
-            Body::Spool(spool) => spool.append(chunk),
+            Body::Spool(spool) => spool.append(chunk).map_err(io::Error::from),
             Body::File(file) => file.write_all(chunk),
         }
     }
@@ -116,14 +117,8 @@ impl Held {
 }
 
 fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
-    let stdout = io::stdout();
-    let mut lock = stdout.lock();
-    match spool.copy_to(&mut lock) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(anyhow::Error::new(e).context("cannot write the response body to stdout"))
-        }
-        _ => Ok(()),
-    }
+    let written = spool.write_to(&Output::new(1), Stop::Signals);
+    deliver_result(written, "the response body")
 }
 
 fn write_special(spool: &Spool, path: &Path) -> anyhow::Result<()> {
