@@ -30,8 +30,9 @@ pub fn render(
         Target::Url(url) => {
             let _ = writeln!(
                 out,
-                "target:      HTTP {} {url}",
-                cli.method.as_deref().unwrap_or(default_method(cli))
+                "target:      HTTP {} {}",
+                cli.method.as_deref().unwrap_or(default_method(cli)),
+                crate::report::redact_url(url)
             );
         }
     }
@@ -100,23 +101,9 @@ pub fn schedule_table(policy: &Policy) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "attempt  sleep before it");
     let _ = writeln!(out, "{:<8} -", 1);
-    let mut worst = Duration::ZERO;
-    let shown = policy.attempts.min(50);
-    for n in 2..=shown {
-        let (lo, hi) = policy.schedule.bounds(n - 1);
-        worst += hi;
-        let range = if lo == hi {
-            human(lo)
-        } else {
-            format!("{} - {}", human(lo), human(hi))
-        };
-        let _ = writeln!(out, "{n:<8} {range}");
-    }
-    if policy.attempts > shown {
-        for n in shown + 1..=policy.attempts {
-            worst += policy.schedule.bounds(n - 1).1;
-        }
-        let _ = writeln!(out, "...      ({} more attempts)", policy.attempts - shown);
+    let (rows, worst) = sleep_rows(policy);
+    for row in rows {
+        let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(out);
     let sleeping = format!("worst case: {} of sleeping", human(worst));
@@ -147,6 +134,53 @@ pub fn schedule_table(policy: &Policy) -> String {
     out
 }
 
+/// Rows shown before the rest are summarised.
+const SHOWN_ROWS: u32 = 50;
+/// Delays summed exactly; past this each further sleep counts as the cap (an upper bound).
+const EXACT_ROWS: u32 = 100_000;
+
+/// The table's rows and the worst-case total of sleeping. Once the delay stops
+/// changing (the cap is reached) the repeats are one line, so the output and
+/// the time it takes are bounded for any `-a`.
+fn sleep_rows(policy: &Policy) -> (Vec<String>, Duration) {
+    let range = |(lo, hi): (Duration, Duration)| {
+        if lo == hi {
+            human(lo)
+        } else {
+            format!("{} - {}", human(lo), human(hi))
+        }
+    };
+    let last = policy.attempts;
+    let mut rows = Vec::new();
+    let mut worst = Duration::ZERO;
+    let mut previous = None;
+    let mut n = 2;
+    while n <= last {
+        let bounds = policy.schedule.bounds(n - 1);
+        let settled = previous == Some(bounds) && bounds.1 >= policy.schedule.cap;
+        if settled || n > EXACT_ROWS {
+            let rest = last - n + 1;
+            let each = if settled { bounds.1 } else { policy.schedule.cap };
+            worst = worst.saturating_add(each.saturating_mul(rest));
+            if rest > 1 {
+                rows.push(format!("...      ({rest} more attempts, each {} at most)", human(each)));
+            } else {
+                rows.push(format!("{last:<8} {}", range(bounds)));
+            }
+            return (rows, worst);
+        }
+        worst = worst.saturating_add(bounds.1);
+        if n <= SHOWN_ROWS || n == last {
+            rows.push(format!("{n:<8} {}", range(bounds)));
+        } else if n == SHOWN_ROWS + 1 {
+            rows.push("...".to_string());
+        }
+        previous = Some(bounds);
+        n += 1;
+    }
+    (rows, worst)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +208,30 @@ mod tests {
             table.contains("worst case: 7s of sleeping + 4 x 10s of attempts = 47s"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn a_huge_attempt_limit_gives_a_short_table_with_an_exact_worst_case() {
+        let policy = Policy {
+            attempts: u32::MAX,
+            timeout: None,
+            max_time: None,
+            schedule: Schedule {
+                kind: BackoffKind::Exponential,
+                base: Duration::from_secs(1),
+                cap: Duration::from_secs(30),
+                factor: 2.0,
+                jitter: JitterKind::Full,
+            },
+            max_wait_hint: Duration::from_secs(300),
+        };
+        let table = schedule_table(&policy);
+        assert!(table.lines().count() < 20, "{table}");
+        assert!(table.contains("2        0ms - 1s"), "{table}");
+        assert!(table.contains("more attempts, each 30s at most"), "{table}");
+        // 1+2+4+8+16 before the cap, then 30s for each of the other 4294967290 sleeps.
+        let worst = 31 + 30 * (u32::MAX as u64 - 6);
+        let expected = format!("worst case: {} of sleeping", human(Duration::from_secs(worst)));
+        assert!(table.contains(&expected), "{table}");
     }
 }

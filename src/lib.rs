@@ -127,7 +127,7 @@ impl Target {
             Target::Command(argv) => {
                 json!(argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>())
             }
-            Target::Url(url) => json!(url),
+            Target::Url(url) => json!(report::redact_url(url)),
         }
     }
 }

@@ -6,6 +6,15 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
+/// `exit codes`, `HTTP statuses`.
+fn plural(what: &str) -> String {
+    if what.ends_with('s') {
+        format!("{what}es")
+    } else {
+        format!("{what}s")
+    }
+}
+
 /// Longest duration accepted anywhere (100 years): keeps arithmetic far from overflow.
 const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
@@ -84,7 +93,8 @@ impl CodeSet {
     /// Parses `2,64-78` where every value lies in `limits`.
     pub fn parse(text: &str, limits: RangeInclusive<u32>, what: &str) -> Result<Self, String> {
         let accepts = format!(
-            "a comma-separated list of {what}s and ranges from {} to {}, such as {}",
+            "a comma-separated list of {} and ranges from {} to {}, such as {}",
+            plural(what),
             limits.start(),
             limits.end(),
             if *limits.end() > 255 {

@@ -4,6 +4,7 @@
 //! `verbose` and `error` so that `-q`, `-v` and `--log-format` apply everywhere.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
@@ -305,25 +306,68 @@ pub fn report_json(header: &ReportHeader<'_>, summary: &RunSummary) -> Value {
 /// Checks up front that `flag`'s file can be written (its directory exists and
 /// it is not a directory itself), so a bad path is a usage error (exit 125)
 /// before anything runs, not a surprise at the end.
+/// A URL as it may be shown anywhere (logs, JSON, the report, annotations, the
+/// dry run): any user information is `***`, since a user name can be a token
+/// as well as a password. Works on text that does not parse as a URL, too.
+pub fn redact_url(text: &str) -> String {
+    let Some(scheme_end) = text.find("://").map(|i| i + 3) else {
+        return text.to_string();
+    };
+    let rest = &text[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &text[..scheme_end], &rest[at..]),
+        None => text.to_string(),
+    }
+}
+
 pub fn check_file_target(flag: &str, path: &Path) -> anyhow::Result<()> {
     if path.as_os_str().is_empty() {
         anyhow::bail!("{flag}: expected a file path");
     }
-    let dir = parent_dir(path);
-    let meta = std::fs::metadata(&dir)
-        .with_context(|| format!("{flag}: directory {} does not exist", dir.display()))?;
-    anyhow::ensure!(
-        meta.is_dir(),
-        "{flag}: {} is not a directory",
-        dir.display()
-    );
     if path.is_dir() {
         anyhow::bail!(
             "{flag}: {} is a directory; expected a file path",
             path.display()
         );
     }
-    Ok(())
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        // A device or FIFO is written in place: opening it is the check (never blocking on a FIFO).
+        return match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(path)
+        {
+            // A FIFO nobody reads yet: the reader may come by the end of the run.
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => Ok(()),
+            opened => opened
+                .map(drop)
+                .with_context(|| format!("{flag}: cannot open {} for writing", path.display())),
+        };
+    }
+    let dir = parent_dir(path);
+    let meta = std::fs::metadata(&dir)
+        .with_context(|| format!("{flag}: cannot use directory {}", dir.display()))?;
+    anyhow::ensure!(
+        meta.is_dir(),
+        "{flag}: {} is not a directory",
+        dir.display()
+    );
+    // The file is written at the end, by rename: a file must be creatable beside it now.
+    probe_dir(&dir).with_context(|| format!("{flag}: cannot create a file in {}", dir.display()))
+}
+
+/// Creates and removes a file in `dir`: the operating system's own reason if it cannot.
+pub fn probe_dir(dir: &Path) -> std::io::Result<()> {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let probe = dir.join(format!(".retry-check-{}-{nanos}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
 }
 
 /// The directory that holds `path` (`.` for a bare file name).
@@ -377,6 +421,18 @@ pub fn write_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_information_in_urls_is_redacted() {
+        assert_eq!(
+            redact_url("http://user:SECRET@127.0.0.1:8080/x?a=b@c"),
+            "http://***@127.0.0.1:8080/x?a=b@c"
+        );
+        assert_eq!(redact_url("https://tok@h/p"), "https://***@h/p");
+        assert_eq!(redact_url("https://a:b@c@h"), "https://***@h");
+        assert_eq!(redact_url("https://h/p@q"), "https://h/p@q");
+        assert_eq!(redact_url("not a url"), "not a url");
+    }
 
     #[test]
     fn github_messages_are_escaped() {

@@ -145,6 +145,9 @@ impl FileStore {
             "--state: {} is not a directory",
             dir.display()
         );
+        // Markers are written after a success: the directory must take a new file now.
+        crate::report::probe_dir(&dir)
+            .with_context(|| format!("--state: cannot create a file in {}", dir.display()))?;
         Ok(FileStore {
             dir,
             key_lock: None,

@@ -16,7 +16,8 @@ pub struct TooManyRedirects {
 
 impl fmt::Display for TooManyRedirects {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "more than {} redirects (--max-redirs)", self.max)
+        let noun = if self.max == 1 { "redirect" } else { "redirects" };
+        write!(f, "more than {} {noun} (--max-redirs)", self.max)
     }
 }
 

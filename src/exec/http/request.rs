@@ -201,9 +201,5 @@ pub fn describe_headers(headers: &HeaderMap, values: bool) -> String {
 
 /// The URL with any password hidden, for messages.
 pub fn display_url(url: &Url) -> String {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        let _ = shown.set_password(Some("****"));
-    }
-    shown.to_string()
+    crate::report::redact_url(url.as_str())
 }

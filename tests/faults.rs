@@ -1,0 +1,447 @@
+//! The promises under real faults: a missing or full `$TMPDIR`, a reader that
+//! goes away or stalls, background processes that hold the pipes, `kill -9` of
+//! retry, processes that leave the group, retry as PID 1, secrets in URLs,
+//! unwritable report targets. Every test measures when `retry` itself exited
+//! (polling the child), never when a pipe that a leftover holds reached EOF,
+//! and checks processes through `/proc`.
+
+#[path = "support/cmd.rs"]
+mod cmd;
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cmd::{Scratch, alive, retry, run_cmd, status_of, wait_for_file};
+use http_server::{Reply, Server};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
+
+fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = FAST.to_vec();
+    v.extend_from_slice(extra);
+    v
+}
+
+/// Waits for retry itself to exit, for at most `limit`: its status and when.
+fn wait_exit(child: &mut Child, limit: Duration) -> (i32, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return (status_of(&status), start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("retry did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Tests that need root (mount, unshare) run everywhere CI runs; elsewhere they
+/// say loudly that they were skipped.
+fn privileged(what: &str, ok: bool) -> bool {
+    if ok {
+        return true;
+    }
+    if std::env::var_os("RETRY_TEST_REQUIRE_PRIVILEGE").is_some() {
+        panic!("{what} is required here (RETRY_TEST_REQUIRE_PRIVILEGE is set)");
+    }
+    eprintln!("SKIPPED: {what} is not available (not root?)");
+    false
+}
+
+/// A small tmpfs, unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(options: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        privileged(&format!("mount -t tmpfs -o {options}"), ok).then_some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Every live process whose environment holds `token`, found through /proc.
+fn processes_with(token: &str) -> Vec<i32> {
+    let needle = format!("RETRY_TEST_TOKEN={token}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| alive(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// Waits up to a second for the processes tagged `token` to be gone.
+fn assert_none_left(token: &str) {
+    let end = Instant::now() + Duration::from_secs(1);
+    loop {
+        let left = processes_with(token);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < end, "processes left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn token() -> String {
+    format!("{}-{:?}", std::process::id(), Instant::now())
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect()
+}
+
+// ---- stdin recording and spools without a usable $TMPDIR ----
+
+fn pipe_into_retry(input: Vec<u8>, tmpdir: &Path, extra: &[&str]) -> cmd::Run {
+    let mut child = retry()
+        .args(extra)
+        .env("TMPDIR", tmpdir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let start = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    cmd::finish(output, start)
+}
+
+#[test]
+fn small_stdin_needs_no_disk_at_all() {
+    let r = pipe_into_retry(vec![0; 3_000_000], Path::new("/nonexistent"), &["--", "wc", "-c"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text().trim(), "3000000");
+}
+
+#[test]
+fn stdin_that_cannot_spill_stops_the_attempt_instead_of_truncating_it() {
+    let r = pipe_into_retry(vec![0; 5_000_000], Path::new("/nonexistent"), &["--", "wc", "-c"]);
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "the command saw a truncated stdin: {:?}", r.stdout_text());
+    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+    assert!(r.stderr.contains("No such file or directory"), "{}", r.stderr);
+}
+
+#[test]
+fn later_attempts_get_the_whole_stdin_without_a_temporary_directory() {
+    let r = pipe_into_retry(
+        b"hello\n".to_vec(),
+        Path::new("/nonexistent"),
+        &[
+            "-a", "3", "--delay", "0", "--", "sh", "-c",
+            "echo \"[$(cat)]\"; exit $((RETRY_ATTEMPT<3))",
+        ],
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "[hello]\n[hello]\n[hello]\n");
+}
+
+#[test]
+fn a_full_temporary_directory_stops_the_attempt_with_the_os_reason() {
+    let Some(fs) = Tmpfs::mount("size=1m") else { return };
+    let r = pipe_into_retry(vec![7; 8_000_000], fs.path(), &["--", "wc", "-c"]);
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "the command saw a truncated stdin: {:?}", r.stdout_text());
+    assert!(r.stderr.contains("No space left on device"), "{}", r.stderr);
+    assert!(r.stderr.contains(&fs.path().display().to_string()), "{}", r.stderr);
+}
+
+#[test]
+fn held_stdout_without_a_temporary_directory_stays_in_memory_until_4_mib() {
+    let mut small = retry();
+    small
+        .env("TMPDIR", "/nonexistent")
+        .args(["--hold-stdout", "--", "sh", "-c", "echo small"]);
+    let r = run_cmd(&mut small);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "small\n");
+
+    let mut big = retry();
+    big.env("TMPDIR", "/nonexistent")
+        .args(["-a", "3", "--hold-stdout", "--", "head", "-c", "6000000", "/dev/zero"]);
+    let r = run_cmd(&mut big);
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(r.stderr.contains("--hold-stdout"), "{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+    assert_eq!(r.stderr.matches("attempt 2").count(), 0, "retried: {}", r.stderr);
+}
+
+#[test]
+fn an_http_body_that_cannot_spill_is_retrys_own_error() {
+    let body = vec![b'x'; 6 << 20];
+    let server = Server::script(vec![Reply::status(200).body(&body)]).expect_hits(1);
+    let mut cmd = retry();
+    cmd.env("TMPDIR", "/nonexistent").arg(server.url("/big"));
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+}
+
+// ---- readers that go away or stall; pipes held by background processes ----
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_under_output_rules() {
+    let mut child = retry()
+        .args(args(&["--retry-on-output", "X", "--", "yes"]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..2 {
+        line.clear();
+        lines.read_line(&mut line).unwrap();
+        assert_eq!(line, "y\n");
+    }
+    drop(lines);
+    let (status, _) = wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(status, 141);
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(stderr.contains("permanent"), "{stderr}");
+    assert!(!stderr.contains("attempt 2"), "{stderr}");
+}
+
+#[test]
+fn a_background_process_holding_the_pipe_cannot_hold_the_run_past_max_time() {
+    let s = Scratch::new();
+    let out = std::fs::File::create(s.path("out")).unwrap();
+    let mut child = retry()
+        .args([
+            "-t", "2s", "--max-time", "3s", "--retry-on-output", "NOPE", "--", "sh", "-c",
+            "sleep 8 & echo hi",
+        ])
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(7));
+    assert_eq!(status, 0);
+    assert!(took < Duration::from_millis(3600), "took {took:?}");
+    assert_eq!(s.read("out"), "hi\n");
+}
+
+#[test]
+fn leftover_output_is_read_for_at_most_kill_after() {
+    let mut child = retry()
+        .args([
+            "--kill-after", "300ms", "--retry-on-output", "NOPE", "--", "sh", "-c",
+            "sleep 8 & echo hi",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(7));
+    assert_eq!(status, 0);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+}
+
+#[test]
+fn a_signal_ends_the_run_while_the_held_output_waits_for_a_stalled_reader() {
+    let s = Scratch::new();
+    // A reader that never reads: the pipe fills and retry's delivery has to wait.
+    let mut child = retry()
+        .args(["--hold-stdout", "--", "sh", "-c", "seq 2000000; echo done > \"$0\"", &s.p("done")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&s.path("done"), Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "retry should be waiting for its reader");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(5));
+    assert_eq!(status, 143);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+// ---- processes: kill -9, escapes from the group, zombies ----
+
+#[test]
+fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
+    let s = Scratch::new();
+    let lock = s.p("job.lock");
+    let mut child = retry()
+        .args([
+            "--lock", &lock, "--", "sh", "-c",
+            "echo $$ > \"$0\"; exec sleep 30", &s.p("pid"),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: i32 = wait_for_file(&s.path("pid"), Duration::from_secs(5)).trim().parse().unwrap();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    let end = Instant::now() + Duration::from_secs(2);
+    while alive(pid) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!alive(pid), "the attempt outlived a SIGKILLed retry");
+    let r = run_cmd(retry().args(["--lock", &lock, "--", "echo", "second"]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "second\n");
+}
+
+#[test]
+fn a_process_that_left_the_group_is_ended_with_its_failed_attempt() {
+    let t = token();
+    let mut cmd = retry();
+    cmd.env("RETRY_TEST_TOKEN", &t).args([
+        "-a", "1", "-t", "1s", "--kill-after", "500ms", "--", "sh", "-c",
+        "setsid sleep 1051 & sleep 1052",
+    ]);
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 124, "{}", r.stderr);
+    assert_none_left(&t);
+}
+
+#[test]
+fn a_double_fork_that_escapes_is_ended_when_the_attempt_fails() {
+    let t = token();
+    let mut cmd = retry();
+    cmd.env("RETRY_TEST_TOKEN", &t).args(args(&[
+        "-a", "2", "--", "sh", "-c", "(setsid sh -c 'sleep 1053' &) ; exit 3",
+    ]));
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 3, "{}", r.stderr);
+    assert_none_left(&t);
+}
+
+#[test]
+fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
+    let probe = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !privileged("unshare --pid --fork --mount-proc", probe) {
+        return;
+    }
+    let mut child = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", cmd::BIN])
+        .args(["-a", "2", "--delay", "0", "-j", "none", "--", "sh", "-c", "sleep 0.1 & exit 1"])
+        .env_remove("RETRY_DEPTH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(20));
+    assert_eq!(status, 1);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+#[test]
+fn a_stopped_attempt_ends_at_its_timeout_not_at_kill_after() {
+    let mut cmd = retry();
+    cmd.args([
+        "-a", "1", "-t", "500ms", "--kill-after", "20s", "--", "sh", "-c", "kill -STOP $$; sleep 30",
+    ]);
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 124, "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+}
+
+// ---- secrets and files retry writes ----
+
+#[test]
+fn a_url_password_is_never_written_anywhere() {
+    let s = Scratch::new();
+    let server = Server::script(vec![Reply::status(503)]);
+    let url = server
+        .url("/x")
+        .replace("http://", "http://user:SECRETPW@");
+    let report = s.p("r.json");
+    let mut cmd = retry();
+    cmd.env("GITHUB_ACTIONS", "true")
+        .args(args(&["-a", "2", "-vv", "--log-format", "json", "--report", &report, &url]));
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
+    let written = s.read("r.json");
+    assert!(written.contains("***@127.0.0.1"), "{written}");
+    assert!(!written.contains("SECRETPW"), "{written}");
+    let mut text = retry();
+    text.args(args(&["-a", "2", "-vv", &url]));
+    let r = run_cmd(&mut text);
+    assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
+    let dry = run_cmd(retry().args(["--dry-run", &url]));
+    assert!(!dry.stdout_text().contains("SECRETPW"), "{}", dry.stdout_text());
+    assert!(dry.stdout_text().contains("***@"), "{}", dry.stdout_text());
+}
+
+fn refuses_before_running(flag: &str, target: &Path, reason: &str) {
+    let s = Scratch::new();
+    let marker = s.p("ran");
+    let target = target.to_string_lossy().into_owned();
+    let mut cmd = retry();
+    match flag {
+        "-o" => cmd.args(["-o", &target, "http://127.0.0.1:9/"]),
+        "--state" => cmd.args(["--once", "k", "--state", &target, "--", "touch", &marker]),
+        _ => cmd.args([flag, &target, "--", "touch", &marker]),
+    };
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert!(r.stderr.contains(flag), "{}", r.stderr);
+    assert!(r.stderr.contains(reason), "{}", r.stderr);
+    assert!(!PathBuf::from(&marker).exists(), "the command ran");
+}
+
+#[test]
+fn unwritable_report_output_and_state_targets_are_refused_before_anything_runs() {
+    refuses_before_running("--report", Path::new("/nonexistent/r.json"), "No such file or directory");
+    let Some(ro) = Tmpfs::mount("ro,size=64k") else { return };
+    let reason = "Read-only file system";
+    refuses_before_running("--report", &ro.path().join("r.json"), reason);
+    refuses_before_running("-o", &ro.path().join("out"), reason);
+    refuses_before_running("--state", &ro.path().join("state"), reason);
+}
+
+#[test]
+fn a_huge_attempt_limit_makes_a_short_dry_run() {
+    let mut cmd = retry();
+    cmd.args(["--dry-run", "-a", "4294967295", "--", "true"]);
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(r.stdout_text().lines().count() < 80, "{}", r.stdout_text());
+    assert!(r.elapsed < Duration::from_secs(2), "took {:?}", r.elapsed);
+}
