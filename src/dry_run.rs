@@ -160,10 +160,17 @@ fn sleep_rows(policy: &Policy) -> (Vec<String>, Duration) {
         let settled = previous == Some(bounds) && bounds.1 >= policy.schedule.cap;
         if settled || n > EXACT_ROWS {
             let rest = last - n + 1;
-            let each = if settled { bounds.1 } else { policy.schedule.cap };
+            let each = if settled {
+                bounds.1
+            } else {
+                policy.schedule.cap
+            };
             worst = worst.saturating_add(each.saturating_mul(rest));
             if rest > 1 {
-                rows.push(format!("...      ({rest} more attempts, each {} at most)", human(each)));
+                rows.push(format!(
+                    "...      ({rest} more attempts, each {} at most)",
+                    human(each)
+                ));
             } else {
                 rows.push(format!("{last:<8} {}", range(bounds)));
             }
@@ -231,7 +238,10 @@ mod tests {
         assert!(table.contains("more attempts, each 30s at most"), "{table}");
         // 1+2+4+8+16 before the cap, then 30s for each of the other 4294967290 sleeps.
         let worst = 31 + 30 * (u32::MAX as u64 - 6);
-        let expected = format!("worst case: {} of sleeping", human(Duration::from_secs(worst)));
+        let expected = format!(
+            "worst case: {} of sleeping",
+            human(Duration::from_secs(worst))
+        );
         assert!(table.contains(&expected), "{table}");
     }
 }

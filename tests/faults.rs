@@ -143,18 +143,34 @@ fn pipe_into_retry(input: Vec<u8>, tmpdir: &Path, extra: &[&str]) -> cmd::Run {
 
 #[test]
 fn small_stdin_needs_no_disk_at_all() {
-    let r = pipe_into_retry(vec![0; 3_000_000], Path::new("/nonexistent"), &["--", "wc", "-c"]);
+    let r = pipe_into_retry(
+        vec![0; 3_000_000],
+        Path::new("/nonexistent"),
+        &["--", "wc", "-c"],
+    );
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text().trim(), "3000000");
 }
 
 #[test]
 fn stdin_that_cannot_spill_stops_the_attempt_instead_of_truncating_it() {
-    let r = pipe_into_retry(vec![0; 5_000_000], Path::new("/nonexistent"), &["--", "wc", "-c"]);
+    let r = pipe_into_retry(
+        vec![0; 5_000_000],
+        Path::new("/nonexistent"),
+        &["--", "wc", "-c"],
+    );
     assert_eq!(r.status, 125, "{}", r.stderr);
-    assert!(r.stdout.is_empty(), "the command saw a truncated stdin: {:?}", r.stdout_text());
+    assert!(
+        r.stdout.is_empty(),
+        "the command saw a truncated stdin: {:?}",
+        r.stdout_text()
+    );
     assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
-    assert!(r.stderr.contains("No such file or directory"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("No such file or directory"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -163,7 +179,13 @@ fn later_attempts_get_the_whole_stdin_without_a_temporary_directory() {
         b"hello\n".to_vec(),
         Path::new("/nonexistent"),
         &[
-            "-a", "3", "--delay", "0", "--", "sh", "-c",
+            "-a",
+            "3",
+            "--delay",
+            "0",
+            "--",
+            "sh",
+            "-c",
             "echo \"[$(cat)]\"; exit $((RETRY_ATTEMPT<3))",
         ],
     );
@@ -173,12 +195,22 @@ fn later_attempts_get_the_whole_stdin_without_a_temporary_directory() {
 
 #[test]
 fn a_full_temporary_directory_stops_the_attempt_with_the_os_reason() {
-    let Some(fs) = Tmpfs::mount("size=1m") else { return };
+    let Some(fs) = Tmpfs::mount("size=1m") else {
+        return;
+    };
     let r = pipe_into_retry(vec![7; 8_000_000], fs.path(), &["--", "wc", "-c"]);
     assert_eq!(r.status, 125, "{}", r.stderr);
-    assert!(r.stdout.is_empty(), "the command saw a truncated stdin: {:?}", r.stdout_text());
+    assert!(
+        r.stdout.is_empty(),
+        "the command saw a truncated stdin: {:?}",
+        r.stdout_text()
+    );
     assert!(r.stderr.contains("No space left on device"), "{}", r.stderr);
-    assert!(r.stderr.contains(&fs.path().display().to_string()), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&fs.path().display().to_string()),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -192,14 +224,27 @@ fn held_stdout_without_a_temporary_directory_stays_in_memory_until_4_mib() {
     assert_eq!(r.stdout_text(), "small\n");
 
     let mut big = retry();
-    big.env("TMPDIR", "/nonexistent")
-        .args(["-a", "3", "--hold-stdout", "--", "head", "-c", "6000000", "/dev/zero"]);
+    big.env("TMPDIR", "/nonexistent").args([
+        "-a",
+        "3",
+        "--hold-stdout",
+        "--",
+        "head",
+        "-c",
+        "6000000",
+        "/dev/zero",
+    ]);
     let r = run_cmd(&mut big);
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stdout.is_empty());
     assert!(r.stderr.contains("--hold-stdout"), "{}", r.stderr);
     assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
-    assert_eq!(r.stderr.matches("attempt 2").count(), 0, "retried: {}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("attempt 2").count(),
+        0,
+        "retried: {}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -235,7 +280,12 @@ fn a_reader_that_goes_away_ends_the_run_under_output_rules() {
     let (status, _) = wait_exit(&mut child, Duration::from_secs(10));
     assert_eq!(status, 141);
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     assert!(stderr.contains("permanent"), "{stderr}");
     assert!(!stderr.contains("attempt 2"), "{stderr}");
 }
@@ -246,7 +296,15 @@ fn a_background_process_holding_the_pipe_cannot_hold_the_run_past_max_time() {
     let out = std::fs::File::create(s.path("out")).unwrap();
     let mut child = retry()
         .args([
-            "-t", "2s", "--max-time", "3s", "--retry-on-output", "NOPE", "--", "sh", "-c",
+            "-t",
+            "2s",
+            "--max-time",
+            "3s",
+            "--retry-on-output",
+            "NOPE",
+            "--",
+            "sh",
+            "-c",
             "sleep 8 & echo hi",
         ])
         .stdout(out)
@@ -263,7 +321,13 @@ fn a_background_process_holding_the_pipe_cannot_hold_the_run_past_max_time() {
 fn leftover_output_is_read_for_at_most_kill_after() {
     let mut child = retry()
         .args([
-            "--kill-after", "300ms", "--retry-on-output", "NOPE", "--", "sh", "-c",
+            "--kill-after",
+            "300ms",
+            "--retry-on-output",
+            "NOPE",
+            "--",
+            "sh",
+            "-c",
             "sleep 8 & echo hi",
         ])
         .stdout(Stdio::null())
@@ -280,14 +344,24 @@ fn a_signal_ends_the_run_while_the_held_output_waits_for_a_stalled_reader() {
     let s = Scratch::new();
     // A reader that never reads: the pipe fills and retry's delivery has to wait.
     let mut child = retry()
-        .args(["--hold-stdout", "--", "sh", "-c", "seq 2000000; echo done > \"$0\"", &s.p("done")])
+        .args([
+            "--hold-stdout",
+            "--",
+            "sh",
+            "-c",
+            "seq 2000000; echo done > \"$0\"",
+            &s.p("done"),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     wait_for_file(&s.path("done"), Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
-    assert!(child.try_wait().unwrap().is_none(), "retry should be waiting for its reader");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "retry should be waiting for its reader"
+    );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let (status, took) = wait_exit(&mut child, Duration::from_secs(5));
     assert_eq!(status, 143);
@@ -302,13 +376,21 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
     let lock = s.p("job.lock");
     let mut child = retry()
         .args([
-            "--lock", &lock, "--", "sh", "-c",
-            "echo $$ > \"$0\"; exec sleep 30", &s.p("pid"),
+            "--lock",
+            &lock,
+            "--",
+            "sh",
+            "-c",
+            "echo $$ > \"$0\"; exec sleep 30",
+            &s.p("pid"),
         ])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pid: i32 = wait_for_file(&s.path("pid"), Duration::from_secs(5)).trim().parse().unwrap();
+    let pid: i32 = wait_for_file(&s.path("pid"), Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
     let end = Instant::now() + Duration::from_secs(2);
@@ -326,7 +408,15 @@ fn a_process_that_left_the_group_is_ended_with_its_failed_attempt() {
     let t = token();
     let mut cmd = retry();
     cmd.env("RETRY_TEST_TOKEN", &t).args([
-        "-a", "1", "-t", "1s", "--kill-after", "500ms", "--", "sh", "-c",
+        "-a",
+        "1",
+        "-t",
+        "1s",
+        "--kill-after",
+        "500ms",
+        "--",
+        "sh",
+        "-c",
         "setsid sleep 1051 & sleep 1052",
     ]);
     let r = run_cmd(&mut cmd);
@@ -339,7 +429,12 @@ fn a_double_fork_that_escapes_is_ended_when_the_attempt_fails() {
     let t = token();
     let mut cmd = retry();
     cmd.env("RETRY_TEST_TOKEN", &t).args(args(&[
-        "-a", "2", "--", "sh", "-c", "(setsid sh -c 'sleep 1053' &) ; exit 3",
+        "-a",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "(setsid sh -c 'sleep 1053' &) ; exit 3",
     ]));
     let r = run_cmd(&mut cmd);
     assert_eq!(r.status, 3, "{}", r.stderr);
@@ -358,7 +453,18 @@ fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
     }
     let mut child = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", cmd::BIN])
-        .args(["-a", "2", "--delay", "0", "-j", "none", "--", "sh", "-c", "sleep 0.1 & exit 1"])
+        .args([
+            "-a",
+            "2",
+            "--delay",
+            "0",
+            "-j",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.1 & exit 1",
+        ])
         .env_remove("RETRY_DEPTH")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -374,7 +480,16 @@ fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
 fn a_stopped_attempt_ends_at_its_timeout_not_at_kill_after() {
     let mut cmd = retry();
     cmd.args([
-        "-a", "1", "-t", "500ms", "--kill-after", "20s", "--", "sh", "-c", "kill -STOP $$; sleep 30",
+        "-a",
+        "1",
+        "-t",
+        "500ms",
+        "--kill-after",
+        "20s",
+        "--",
+        "sh",
+        "-c",
+        "kill -STOP $$; sleep 30",
     ]);
     let r = run_cmd(&mut cmd);
     assert_eq!(r.status, 124, "{}", r.stderr);
@@ -387,13 +502,19 @@ fn a_stopped_attempt_ends_at_its_timeout_not_at_kill_after() {
 fn a_url_password_is_never_written_anywhere() {
     let s = Scratch::new();
     let server = Server::script(vec![Reply::status(503)]);
-    let url = server
-        .url("/x")
-        .replace("http://", "http://user:SECRETPW@");
+    let url = server.url("/x").replace("http://", "http://user:SECRETPW@");
     let report = s.p("r.json");
     let mut cmd = retry();
-    cmd.env("GITHUB_ACTIONS", "true")
-        .args(args(&["-a", "2", "-vv", "--log-format", "json", "--report", &report, &url]));
+    cmd.env("GITHUB_ACTIONS", "true").args(args(&[
+        "-a",
+        "2",
+        "-vv",
+        "--log-format",
+        "json",
+        "--report",
+        &report,
+        &url,
+    ]));
     let r = run_cmd(&mut cmd);
     assert_eq!(r.status, 22, "{}", r.stderr);
     assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
@@ -405,7 +526,11 @@ fn a_url_password_is_never_written_anywhere() {
     let r = run_cmd(&mut text);
     assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
     let dry = run_cmd(retry().args(["--dry-run", &url]));
-    assert!(!dry.stdout_text().contains("SECRETPW"), "{}", dry.stdout_text());
+    assert!(
+        !dry.stdout_text().contains("SECRETPW"),
+        "{}",
+        dry.stdout_text()
+    );
     assert!(dry.stdout_text().contains("***@"), "{}", dry.stdout_text());
 }
 
@@ -428,8 +553,14 @@ fn refuses_before_running(flag: &str, target: &Path, reason: &str) {
 
 #[test]
 fn unwritable_report_output_and_state_targets_are_refused_before_anything_runs() {
-    refuses_before_running("--report", Path::new("/nonexistent/r.json"), "No such file or directory");
-    let Some(ro) = Tmpfs::mount("ro,size=64k") else { return };
+    refuses_before_running(
+        "--report",
+        Path::new("/nonexistent/r.json"),
+        "No such file or directory",
+    );
+    let Some(ro) = Tmpfs::mount("ro,size=64k") else {
+        return;
+    };
     let reason = "Read-only file system";
     refuses_before_running("--report", &ro.path().join("r.json"), reason);
     refuses_before_running("-o", &ro.path().join("out"), reason);
@@ -444,4 +575,96 @@ fn a_huge_attempt_limit_makes_a_short_dry_run() {
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stdout_text().lines().count() < 80, "{}", r.stdout_text());
     assert!(r.elapsed < Duration::from_secs(2), "took {:?}", r.elapsed);
+}
+
+// ---- stress: random signals and readers that leave early ----
+
+#[derive(Clone, Copy, Debug)]
+enum Reader {
+    All,
+    LeavesAfter(usize),
+}
+
+/// One run of the stress test: what it did and the status SPEC allows.
+fn stress_run(rng: &mut impl rand::Rng, n: usize) {
+    use rand::RngExt;
+    let t = token() + &n.to_string();
+    let mode = ["", "--retry-on-output=NOPE", "--hold-stdout"][rng.random_range(0..3)];
+    let term_after = rng
+        .random_bool(0.5)
+        .then(|| Duration::from_millis(rng.random_range(0..400)));
+    let reader = if rng.random_bool(0.5) {
+        Reader::LeavesAfter(rng.random_range(0..65536))
+    } else {
+        Reader::All
+    };
+    let mut cmd = retry();
+    cmd.env("RETRY_TEST_TOKEN", &t)
+        .args(["-a", "2", "--delay", "1ms", "--kill-after", "1s"])
+        .args((!mode.is_empty()).then_some(mode))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "setsid sleep 37 & seq 1 100000; sleep 0.3; exit 1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let read = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 4096];
+        let mut total = 0;
+        loop {
+            if let Reader::LeavesAfter(limit) = reader {
+                if total >= limit {
+                    return;
+                }
+            }
+            match out.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => total += k,
+            }
+        }
+    });
+    if let Some(after) = term_after {
+        std::thread::sleep(after);
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    }
+    let (status, _) = wait_exit(&mut child, Duration::from_secs(15));
+    read.join().unwrap();
+    let allowed: &[i32] = match (term_after, reader) {
+        (Some(_), Reader::All) => &[143],
+        // The reader may leave first (the command's own 1, never retried) or the signal may come first.
+        (Some(_), Reader::LeavesAfter(_)) => &[1, 143],
+        (None, _) => &[1],
+    };
+    assert!(
+        allowed.contains(&status),
+        "run {n} ({mode:?}, TERM after {term_after:?}, reader {reader:?}) exited {status}, expected one of {allowed:?}"
+    );
+    assert_none_left(&t);
+}
+
+#[test]
+fn stress_random_signals_and_early_readers_leave_no_orphans_and_no_hangs() {
+    use rand::SeedableRng;
+    let seed: u64 = std::env::var("RETRY_STRESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("stress seed {seed} (RETRY_STRESS_SEED={seed} repeats it)");
+    let threads: Vec<_> = (0..8)
+        .map(|lane| {
+            std::thread::spawn(move || {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed + lane);
+                for i in 0..25 {
+                    stress_run(&mut rng, lane as usize * 100 + i);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a stress run failed");
+    }
 }

@@ -16,7 +16,11 @@ pub struct TooManyRedirects {
 
 impl fmt::Display for TooManyRedirects {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let noun = if self.max == 1 { "redirect" } else { "redirects" };
+        let noun = if self.max == 1 {
+            "redirect"
+        } else {
+            "redirects"
+        };
         write!(f, "more than {} {noun} (--max-redirs)", self.max)
     }
 }
