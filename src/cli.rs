@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::parse::{self, CodeSet};
 
@@ -302,7 +302,7 @@ pub struct Cli {
     pub json: Option<String>,
 
     /// Write the successful body to FILE atomically; FILE is untouched if the run fails
-    #[arg(short = 'o', long, value_name = "FILE", help_heading = HTTP)]
+    #[arg(short = 'o', long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = HTTP)]
     pub output: Option<PathBuf>,
 
     /// Print the response status line and headers before the body
@@ -351,7 +351,7 @@ pub struct Cli {
     pub max_retry_after: Duration,
 
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
-    #[arg(long, value_name = "TARGET", help_heading = JOBS)]
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, help_heading = JOBS)]
     pub lock: Option<String>,
 
     /// Wait this long for a busy lock before skipping (0 = skip at once)
@@ -371,7 +371,7 @@ pub struct Cli {
 
     /// Where --once markers live: a directory or postgres://...
     /// [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]
-    #[arg(long, value_name = "TARGET", help_heading = JOBS)]
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
     pub state: Option<String>,
 
     /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
@@ -387,7 +387,7 @@ pub struct Cli {
     pub log_format: LogFormat,
 
     /// Write a JSON record of every attempt and the result to FILE
-    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = OUTPUT)]
     pub report: Option<PathBuf>,
 
     /// Print the schedule and classification rules, run nothing, exit 0
