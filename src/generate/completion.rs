@@ -299,7 +299,7 @@ mod tests {
         assert!(opts.iter().all(|o| !o.longs.contains(&"generate".into())));
         assert!(opts.iter().any(|o| o.longs.contains(&"help".into())));
         for script in [bash(), zsh(), fish()] {
-            assert!(!script.contains("generate"));
+            assert!(!script.contains("--generate"));
         }
     }
 
