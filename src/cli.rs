@@ -20,6 +20,14 @@ const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
 
+/// `--version` names this retry apart from others of the same name (Debian's
+/// /usr/bin/retry is unrelated): name, version and the package's description.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\n",
+    env!("CARGO_PKG_DESCRIPTION")
+);
+
 /// How the target is chosen, shown first after the options in `--help`.
 pub const MODES: &str = "\
 A first operand starting with http:// or https:// is an HTTP request; anything else is a \
@@ -178,6 +186,7 @@ fn wrap(text: &str, by: usize) -> String {
 #[command(
     name = "retry",
     version,
+    long_version = LONG_VERSION,
     about = "Run a command or an HTTP request, retrying only the failures another attempt could fix",
     long_about = "Run a command or an HTTP request, retrying only the failures that another \
                   attempt could fix: transient failures are retried with jittered exponential \
