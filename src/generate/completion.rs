@@ -27,11 +27,18 @@ struct Opt {
     value_name: String,
     values: Values,
     repeatable: bool,
+    /// The value may be the next word (`--jitter full`), not only `--jitter=full`.
+    detached: bool,
 }
 
 impl Opt {
     fn takes_value(&self) -> bool {
         !matches!(self.values, Values::Flag)
+    }
+
+    /// Whether the word after this option is its value, not the next option or operand.
+    fn takes_next_word(&self) -> bool {
+        self.takes_value() && self.detached
     }
 
     /// Every spelling: `-j`, `--jitter`, and visible aliases.
@@ -66,6 +73,7 @@ fn option(arg: &Arg) -> Opt {
         .map(|name| name.to_string())
         .unwrap_or_else(|| "VALUE".into());
     let repeatable = matches!(arg.get_action(), ArgAction::Append | ArgAction::Count);
+    let optional_value = arg.get_num_args().is_some_and(|n| n.min_values() == 0);
     Opt {
         shorts,
         longs,
@@ -73,6 +81,7 @@ fn option(arg: &Arg) -> Opt {
         values: values(arg, &value_name),
         value_name,
         repeatable,
+        detached: !arg.is_require_equals_set() && !optional_value,
     }
 }
 
@@ -117,16 +126,13 @@ fn command() -> Command {
 pub fn bash() -> String {
     let opts = options(&command());
     let all: Vec<String> = opts.iter().flat_map(Opt::names).collect();
-    let value_opts: Vec<&Opt> = opts.iter().filter(|o| o.takes_value()).collect();
-    let value_longs: Vec<String> = value_opts
+    let next_word: Vec<&Opt> = opts.iter().filter(|o| o.takes_next_word()).collect();
+    let value_longs: Vec<String> = next_word
         .iter()
         .flat_map(|o| o.longs.iter().map(|l| format!("--{l}")))
         .collect();
-    let value_shorts: String = value_opts.iter().flat_map(|o| o.shorts.clone()).collect();
-    let cases: String = value_opts
-        .iter()
-        .filter_map(|o| bash_value_case(o))
-        .collect();
+    let value_shorts: String = next_word.iter().flat_map(|o| o.shorts.clone()).collect();
+    let cases: String = opts.iter().filter_map(bash_value_case).collect();
     include_str!("retry.bash")
         .replace("@OPTIONS@", &format!("{} --", all.join(" ")))
         .replace("@VALUE_LONGS@", &pattern_or_never(&value_longs.join("|")))
@@ -196,10 +202,12 @@ fn zsh_specs(opt: &Opt) -> Vec<String> {
         .iter()
         .map(|name| {
             // -j+ takes -jfull or -j full; --jitter= takes --jitter=full or --jitter full.
-            let suffix = match (opt.takes_value(), name.starts_with("--")) {
-                (false, _) => "",
-                (true, true) => "=",
-                (true, false) => "+",
+            let suffix = match (opt.takes_value(), opt.detached, name.starts_with("--")) {
+                (false, _, _) => "",
+                (true, true, true) => "=",
+                (true, true, false) => "+",
+                (true, false, true) => "=-",
+                (true, false, false) => "-",
             };
             let spec = format!("{exclusion}{name}{suffix}[{help}]{value}");
             format!("        {}\n", single_quote(&spec))
@@ -225,12 +233,12 @@ pub fn fish() -> String {
     let opts = options(&command());
     let value_longs: Vec<String> = opts
         .iter()
-        .filter(|o| o.takes_value())
+        .filter(|o| o.takes_next_word())
         .flat_map(|o| o.longs.iter().map(|l| fish_quote(&format!("--{l}"))))
         .collect();
     let value_shorts: String = opts
         .iter()
-        .filter(|o| o.takes_value())
+        .filter(|o| o.takes_next_word())
         .flat_map(|o| o.shorts.clone())
         .collect();
     let lines: String = opts.iter().map(fish_line).collect();
@@ -301,6 +309,17 @@ mod tests {
         for script in [bash(), zsh(), fish()] {
             assert!(!script.contains("--generate"));
         }
+    }
+
+    #[test]
+    fn only_a_required_value_may_be_the_next_word() {
+        let cmd = Command::new("t")
+            .arg(Arg::new("plain").long("plain"))
+            .arg(Arg::new("eq").long("eq").require_equals(true))
+            .arg(Arg::new("opt").long("opt").num_args(0..=1))
+            .arg(Arg::new("flag").long("flag").action(ArgAction::SetTrue));
+        let next: Vec<bool> = options(&cmd).iter().map(Opt::takes_next_word).collect();
+        assert_eq!(next, [true, false, false, false]);
     }
 
     #[test]
