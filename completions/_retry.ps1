@@ -64,7 +64,6 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Where --once markers live: a directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of stderr event lines')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON record of every attempt and the result to FILE')
-            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Write a completion script or the man page to stdout')
             [CompletionResult]::new('--allow-nested', '--allow-nested', [CompletionResultType]::ParameterName, 'Retry even when running inside another retry (RETRY_DEPTH >= 1)')
             [CompletionResult]::new('--hold-stdout', '--hold-stdout', [CompletionResultType]::ParameterName, 'Spool each attempt''s stdout and write only the final attempt''s')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Print the response status line and headers before the body')

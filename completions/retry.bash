@@ -1,222 +1,156 @@
-_retry() {
-    local i cur prev opts cmd
-    COMPREPLY=()
-    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-        cur="$2"
-    else
-        cur="${COMP_WORDS[COMP_CWORD]}"
-    fi
-    prev="$3"
-    cmd=""
-    opts=""
+# bash completion for retry, written from the clap definition in src/cli.rs (do not
+# edit: regenerate as the README says). Before the target: retry's options and their
+# values. From the target on (the first operand, or the word after --): a command name,
+# then that command's own completion (through bash-completion when loaded). Nothing
+# after a URL.
 
-    for i in "${COMP_WORDS[@]:0:COMP_CWORD}"
-    do
-        case "${cmd},${i}" in
-            ",$1")
-                cmd="retry"
-                ;;
-            *)
-                ;;
+# The words up to the cursor with the pieces bash splits at '=' and ':' joined again:
+# _retry_words, and _retry_starts (each joined word's index in COMP_WORDS).
+_retry_join_words() {
+    local line=${COMP_LINE:0:COMP_POINT} i word rest
+    _retry_words=() _retry_starts=()
+    for ((i = 0; i <= COMP_CWORD; i++)); do
+        word=${COMP_WORDS[i]}
+        rest=${line#"${line%%[![:space:]]*}"}
+        if ((i > 0)) && [[ $rest == "$line" ]] &&
+            [[ $word == [=:]* || ${_retry_words[-1]} == *[=:] ]]; then
+            _retry_words[-1]+=$word
+        else
+            _retry_words+=("$word")
+            _retry_starts+=("$i")
+        fi
+        line=${rest#"$word"}
+    done
+}
+
+# Whether a cluster of short options (-qj) ends with one that takes the next word.
+_retry_short_waits() {
+    local cluster=${1#-} c
+    while [[ $cluster ]]; do
+        c=${cluster:0:1} cluster=${cluster:1}
+        case $c in
+        [ajtXHdo]) [[ -z $cluster ]]; return ;;
         esac
     done
+    return 1
+}
 
-    case "${cmd}" in
-        retry)
-            opts="-a -j -t -X -H -d -o -i -k -q -v -h -V --attempts --delay --max-delay --backoff --factor --jitter --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after --request --header --data --json --output --include --connect-timeout --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after --lock --lock-wait --busy-exit --once --state --quiet --verbose --log-format --report --dry-run --generate --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --attempts)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -a)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --delay)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-delay)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --backoff)
-                    COMPREPLY=($(compgen -W "exponential linear constant" -- "${cur}"))
-                    return 0
-                    ;;
-                --factor)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --jitter)
-                    COMPREPLY=($(compgen -W "full equal decorrelated none" -- "${cur}"))
-                    return 0
-                    ;;
-                -j)
-                    COMPREPLY=($(compgen -W "full equal decorrelated none" -- "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -t)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-time)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --seed)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --profile)
-                    COMPREPLY=($(compgen -W "auto generic curl wget ssh rsync git" -- "${cur}"))
-                    return 0
-                    ;;
-                --stop-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retry-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --success-on)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --stop-on-output)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retry-on-output)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --stdin)
-                    COMPREPLY=($(compgen -W "auto replay inherit null" -- "${cur}"))
-                    return 0
-                    ;;
-                --kill-after)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --request)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -X)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --header)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -H)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --data)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -d)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --json)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-redirs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --idempotency-key)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --idempotency-header)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retry-on-status)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --stop-on-status)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-retry-after)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --lock)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --lock-wait)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --busy-exit)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --once)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --state)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --log-format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
-                --report)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --generate)
-                    COMPREPLY=($(compgen -W "bash zsh fish elvish powershell man" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
+# Sets _retry_target to the index in _retry_words where the target starts (-1 while
+# the current word is still retry's), and _retry_option to the option whose value is
+# being completed, if any.
+_retry_scan() {
+    local last=$((${#_retry_words[@]} - 1)) i=1 word
+    _retry_target=-1 _retry_option=
+    while ((i < last)); do
+        word=${_retry_words[i]}
+        case $word in
+        --)
+            _retry_target=$((i + 1))
+            return
             ;;
+        --*=*) ;;
+        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--stdin|--kill-after|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--lock|--lock-wait|--busy-exit|--once|--state|--log-format|--report) ((i++)) ;;
+        --*) ;;
+        -?*) _retry_short_waits "$word" && ((i++)) ;;
+        *)
+            _retry_target=$i
+            return
+            ;;
+        esac
+        ((i++))
+    done
+    word=${_retry_words[last]}
+    if ((i > last)); then
+        _retry_option=${_retry_words[last - 1]}
+        [[ $_retry_option == --* ]] || _retry_option=-${_retry_option: -1}
+    elif [[ $word == --?*=* ]]; then
+        _retry_option=${word%%=*}
+    elif [[ $word != -* ]]; then
+        _retry_target=$last
+    fi
+}
+
+# COMPREPLY from `compgen "$@" -- TYPED`, trimmed to the part of the word readline
+# replaces (it starts after the last '=' or ':' bash split at).
+_retry_reply() {
+    local typed=$1 word=${COMP_WORDS[COMP_CWORD]}
+    shift
+    [[ -z ${word//[=:]/} ]] && word=
+    mapfile -t COMPREPLY < <(compgen "$@" -- "$typed")
+    local strip=${typed%"$word"}
+    if [[ $strip ]]; then
+        COMPREPLY=("${COMPREPLY[@]#"$strip"}")
+    fi
+}
+
+# The value of option $1, typed so far as $2.
+_retry_complete_value() {
+    case $1 in
+    --backoff) _retry_reply "$2" -W 'exponential linear constant' ;;
+    -j|--jitter) _retry_reply "$2" -W 'full equal decorrelated none' ;;
+    --profile) _retry_reply "$2" -W 'auto generic curl wget ssh rsync git' ;;
+    --stdin) _retry_reply "$2" -W 'auto replay inherit null' ;;
+    -o|--output) compopt -o filenames; _retry_reply "$2" -f ;;
+    --lock) compopt -o filenames; _retry_reply "$2" -f ;;
+    --state) compopt -o filenames; _retry_reply "$2" -d ;;
+    --log-format) _retry_reply "$2" -W 'text json' ;;
+    --report) compopt -o filenames; _retry_reply "$2" -f ;;
     esac
 }
 
-if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
-    complete -F _retry -o nosort -o bashdefault -o default retry
-else
-    complete -F _retry -o bashdefault -o default retry
-fi
+# Without bash-completion: command names, then the command's own -F function if it
+# has one registered, else file names.
+_retry_command_offset() {
+    local start=$1 cword=$((COMP_CWORD - $1)) spec func
+    local -a words=("${COMP_WORDS[@]:start:cword+1}")
+    local cur=${words[cword]}
+    if ((cword == 0)); then
+        compopt -o filenames
+        mapfile -t COMPREPLY < <(compgen -d -c -- "$cur")
+        return
+    fi
+    spec=$(complete -p -- "${words[0]}" 2>/dev/null ||
+        complete -p -- "${words[0]##*/}" 2>/dev/null)
+    if [[ $spec == *" -F "* ]]; then
+        func=${spec#* -F } func=${func%% *}
+        COMP_WORDS=("${words[@]}") COMP_CWORD=$cword
+        COMP_LINE=${words[*]} COMP_POINT=${#COMP_LINE}
+        "$func" "${words[0]}" "$cur" "${words[cword - 1]}"
+    else
+        compopt -o filenames
+        mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+    fi
+}
+
+_retry_complete_target() {
+    local first=${_retry_words[_retry_target]} start=${_retry_starts[_retry_target]}
+    if ((_retry_target < ${#_retry_words[@]} - 1)) &&
+        [[ $first == http://* || $first == https://* ]]; then
+        return # a URL is the whole target
+    fi
+    if declare -F _comp_command_offset >/dev/null; then
+        _comp_command_offset "$start"
+    elif declare -F _command_offset >/dev/null; then
+        _command_offset "$start"
+    else
+        _retry_command_offset "$start"
+    fi
+}
+
+_retry() {
+    local _retry_words _retry_starts _retry_target _retry_option
+    COMPREPLY=()
+    _retry_join_words
+    _retry_scan
+    if ((_retry_target >= 0)); then
+        _retry_complete_target
+    elif [[ $_retry_option ]]; then
+        local typed=${_retry_words[-1]}
+        [[ $typed == --?*=* ]] && typed=${typed#*=}
+        _retry_complete_value "$_retry_option" "$typed"
+    else
+        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter -t --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after --lock --lock-wait --busy-exit --once --state -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
+    fi
+}
+
+complete -F _retry retry

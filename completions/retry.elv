@@ -61,7 +61,6 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --state 'Where --once markers live: a directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]'
             cand --log-format 'Format of stderr event lines'
             cand --report 'Write a JSON record of every attempt and the result to FILE'
-            cand --generate 'Write a completion script or the man page to stdout'
             cand --allow-nested 'Retry even when running inside another retry (RETRY_DEPTH >= 1)'
             cand --hold-stdout 'Spool each attempt''s stdout and write only the final attempt''s'
             cand -i 'Print the response status line and headers before the body'

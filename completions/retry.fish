@@ -1,67 +1,115 @@
-complete -c retry -s a -l attempts -d 'Total attempts, the first included (1 = never retry)' -r
-complete -c retry -l delay -d 'Base delay before the first retry' -r
-complete -c retry -l max-delay -d 'Cap on any one backoff sleep, applied before jitter' -r
-complete -c retry -l backoff -d 'How the delay grows from one retry to the next' -r -f -a "exponential\t'delay * factor^(n-1), capped by --max-delay'
-linear\t'delay * n, capped by --max-delay'
-constant\t'delay every time'"
-complete -c retry -l factor -d 'Exponential growth factor, above 1 (at most 1000)' -r
-complete -c retry -s j -l jitter -d 'How each sleep d is randomised, so clients that failed together return apart' -r -f -a "full\t'A uniform draw from 0 to d: spreads a crowd of clients the most'
-equal\t'd/2 plus a uniform draw from 0 to d/2'
-decorrelated\t'min(--max-delay, a uniform draw from --delay to 3 * the previous sleep)'
-none\t'Exactly d: clients that failed together come back together'"
-complete -c retry -s t -l timeout -d 'Limit on one attempt; an attempt that runs out is a transient failure' -r
-complete -c retry -l max-time -d 'Wall-clock budget for the whole run' -r
-complete -c retry -l seed -d 'Seed the jitter, for reproducible schedules' -r
-complete -c retry -l profile -d 'Exit-code vocabulary of a known tool; auto picks one from the command\'s name' -r -f -a "auto\t'Pick from the command\'s base name (curl, wget, ssh/scp/sftp, rsync, git), else generic'
-generic\t'Exit codes only: 0 success; 126, 127 and most sysexits permanent; the rest transient'
-curl\t'curl\'s exit codes, and for exit 22 the HTTP status it prints on stderr'
-wget\t'wget\'s exit codes, and for exit 8 the HTTP status it prints on stderr'
-ssh\t'ssh, scp, sftp: 255 (connection failure) is transient, other codes are the remote\'s'
-rsync\t'rsync\'s network and partial-transfer codes are transient'
-git\t'git: 128 is transient only when stderr shows a network failure'"
-complete -c retry -l stop-on -d 'Exit codes that are permanent failures, e.g. 2,64-78' -r
-complete -c retry -l retry-on -d 'Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75' -r
-complete -c retry -l success-on -d 'Exit codes that count as success, e.g. 0,1 for grep' -r
-complete -c retry -l stop-on-output -d 'An output line matching REGEX makes the attempt a permanent failure (repeatable)' -r
-complete -c retry -l retry-on-output -d 'An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)' -r
-complete -c retry -l stdin -d 'Where the command\'s stdin comes from on each attempt' -r -f -a "auto\t'Regular file: rewind; pipe or socket: record and replay; terminal: inherit'
-replay\t'Record what the first attempt reads and replay it to later attempts'
-inherit\t'Pass retry\'s stdin through untouched'
-null\t'Give every attempt /dev/null'"
-complete -c retry -l kill-after -d 'After --timeout\'s SIGTERM, wait this long before SIGKILL' -r
-complete -c retry -s X -l request -d 'HTTP method; default GET, or POST when a body is given' -r
-complete -c retry -s H -l header -d 'Request header \'Name: value\' (repeatable); @FILE reads header lines from FILE' -r
-complete -c retry -s d -l data -d 'Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt' -r
-complete -c retry -l json -d 'JSON request body (DATA, @FILE or @-), with Content-Type and Accept set to JSON' -r
-complete -c retry -s o -l output -d 'Write the successful body to FILE atomically; FILE is untouched if the run fails' -r -F
-complete -c retry -l connect-timeout -d 'Limit on connecting' -r
-complete -c retry -l max-redirs -d 'Redirects followed (0 = none)' -r
-complete -c retry -l idempotency-key -d 'Send an idempotency key with every attempt: auto makes one UUID v4 for the run' -r
-complete -c retry -l idempotency-header -d 'Header name for the idempotency key' -r
-complete -c retry -l retry-on-status -d 'HTTP statuses that are retried (overrides the built-in classes)' -r
-complete -c retry -l stop-on-status -d 'HTTP statuses that stop at once (overrides the built-in classes)' -r
-complete -c retry -l max-retry-after -d 'Longest Retry-After to obey; a longer one ends the run at once' -r
-complete -c retry -l lock -d 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME' -r
-complete -c retry -l lock-wait -d 'Wait this long for a busy lock before skipping (0 = skip at once)' -r
-complete -c retry -l busy-exit -d 'Exit status when skipped because the lock is busy' -r
-complete -c retry -l once -d 'Skip if KEY already succeeded; record KEY after success' -r
-complete -c retry -l state -d 'Where --once markers live: a directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]' -r
-complete -c retry -l log-format -d 'Format of stderr event lines' -r -f -a "text\t'Lines starting with "retry: "'
-json\t'JSON Lines, one event per line'"
-complete -c retry -l report -d 'Write a JSON record of every attempt and the result to FILE' -r -F
-complete -c retry -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t''
-zsh\t''
-fish\t''
-elvish\t''
-powershell\t''
-man\t''"
-complete -c retry -l allow-nested -d 'Retry even when running inside another retry (RETRY_DEPTH >= 1)'
-complete -c retry -l hold-stdout -d 'Spool each attempt\'s stdout and write only the final attempt\'s'
-complete -c retry -s i -l include -d 'Print the response status line and headers before the body'
-complete -c retry -s k -l insecure -d 'Skip TLS certificate verification'
-complete -c retry -l retry-unsafe -d 'Allow retrying non-idempotent methods (POST, PATCH, ...) without a key'
-complete -c retry -s q -l quiet -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
-complete -c retry -s v -l verbose -d 'More on stderr (repeatable)'
-complete -c retry -l dry-run -d 'Print the schedule and classification rules, run nothing, exit 0'
-complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c retry -s V -l version -d 'Print version'
+# fish completion for retry, written from the clap definition in src/cli.rs (do not
+# edit: regenerate as the README says). Before the target: retry's options and their
+# values. From the target on (the first operand, or the word after --): a command name,
+# then that command's own completion (complete -C). Nothing after a URL.
+
+# Prints where the target starts among the line's tokens (1 is retry), or fails while
+# the current token is still one of retry's options or an option's value.
+function __retry_target_start
+    set -l tokens (commandline -opc)
+    set -l i 2
+    while test $i -le (count $tokens)
+        switch $tokens[$i]
+            case --
+                echo (math $i + 1)
+                return 0
+            case '--*=*'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--log-format' '--report'
+                set i (math $i + 1)
+            case '--*'
+            case -
+                echo $i
+                return 0
+            case '-*'
+                if __retry_short_waits $tokens[$i]
+                    set i (math $i + 1)
+                end
+            case '*'
+                echo $i
+                return 0
+        end
+        set i (math $i + 1)
+    end
+    # The loop stopped on the current token, not on the value of an option before it.
+    if test $i -eq (math (count $tokens) + 1); and not string match -q -- '-*' (commandline -ct)
+        echo $i
+        return 0
+    end
+    return 1
+end
+
+# Whether a cluster of short options (-qj) ends with one that takes the next token.
+function __retry_short_waits
+    set -l chars (string split '' -- (string sub -s 2 -- $argv[1]))
+    for j in (seq (count $chars))
+        if string match -qr -- '^[ajtXHdo]$' $chars[$j]
+            test $j -eq (count $chars)
+            return
+        end
+    end
+    return 1
+end
+
+# The target's completions: command names first, then the command's own completion.
+function __retry_complete_target
+    set -l start (__retry_target_start); or return
+    set -l tokens (commandline -opc)
+    set -l target
+    if test $start -le (count $tokens)
+        set target $tokens[$start..-1]
+    end
+    if set -q target[1]; and string match -qr '^https?://' -- $target[1]
+        return # a URL is the whole target
+    end
+    set -l line (string escape -- $target) (commandline -ct)
+    complete -C (string join ' ' -- $line)
+end
+
+complete -c retry -f
+complete -c retry -n '__retry_target_start >/dev/null' -a '(__retry_complete_target)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'a' -l 'attempts' -x -d 'Total attempts, the first included (1 = never retry)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'delay' -x -d 'Base delay before the first retry'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-delay' -x -d 'Cap on any one backoff sleep, applied before jitter'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'backoff' -x -a 'exponential\\t\'delay * factor^(n-1), capped by --max-delay\' linear\\t\'delay * n, capped by --max-delay\' constant\\t\'delay every time\'' -d 'How the delay grows from one retry to the next'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'factor' -x -d 'Exponential growth factor, above 1 (at most 1000)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'j' -l 'jitter' -x -a 'full\\t\'A uniform draw from 0 to d: spreads a crowd of clients the most\' equal\\t\'d/2 plus a uniform draw from 0 to d/2\' decorrelated\\t\'min(--max-delay, a uniform draw from --delay to 3 * the previous sleep)\' none\\t\'Exactly d: clients that failed together come back together\'' -d 'How each sleep d is randomised, so clients that failed together return apart'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 't' -l 'timeout' -x -d 'Limit on one attempt; an attempt that runs out is a transient failure'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-time' -x -d 'Wall-clock budget for the whole run'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'seed' -x -d 'Seed the jitter, for reproducible schedules'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'allow-nested' -d 'Retry even when running inside another retry (RETRY_DEPTH >= 1)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'profile' -x -a 'auto\\t\'Pick from the command\\\'s base name (curl, wget, ssh/scp/sftp, rsync, git), else generic\' generic\\t\'Exit codes only: 0 success; 126, 127 and most sysexits permanent; the rest transient\' curl\\t\'curl\\\'s exit codes, and for exit 22 the HTTP status it prints on stderr\' wget\\t\'wget\\\'s exit codes, and for exit 8 the HTTP status it prints on stderr\' ssh\\t\'ssh, scp, sftp: 255 (connection failure) is transient, other codes are the remote\\\'s\' rsync\\t\'rsync\\\'s network and partial-transfer codes are transient\' git\\t\'git: 128 is transient only when stderr shows a network failure\'' -d 'Exit-code vocabulary of a known tool; auto picks one from the command\'s name'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stop-on' -x -d 'Exit codes that are permanent failures, e.g. 2,64-78'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-on' -x -d 'Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'success-on' -x -d 'Exit codes that count as success, e.g. 0,1 for grep'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stop-on-output' -x -d 'An output line matching REGEX makes the attempt a permanent failure (repeatable)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-on-output' -x -d 'An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stdin' -x -a 'auto\\t\'Regular file: rewind; pipe or socket: record and replay; terminal: inherit\' replay\\t\'Record what the first attempt reads and replay it to later attempts\' inherit\\t\'Pass retry\\\'s stdin through untouched\' null\\t\'Give every attempt /dev/null\'' -d 'Where the command\'s stdin comes from on each attempt'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hold-stdout' -d 'Spool each attempt\'s stdout and write only the final attempt\'s'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'kill-after' -x -d 'After --timeout\'s SIGTERM, wait this long before SIGKILL'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'X' -l 'request' -x -d 'HTTP method; default GET, or POST when a body is given'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'H' -l 'header' -x -d 'Request header \'Name: value\' (repeatable); @FILE reads header lines from FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'd' -l 'data' -x -d 'Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'json' -x -d 'JSON request body (DATA, @FILE or @-), with Content-Type and Accept set to JSON'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'o' -l 'output' -r -F -d 'Write the successful body to FILE atomically; FILE is untouched if the run fails'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'i' -l 'include' -d 'Print the response status line and headers before the body'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'connect-timeout' -x -d 'Limit on connecting'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'k' -l 'insecure' -d 'Skip TLS certificate verification'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-redirs' -x -d 'Redirects followed (0 = none)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'idempotency-key' -x -d 'Send an idempotency key with every attempt: auto makes one UUID v4 for the run'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'idempotency-header' -x -d 'Header name for the idempotency key'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-unsafe' -d 'Allow retrying non-idempotent methods (POST, PATCH, ...) without a key'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-on-status' -x -d 'HTTP statuses that are retried (overrides the built-in classes)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stop-on-status' -x -d 'HTTP statuses that stop at once (overrides the built-in classes)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-retry-after' -x -d 'Longest Retry-After to obey; a longer one ends the run at once'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock' -r -F -d 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock-wait' -x -d 'Wait this long for a busy lock before skipping (0 = skip at once)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'busy-exit' -x -d 'Exit status when skipped because the lock is busy'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'once' -x -d 'Skip if KEY already succeeded; record KEY after success'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'state' -x -a '(__fish_complete_directories)' -d 'Where --once markers live: a directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'q' -l 'quiet' -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'v' -l 'verbose' -d 'More on stderr (repeatable)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'log-format' -x -a 'text\\t\'Lines starting with "retry: "\' json\\t\'JSON Lines, one event per line\'' -d 'Format of stderr event lines'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'report' -r -F -d 'Write a JSON record of every attempt and the result to FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'dry-run' -d 'Print the schedule and classification rules, run nothing, exit 0'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'h' -l 'help' -d 'Print help (see more with \'--help\')'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'V' -l 'version' -d 'Print version'

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::parse::{self, CodeSet};
 
@@ -19,6 +19,14 @@ const JOBS: &str = "Scheduled jobs";
 const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
+
+/// `--version` names this retry apart from others of the same name (Debian's
+/// /usr/bin/retry is unrelated): name, version and the package's description.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\n",
+    env!("CARGO_PKG_DESCRIPTION")
+);
 
 /// How the target is chosen, shown first after the options in `--help`.
 pub const MODES: &str = "\
@@ -178,6 +186,7 @@ fn wrap(text: &str, by: usize) -> String {
 #[command(
     name = "retry",
     version,
+    long_version = LONG_VERSION,
     about = "Run a command or an HTTP request, retrying only the failures another attempt could fix",
     long_about = "Run a command or an HTTP request, retrying only the failures that another \
                   attempt could fix: transient failures are retried with jittered exponential \
@@ -302,7 +311,7 @@ pub struct Cli {
     pub json: Option<String>,
 
     /// Write the successful body to FILE atomically; FILE is untouched if the run fails
-    #[arg(short = 'o', long, value_name = "FILE", help_heading = HTTP)]
+    #[arg(short = 'o', long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = HTTP)]
     pub output: Option<PathBuf>,
 
     /// Print the response status line and headers before the body
@@ -351,7 +360,7 @@ pub struct Cli {
     pub max_retry_after: Duration,
 
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
-    #[arg(long, value_name = "TARGET", help_heading = JOBS)]
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, help_heading = JOBS)]
     pub lock: Option<String>,
 
     /// Wait this long for a busy lock before skipping (0 = skip at once)
@@ -371,7 +380,7 @@ pub struct Cli {
 
     /// Where --once markers live: a directory or postgres://...
     /// [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]
-    #[arg(long, value_name = "TARGET", help_heading = JOBS)]
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
     pub state: Option<String>,
 
     /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
@@ -387,7 +396,7 @@ pub struct Cli {
     pub log_format: LogFormat,
 
     /// Write a JSON record of every attempt and the result to FILE
-    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = OUTPUT)]
     pub report: Option<PathBuf>,
 
     /// Print the schedule and classification rules, run nothing, exit 0

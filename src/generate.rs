@@ -2,6 +2,10 @@
 //! they cannot drift from `--help`. The man page's EXIT STATUS, ENVIRONMENT and
 //! EXAMPLES sections come from the same tables as `--help`'s epilogue (`cli`); the
 //! committed copies in `completions/` and `man/` are checked by `tests/generated.rs`.
+//! bash, zsh and fish completions are written by `completion`, which knows where the
+//! target starts; elvish and PowerShell come from clap_complete.
+
+mod completion;
 
 use std::io::Write;
 
@@ -15,16 +19,40 @@ use crate::cli::{self, Cli, GenerateKind};
 /// The generated text for `kind`.
 pub fn render(kind: GenerateKind) -> anyhow::Result<Vec<u8>> {
     let shell = match kind {
-        GenerateKind::Bash => Shell::Bash,
-        GenerateKind::Zsh => Shell::Zsh,
-        GenerateKind::Fish => Shell::Fish,
+        GenerateKind::Bash => return Ok(completion::bash().into_bytes()),
+        GenerateKind::Zsh => return Ok(completion::zsh().into_bytes()),
+        GenerateKind::Fish => return Ok(completion::fish().into_bytes()),
         GenerateKind::Elvish => Shell::Elvish,
         GenerateKind::Powershell => Shell::PowerShell,
         GenerateKind::Man => return man_page(),
     };
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "retry", &mut out);
-    Ok(out)
+    let text = String::from_utf8(out).expect("completion scripts are UTF-8");
+    Ok(without_hidden_options(&text).into_bytes())
+}
+
+/// clap_complete offers hidden options too: drop the lines that offer them. Both
+/// elvish and PowerShell scripts name one option per line, quoted or after `cand`.
+fn without_hidden_options(script: &str) -> String {
+    let hidden: Vec<String> = Cli::command()
+        .get_arguments()
+        .filter(|arg| arg.is_hide_set() && !arg.is_positional())
+        .flat_map(|arg| {
+            let longs = arg.get_long().map(|l| format!("--{l}"));
+            let shorts = arg.get_short().map(|s| format!("-{s}"));
+            longs.into_iter().chain(shorts)
+        })
+        .collect();
+    let offers = |line: &str, name: &str| {
+        line.trim_start().starts_with(&format!("cand {name} "))
+            || line.contains(&format!("::new('{name}',"))
+    };
+    script
+        .lines()
+        .filter(|line| !hidden.iter().any(|name| offers(line, name)))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 pub fn write(kind: GenerateKind) -> anyhow::Result<()> {

@@ -125,3 +125,18 @@ fn short_help_is_the_summary() {
     let widest = short.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(widest <= 100, "-h has a {widest}-column line");
 }
+
+/// Debian and Ubuntu ship an unrelated /usr/bin/retry: --version says which one this is.
+#[test]
+fn version_names_this_retry() {
+    let text = piped(&["--version"], true);
+    let expected = format!(
+        "retry {}\n{}\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_DESCRIPTION")
+    );
+    assert_eq!(text, expected);
+    assert!(text.contains("HTTP request"), "{text}");
+    let short = piped(&["-V"], true);
+    assert_eq!(short, format!("retry {}\n", env!("CARGO_PKG_VERSION")));
+}

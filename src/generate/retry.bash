@@ -1,0 +1,148 @@
+# bash completion for retry, written from the clap definition in src/cli.rs (do not
+# edit: regenerate as the README says). Before the target: retry's options and their
+# values. From the target on (the first operand, or the word after --): a command name,
+# then that command's own completion (through bash-completion when loaded). Nothing
+# after a URL.
+
+# The words up to the cursor with the pieces bash splits at '=' and ':' joined again:
+# _retry_words, and _retry_starts (each joined word's index in COMP_WORDS).
+_retry_join_words() {
+    local line=${COMP_LINE:0:COMP_POINT} i word rest
+    _retry_words=() _retry_starts=()
+    for ((i = 0; i <= COMP_CWORD; i++)); do
+        word=${COMP_WORDS[i]}
+        rest=${line#"${line%%[![:space:]]*}"}
+        if ((i > 0)) && [[ $rest == "$line" ]] &&
+            [[ $word == [=:]* || ${_retry_words[-1]} == *[=:] ]]; then
+            _retry_words[-1]+=$word
+        else
+            _retry_words+=("$word")
+            _retry_starts+=("$i")
+        fi
+        line=${rest#"$word"}
+    done
+}
+
+# Whether a cluster of short options (-qj) ends with one that takes the next word.
+_retry_short_waits() {
+    local cluster=${1#-} c
+    while [[ $cluster ]]; do
+        c=${cluster:0:1} cluster=${cluster:1}
+        case $c in
+        @VALUE_SHORTS@) [[ -z $cluster ]]; return ;;
+        esac
+    done
+    return 1
+}
+
+# Sets _retry_target to the index in _retry_words where the target starts (-1 while
+# the current word is still retry's), and _retry_option to the option whose value is
+# being completed, if any.
+_retry_scan() {
+    local last=$((${#_retry_words[@]} - 1)) i=1 word
+    _retry_target=-1 _retry_option=
+    while ((i < last)); do
+        word=${_retry_words[i]}
+        case $word in
+        --)
+            _retry_target=$((i + 1))
+            return
+            ;;
+        --*=*) ;;
+        @VALUE_LONGS@) ((i++)) ;;
+        --*) ;;
+        -?*) _retry_short_waits "$word" && ((i++)) ;;
+        *)
+            _retry_target=$i
+            return
+            ;;
+        esac
+        ((i++))
+    done
+    word=${_retry_words[last]}
+    if ((i > last)); then
+        _retry_option=${_retry_words[last - 1]}
+        [[ $_retry_option == --* ]] || _retry_option=-${_retry_option: -1}
+    elif [[ $word == --?*=* ]]; then
+        _retry_option=${word%%=*}
+    elif [[ $word != -* ]]; then
+        _retry_target=$last
+    fi
+}
+
+# COMPREPLY from `compgen "$@" -- TYPED`, trimmed to the part of the word readline
+# replaces (it starts after the last '=' or ':' bash split at).
+_retry_reply() {
+    local typed=$1 word=${COMP_WORDS[COMP_CWORD]}
+    shift
+    [[ -z ${word//[=:]/} ]] && word=
+    mapfile -t COMPREPLY < <(compgen "$@" -- "$typed")
+    local strip=${typed%"$word"}
+    if [[ $strip ]]; then
+        COMPREPLY=("${COMPREPLY[@]#"$strip"}")
+    fi
+}
+
+# The value of option $1, typed so far as $2.
+_retry_complete_value() {
+    case $1 in
+@VALUE_CASES@
+    esac
+}
+
+# Without bash-completion: command names, then the command's own -F function if it
+# has one registered, else file names.
+_retry_command_offset() {
+    local start=$1 cword=$((COMP_CWORD - $1)) spec func
+    local -a words=("${COMP_WORDS[@]:start:cword+1}")
+    local cur=${words[cword]}
+    if ((cword == 0)); then
+        compopt -o filenames
+        mapfile -t COMPREPLY < <(compgen -d -c -- "$cur")
+        return
+    fi
+    spec=$(complete -p -- "${words[0]}" 2>/dev/null ||
+        complete -p -- "${words[0]##*/}" 2>/dev/null)
+    if [[ $spec == *" -F "* ]]; then
+        func=${spec#* -F } func=${func%% *}
+        COMP_WORDS=("${words[@]}") COMP_CWORD=$cword
+        COMP_LINE=${words[*]} COMP_POINT=${#COMP_LINE}
+        "$func" "${words[0]}" "$cur" "${words[cword - 1]}"
+    else
+        compopt -o filenames
+        mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+    fi
+}
+
+_retry_complete_target() {
+    local first=${_retry_words[_retry_target]} start=${_retry_starts[_retry_target]}
+    if ((_retry_target < ${#_retry_words[@]} - 1)) &&
+        [[ $first == http://* || $first == https://* ]]; then
+        return # a URL is the whole target
+    fi
+    if declare -F _comp_command_offset >/dev/null; then
+        _comp_command_offset "$start"
+    elif declare -F _command_offset >/dev/null; then
+        _command_offset "$start"
+    else
+        _retry_command_offset "$start"
+    fi
+}
+
+_retry() {
+    local _retry_words _retry_starts _retry_target _retry_option
+    COMPREPLY=()
+    _retry_join_words
+    _retry_scan
+    if ((_retry_target >= 0)); then
+        _retry_complete_target
+    elif [[ $_retry_option ]]; then
+        local typed=${_retry_words[-1]}
+        [[ $typed == --?*=* ]] && typed=${typed#*=}
+        _retry_complete_value "$_retry_option" "$typed"
+    else
+        mapfile -t COMPREPLY < <(compgen -W "@OPTIONS@" -- "${COMP_WORDS[COMP_CWORD]}")
+    fi
+}
+
+complete -F _retry retry
