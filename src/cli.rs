@@ -378,10 +378,11 @@ pub struct Cli {
 
     /// After the final attempt, print FORMAT with curl's %{variables}; @FILE reads it from FILE
     ///
-    /// Variables: http_code, response_code, url_effective, time_total, size_download,
-    /// size_header, num_redirects, content_type, exitcode, errormsg, num_retries,
-    /// method, scheme, remote_port; %{stdout} and %{stderr} switch the stream;
-    /// %{header{NAME}} is a header of the final response. Escapes: \n \r \t \\ %%.
+    /// Variables, as %{NAME}: http_code, response_code, url_effective, time_total,
+    /// size_download, size_header, num_redirects, content_type, exitcode, errormsg,
+    /// num_retries, method; %{stdout} and %{stderr} switch the stream; %header{NAME} is a
+    /// header of the final response. Escapes: \n \r \t \\ and %%. An unknown variable is
+    /// refused before anything runs.
     #[arg(short = 'w', long, value_name = "FORMAT", allow_hyphen_values = true, help_heading = CURL)]
     pub write_out: Option<String>,
 
