@@ -178,21 +178,32 @@ pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap
         Mode::Http => "the URL".to_string(),
         Mode::Command => format!("the command '{}'", first.to_string_lossy()),
     };
-    for arg in cmd.get_arguments() {
-        let given = matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine);
-        match mode_of(arg) {
-            Some(own) if given && own != mode => {
-                return Err(usage_error(format!(
-                    "{} is an option of {}, but {target} selects {}; nothing is ever silently ignored",
-                    label(arg),
-                    own.name(),
-                    mode.name()
-                )));
-            }
-            _ => {}
-        }
+    let wrong: Vec<String> = cmd
+        .get_arguments()
+        .filter(|arg| {
+            let given =
+                matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine);
+            given && mode_of(arg).is_some_and(|own| own != mode)
+        })
+        .map(label)
+        .collect();
+    if wrong.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let other = match mode {
+        Mode::Http => Mode::Command,
+        Mode::Command => Mode::Http,
+    };
+    let (names, verb) = match wrong.as_slice() {
+        [one] => (one.clone(), "is an option"),
+        [init @ .., last] => (format!("{} and {last}", init.join(", ")), "are options"),
+        [] => unreachable!(),
+    };
+    Err(usage_error(format!(
+        "{names} {verb} of {}, but {target} selects {}; nothing is ever silently ignored",
+        other.name(),
+        mode.name()
+    )))
 }
 
 /// Turns curl's spellings into retry's settings, and checks what only makes
