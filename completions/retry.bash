@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-a -j -t -X -H -d -o -i -k -q -v -h -V --attempts --delay --max-delay --backoff --factor --jitter --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after --request --header --data --json --output --include --connect-timeout --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after --lock --lock-wait --busy-exit --once --state --quiet --verbose --log-format --report --dry-run --generate --help --version"
+            opts="-a -j -t -X -H -d -o -i -k -f -s -S -L -I -w -D -O -C -q -v -h -V --attempts --delay --max-delay --backoff --factor --jitter --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after --request --header --data --json --output --include --connect-timeout --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after --fail --fail-with-body --silent --show-error --location --head --write-out --dump-header --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors --continue-at --lock --lock-wait --busy-exit --once --state --quiet --verbose --log-format --report --dry-run --generate --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -170,6 +170,42 @@ _retry() {
                     return 0
                     ;;
                 --max-retry-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --write-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dump-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -D)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry-delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry-max-time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --continue-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -41,6 +41,12 @@ complete -c retry -l idempotency-header -d 'Header name for the idempotency key'
 complete -c retry -l retry-on-status -d 'HTTP statuses that are retried (overrides the built-in classes)' -r
 complete -c retry -l stop-on-status -d 'HTTP statuses that stop at once (overrides the built-in classes)' -r
 complete -c retry -l max-retry-after -d 'Longest Retry-After to obey; a longer one ends the run at once' -r
+complete -c retry -s w -l write-out -d 'After the final attempt, print FORMAT (curl\'s %{variables}; @FILE reads it)' -r
+complete -c retry -s D -l dump-header -d 'Write the final response headers to FILE (- for stdout)' -r -F
+complete -c retry -l retry -d 'curl\'s: N retries, the same as -a N+1' -r
+complete -c retry -l retry-delay -d 'curl\'s: the same as --delay SECONDS --backoff constant' -r
+complete -c retry -l retry-max-time -d 'curl\'s: the same as --max-time SECONDS' -r
+complete -c retry -s C -l continue-at -d 'With -o, resume a body cut off mid-way (only -C -)' -r
 complete -c retry -l lock -d 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME' -r
 complete -c retry -l lock-wait -d 'Wait this long for a busy lock before skipping (0 = skip at once)' -r
 complete -c retry -l busy-exit -d 'Exit status when skipped because the lock is busy' -r
@@ -60,6 +66,15 @@ complete -c retry -l hold-stdout -d 'Spool each attempt\'s stdout and write only
 complete -c retry -s i -l include -d 'Print the response status line and headers before the body'
 complete -c retry -s k -l insecure -d 'Skip TLS certificate verification'
 complete -c retry -l retry-unsafe -d 'Allow retrying non-idempotent methods (POST, PATCH, ...) without a key'
+complete -c retry -s f -l fail -d 'Accepted: a status >= 400 always fails here (exit 22)'
+complete -c retry -l fail-with-body -d 'On giving up with a status >= 400, output that response\'s body'
+complete -c retry -s s -l silent -d 'Nothing on stderr (-qq); with -S, the final error line only (-q)'
+complete -c retry -s S -l show-error -d 'With -s, still print the final error line'
+complete -c retry -s L -l location -d 'Accepted: redirects are always followed (--max-redirs 0 turns that off)'
+complete -c retry -s I -l head -d 'Send HEAD; the response headers are the output'
+complete -c retry -s O -l remote-name -d '-o with the URL\'s last path segment as FILE'
+complete -c retry -l retry-connrefused -d 'Accepted: a refused connection is always retried'
+complete -c retry -l retry-all-errors -d 'Every failure is transient, 4xx included, if the request is safe to repeat'
 complete -c retry -s q -l quiet -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
 complete -c retry -s v -l verbose -d 'More on stderr (repeatable)'
 complete -c retry -l dry-run -d 'Print the schedule and classification rules, run nothing, exit 0'

@@ -121,6 +121,10 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         "Download to page.html (replaced only on success), obeying Retry-After up to a minute.",
     ),
     (
+        "retry -fsSL --retry 5 -C - -o big.iso https://example.com/big.iso",
+        "A curl line made retrying: a download cut off mid-way resumes where it stopped.",
+    ),
+    (
         "retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report",
         "A cron job: one instance at a time, and at most one success a day.",
     ),
@@ -352,15 +356,17 @@ pub struct Cli {
     pub max_retry_after: Duration,
 
     // ---- curl output options: curl's meaning, HTTP mode only (see `curl`) ----
-    /// Accepted as curl's: a status of 400 or more is always a failure here (exit 22)
+    /// Accepted: a status >= 400 always fails here (exit 22)
     #[arg(short = 'f', long, help_heading = CURL)]
     pub fail: bool,
 
-    /// On giving up with a status of 400 or more, write that response's body (stdout or -o)
+    /// On giving up with a status >= 400, output that response's body
+    ///
+    /// The body goes to stdout, or to -o FILE; the exit status stays 22.
     #[arg(long, help_heading = CURL)]
     pub fail_with_body: bool,
 
-    /// Nothing on stderr, as -qq; with -S only the final error line, as -q
+    /// Nothing on stderr (-qq); with -S, the final error line only (-q)
     #[arg(short = 's', long, conflicts_with = "verbose", help_heading = CURL)]
     pub silent: bool,
 
@@ -368,15 +374,15 @@ pub struct Cli {
     #[arg(short = 'S', long, help_heading = CURL)]
     pub show_error: bool,
 
-    /// Accepted as curl's: redirects are followed by default (--max-redirs 0 turns that off)
+    /// Accepted: redirects are always followed (--max-redirs 0 turns that off)
     #[arg(short = 'L', long, help_heading = CURL)]
     pub location: bool,
 
-    /// Send a HEAD request; the response headers are the output
+    /// Send HEAD; the response headers are the output
     #[arg(short = 'I', long, conflicts_with_all = ["method", "data", "json"], help_heading = CURL)]
     pub head: bool,
 
-    /// After the final attempt, print FORMAT with curl's %{variables}; @FILE reads it from FILE
+    /// After the final attempt, print FORMAT (curl's %{variables}; @FILE reads it)
     ///
     /// Variables, as %{NAME}: http_code, response_code, url_effective, time_total,
     /// size_download, size_header, num_redirects, content_type, exitcode, errormsg,
@@ -386,48 +392,55 @@ pub struct Cli {
     #[arg(short = 'w', long, value_name = "FORMAT", allow_hyphen_values = true, help_heading = CURL)]
     pub write_out: Option<String>,
 
-    /// Write the final attempt's response headers to FILE (- for stdout)
+    /// Write the final response headers to FILE (- for stdout)
     ///
     /// After redirects every header block of the chain is written, as curl -L does.
     #[arg(short = 'D', long, value_name = "FILE", help_heading = CURL)]
     pub dump_header: Option<PathBuf>,
 
-    /// -o with the file name taken from the URL's last path segment
+    /// -o with the URL's last path segment as FILE
     #[arg(short = 'O', long, conflicts_with = "output", help_heading = CURL)]
     pub remote_name: bool,
 
-    /// curl's --retry N: N retries, the same as -a N+1
-    #[arg(long = "retry", value_name = "N", conflicts_with = "attempts", value_parser = parse::retries, help_heading = CURL)]
+    /// curl's: N retries, the same as -a N+1
+    ///
+    /// Given with -a it is refused: say it once.
+    #[arg(allow_hyphen_values = true, long = "retry", value_name = "N", conflicts_with = "attempts", value_parser = parse::retries, help_heading = CURL)]
     pub curl_retry: Option<u32>,
 
-    /// curl's --retry-delay: --delay SECONDS --backoff constant (0 keeps the default backoff)
-    #[arg(long, value_name = "SECONDS", conflicts_with_all = ["delay", "backoff"], value_parser = parse::duration, help_heading = CURL)]
+    /// curl's: the same as --delay SECONDS --backoff constant
+    ///
+    /// 0 keeps the default backoff, as in curl. Given with --delay or --backoff it is
+    /// refused.
+    #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with_all = ["delay", "backoff"], value_parser = parse::duration, help_heading = CURL)]
     pub retry_delay: Option<Duration>,
 
-    /// curl's --retry-max-time: the same as --max-time (0 = no budget)
-    #[arg(long, value_name = "SECONDS", conflicts_with = "max_time", value_parser = parse::duration, help_heading = CURL)]
+    /// curl's: the same as --max-time SECONDS
+    ///
+    /// 0 means no budget, as in curl. Given with --max-time it is refused.
+    #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with = "max_time", value_parser = parse::duration, help_heading = CURL)]
     pub retry_max_time: Option<Duration>,
 
-    /// Accepted as curl's: a refused connection is always retried here
+    /// Accepted: a refused connection is always retried
     #[arg(long, help_heading = CURL)]
     pub retry_connrefused: bool,
 
-    /// Every failure is transient, 4xx included, for requests that are safe to repeat
+    /// Every failure is transient, 4xx included, if the request is safe to repeat
     ///
     /// Safe to repeat: an idempotent method, or a key (--idempotency-key) or
     /// --retry-unsafe. A malformed URL still stops at once.
     #[arg(long, help_heading = CURL)]
     pub retry_all_errors: bool,
 
-    /// With -o: resume a body cut off mid-way (only "-", as in -C -)
+    /// With -o, resume a body cut off mid-way (only -C -)
     ///
-    /// The next attempt asks for the rest (Range, with If-Range carrying the ETag or
-    /// Last-Modified); a matching 206 is appended, anything else starts from zero. The
-    /// file appears only when complete.
+    /// The next attempt asks for the rest (Range, with If-Range carrying the strong ETag or
+    /// the Last-Modified of the response that began it); a matching 206 is appended,
+    /// anything else starts from zero, and a response with neither is not resumed. FILE
+    /// appears only when complete.
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
-
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
     #[arg(long, value_name = "TARGET", help_heading = JOBS)]
     pub lock: Option<String>,

@@ -26,54 +26,200 @@ const NONE: &str = "";
 
 /// curl(1) options people type that retry does not take. Source: curl's man page.
 const UNSUPPORTED: &[Unsupported] = &[
-    row(&["-K", "--config"], "put the options on the command line; retry reads no config file"),
+    row(
+        &["-K", "--config"],
+        "put the options on the command line; retry reads no config file",
+    ),
     row(&["-c", "--cookie-jar"], NONE),
     row(&["--junk-session-cookies"], NONE),
-    row(&["--trace", "--trace-ascii", "--trace-time", "--trace-ids", "--trace-config"], "-vv logs each request and response with its headers (secrets masked)"),
+    row(
+        &[
+            "--trace",
+            "--trace-ascii",
+            "--trace-time",
+            "--trace-ids",
+            "--trace-config",
+        ],
+        "-vv logs each request and response with its headers (secrets masked)",
+    ),
     row(&["--libcurl"], NONE),
     row(&["--limit-rate"], NONE),
     row(&["-T", "--upload-file"], "-X PUT -d @FILE"),
-    row(&["-Z", "--parallel", "--parallel-max", "--parallel-immediate"], "run one retry per URL"),
-    row(&["--url"], "give the URL as the operand: retry [OPTIONS] URL"),
+    row(
+        &["-Z", "--parallel", "--parallel-max", "--parallel-immediate"],
+        "run one retry per URL",
+    ),
+    row(
+        &["--url"],
+        "give the URL as the operand: retry [OPTIONS] URL",
+    ),
     row(&["-:", "--next", "--fail-early"], "run one retry per URL"),
-    row(&["-n", "--netrc", "--netrc-file", "--netrc-optional"], "-u USER:PASSWORD, or -H @FILE with an Authorization line"),
-    row(&["-m"], "-t/--timeout DUR limits one attempt, --max-time DUR the whole run"),
-    row(&["-y", "--speed-time", "-Y", "--speed-limit"], "-t/--timeout DUR limits one attempt"),
+    row(
+        &["-n", "--netrc", "--netrc-file", "--netrc-optional"],
+        "-u USER:PASSWORD, or -H @FILE with an Authorization line",
+    ),
+    row(
+        &["-m"],
+        "-t/--timeout DUR limits one attempt, --max-time DUR the whole run",
+    ),
+    row(
+        &["-y", "--speed-time", "-Y", "--speed-limit"],
+        "-t/--timeout DUR limits one attempt",
+    ),
     row(&["-r", "--range"], "-H 'Range: bytes=FROM-TO'"),
     row(&["-z", "--time-cond"], "-H 'If-Modified-Since: DATE'"),
-    row(&["-#", "--progress-bar", "--no-progress-meter"], "nothing: retry shows no progress meter"),
+    row(
+        &["-#", "--progress-bar", "--no-progress-meter"],
+        "nothing: retry shows no progress meter",
+    ),
     row(&["-N", "--no-buffer"], NONE),
-    row(&["--create-dirs", "--output-dir"], "-o DIR/FILE in an existing directory"),
+    row(
+        &["--create-dirs", "--output-dir"],
+        "-o DIR/FILE in an existing directory",
+    ),
     row(&["-R", "--remote-time"], NONE),
     row(&["-J", "--remote-header-name"], "-o FILE"),
     row(&["--remote-name-all"], "-O"),
-    row(&["--remove-on-error"], "nothing: -o FILE is written only when the run succeeds"),
+    row(
+        &["--remove-on-error"],
+        "nothing: -o FILE is written only when the run succeeds",
+    ),
     row(&["--show-headers"], "-i"),
     row(&["--http1.0"], "--http1.1"),
-    row(&["--http2-prior-knowledge"], "--http2 (prior knowledge over http://)"),
+    row(
+        &["--http2-prior-knowledge"],
+        "--http2 (prior knowledge over http://)",
+    ),
     row(&["--http3", "--http3-only"], NONE),
-    row(&["--basic"], "-u USER:PASSWORD (Basic is the scheme -u uses)"),
-    row(&["--digest", "--ntlm", "--ntlm-wb", "--negotiate", "--anyauth", "--aws-sigv4", "--delegation"], NONE),
-    row(&["--oauth2-bearer"], "-H 'Authorization: Bearer TOKEN', or -H @FILE"),
+    row(
+        &["--basic"],
+        "-u USER:PASSWORD (Basic is the scheme -u uses)",
+    ),
+    row(
+        &[
+            "--digest",
+            "--ntlm",
+            "--ntlm-wb",
+            "--negotiate",
+            "--anyauth",
+            "--aws-sigv4",
+            "--delegation",
+        ],
+        NONE,
+    ),
+    row(
+        &["--oauth2-bearer"],
+        "-H 'Authorization: Bearer TOKEN', or -H @FILE",
+    ),
     row(&["-U", "--proxy-user"], "-x http://USER:PASSWORD@HOST:PORT"),
-    row(&["-p", "--proxytunnel", "--proxy-header", "--preproxy", "--proxy-insecure", "--proxy-cacert", "--socks4", "--socks4a", "--socks5", "--socks5-hostname"], NONE),
+    row(
+        &[
+            "-p",
+            "--proxytunnel",
+            "--proxy-header",
+            "--preproxy",
+            "--proxy-insecure",
+            "--proxy-cacert",
+            "--socks4",
+            "--socks4a",
+            "--socks5",
+            "--socks5-hostname",
+        ],
+        NONE,
+    ),
     row(&["-E"], "--cert FILE"),
-    row(&["--cert-type", "--key-type", "--pass", "--capath", "--crlfile", "--pinnedpubkey", "--ciphers", "--tls-max", "--tlsv1.2", "--tlsv1.3", "-1", "--tlsv1", "-2", "-3", "--ssl", "--ssl-reqd"], NONE),
+    row(
+        &[
+            "--cert-type",
+            "--key-type",
+            "--pass",
+            "--capath",
+            "--crlfile",
+            "--pinnedpubkey",
+            "--ciphers",
+            "--tls-max",
+            "--tlsv1.2",
+            "--tlsv1.3",
+            "-1",
+            "--tlsv1",
+            "-2",
+            "-3",
+            "--ssl",
+            "--ssl-reqd",
+        ],
+        NONE,
+    ),
     row(&["--connect-to"], "--resolve HOST:PORT:ADDR"),
     row(&["--abstract-unix-socket"], "--unix-socket PATH"),
-    row(&["--interface", "--local-port", "--dns-servers", "--doh-url"], NONE),
+    row(
+        &["--interface", "--local-port", "--dns-servers", "--doh-url"],
+        NONE,
+    ),
     row(&["-g", "--globoff"], "nothing: retry does no URL globbing"),
-    row(&["--path-as-is", "--post301", "--post302", "--post303", "--location-trusted"], NONE),
+    row(
+        &[
+            "--path-as-is",
+            "--post301",
+            "--post302",
+            "--post303",
+            "--location-trusted",
+        ],
+        NONE,
+    ),
     row(&["--stderr"], "2> FILE"),
-    row(&["--max-filesize", "--ignore-content-length", "--raw", "--tr-encoding", "--crlf", "--xattr"], NONE),
-    row(&["--tcp-nodelay", "--tcp-fastopen", "--keepalive-time", "--no-keepalive", "--expect100-timeout", "--happy-eyeballs-timeout-ms"], NONE),
-    row(&["--etag-save", "--etag-compare"], "-H 'If-None-Match: ETAG'"),
+    row(
+        &[
+            "--max-filesize",
+            "--ignore-content-length",
+            "--raw",
+            "--tr-encoding",
+            "--crlf",
+            "--xattr",
+        ],
+        NONE,
+    ),
+    row(
+        &[
+            "--tcp-nodelay",
+            "--tcp-fastopen",
+            "--keepalive-time",
+            "--no-keepalive",
+            "--expect100-timeout",
+            "--happy-eyeballs-timeout-ms",
+        ],
+        NONE,
+    ),
+    row(
+        &["--etag-save", "--etag-compare"],
+        "-H 'If-None-Match: ETAG'",
+    ),
     row(&["--proto", "--proto-redir", "--proto-default"], NONE),
     row(&["--data-ascii"], "-d"),
     row(&["--form-string"], "-F name=value"),
     row(&["--url-query"], "put the query in the URL"),
-    row(&["--variable", "--expand-url", "--expand-data", "--expand-header"], NONE),
-    row(&["-P", "--ftp-port", "--ftp-pasv", "-l", "--list-only", "-Q", "--quote", "-B", "--use-ascii"], "nothing: retry speaks HTTP(S) only"),
+    row(
+        &[
+            "--variable",
+            "--expand-url",
+            "--expand-data",
+            "--expand-header",
+        ],
+        NONE,
+    ),
+    row(
+        &[
+            "-P",
+            "--ftp-port",
+            "--ftp-pasv",
+            "-l",
+            "--list-only",
+            "-Q",
+            "--quote",
+            "-B",
+            "--use-ascii",
+        ],
+        "nothing: retry speaks HTTP(S) only",
+    ),
     row(&["-M", "--manual"], "retry --help, or man retry"),
 ];
 
@@ -92,10 +238,12 @@ fn unknown_option(name: &str, shown: &str) -> clap::Error {
     let row = UNSUPPORTED.iter().find(|r| r.names.contains(&name));
     let message = match row {
         Some(r) if r.instead.is_empty() => format!(
-            "{name}{within} is a curl option that retry does not support, and there is no equivalent"
+            "{name}{within} is a curl option ({}) that retry does not support, and there is no equivalent",
+            r.names.join(", ")
         ),
         Some(r) => format!(
-            "{name}{within} is a curl option that retry does not support; instead: {}",
+            "{name}{within} is a curl option ({}) that retry does not support; instead: {}",
+            r.names.join(", "),
             r.instead
         ),
         None => format!("unknown option {name}{within}; retry --help lists the options"),
@@ -118,9 +266,9 @@ pub fn refuse_unknown_options(cmd: &mut Command, args: &[OsString]) -> Result<()
                 Some((name, _)) => (name, true),
                 None => (long, false),
             };
-            let arg = cmd
-                .get_arguments()
-                .find(|a| a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name)));
+            let arg = cmd.get_arguments().find(|a| {
+                a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
+            });
             match arg {
                 Some(arg) if takes_value(arg) && !inline => {
                     words.next();
@@ -170,7 +318,10 @@ pub fn target_mode(first: &OsString) -> Mode {
 
 /// Refuses every option given on the command line that belongs to the other mode.
 pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap::Error> {
-    let Some(first) = matches.get_many::<OsString>("target").and_then(|mut t| t.next()) else {
+    let Some(first) = matches
+        .get_many::<OsString>("target")
+        .and_then(|mut t| t.next())
+    else {
         return Ok(());
     };
     let mode = target_mode(first);
@@ -265,7 +416,10 @@ mod tests {
 
     #[test]
     fn remote_name_is_the_last_segment() {
-        assert_eq!(remote_name("http://h/a/b.tar.gz?x=1").as_deref(), Some("b.tar.gz"));
+        assert_eq!(
+            remote_name("http://h/a/b.tar.gz?x=1").as_deref(),
+            Some("b.tar.gz")
+        );
         assert_eq!(remote_name("http://h/a/"), None);
         assert_eq!(remote_name("http://h"), None);
     }
@@ -276,10 +430,14 @@ mod tests {
         cmd.build();
         for name in UNSUPPORTED.iter().flat_map(|r| r.names) {
             let known = cmd.get_arguments().any(|a| {
-                name.strip_prefix("--").is_some_and(|l| a.get_long() == Some(l))
+                name.strip_prefix("--")
+                    .is_some_and(|l| a.get_long() == Some(l))
                     || (name.len() == 2 && a.get_short() == name.chars().nth(1))
             });
-            assert!(!known, "{name} is in the unsupported table but retry takes it");
+            assert!(
+                !known,
+                "{name} is in the unsupported table but retry takes it"
+            );
         }
     }
 

@@ -29,7 +29,9 @@ fn raw_declaring(status: &str, headers: &[(&str, &str)], body: &[u8], length: us
     for (name, value) in headers {
         bytes.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
-    bytes.extend_from_slice(format!("content-length: {length}\r\nconnection: close\r\n\r\n").as_bytes());
+    bytes.extend_from_slice(
+        format!("content-length: {length}\r\nconnection: close\r\n\r\n").as_bytes(),
+    );
     bytes.extend_from_slice(body);
     Reply::Raw(bytes)
 }
@@ -48,14 +50,26 @@ fn assert_conforms(c: &Compared) {
         "exit status\ncurl stderr: {}\nretry stderr: {}",
         c.curl.stderr, c.retry.stderr
     );
-    assert_eq!(unported(&c.curl), unported(&c.retry), "stdout (left curl, right retry)");
+    assert_eq!(
+        unported(&c.curl),
+        unported(&c.retry),
+        "stdout (left curl, right retry)"
+    );
 }
 
 fn redirect_chain(request: &Request, _: usize) -> Reply {
     match request.target.as_str() {
-        "/a" => raw("301 Moved Permanently", &[("location", "/b"), ("x-hop", "1")], b"moved"),
+        "/a" => raw(
+            "301 Moved Permanently",
+            &[("location", "/b"), ("x-hop", "1")],
+            b"moved",
+        ),
         "/b" => raw("302 Found", &[("location", "/c?q=1")], b""),
-        _ => raw("200 OK", &[("content-type", "text/plain"), ("etag", "\"v1\"")], b"the end\n"),
+        _ => raw(
+            "200 OK",
+            &[("content-type", "text/plain"), ("etag", "\"v1\"")],
+            b"the end\n",
+        ),
     }
 }
 
@@ -135,7 +149,11 @@ fn include_shows_every_response_of_a_redirect_chain_like_curl_il() {
 #[test]
 fn include_without_redirects_matches_curl() {
     let c = Case::new(&["-i", "{url}/"])
-        .reply(raw("200 Fine Thanks", &[("x-a", "1"), ("content-type", "text/html")], b"<p>"))
+        .reply(raw(
+            "200 Fine Thanks",
+            &[("x-a", "1"), ("content-type", "text/html")],
+            b"<p>",
+        ))
         .run();
     assert_conforms(&c);
 }
@@ -161,7 +179,8 @@ fn write_out_matches_curl_after_redirects() {
         .run();
     assert_conforms(&c);
     assert!(
-        unported(&c.retry).ends_with("200 200 http://127.0.0.1:PORT/c?q=1 8 2 text/plain 0 [] \"v1\" GET 100%\n"),
+        unported(&c.retry)
+            .ends_with("200 200 http://127.0.0.1:PORT/c?q=1 8 2 text/plain 0 [] \"v1\" GET 100%\n"),
         "{}",
         unported(&c.retry)
     );
@@ -170,7 +189,11 @@ fn write_out_matches_curl_after_redirects() {
 #[test]
 fn write_out_matches_curl_on_a_failure() {
     let c = Case::new(&["-f", "-w", WRITE_OUT, "{url}/missing"])
-        .reply(raw("404 Not Found", &[("content-type", "text/html")], b"gone"))
+        .reply(raw(
+            "404 Not Found",
+            &[("content-type", "text/html")],
+            b"gone",
+        ))
         .run();
     assert_conforms(&c);
     assert!(
@@ -183,7 +206,10 @@ fn write_out_matches_curl_on_a_failure() {
 #[test]
 fn write_out_from_a_file_and_to_stderr_match_curl() {
     let c = Case::new(&["-s", "-o", "/dev/null", "-w", "@fmt", "{url}/"])
-        .file("fmt", b"out=%{http_code}\\n%{stderr}err=%{size_download}\\n")
+        .file(
+            "fmt",
+            b"out=%{http_code}\\n%{stderr}err=%{size_download}\\n",
+        )
         .reply(Reply::ok("12345"))
         .run();
     assert_conforms(&c);
@@ -199,7 +225,10 @@ fn write_out_time_total_is_seconds_with_six_decimals() {
     for side in [&c.curl, &c.retry] {
         let text = String::from_utf8_lossy(&side.stdout).into_owned();
         let (whole, fraction) = text.split_once('.').unwrap_or_else(|| panic!("{text}"));
-        assert!(whole.parse::<u64>().is_ok() && fraction.len() == 6, "{text}");
+        assert!(
+            whole.parse::<u64>().is_ok() && fraction.len() == 6,
+            "{text}"
+        );
         assert!(text.parse::<f64>().unwrap() < 5.0, "{text}");
     }
 }
@@ -207,7 +236,15 @@ fn write_out_time_total_is_seconds_with_six_decimals() {
 #[test]
 fn write_out_counts_retries() {
     let server = Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("x")]);
-    let out = retry(&["--delay", "1ms", "-w", "%{num_retries} %{exitcode}", "-o", "/dev/null", &server.url("/")]);
+    let out = retry(&[
+        "--delay",
+        "1ms",
+        "-w",
+        "%{num_retries} %{exitcode}",
+        "-o",
+        "/dev/null",
+        &server.url("/"),
+    ]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2 0");
 }
 
@@ -216,13 +253,20 @@ fn write_out_refuses_an_unknown_variable() {
     let out = retry(&["-w", "%{time_connect}", "http://127.0.0.1:9/"]);
     assert_eq!(out.status.code(), Some(125));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("-w/--write-out") && stderr.contains("time_connect"), "{stderr}");
+    assert!(
+        stderr.contains("-w/--write-out") && stderr.contains("time_connect"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn dump_header_matches_curl() {
     let c = Case::new(&["-D", "headers", "{url}/"])
-        .reply(raw("200 OK", &[("x-one", "1"), ("content-type", "text/plain")], b"body"))
+        .reply(raw(
+            "200 OK",
+            &[("x-one", "1"), ("content-type", "text/plain")],
+            b"body",
+        ))
         .run();
     assert_conforms(&c);
     let curl_file = c.curl.file("headers").expect("curl wrote the headers");
@@ -259,10 +303,18 @@ fn retry_n_makes_n_plus_one_requests_like_curl() {
 
 #[test]
 fn retry_all_errors_retries_a_404_like_curl() {
-    let c = Case::new(&["-f", "--retry", "1", "--retry-delay", "1", "--retry-all-errors", "{url}/"])
-        .retry_args(&[])
-        .reply(Reply::status(404))
-        .run();
+    let c = Case::new(&[
+        "-f",
+        "--retry",
+        "1",
+        "--retry-delay",
+        "1",
+        "--retry-all-errors",
+        "{url}/",
+    ])
+    .retry_args(&[])
+    .reply(Reply::status(404))
+    .run();
     assert_conforms(&c);
     assert_eq!(c.retry.requests.len(), 2);
 }
@@ -270,15 +322,42 @@ fn retry_all_errors_retries_a_404_like_curl() {
 #[test]
 fn retry_all_errors_does_not_repeat_a_post_without_a_key() {
     let server = Server::script(vec![Reply::status(404)]).expect_hits(1);
-    let out = retry(&["--retry", "3", "--retry-all-errors", "-d", "x", &server.url("/")]);
+    let out = retry(&[
+        "--retry",
+        "3",
+        "--retry-all-errors",
+        "-d",
+        "x",
+        &server.url("/"),
+    ]);
     assert_eq!(out.status.code(), Some(22));
 }
 
 #[test]
 fn retry_family_is_retrys_own_schedule() {
     let url = "http://127.0.0.1:9/";
-    let curl_words = retry(&["--dry-run", "--retry", "3", "--retry-delay", "2", "--retry-max-time", "30", url]);
-    let own_words = retry(&["--dry-run", "-a", "4", "--delay", "2", "--backoff", "constant", "--max-time", "30", url]);
+    let curl_words = retry(&[
+        "--dry-run",
+        "--retry",
+        "3",
+        "--retry-delay",
+        "2",
+        "--retry-max-time",
+        "30",
+        url,
+    ]);
+    let own_words = retry(&[
+        "--dry-run",
+        "-a",
+        "4",
+        "--delay",
+        "2",
+        "--backoff",
+        "constant",
+        "--max-time",
+        "30",
+        url,
+    ]);
     assert_eq!(curl_words.status.code(), Some(0));
     assert_eq!(curl_words.stdout, own_words.stdout);
 }
@@ -287,7 +366,15 @@ fn retry_family_is_retrys_own_schedule() {
 fn retry_connrefused_retries_a_refused_connection_like_curl() {
     let port = http_server::dead_port();
     let url = format!("http://127.0.0.1:{port}/");
-    let args = ["-s", "--retry", "1", "--retry-delay", "1", "--retry-connrefused", &url];
+    let args = [
+        "-s",
+        "--retry",
+        "1",
+        "--retry-delay",
+        "1",
+        "--retry-connrefused",
+        &url,
+    ];
     let curl = Command::new("curl").args(args).output().unwrap();
     let ours = retry(&args);
     assert_eq!(curl.status.code(), Some(7));
@@ -298,15 +385,24 @@ fn retry_connrefused_retries_a_refused_connection_like_curl() {
 fn retry_options_conflict_with_retrys_own() {
     for (args, names) in [
         (&["--retry", "2", "-a", "3"][..], ["--retry", "--attempts"]),
-        (&["--retry-delay", "1", "--delay", "2s"], ["--retry-delay", "--delay"]),
-        (&["--retry-max-time", "1", "--max-time", "2s"], ["--retry-max-time", "--max-time"]),
+        (
+            &["--retry-delay", "1", "--delay", "2s"],
+            ["--retry-delay", "--delay"],
+        ),
+        (
+            &["--retry-max-time", "1", "--max-time", "2s"],
+            ["--retry-max-time", "--max-time"],
+        ),
     ] {
         let mut all = args.to_vec();
         all.push("http://127.0.0.1:9/");
         let out = retry(&all);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
-        assert!(names.iter().all(|n| stderr.contains(n)), "{args:?}: {stderr}");
+        assert!(
+            names.iter().all(|n| stderr.contains(n)),
+            "{args:?}: {stderr}"
+        );
     }
 }
 
@@ -322,7 +418,9 @@ const SIZE: usize = 50 * 1024 * 1024;
 
 /// 50 MiB that differ from byte to byte, so a misplaced part shows in the digest.
 fn big_body() -> Vec<u8> {
-    (0..SIZE).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect()
+    (0..SIZE)
+        .map(|i| (i % 251) as u8 ^ (i >> 16) as u8)
+        .collect()
 }
 
 /// The first request gets half the body and a closed connection; a request for
@@ -338,7 +436,11 @@ fn resumable(body: std::sync::Arc<Vec<u8>>) -> impl Fn(&Request, usize) -> Reply
         match from {
             Some(from) if request.header("if-range") == Some(etag) => {
                 let range = format!("bytes {from}-{}/{SIZE}", SIZE - 1);
-                raw("206 Partial Content", &[("etag", etag), ("content-range", &range)], &body[from..])
+                raw(
+                    "206 Partial Content",
+                    &[("etag", etag), ("content-range", &range)],
+                    &body[from..],
+                )
             }
             _ => raw_declaring("200 OK", &[("etag", etag)], &body[..SIZE / 2], SIZE),
         }
@@ -352,12 +454,27 @@ fn continue_at_resumes_a_cut_off_body() {
     let server = Server::handler(resumable(body.clone()));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.bin");
-    let out = retry(&["--delay", "1ms", "-C", "-", "-o", file.to_str().unwrap(), &server.url("/big")]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = retry(&[
+        "--delay",
+        "1ms",
+        "-C",
+        "-",
+        "-o",
+        file.to_str().unwrap(),
+        &server.url("/big"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one cut-off transfer, one for the rest");
     assert_eq!(requests[0].header("range"), None);
-    let range = requests[1].header("range").expect("the second attempt asks for the rest");
+    let range = requests[1]
+        .header("range")
+        .expect("the second attempt asks for the rest");
     let from: usize = range["bytes=".len()..range.len() - 1].parse().unwrap();
     assert!(from > 0 && from <= SIZE / 2, "{range}");
     assert_eq!(requests[1].header("if-range"), Some("\"big-1\""));
@@ -376,8 +493,21 @@ fn continue_at_starts_again_when_the_server_sends_everything() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = retry(&["--delay", "1ms", "-C", "-", "-o", file.to_str().unwrap(), &server.url("/")]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = retry(&[
+        "--delay",
+        "1ms",
+        "-C",
+        "-",
+        "-o",
+        file.to_str().unwrap(),
+        &server.url("/"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(server.requests()[1].header("range"), Some("bytes=5-"));
     assert_eq!(std::fs::read(&file).unwrap(), b"abcdefghij");
 }
@@ -390,7 +520,15 @@ fn continue_at_without_a_validator_does_not_resume() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = retry(&["--delay", "1ms", "-C", "-", "-o", file.to_str().unwrap(), &server.url("/")]);
+    let out = retry(&[
+        "--delay",
+        "1ms",
+        "-C",
+        "-",
+        "-o",
+        file.to_str().unwrap(),
+        &server.url("/"),
+    ]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(server.requests()[1].header("range"), None);
     assert_eq!(std::fs::read(&file).unwrap(), b"0123456789");
@@ -408,6 +546,9 @@ fn continue_at_needs_dash_and_an_output_file() {
         let out = retry(&all);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
-        assert!(stderr.contains(says) && stderr.contains("--continue-at"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(says) && stderr.contains("--continue-at"),
+            "{args:?}: {stderr}"
+        );
     }
 }

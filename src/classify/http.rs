@@ -394,7 +394,8 @@ impl HttpRules {
     pub fn transport(&self, kind: Transport) -> (Verdict, i32) {
         let row = transport_row(kind);
         let mut verdict = Verdict::new(row.class, row.why);
-        let all = self.retry_all_errors && !matches!(kind, Transport::BadUrl | Transport::LocalWrite);
+        let all =
+            self.retry_all_errors && !matches!(kind, Transport::BadUrl | Transport::LocalWrite);
         if all && verdict.class == Class::Permanent {
             verdict = Verdict::transient(format!("{}; --retry-all-errors", row.why));
         }

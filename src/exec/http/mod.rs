@@ -54,9 +54,9 @@ pub struct HttpExecutor {
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
-    curl: CurlOutput,
+    curl: Box<CurlOutput>,
     /// What the latest attempt left for -w and -D.
-    transfer: RefCell<Transfer>,
+    transfer: Box<RefCell<Transfer>>,
     /// How the latest attempt ended: exit status, error message, its number.
     ending: (i32, String, u32),
 }
@@ -119,8 +119,8 @@ impl HttpExecutor {
             max_redirs: cli.max_redirs,
             max_retry_after: cli.max_retry_after,
             connect_timeout: cli.connect_timeout,
-            curl,
-            transfer: RefCell::new(Transfer::default()),
+            curl: Box::new(curl),
+            transfer: Box::default(),
             ending: (0, String::new(), 0),
         })
     }
@@ -274,7 +274,7 @@ impl Exchange<'_> {
                             display_url(&next.url)
                         ),
                     );
-                    hop = next;
+                    hop = *next;
                 }
                 Follow::TooMany(message) => {
                     return Attempted::Failed {
@@ -387,7 +387,9 @@ impl Exchange<'_> {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 Err(e) => {
-                    let held = body.as_ref().map_or_else(|| resume.map_or(0, Resume::len), Body::len);
+                    let held = body
+                        .as_ref()
+                        .map_or_else(|| resume.map_or(0, Resume::len), Body::len);
                     let mut failure = failed(&e, Phase::Body, &self.url);
                     if let Attempted::Failed { message, .. } = &mut failure {
                         message.push_str(&format!(" (after {held} bytes)"));

@@ -29,7 +29,7 @@ pub struct Hop {
 pub enum Follow {
     /// The response is the answer.
     Stay,
-    Go(Hop),
+    Go(Box<Hop>),
     TooMany(String),
     BadLocation(String),
 }
@@ -78,6 +78,6 @@ impl Hop {
                 next.headers.remove(name);
             }
         }
-        Follow::Go(next)
+        Follow::Go(Box::new(next))
     }
 }

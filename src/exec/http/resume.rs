@@ -51,7 +51,10 @@ impl Resume {
         if appending {
             report::verbose(
                 1,
-                &format!("resuming: the server sent the rest from byte {}", asked_from.unwrap_or(0)),
+                &format!(
+                    "resuming: the server sent the rest from byte {}",
+                    asked_from.unwrap_or(0)
+                ),
             );
             return Ok(());
         }

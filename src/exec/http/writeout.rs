@@ -146,9 +146,9 @@ fn parse(format: &str) -> anyhow::Result<Vec<Piece>> {
     let mut rest = format;
     while let Some(c) = rest.chars().next() {
         if let Some(after) = rest.strip_prefix("%{") {
-            let (name, tail) = after.split_once('}').with_context(|| {
-                format!("-w/--write-out: '%{{{after}' has no closing '}}'")
-            })?;
+            let (name, tail) = after
+                .split_once('}')
+                .with_context(|| format!("-w/--write-out: '%{{{after}' has no closing '}}'"))?;
             let Some(known) = VARIABLES.iter().find(|v| **v == name) else {
                 bail!(
                     "-w/--write-out: unknown variable '{name}'; known: {}, %header{{NAME}}",
