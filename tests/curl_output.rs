@@ -552,3 +552,24 @@ fn continue_at_needs_dash_and_an_output_file() {
         );
     }
 }
+
+#[test]
+fn show_error_alone_changes_nothing_like_curl() {
+    let c = Case::new(&["-fS", "{url}/missing"])
+        .reply(Reply::status(404))
+        .run();
+    assert_conforms(&c);
+    assert!(c.curl.stderr.contains("404"), "{}", c.curl.stderr);
+    assert!(c.retry.stderr.contains("404"), "{}", c.retry.stderr);
+}
+
+#[test]
+fn continue_at_on_a_whole_body_matches_curl() {
+    let c = Case::new(&["-C", "-", "-o", "file", "{url}/file"])
+        .reply(raw("200 OK", &[("etag", "\"e\"")], b"whole body"))
+        .run();
+    assert_conforms(&c);
+    assert_eq!(c.retry.requests[0].header("range"), None);
+    assert_eq!(c.curl.file("file"), Some(b"whole body".to_vec()));
+    assert_eq!(c.retry.file("file"), c.curl.file("file"));
+}

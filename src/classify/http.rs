@@ -609,4 +609,31 @@ mod tests {
             Class::Permanent
         );
     }
+
+    #[test]
+    fn retry_all_errors_makes_failures_transient_for_safe_requests_only() {
+        let mut get = rules("GET");
+        get.retry_all_errors = true;
+        assert_eq!(class_of(&get, 404), Class::Transient);
+        assert_eq!(class_of(&get, 501), Class::Transient);
+        assert_eq!(
+            get.status(&status(500)).limit,
+            None,
+            "no two-retry limit on 500"
+        );
+        assert_eq!(
+            get.transport(Transport::TlsCertificate).0.class,
+            Class::Transient
+        );
+        assert_eq!(get.transport(Transport::BadUrl).0.class, Class::Permanent);
+        get.stop_on_status = Some(CodeSet::parse("404", 100..=599, "HTTP status").unwrap());
+        assert_eq!(
+            class_of(&get, 404),
+            Class::Permanent,
+            "--stop-on-status still wins"
+        );
+        let mut post = rules("POST");
+        post.retry_all_errors = true;
+        assert_eq!(class_of(&post, 404), Class::Permanent);
+    }
 }

@@ -167,6 +167,15 @@ impl HttpExecutor {
                 path.display()
             ),
         });
+        if self.curl.resume.is_some() {
+            out.push(
+                "a body cut off is kept and the next attempt asks for the rest (-C -: Range, If-Range)"
+                    .into(),
+            );
+        }
+        if self.curl.fail_with_body {
+            out.push("on giving up with a status >= 400, that response's body is output (--fail-with-body)".into());
+        }
         out
     }
 
