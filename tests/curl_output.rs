@@ -13,7 +13,8 @@ mod http_server;
 #[path = "support/curl.rs"]
 mod curl;
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use curl::{Case, Compared, RETRY, Side};
 use http_server::{Reply, Request, Server};
@@ -406,12 +407,17 @@ fn retry_options_conflict_with_retrys_own() {
     }
 }
 
-fn retry(args: &[&str]) -> Output {
+fn retry_command(args: &[&str]) -> Command {
     let mut cmd = Command::new(RETRY);
     for var in curl::CLEARED_ENV {
         cmd.env_remove(var);
     }
-    cmd.args(args).env("NO_COLOR", "1").output().unwrap()
+    cmd.args(args).env("NO_COLOR", "1");
+    cmd
+}
+
+fn retry(args: &[&str]) -> Output {
+    retry_command(args).output().unwrap()
 }
 
 const SIZE: usize = 50 * 1024 * 1024;
@@ -436,11 +442,13 @@ fn resumable(body: std::sync::Arc<Vec<u8>>) -> impl Fn(&Request, usize) -> Reply
         match from {
             Some(from) if request.header("if-range") == Some(etag) => {
                 let range = format!("bytes {from}-{}/{SIZE}", SIZE - 1);
-                raw(
+                let rest = raw(
                     "206 Partial Content",
                     &[("etag", etag), ("content-range", &range)],
                     &body[from..],
-                )
+                );
+                // A moment to look at the target while the rest is awaited.
+                Reply::Slow(Duration::from_millis(300), Box::new(rest))
             }
             _ => raw_declaring("200 OK", &[("etag", etag)], &body[..SIZE / 2], SIZE),
         }
@@ -454,7 +462,7 @@ fn continue_at_resumes_a_cut_off_body() {
     let server = Server::handler(resumable(body.clone()));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.bin");
-    let out = retry(&[
+    let child = retry_command(&[
         "--delay",
         "1ms",
         "-C",
@@ -462,7 +470,16 @@ fn continue_at_resumes_a_cut_off_body() {
         "-o",
         file.to_str().unwrap(),
         &server.url("/big"),
-    ]);
+    ])
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let waited = Instant::now();
+    while server.hits() < 2 && waited.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!file.exists(), "FILE appeared before the body was complete");
+    let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
