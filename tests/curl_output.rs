@@ -590,3 +590,17 @@ fn continue_at_on_a_whole_body_matches_curl() {
     assert_eq!(c.curl.file("file"), Some(b"whole body".to_vec()));
     assert_eq!(c.retry.file("file"), c.curl.file("file"));
 }
+
+#[test]
+fn dump_header_after_redirects_matches_curl() {
+    let c = Case::new(&["-L", "-D", "headers", "-o", "body", "{url}/a"])
+        .handler(redirect_chain)
+        .run();
+    assert_conforms(&c);
+    let curl_file = c.curl.file("headers").expect("curl wrote the headers");
+    assert_eq!(
+        String::from_utf8_lossy(&c.retry.file("headers").unwrap_or_default()),
+        String::from_utf8_lossy(&curl_file)
+    );
+    assert_eq!(c.retry.file("body"), Some(b"the end\n".to_vec()));
+}
