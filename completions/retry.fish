@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -42,7 +42,7 @@ end
 function __retry_short_waits
     set -l chars (string split '' -- (string sub -s 2 -- $argv[1]))
     for j in (seq (count $chars))
-        if string match -qr -- '^[ajtXHdo]$' $chars[$j]
+        if string match -qr -- '^[ajtXHdowDC]$' $chars[$j]
             test $j -eq (count $chars)
             return
         end
@@ -101,6 +101,21 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-unsafe' -d 
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-on-status' -x -d 'HTTP statuses that are retried (overrides the built-in classes)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stop-on-status' -x -d 'HTTP statuses that stop at once (overrides the built-in classes)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-retry-after' -x -d 'Longest Retry-After to obey; a longer one ends the run at once'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'f' -l 'fail' -d 'Accepted: a status >= 400 always fails here (exit 22)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'fail-with-body' -d 'On giving up with a status >= 400, output that response\'s body'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 's' -l 'silent' -d 'Nothing on stderr (-qq); with -S, the final error line only (-q)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'S' -l 'show-error' -d 'With -s, still print the final error line'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'L' -l 'location' -d 'Accepted: redirects are always followed (--max-redirs 0 turns that off)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'I' -l 'head' -d 'Send HEAD; the response headers are the output'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'w' -l 'write-out' -x -d 'After the final attempt, print FORMAT (curl\'s %{variables}; @FILE reads it)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'D' -l 'dump-header' -r -F -d 'Write the final response headers to FILE (- for stdout)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'O' -l 'remote-name' -d '-o with the URL\'s last path segment as FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry' -x -d 'curl\'s: N retries, the same as -a N+1'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-delay' -x -d 'curl\'s: the same as --delay SECONDS --backoff constant'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-max-time' -x -d 'curl\'s: the same as --max-time SECONDS'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-connrefused' -d 'Accepted: a refused connection is always retried'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-all-errors' -d 'Every failure is transient, 4xx included, if the request is safe to repeat'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'C' -l 'continue-at' -x -d 'With -o, resume a body cut off mid-way (only -C -)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock' -r -F -d 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock-wait' -x -d 'Wait this long for a busy lock before skipping (0 = skip at once)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'busy-exit' -x -d 'Exit status when skipped because the lock is busy'

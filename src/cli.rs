@@ -15,6 +15,7 @@ const TIMING: &str = "Attempts and timing";
 const CLASSIFY: &str = "Classification (command mode)";
 const PROCESS: &str = "Process handling (command mode)";
 const HTTP: &str = "HTTP mode";
+const CURL: &str = "curl's options (HTTP mode)";
 const JOBS: &str = "Scheduled jobs";
 const OUTPUT: &str = "Output and reporting";
 
@@ -126,6 +127,10 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     (
         "retry -o page.html --max-retry-after 1m https://example.com/",
         "Download to page.html (replaced only on success), obeying Retry-After up to a minute.",
+    ),
+    (
+        "retry -fsSL --retry 5 -C - -o big.iso https://example.com/big.iso",
+        "A curl line made retrying: a download cut off mid-way resumes where it stopped.",
     ),
     (
         "retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report",
@@ -359,6 +364,92 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5m", value_parser = parse::duration, help_heading = HTTP)]
     pub max_retry_after: Duration,
 
+    // ---- curl output options: curl's meaning, HTTP mode only (see `curl`) ----
+    /// Accepted: a status >= 400 always fails here (exit 22)
+    #[arg(short = 'f', long, help_heading = CURL)]
+    pub fail: bool,
+
+    /// On giving up with a status >= 400, output that response's body
+    ///
+    /// The body goes to stdout, or to -o FILE; the exit status stays 22.
+    #[arg(long, help_heading = CURL)]
+    pub fail_with_body: bool,
+
+    /// Nothing on stderr (-qq); with -S, the final error line only (-q)
+    #[arg(short = 's', long, conflicts_with = "verbose", help_heading = CURL)]
+    pub silent: bool,
+
+    /// With -s, still print the final error line
+    #[arg(short = 'S', long, help_heading = CURL)]
+    pub show_error: bool,
+
+    /// Accepted: redirects are always followed (--max-redirs 0 turns that off)
+    #[arg(short = 'L', long, help_heading = CURL)]
+    pub location: bool,
+
+    /// Send HEAD; the response headers are the output
+    #[arg(short = 'I', long, conflicts_with_all = ["method", "data", "json"], help_heading = CURL)]
+    pub head: bool,
+
+    /// After the final attempt, print FORMAT (curl's %{variables}; @FILE reads it)
+    ///
+    /// Variables, as %{NAME}: http_code, response_code, url_effective, time_total,
+    /// size_download, size_header, num_redirects, content_type, exitcode, errormsg,
+    /// num_retries, method; %{stdout} and %{stderr} switch the stream; %header{NAME} is a
+    /// header of the final response. Escapes: \n \r \t \\ and %%. An unknown variable is
+    /// refused before anything runs.
+    #[arg(short = 'w', long, value_name = "FORMAT", allow_hyphen_values = true, help_heading = CURL)]
+    pub write_out: Option<String>,
+
+    /// Write the final response headers to FILE (- for stdout)
+    ///
+    /// After redirects every header block of the chain is written, as curl -L does.
+    #[arg(short = 'D', long, value_name = "FILE", help_heading = CURL)]
+    pub dump_header: Option<PathBuf>,
+
+    /// -o with the URL's last path segment as FILE
+    #[arg(short = 'O', long, conflicts_with = "output", help_heading = CURL)]
+    pub remote_name: bool,
+
+    /// curl's: N retries, the same as -a N+1
+    ///
+    /// Given with -a it is refused: say it once.
+    #[arg(allow_hyphen_values = true, long = "retry", value_name = "N", conflicts_with = "attempts", value_parser = parse::retries, help_heading = CURL)]
+    pub curl_retry: Option<u32>,
+
+    /// curl's: the same as --delay SECONDS --backoff constant
+    ///
+    /// 0 keeps the default backoff, as in curl. Given with --delay or --backoff it is
+    /// refused.
+    #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with_all = ["delay", "backoff"], value_parser = parse::duration, help_heading = CURL)]
+    pub retry_delay: Option<Duration>,
+
+    /// curl's: the same as --max-time SECONDS
+    ///
+    /// 0 means no budget, as in curl. Given with --max-time it is refused.
+    #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with = "max_time", value_parser = parse::duration, help_heading = CURL)]
+    pub retry_max_time: Option<Duration>,
+
+    /// Accepted: a refused connection is always retried
+    #[arg(long, help_heading = CURL)]
+    pub retry_connrefused: bool,
+
+    /// Every failure is transient, 4xx included, if the request is safe to repeat
+    ///
+    /// Safe to repeat: an idempotent method, or a key (--idempotency-key) or
+    /// --retry-unsafe. A malformed URL still stops at once.
+    #[arg(long, help_heading = CURL)]
+    pub retry_all_errors: bool,
+
+    /// With -o, resume a body cut off mid-way (only -C -)
+    ///
+    /// The next attempt asks for the rest (Range, with If-Range carrying the strong ETag or
+    /// the Last-Modified of the response that began it); a matching 206 is appended,
+    /// anything else starts from zero, and a response with neither is not resumed. FILE
+    /// appears only when complete.
+    #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
+    pub continue_at: Option<String>,
+    // ---- end of curl output options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, help_heading = JOBS)]
     pub lock: Option<String>,
@@ -486,6 +577,16 @@ pub enum GenerateKind {
     Man,
 }
 
+fn continue_value(text: &str) -> Result<String, String> {
+    if text == "-" {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "'{text}' is not supported; only '-C -' (resume where the last attempt stopped, with -o) is"
+        ))
+    }
+}
+
 fn regex_value(text: &str) -> Result<String, String> {
     regex::Regex::new(text)
         .map(|_| text.to_string())
@@ -539,6 +640,38 @@ fn once_key_value(text: &str) -> Result<String, String> {
     }
 }
 
+/// The two modes a target selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Command,
+    Http,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Command => "command mode",
+            Mode::Http => "HTTP mode",
+        }
+    }
+}
+
+/// Options of both modes that sit under the HTTP heading (SPEC: "Options that belong
+/// to one mode").
+const BOTH_MODES: &[&str] = &["idempotency_key", "max_retry_after"];
+
+/// The one mode an option belongs to, from its help heading; `None` for both.
+pub fn mode_of(arg: &clap::Arg) -> Option<Mode> {
+    if BOTH_MODES.contains(&arg.get_id().as_str()) {
+        return None;
+    }
+    match arg.get_help_heading() {
+        Some(CLASSIFY | PROCESS) => Some(Mode::Command),
+        Some(HTTP | CURL) => Some(Mode::Http),
+        _ => None,
+    }
+}
+
 /// Parses the command line; `Err` carries clap's error, to be printed with exit 125.
 pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
 where
@@ -553,8 +686,12 @@ where
     if args.iter().any(|a| a == "--help") {
         cmd = cmd.after_long_help(after_long_help());
     }
-    let matches = cmd.try_get_matches_from(args)?;
-    Cli::from_arg_matches(&matches)
+    crate::curl::refuse_unknown_options(&mut cmd, &args)?;
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    crate::curl::refuse_other_mode(&cmd, &matches)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    crate::curl::apply_aliases(&mut cli)?;
+    Ok(cli)
 }
 
 #[cfg(test)]

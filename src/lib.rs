@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod classify;
 pub mod cli;
 pub mod clock;
+pub mod curl;
 pub mod dry_run;
 pub mod engine;
 pub mod exec;

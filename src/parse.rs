@@ -69,6 +69,17 @@ pub fn attempts(text: &str) -> Result<u32, String> {
     }
 }
 
+/// curl's `--retry N`: a whole number of retries, so that N + 1 attempts fit.
+pub fn retries(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n < u32::MAX => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a whole number of retries from 0 (up to {})",
+            u32::MAX - 1
+        )),
+    }
+}
+
 /// Exponential growth factor: a finite number above 1.
 pub fn factor(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {

@@ -43,6 +43,11 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--state", "postgres://db.example/jobs#name"),
     ("--log-format", "xml"),
     ("--report", "/nonexistent-dir/report.json"),
+    ("--retry", "-1"),
+    ("--retry-delay", "soon"),
+    ("--retry-max-time", "later"),
+    ("-C", "5"),
+    ("--continue-at", "100"),
 ];
 
 struct Refusal {
@@ -76,6 +81,7 @@ fn long_name(flag: &str) -> &str {
         "-j" => "--jitter",
         "-t" => "--timeout",
         "-X" => "--request",
+        "-C" => "--continue-at",
         other => other,
     }
 }
@@ -130,4 +136,280 @@ fn usage_errors_are_125_too() {
         assert!(!r.ran, "{args:?} ran the command");
         assert!(r.stderr.contains("error"), "{args:?}: {}", r.stderr);
     }
+}
+
+// ---- Options that belong to one mode, and curl options retry does not take ----
+
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use clap::CommandFactory;
+use http_server::{Reply, Server};
+
+/// SPEC "Options that belong to one mode": the command-mode options.
+const COMMAND_ONLY: &[&str] = &[
+    "profile",
+    "stop-on",
+    "retry-on",
+    "success-on",
+    "stop-on-output",
+    "retry-on-output",
+    "stdin",
+    "hold-stdout",
+    "kill-after",
+];
+
+/// Options of both modes; every other option is a request option (HTTP mode).
+const BOTH: &[&str] = &[
+    "attempts",
+    "delay",
+    "max-delay",
+    "backoff",
+    "factor",
+    "jitter",
+    "timeout",
+    "max-time",
+    "seed",
+    "allow-nested",
+    "lock",
+    "lock-wait",
+    "busy-exit",
+    "once",
+    "state",
+    "quiet",
+    "verbose",
+    "log-format",
+    "report",
+    "dry-run",
+    "idempotency-key",
+    "max-retry-after",
+];
+
+/// A valid use of each option, by long name; `{dir}` is the run's own directory.
+const SAMPLES: &[(&str, &[&str])] = &[
+    ("attempts", &["-a", "1"]),
+    ("delay", &["--delay", "1ms"]),
+    ("max-delay", &["--max-delay", "1s"]),
+    ("backoff", &["--backoff", "linear"]),
+    ("factor", &["--factor", "3"]),
+    ("jitter", &["-j", "none"]),
+    ("timeout", &["-t", "20s"]),
+    ("max-time", &["--max-time", "30s"]),
+    ("seed", &["--seed", "7"]),
+    ("allow-nested", &["--allow-nested"]),
+    ("profile", &["--profile", "generic"]),
+    ("stop-on", &["--stop-on", "2"]),
+    ("retry-on", &["--retry-on", "75"]),
+    ("success-on", &["--success-on", "0,1"]),
+    ("stop-on-output", &["--stop-on-output", "fatal"]),
+    ("retry-on-output", &["--retry-on-output", "again"]),
+    ("stdin", &["--stdin", "null"]),
+    ("hold-stdout", &["--hold-stdout"]),
+    ("kill-after", &["--kill-after", "1s"]),
+    ("request", &["-X", "GET"]),
+    ("header", &["-H", "X-Test: 1"]),
+    ("data", &["-d", "a=b"]),
+    ("json", &["--json", "{}"]),
+    ("output", &["-o", "{dir}/out"]),
+    ("include", &["-i"]),
+    ("connect-timeout", &["--connect-timeout", "5s"]),
+    ("insecure", &["-k"]),
+    ("max-redirs", &["--max-redirs", "3"]),
+    ("idempotency-key", &["--idempotency-key", "auto"]),
+    ("idempotency-header", &["--idempotency-header", "X-Key"]),
+    ("retry-unsafe", &["--retry-unsafe"]),
+    ("retry-on-status", &["--retry-on-status", "503"]),
+    ("stop-on-status", &["--stop-on-status", "404"]),
+    ("max-retry-after", &["--max-retry-after", "1m"]),
+    ("fail", &["-f"]),
+    ("fail-with-body", &["--fail-with-body"]),
+    ("silent", &["-s"]),
+    ("show-error", &["-S"]),
+    ("location", &["-L"]),
+    ("head", &["-I"]),
+    ("write-out", &["-w", "%{http_code}"]),
+    ("dump-header", &["-D", "{dir}/headers"]),
+    ("remote-name", &["-O"]),
+    ("retry", &["--retry", "2"]),
+    ("retry-delay", &["--retry-delay", "1"]),
+    ("retry-max-time", &["--retry-max-time", "30"]),
+    ("retry-connrefused", &["--retry-connrefused"]),
+    ("retry-all-errors", &["--retry-all-errors"]),
+    ("continue-at", &["-C", "-", "-o", "{dir}/resumed"]),
+    ("lock", &["--lock", "{dir}/lock"]),
+    ("lock-wait", &["--lock-wait", "1s"]),
+    ("busy-exit", &["--busy-exit", "3"]),
+    ("once", &["--once", "key", "--state", "{dir}/state"]),
+    ("state", &["--state", "{dir}/state"]),
+    ("quiet", &["-q"]),
+    ("verbose", &["-v"]),
+    ("log-format", &["--log-format", "json"]),
+    ("report", &["--report", "{dir}/report.json"]),
+    ("dry-run", &["--dry-run"]),
+];
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Mode {
+    Command,
+    Http,
+}
+
+/// Runs `retry ARGS TARGET` in its own directory: the marker command, or a GET of
+/// the server's /file.txt. Returns (status, stderr, whether the target ran).
+fn run_in(mode: Mode, args: &[&str], server: &Server) -> (Option<i32>, String, bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch '{}'", marker.display());
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{dir}", &dir.path().to_string_lossy()))
+        .collect();
+    let hits = server.hits();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
+    cmd.args(&args).current_dir(dir.path());
+    match mode {
+        Mode::Command => cmd.args(["--", "sh", "-c", &touch]),
+        Mode::Http => cmd.arg(server.url("/file.txt")),
+    };
+    let out = cmd
+        .env("NO_COLOR", "1")
+        .env_remove("RETRY_DEPTH")
+        .env_remove("http_proxy")
+        .env_remove("HTTP_PROXY")
+        .output()
+        .unwrap();
+    let ran = match mode {
+        Mode::Command => marker.exists(),
+        Mode::Http => server.hits() > hits,
+    };
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        ran,
+    )
+}
+
+fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
+    let own = if COMMAND_ONLY.contains(&long) {
+        vec![Mode::Command]
+    } else if BOTH.contains(&long) {
+        vec![Mode::Command, Mode::Http]
+    } else {
+        vec![Mode::Http]
+    };
+    let mut failures = Vec::new();
+    for mode in [Mode::Command, Mode::Http] {
+        let (status, stderr, ran) = run_in(mode, sample, server);
+        let stderr = stderr.trim();
+        if own.contains(&mode) {
+            if status == Some(125) {
+                failures.push(format!("{sample:?} refused in {mode:?} mode: {stderr}"));
+            }
+            continue;
+        }
+        let mode_name = match mode {
+            Mode::Command => "command mode",
+            Mode::Http => "HTTP mode",
+        };
+        let named = stderr.contains(&format!("--{long}")) && stderr.contains(mode_name);
+        if status != Some(125) || !named || ran {
+            failures.push(format!(
+                "{sample:?} in {mode:?} mode: exit {status:?}, ran: {ran}, stderr: {stderr}"
+            ));
+        }
+    }
+    failures
+}
+
+#[test]
+fn every_option_is_accepted_in_its_mode_and_refused_in_the_other() {
+    let server = Server::script(vec![Reply::ok("ok")]);
+    let mut failures = Vec::new();
+    let cmd = retry::cli::Cli::command();
+    for arg in cmd.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        if arg.is_hide_set() {
+            continue;
+        }
+        match SAMPLES.iter().find(|(name, _)| *name == long) {
+            Some((_, sample)) => failures.extend(check_option(long, sample, &server)),
+            None => failures.push(format!("--{long} has no sample in SAMPLES: add one")),
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn output_in_command_mode_is_refused_not_ignored() {
+    let r = run_with(&["-o", "x"]);
+    assert_eq!(r.status, Some(125), "{}", r.stderr);
+    assert!(!r.ran);
+    assert!(
+        r.stderr.contains("-o/--output") && r.stderr.contains("HTTP mode"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Unsupported curl options as people type them, and a word the message must hold.
+const UNSUPPORTED: &[(&[&str], &str)] = &[
+    (&["--trace", "t.log"], "-vv"),
+    (&["--trace-ascii=-"], "-vv"),
+    (&["-K", "curlrc"], "config file"),
+    (&["-c", "jar.txt"], "--cookie-jar"),
+    (&["--cookie-jar", "jar.txt"], "no equivalent"),
+    (&["--limit-rate", "1M"], "no equivalent"),
+    (&["-T", "file"], "-X PUT -d @FILE"),
+    (&["-Z"], "one retry per URL"),
+    (&["--url", "http://127.0.0.1:9/"], "operand"),
+    (&["-m", "10"], "--timeout"),
+    (&["--create-dirs"], "existing directory"),
+    (&["-fsSLZ"], "-Z"),
+    (&["-sN"], "-N"),
+    (&["--no-such-option"], "retry --help"),
+];
+
+#[test]
+fn unsupported_curl_options_exit_125_naming_them_without_the_double_dash_tip() {
+    let server = Server::script(vec![Reply::ok("ok")]).expect_hits(0);
+    let mut failures = Vec::new();
+    for (args, says) in UNSUPPORTED {
+        for mode in [Mode::Http, Mode::Command] {
+            let (status, stderr, ran) = run_in(mode, args, &server);
+            let name = args[0].split('=').next().unwrap();
+            let named = stderr.contains(name) || (name.len() > 2 && !name.starts_with("--"));
+            if status != Some(125)
+                || !named
+                || !stderr.contains(says)
+                || ran
+                || stderr.contains("to pass")
+                || stderr.contains("'--") && stderr.contains("tip")
+            {
+                failures.push(format!(
+                    "{args:?} ({mode:?}): exit {status:?}, ran: {ran}, stderr: {}",
+                    stderr.trim()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn grouped_curl_short_flags_work() {
+    let server = Server::script(vec![Reply::ok("fine")]).expect_hits(1);
+    let out = Command::new(env!("CARGO_BIN_EXE_retry"))
+        .args(["-fsSL", &server.url("/")])
+        .env_remove("RETRY_DEPTH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"fine");
 }

@@ -327,6 +327,9 @@ pub struct HttpRules {
     /// An idempotency key is sent, so the server can tell repeats apart.
     pub key_in_use: bool,
     pub retry_unsafe: bool,
+    /// curl's --retry-all-errors: every failure is transient (a malformed URL and
+    /// retry's own write errors excepted), 4xx included.
+    pub retry_all_errors: bool,
 }
 
 impl HttpRules {
@@ -336,7 +339,18 @@ impl HttpRules {
     }
 
     pub fn status(&self, facts: &StatusFacts) -> Verdict {
-        let verdict = self.status_class(facts);
+        let mut verdict = self.status_class(facts);
+        let stopped = self
+            .stop_on_status
+            .as_ref()
+            .is_some_and(|s| s.contains(u32::from(facts.status)));
+        if self.retry_all_errors && verdict.class == Class::Permanent && !stopped {
+            verdict = Verdict::transient(format!("HTTP {}: --retry-all-errors", facts.status));
+        }
+        if self.retry_all_errors {
+            // A 500 is retried as often as any other failure, as curl does.
+            verdict.limit = None;
+        }
         let exempt =
             facts.status == 429 || facts.rate_limited || (facts.status == 503 && facts.retry_after);
         self.guard_method(verdict, exempt)
@@ -379,7 +393,12 @@ impl HttpRules {
     /// The verdict and exit status for a failure before a complete response.
     pub fn transport(&self, kind: Transport) -> (Verdict, i32) {
         let row = transport_row(kind);
-        let verdict = Verdict::new(row.class, row.why);
+        let mut verdict = Verdict::new(row.class, row.why);
+        let all =
+            self.retry_all_errors && !matches!(kind, Transport::BadUrl | Transport::LocalWrite);
+        if all && verdict.class == Class::Permanent {
+            verdict = Verdict::transient(format!("{}; --retry-all-errors", row.why));
+        }
         (self.guard_method(verdict, row.never_sent), row.exit_code)
     }
 
@@ -399,6 +418,13 @@ impl HttpRules {
     /// The rules in force, in the order they are checked, for `--dry-run`.
     pub fn describe(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if self.retry_all_errors {
+            out.push(
+                "--retry-all-errors: every failure below is transient (a malformed URL excepted), \
+                 for requests that are safe to repeat"
+                    .into(),
+            );
+        }
         if let Some(s) = &self.stop_on_status {
             out.push(format!("status in --stop-on-status {s}: permanent"));
         }
@@ -477,6 +503,7 @@ mod tests {
             retry_on_status: None,
             stop_on_status: None,
             method: method.into(),
+            retry_all_errors: false,
             key_in_use: false,
             retry_unsafe: false,
         }
@@ -581,5 +608,32 @@ mod tests {
             r.transport(Transport::TlsCertificate).0.class,
             Class::Permanent
         );
+    }
+
+    #[test]
+    fn retry_all_errors_makes_failures_transient_for_safe_requests_only() {
+        let mut get = rules("GET");
+        get.retry_all_errors = true;
+        assert_eq!(class_of(&get, 404), Class::Transient);
+        assert_eq!(class_of(&get, 501), Class::Transient);
+        assert_eq!(
+            get.status(&status(500)).limit,
+            None,
+            "no two-retry limit on 500"
+        );
+        assert_eq!(
+            get.transport(Transport::TlsCertificate).0.class,
+            Class::Transient
+        );
+        assert_eq!(get.transport(Transport::BadUrl).0.class, Class::Permanent);
+        get.stop_on_status = Some(CodeSet::parse("404", 100..=599, "HTTP status").unwrap());
+        assert_eq!(
+            class_of(&get, 404),
+            Class::Permanent,
+            "--stop-on-status still wins"
+        );
+        let mut post = rules("POST");
+        post.retry_all_errors = true;
+        assert_eq!(class_of(&post, 404), Class::Permanent);
     }
 }

@@ -47,6 +47,8 @@ pub enum Reply {
     Close,
     /// Waits, then replies.
     Slow(Duration, Box<Reply>),
+    /// Writes these bytes as they are (status line, headers, body), then closes.
+    Raw(Vec<u8>),
 }
 
 impl Reply {
@@ -343,6 +345,7 @@ fn write_reply<S: Write>(stream: &mut S, reply: Reply) -> std::io::Result<()> {
             stream.flush()?;
         }
         Reply::Close => {}
+        Reply::Raw(bytes) => stream.write_all(&bytes)?,
         Reply::Slow(wait, reply) => {
             std::thread::sleep(wait);
             return write_reply(stream, *reply);

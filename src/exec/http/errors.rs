@@ -8,8 +8,7 @@ use std::io;
 
 use crate::classify::http::Transport;
 
-/// Raised by the redirect policy past `--max-redirs`.
-#[derive(Debug)]
+/// The message when a chain goes past `--max-redirs`.
 pub struct TooManyRedirects {
     pub max: u32,
 }
@@ -25,8 +24,6 @@ impl fmt::Display for TooManyRedirects {
     }
 }
 
-impl StdError for TooManyRedirects {}
-
 /// Where in the exchange the error happened.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -38,10 +35,7 @@ pub enum Phase {
 
 pub fn transport_kind(err: &reqwest::Error, phase: Phase, https: bool) -> Transport {
     let causes = causes(err);
-    if causes.iter().any(|c| c.is::<TooManyRedirects>()) {
-        return Transport::TooManyRedirects;
-    }
-    if err.is_builder() || (err.is_redirect() && !err.is_timeout()) {
+    if err.is_builder() {
         return Transport::BadUrl;
     }
     if let Some(tls) = causes

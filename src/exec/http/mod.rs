@@ -6,13 +6,18 @@
 
 mod errors;
 mod output;
+mod redirect;
 mod request;
+mod resume;
+mod writeout;
 
+use std::cell::RefCell;
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
-use reqwest::{Response, Url};
+use reqwest::header::{HeaderMap, HeaderValue, IF_RANGE, RANGE, RETRY_AFTER};
+use reqwest::{RequestBuilder, Response, Url};
 
 use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, StatusFacts, Transport};
 use crate::classify::{Class, Verdict};
@@ -25,9 +30,12 @@ use crate::{report, signals};
 
 use crate::exit::ExitCode;
 use crate::io::spool::SpillError;
-use errors::{Phase, TooManyRedirects};
+use errors::Phase;
 use output::{Body, Destination, Held};
+use redirect::{Follow, Hop};
 use request::{RequestSpec, describe_headers, display_url};
+use resume::Resume;
+use writeout::{Ending, Transfer, WriteOut};
 
 /// How often a running attempt checks for a stopping signal.
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
@@ -48,11 +56,40 @@ pub struct HttpExecutor {
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
+    curl: Box<CurlOutput>,
+    /// What the latest attempt left for -w and -D.
+    transfer: Box<RefCell<Transfer>>,
+    /// How the latest attempt ended: exit status, error message, its number.
+    ending: (i32, String, u32),
+}
+
+/// curl's output options (-w, -D, --fail-with-body, -C -).
+struct CurlOutput {
+    write_out: Option<WriteOut>,
+    dump_header: Option<PathBuf>,
+    fail_with_body: bool,
+    resume: Option<Resume>,
+}
+
+impl CurlOutput {
+    fn new(cli: &Cli) -> anyhow::Result<Self> {
+        let write_out = cli.write_out.as_deref().map(WriteOut::new).transpose()?;
+        if let Some(path) = cli.dump_header.as_deref().filter(|p| *p != "-") {
+            report::check_file_target("-D/--dump-header", path)?;
+        }
+        Ok(CurlOutput {
+            write_out,
+            dump_header: cli.dump_header.clone(),
+            fail_with_body: cli.fail_with_body,
+            resume: cli.continue_at.is_some().then(Resume::default),
+        })
+    }
 }
 
 impl HttpExecutor {
     pub fn new(cli: &Cli, url: &str, info: &RunInfo) -> anyhow::Result<Self> {
         let destination = Destination::new(cli.output.as_deref())?;
+        let curl = CurlOutput::new(cli)?;
         let spec = RequestSpec::new(cli, url, info)?;
         let rules = HttpRules {
             retry_on_status: cli.retry_on_status.clone(),
@@ -60,6 +97,7 @@ impl HttpExecutor {
             method: spec.method.to_string(),
             key_in_use: spec.key_in_use(),
             retry_unsafe: cli.retry_unsafe,
+            retry_all_errors: cli.retry_all_errors,
         };
         // reqwest is built without a default crypto provider; another part of
         // the program may have installed it already, which is just as good.
@@ -83,6 +121,9 @@ impl HttpExecutor {
             max_redirs: cli.max_redirs,
             max_retry_after: cli.max_retry_after,
             connect_timeout: cli.connect_timeout,
+            curl: Box::new(curl),
+            transfer: Box::default(),
+            ending: (0, String::new(), 0),
         })
     }
 
@@ -128,6 +169,15 @@ impl HttpExecutor {
                 path.display()
             ),
         });
+        if self.curl.resume.is_some() {
+            out.push(
+                "a body cut off is kept and the next attempt asks for the rest (-C -: Range, If-Range)"
+                    .into(),
+            );
+        }
+        if self.curl.fail_with_body {
+            out.push("on giving up with a status >= 400, that response's body is output (--fail-with-body)".into());
+        }
         out
     }
 
@@ -165,37 +215,15 @@ impl HttpExecutor {
 }
 
 fn build_client(cli: &Cli) -> anyhow::Result<reqwest::Client> {
+    // Redirects are followed by `redirect`, so that every response of a chain is seen.
     let mut builder = reqwest::Client::builder()
-        .redirect(redirect_policy(cli.max_redirs))
+        .redirect(reqwest::redirect::Policy::none())
         .referer(false)
         .tls_danger_accept_invalid_certs(cli.insecure);
     if let Some(t) = cli.connect_timeout {
         builder = builder.connect_timeout(t);
     }
     builder.build().context("cannot set up the HTTP client")
-}
-
-/// Follows up to `max` redirects (0: none, the 3xx is the answer). reqwest
-/// drops Authorization, Cookie and Proxy-Authorization on every redirect to
-/// another host, port or scheme, whatever the policy.
-fn redirect_policy(max: u32) -> reqwest::redirect::Policy {
-    if max == 0 {
-        return reqwest::redirect::Policy::none();
-    }
-    reqwest::redirect::Policy::custom(move |attempt| {
-        if attempt.previous().len() > max as usize {
-            return attempt.error(TooManyRedirects { max });
-        }
-        report::verbose(
-            1,
-            &format!(
-                "redirect: {} to {}",
-                attempt.status().as_u16(),
-                display_url(attempt.url())
-            ),
-        );
-        attempt.follow()
-    })
 }
 
 /// How one attempt ended, before it becomes a report.
@@ -228,28 +256,64 @@ struct Exchange<'a> {
     rules: &'a HttpRules,
     destination: &'a Destination,
     include: bool,
+    max_redirs: u32,
+    fail_with_body: bool,
+    resume: Option<&'a Resume>,
+    transfer: &'a RefCell<Transfer>,
 }
 
 impl Exchange<'_> {
     async fn run(&self) -> Attempted {
-        let mut request = self
-            .client
-            .request(self.spec.method.clone(), self.url.clone())
-            .headers(self.spec.headers.clone());
-        if let Some(body) = &self.spec.body {
-            request = request.body(body.clone());
-        }
-        let mut response = match request.send().await {
-            Ok(response) => response,
-            Err(e) => return failed(&e, Phase::Send, &self.url),
+        let range = self.resume.and_then(Resume::range);
+        let asked_from = range.as_ref().map(|(from, _)| *from);
+        let mut hop = Hop::first(self.spec, self.url.clone());
+        let mut heads = Vec::new();
+        let mut response = loop {
+            let response = match self.request(&hop, range.as_ref()).send().await {
+                Ok(response) => response,
+                Err(e) => return failed(&e, Phase::Send, &hop.url),
+            };
+            log_response(&response);
+            heads.extend_from_slice(&head(&response));
+            self.record(&hop, &response, &heads);
+            match hop.next(&response, self.max_redirs) {
+                Follow::Stay => break response,
+                Follow::Go(next) => {
+                    report::verbose(
+                        1,
+                        &format!(
+                            "redirect: {} to {}",
+                            response.status().as_u16(),
+                            display_url(&next.url)
+                        ),
+                    );
+                    hop = *next;
+                }
+                Follow::TooMany(message) => {
+                    return Attempted::Failed {
+                        kind: Transport::TooManyRedirects,
+                        message,
+                    };
+                }
+                Follow::BadLocation(message) => {
+                    return Attempted::Failed {
+                        kind: Transport::BadUrl,
+                        message,
+                    };
+                }
+            }
         };
         let status = response.status().as_u16();
-        log_response(&response);
         let (facts, hint) = server_wait(response.headers(), status, SystemTime::now());
         let verdict = self.rules.status(&facts);
         let held = if verdict.class == Class::Success {
-            match self.receive(&mut response).await {
+            match self.receive(&mut response, &heads, asked_from).await {
                 Ok(body) => Held::Body(body),
+                Err(failure) => return failure,
+            }
+        } else if self.fail_with_body && status >= 400 {
+            match self.receive(&mut response, &heads, None).await {
+                Ok(body) => Held::FailedBody(body),
                 Err(failure) => return failure,
             }
         } else {
@@ -277,9 +341,44 @@ impl Exchange<'_> {
         }
     }
 
-    /// Streams the body into a fresh holder, chunk by chunk: memory stays
-    /// bounded whatever the size.
-    async fn receive(&self, response: &mut Response) -> Result<Body, Attempted> {
+    /// One hop's request; with a part kept (-C -), it asks for the rest.
+    fn request(&self, hop: &Hop, range: Option<&(u64, HeaderValue)>) -> RequestBuilder {
+        let mut request = self
+            .client
+            .request(hop.method.clone(), hop.url.clone())
+            .headers(hop.headers.clone());
+        if let Some((from, validator)) = range {
+            request = request
+                .header(RANGE, format!("bytes={from}-"))
+                .header(IF_RANGE, validator.clone());
+        }
+        if let Some(body) = &hop.body {
+            request = request.body(body.clone());
+        }
+        request
+    }
+
+    /// Notes the latest response for -w and -D.
+    fn record(&self, hop: &Hop, response: &Response, heads: &[u8]) {
+        let mut transfer = self.transfer.borrow_mut();
+        transfer.status = response.status().as_u16();
+        transfer.url = display_url(&hop.url);
+        transfer.method = hop.method.to_string();
+        transfer.redirects = hop.followed;
+        transfer.headers = response.headers().clone();
+        transfer.heads = heads.to_vec();
+    }
+
+    /// Streams the body into its holder, chunk by chunk: memory stays bounded
+    /// whatever the size. `asked_from` is set when the request asked for the rest
+    /// of a kept part.
+    async fn receive(
+        &self,
+        response: &mut Response,
+        heads: &[u8],
+        asked_from: Option<u64>,
+    ) -> Result<Body, Attempted> {
+        // A spool that cannot spill is retry's own failure; a file that cannot be written is curl's 23.
         let local =
             |e: std::io::Error| match e.get_ref().and_then(|e| e.downcast_ref::<SpillError>()) {
                 Some(spill) => Attempted::Fault(format!("cannot hold the response body: {spill}")),
@@ -288,22 +387,46 @@ impl Exchange<'_> {
                     message: format!("cannot hold the response body: {e}"),
                 },
             };
-        let mut body = self.destination.holder().map_err(local)?;
-        if self.include {
-            body.write(&head(response)).map_err(local)?;
+        let resume = self.resume;
+        let mut body = match resume {
+            Some(resume) => {
+                resume
+                    .begin(response, asked_from, self.destination)
+                    .map_err(local)?;
+                None
+            }
+            None => Some(self.destination.holder().map_err(local)?),
+        };
+        if let (Some(body), true) = (&mut body, self.include) {
+            body.write(heads).map_err(local)?;
         }
         loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => body.write(&chunk).map_err(local)?,
-                Ok(None) => return Ok(body),
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
                 Err(e) => {
+                    let held = body
+                        .as_ref()
+                        .map_or_else(|| resume.map_or(0, Resume::len), Body::len);
                     let mut failure = failed(&e, Phase::Body, &self.url);
                     if let Attempted::Failed { message, .. } = &mut failure {
-                        message.push_str(&format!(" (after {} bytes)", body.len()));
+                        message.push_str(&format!(" (after {held} bytes)"));
                     }
                     return Err(failure);
                 }
+            };
+            self.transfer.borrow_mut().size_download += chunk.len() as u64;
+            match (&mut body, resume) {
+                (Some(body), _) => body.write(&chunk).map_err(local)?,
+                (None, Some(resume)) => resume.write(&chunk).map_err(local)?,
+                (None, None) => {}
             }
+        }
+        match (body, resume) {
+            (Some(body), _) => Ok(body),
+            (None, resume) => resume
+                .and_then(Resume::finish)
+                .ok_or_else(|| local(std::io::Error::other("the kept part is gone"))),
         }
     }
 }
@@ -311,7 +434,7 @@ impl Exchange<'_> {
 fn failed(err: &reqwest::Error, phase: Phase, url: &Url) -> Attempted {
     let kind = errors::transport_kind(err, phase, url.scheme() == "https");
     let mut message = errors::message(err);
-    if phase == Phase::Send && kind != Transport::TooManyRedirects {
+    if phase == Phase::Send {
         // Name the server: after redirects or through a proxy it may not be the one asked for.
         let host = err.url().unwrap_or(url);
         let port = host.port_or_known_default().unwrap_or(0);
@@ -342,16 +465,23 @@ async fn stopping_signal() -> i32 {
     }
 }
 
-/// The status line and headers as received, for -i.
+/// The status line and headers as received (names in lower case: the HTTP
+/// stack does not keep their case), for -i and -D.
 fn head(response: &Response) -> Vec<u8> {
     let status = response.status();
-    let mut out = format!(
-        "{:?} {} {}\r\n",
-        response.version(),
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )
-    .into_bytes();
+    let mut out = match response.version() {
+        reqwest::Version::HTTP_2 => format!("HTTP/2 {} \r\n", status.as_u16()).into_bytes(),
+        reqwest::Version::HTTP_3 => format!("HTTP/3 {} \r\n", status.as_u16()).into_bytes(),
+        version => {
+            let mut line = format!("{version:?} {} ", status.as_u16()).into_bytes();
+            match response.extensions().get::<hyper::ext::ReasonPhrase>() {
+                Some(reason) => line.extend_from_slice(reason.as_bytes()),
+                None => line.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes()),
+            }
+            line.extend_from_slice(b"\r\n");
+            line
+        }
+    };
     for (name, value) in response.headers() {
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
@@ -461,6 +591,48 @@ fn server_wait(
 impl Executor for HttpExecutor {
     fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
         self.held = Held::Nothing;
+        *self.transfer.borrow_mut() = Transfer {
+            method: self.spec.method.to_string(),
+            url: self.spec.url.as_ref().map(display_url).unwrap_or_default(),
+            ..Transfer::default()
+        };
+        let started = Instant::now();
+        let report = self.attempt_once(ctx)?;
+        self.transfer.borrow_mut().elapsed = started.elapsed();
+        self.ending = (report.exit_code, error_message(&report), ctx.number);
+        Ok(report)
+    }
+
+    fn deliver(&mut self) -> anyhow::Result<()> {
+        let transfer = self.transfer.take();
+        if let Some(path) = &self.curl.dump_header {
+            writeout::dump_headers(path, &transfer.heads)?;
+        }
+        std::mem::take(&mut self.held).deliver(&self.destination)?;
+        if let Some(format) = &self.curl.write_out {
+            let (exit_code, error, number) = &self.ending;
+            let ending = Ending {
+                exit_code: *exit_code,
+                error,
+                retries: number.saturating_sub(1),
+            };
+            if let Err(e) = format.write(&transfer, &ending) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(anyhow::Error::new(e).context("-w/--write-out: cannot write"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn discard(&mut self) {
+        self.held = Held::Nothing;
+    }
+}
+
+impl HttpExecutor {
+    /// One attempt; `Err` only for retry's own failure (exit 125).
+    fn attempt_once(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
         let url = match &self.spec.url {
             Ok(url) => url.clone(),
             Err(message) => return Ok(self.transport_report(Transport::BadUrl, message.clone())),
@@ -473,6 +645,10 @@ impl Executor for HttpExecutor {
             rules: &self.rules,
             destination: &self.destination,
             include: self.include,
+            max_redirs: self.max_redirs,
+            fail_with_body: self.curl.fail_with_body,
+            resume: self.curl.resume.as_ref(),
+            transfer: &self.transfer,
         };
         let started = Instant::now();
         let ended = self.runtime.block_on(attempt_within(exchange, ctx.timeout));
@@ -520,13 +696,14 @@ impl Executor for HttpExecutor {
             }
         })
     }
+}
 
-    fn deliver(&mut self) -> anyhow::Result<()> {
-        std::mem::take(&mut self.held).deliver(&self.destination)
-    }
-
-    fn discard(&mut self) {
-        self.held = Held::Nothing;
+/// curl's %{errormsg}: empty on success.
+fn error_message(report: &AttemptReport) -> String {
+    match &report.outcome {
+        _ if report.exit_code == 0 => String::new(),
+        Outcome::Http { status } => format!("The requested URL returned error: {status}"),
+        outcome => outcome.describe(),
     }
 }
 

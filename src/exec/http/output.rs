@@ -92,26 +92,32 @@ pub enum Held {
     Body(Body),
     /// The attempt failed with this status; the start of its body, for stderr.
     Failed { status: u16, excerpt: String },
+    /// The attempt failed with this status; its whole body, for --fail-with-body.
+    FailedBody(Body),
 }
 
 impl Held {
     pub fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
-        match (self, destination) {
-            (Held::Body(Body::Spool(spool)), Destination::Special(path)) => {
-                write_special(&spool, path)
-            }
-            (Held::Body(Body::Spool(spool)), _) => write_stdout(&spool),
-            (Held::Body(Body::File(file)), Destination::File { path, mode }) => {
-                persist(file, path, *mode)
-            }
-            (Held::Body(Body::File(_)), _) => Ok(()),
-            (Held::Failed { status, excerpt }, _) => {
+        match self {
+            Held::Body(body) | Held::FailedBody(body) => body.deliver(destination),
+            Held::Failed { status, excerpt } => {
                 if !excerpt.is_empty() {
                     report::info(&format!("the server's HTTP {status} reply said: {excerpt}"));
                 }
                 Ok(())
             }
-            (Held::Nothing, _) => Ok(()),
+            Held::Nothing => Ok(()),
+        }
+    }
+}
+
+impl Body {
+    fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
+        match (self, destination) {
+            (Body::Spool(spool), Destination::Special(path)) => write_special(&spool, path),
+            (Body::Spool(spool), _) => write_stdout(&spool),
+            (Body::File(file), Destination::File { path, mode }) => persist(file, path, *mode),
+            (Body::File(_), _) => Ok(()),
         }
     }
 }

@@ -1,0 +1,445 @@
+//! curl's vocabulary at the edge of the command line: curl options that retry does
+//! not support are refused by name with their equivalent (never with clap's "pass
+//! it after --" tip), options of the other mode are refused naming the mode, and
+//! curl's aliases (`--retry`, `-s`, `-I`, `-O`, …) become retry's own settings
+//! before anything else sees them.
+
+use std::ffi::OsString;
+
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Command};
+
+use crate::cli::{BackoffKind, Cli, Mode, mode_of};
+
+/// A curl option retry does not support, and what to use instead.
+struct Unsupported {
+    names: &'static [&'static str],
+    instead: &'static str,
+}
+
+const fn row(names: &'static [&'static str], instead: &'static str) -> Unsupported {
+    Unsupported { names, instead }
+}
+
+const NONE: &str = "";
+
+/// curl(1) options people type that retry does not take. Source: curl's man page.
+const UNSUPPORTED: &[Unsupported] = &[
+    row(
+        &["-K", "--config"],
+        "put the options on the command line; retry reads no config file",
+    ),
+    row(&["-c", "--cookie-jar"], NONE),
+    row(&["--junk-session-cookies"], NONE),
+    row(
+        &[
+            "--trace",
+            "--trace-ascii",
+            "--trace-time",
+            "--trace-ids",
+            "--trace-config",
+        ],
+        "-vv logs each request and response with its headers (secrets masked)",
+    ),
+    row(&["--libcurl"], NONE),
+    row(&["--limit-rate"], NONE),
+    row(&["-T", "--upload-file"], "-X PUT -d @FILE"),
+    row(
+        &["-Z", "--parallel", "--parallel-max", "--parallel-immediate"],
+        "run one retry per URL",
+    ),
+    row(
+        &["--url"],
+        "give the URL as the operand: retry [OPTIONS] URL",
+    ),
+    row(&["-:", "--next", "--fail-early"], "run one retry per URL"),
+    row(
+        &["-n", "--netrc", "--netrc-file", "--netrc-optional"],
+        "-u USER:PASSWORD, or -H @FILE with an Authorization line",
+    ),
+    row(
+        &["-m"],
+        "-t/--timeout DUR limits one attempt, --max-time DUR the whole run",
+    ),
+    row(
+        &["-y", "--speed-time", "-Y", "--speed-limit"],
+        "-t/--timeout DUR limits one attempt",
+    ),
+    row(&["-r", "--range"], "-H 'Range: bytes=FROM-TO'"),
+    row(&["-z", "--time-cond"], "-H 'If-Modified-Since: DATE'"),
+    row(
+        &["-#", "--progress-bar", "--no-progress-meter"],
+        "nothing: retry shows no progress meter",
+    ),
+    row(&["-N", "--no-buffer"], NONE),
+    row(
+        &["--create-dirs", "--output-dir"],
+        "-o DIR/FILE in an existing directory",
+    ),
+    row(&["-R", "--remote-time"], NONE),
+    row(&["-J", "--remote-header-name"], "-o FILE"),
+    row(&["--remote-name-all"], "-O"),
+    row(
+        &["--remove-on-error"],
+        "nothing: -o FILE is written only when the run succeeds",
+    ),
+    row(&["--show-headers"], "-i"),
+    row(&["--http1.0"], "--http1.1"),
+    row(
+        &["--http2-prior-knowledge"],
+        "--http2 (prior knowledge over http://)",
+    ),
+    row(&["--http3", "--http3-only"], NONE),
+    row(
+        &["--basic"],
+        "-u USER:PASSWORD (Basic is the scheme -u uses)",
+    ),
+    row(
+        &[
+            "--digest",
+            "--ntlm",
+            "--ntlm-wb",
+            "--negotiate",
+            "--anyauth",
+            "--aws-sigv4",
+            "--delegation",
+        ],
+        NONE,
+    ),
+    row(
+        &["--oauth2-bearer"],
+        "-H 'Authorization: Bearer TOKEN', or -H @FILE",
+    ),
+    row(&["-U", "--proxy-user"], "-x http://USER:PASSWORD@HOST:PORT"),
+    row(
+        &[
+            "-p",
+            "--proxytunnel",
+            "--proxy-header",
+            "--preproxy",
+            "--proxy-insecure",
+            "--proxy-cacert",
+            "--socks4",
+            "--socks4a",
+            "--socks5",
+            "--socks5-hostname",
+        ],
+        NONE,
+    ),
+    row(&["-E"], "--cert FILE"),
+    row(
+        &[
+            "--cert-type",
+            "--key-type",
+            "--pass",
+            "--capath",
+            "--crlfile",
+            "--pinnedpubkey",
+            "--ciphers",
+            "--tls-max",
+            "--tlsv1.2",
+            "--tlsv1.3",
+            "-1",
+            "--tlsv1",
+            "-2",
+            "-3",
+            "--ssl",
+            "--ssl-reqd",
+        ],
+        NONE,
+    ),
+    row(&["--connect-to"], "--resolve HOST:PORT:ADDR"),
+    row(&["--abstract-unix-socket"], "--unix-socket PATH"),
+    row(
+        &["--interface", "--local-port", "--dns-servers", "--doh-url"],
+        NONE,
+    ),
+    row(&["-g", "--globoff"], "nothing: retry does no URL globbing"),
+    row(
+        &[
+            "--path-as-is",
+            "--post301",
+            "--post302",
+            "--post303",
+            "--location-trusted",
+        ],
+        NONE,
+    ),
+    row(&["--stderr"], "2> FILE"),
+    row(
+        &[
+            "--max-filesize",
+            "--ignore-content-length",
+            "--raw",
+            "--tr-encoding",
+            "--crlf",
+            "--xattr",
+        ],
+        NONE,
+    ),
+    row(
+        &[
+            "--tcp-nodelay",
+            "--tcp-fastopen",
+            "--keepalive-time",
+            "--no-keepalive",
+            "--expect100-timeout",
+            "--happy-eyeballs-timeout-ms",
+        ],
+        NONE,
+    ),
+    row(
+        &["--etag-save", "--etag-compare"],
+        "-H 'If-None-Match: ETAG'",
+    ),
+    row(&["--proto", "--proto-redir", "--proto-default"], NONE),
+    row(&["--data-ascii"], "-d"),
+    row(&["--form-string"], "-F name=value"),
+    row(&["--url-query"], "put the query in the URL"),
+    row(
+        &[
+            "--variable",
+            "--expand-url",
+            "--expand-data",
+            "--expand-header",
+        ],
+        NONE,
+    ),
+    row(
+        &[
+            "-P",
+            "--ftp-port",
+            "--ftp-pasv",
+            "-l",
+            "--list-only",
+            "-Q",
+            "--quote",
+            "-B",
+            "--use-ascii",
+        ],
+        "nothing: retry speaks HTTP(S) only",
+    ),
+    row(&["-M", "--manual"], "retry --help, or man retry"),
+];
+
+fn usage_error(message: String) -> clap::Error {
+    clap::Error::raw(ErrorKind::ArgumentConflict, format!("{message}\n"))
+}
+
+/// The message for an option neither retry nor the table knows. `shown` is the
+/// word as typed, with its group (`-fsZ`) when the option was one letter of it.
+fn unknown_option(name: &str, shown: &str) -> clap::Error {
+    let within = if shown == name {
+        String::new()
+    } else {
+        format!(" (in {shown})")
+    };
+    let row = UNSUPPORTED.iter().find(|r| r.names.contains(&name));
+    let message = match row {
+        Some(r) if r.instead.is_empty() => format!(
+            "{name}{within} is a curl option ({}) that retry does not support, and there is no equivalent",
+            r.names.join(", ")
+        ),
+        Some(r) => format!(
+            "{name}{within} is a curl option ({}) that retry does not support; instead: {}",
+            r.names.join(", "),
+            r.instead
+        ),
+        None => format!("unknown option {name}{within}; retry --help lists the options"),
+    };
+    usage_error(message)
+}
+
+/// Walks the options before the target and refuses any that retry does not know,
+/// so that clap never suggests passing a curl option to the target after `--`.
+pub fn refuse_unknown_options(cmd: &mut Command, args: &[OsString]) -> Result<(), clap::Error> {
+    cmd.build();
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(word) = words.next() {
+        if word == "--" || !word.starts_with('-') || word == "-" {
+            return Ok(());
+        }
+        let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
+        if let Some(long) = word.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((name, _)) => (name, true),
+                None => (long, false),
+            };
+            let arg = cmd.get_arguments().find(|a| {
+                a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
+            });
+            match arg {
+                Some(arg) if takes_value(arg) && !inline => {
+                    words.next();
+                }
+                Some(_) => {}
+                None => return Err(unknown_option(&format!("--{name}"), &word)),
+            }
+            continue;
+        }
+        let letters: Vec<char> = word[1..].chars().collect();
+        for (i, letter) in letters.iter().enumerate() {
+            let Some(arg) = cmd.get_arguments().find(|a| a.get_short() == Some(*letter)) else {
+                return Err(unknown_option(&format!("-{letter}"), &word));
+            };
+            if takes_value(arg) {
+                // The rest of the word is the value; without a rest, the next word is.
+                if i + 1 == letters.len() {
+                    words.next();
+                }
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// "-o/--output", as the option is named in messages.
+pub fn label(arg: &clap::Arg) -> String {
+    match (arg.get_short(), arg.get_long()) {
+        (Some(s), Some(l)) => format!("-{s}/--{l}"),
+        (Some(s), None) => format!("-{s}"),
+        (None, Some(l)) => format!("--{l}"),
+        (None, None) => arg.get_id().to_string(),
+    }
+}
+
+/// The mode the target selects (SPEC: a first operand starting with http:// or
+/// https:// is a request), or `None` without a target.
+pub fn target_mode(first: &OsString) -> Mode {
+    let lower = first.to_string_lossy().to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        Mode::Http
+    } else {
+        Mode::Command
+    }
+}
+
+/// Refuses every option given on the command line that belongs to the other mode.
+pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap::Error> {
+    let Some(first) = matches
+        .get_many::<OsString>("target")
+        .and_then(|mut t| t.next())
+    else {
+        return Ok(());
+    };
+    let mode = target_mode(first);
+    let target = match mode {
+        Mode::Http => "the URL".to_string(),
+        Mode::Command => format!("the command '{}'", first.to_string_lossy()),
+    };
+    let wrong: Vec<String> = cmd
+        .get_arguments()
+        .filter(|arg| {
+            let given =
+                matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine);
+            given && mode_of(arg).is_some_and(|own| own != mode)
+        })
+        .map(label)
+        .collect();
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    let other = match mode {
+        Mode::Http => Mode::Command,
+        Mode::Command => Mode::Http,
+    };
+    let (names, verb) = match wrong.as_slice() {
+        [one] => (one.clone(), "is an option"),
+        [init @ .., last] => (format!("{} and {last}", init.join(", ")), "are options"),
+        [] => unreachable!(),
+    };
+    Err(usage_error(format!(
+        "{names} {verb} of {}, but {target} selects {}; nothing is ever silently ignored",
+        other.name(),
+        mode.name()
+    )))
+}
+
+/// Turns curl's spellings into retry's settings, and checks what only makes
+/// sense together.
+pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
+    if let Some(n) = cli.curl_retry {
+        cli.attempts = n + 1;
+    }
+    if let Some(delay) = cli.retry_delay.filter(|d| !d.is_zero()) {
+        cli.delay = delay;
+        cli.backoff = BackoffKind::Constant;
+    }
+    if let Some(budget) = cli.retry_max_time.filter(|d| !d.is_zero()) {
+        cli.max_time = Some(budget);
+    }
+    if cli.silent {
+        let level = if cli.show_error { 1 } else { 2 };
+        cli.quiet = cli.quiet.max(level);
+    }
+    if cli.head {
+        cli.method = Some("HEAD".into());
+        cli.include = true;
+    }
+    if cli.remote_name {
+        let url = cli.target.first().map(|t| t.to_string_lossy().into_owned());
+        let name = url.as_deref().and_then(remote_name).ok_or_else(|| {
+            usage_error(
+                "-O/--remote-name: the URL has no file name in its last path segment; use -o FILE"
+                    .into(),
+            )
+        })?;
+        cli.output = Some(name.into());
+    }
+    if cli.continue_at.is_some() {
+        if cli.output.is_none() {
+            return Err(usage_error(
+                "-C/--continue-at - needs -o FILE (or -O): the part already received is kept beside FILE".into(),
+            ));
+        }
+        if cli.include || cli.fail_with_body {
+            return Err(usage_error(
+                "-C/--continue-at - cannot be used with -i, -I or --fail-with-body: only a body is resumed".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// curl -O's file name: the URL's last path segment, as written (no decoding).
+pub fn remote_name(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let name = url.path_segments()?.next_back()?;
+    (!name.is_empty() && name != "." && name != "..").then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_name_is_the_last_segment() {
+        assert_eq!(
+            remote_name("http://h/a/b.tar.gz?x=1").as_deref(),
+            Some("b.tar.gz")
+        );
+        assert_eq!(remote_name("http://h/a/"), None);
+        assert_eq!(remote_name("http://h"), None);
+    }
+
+    #[test]
+    fn every_unsupported_name_is_unknown_to_retry() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        for name in UNSUPPORTED.iter().flat_map(|r| r.names) {
+            let known = cmd.get_arguments().any(|a| {
+                name.strip_prefix("--")
+                    .is_some_and(|l| a.get_long() == Some(l))
+                    || (name.len() == 2 && a.get_short() == name.chars().nth(1))
+            });
+            assert!(
+                !known,
+                "{name} is in the unsupported table but retry takes it"
+            );
+        }
+    }
+
+    use clap::CommandFactory;
+}

@@ -1,0 +1,83 @@
+//! Redirects, followed here rather than inside reqwest so that every response
+//! of a chain can be shown (`-i`, `-D`, as `curl -iL` shows them). Each hop's
+//! method, body and headers follow curl's rules: 303 (and a POST's 301/302)
+//! becomes a body-less GET, and credentials never go to another origin.
+
+use bytes::Bytes;
+use reqwest::header::{
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HeaderMap, LOCATION, PROXY_AUTHORIZATION,
+};
+use reqwest::{Method, Response, Url};
+
+use super::errors::TooManyRedirects;
+use super::request::RequestSpec;
+
+/// Redirect statuses that carry a Location to follow (RFC 9110 §15.4).
+const FOLLOWED: [u16; 5] = [301, 302, 303, 307, 308];
+
+/// One request of a redirect chain.
+#[derive(Clone)]
+pub struct Hop {
+    pub url: Url,
+    pub method: Method,
+    pub body: Option<Bytes>,
+    pub headers: HeaderMap,
+    /// Redirects followed before this hop.
+    pub followed: u32,
+}
+
+pub enum Follow {
+    /// The response is the answer.
+    Stay,
+    Go(Box<Hop>),
+    TooMany(String),
+    BadLocation(String),
+}
+
+impl Hop {
+    pub fn first(spec: &RequestSpec, url: Url) -> Hop {
+        Hop {
+            url,
+            method: spec.method.clone(),
+            body: spec.body.clone(),
+            headers: spec.headers.clone(),
+            followed: 0,
+        }
+    }
+
+    /// What to do after `response`, with at most `max` redirects (0: none).
+    pub fn next(&self, response: &Response, max: u32) -> Follow {
+        let status = response.status().as_u16();
+        let location = response.headers().get(LOCATION);
+        let (true, Some(location), true) = (FOLLOWED.contains(&status), location, max > 0) else {
+            return Follow::Stay;
+        };
+        if self.followed >= max {
+            return Follow::TooMany(TooManyRedirects { max }.to_string());
+        }
+        let text = String::from_utf8_lossy(location.as_bytes());
+        let url = match self.url.join(text.trim()) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => url,
+            _ => return Follow::BadLocation(format!("cannot follow the redirect to '{text}'")),
+        };
+        let mut next = Hop {
+            url,
+            followed: self.followed + 1,
+            ..self.clone()
+        };
+        let to_get = status == 303 && self.method != Method::HEAD
+            || matches!(status, 301 | 302) && self.method == Method::POST;
+        if to_get {
+            next.method = Method::GET;
+            next.body = None;
+            next.headers.remove(CONTENT_TYPE);
+            next.headers.remove(CONTENT_LENGTH);
+        }
+        if next.url.origin() != self.url.origin() {
+            for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
+                next.headers.remove(name);
+            }
+        }
+        Follow::Go(Box::new(next))
+    }
+}
