@@ -136,6 +136,38 @@ fn rsync_23_from_the_daemon_for_a_missing_file_is_not_retried() {
     assert_eq!((r.status, attempts(&r)), (23, 1), "{}", r.stderr);
 }
 
+#[test]
+fn rsync_23_for_an_unreadable_source_is_not_retried() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new();
+    let daemon = tools::rsync_daemon(s.dir.path());
+    // Run as root, the daemon's `private` module reads as nobody; otherwise rsync
+    // itself runs unprivileged and a local file with mode 000 is enough.
+    let root = nix::unistd::getuid().is_root();
+    let dir = s.path(if root { "private" } else { "mod" });
+    let secret = dir.join("secret");
+    fs::write(&secret, "no\n").unwrap();
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
+    // nobody must be able to reach the module's directory to be refused the file.
+    for d in [s.dir.path(), dir.as_path()] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let source = if root {
+        format!("rsync://127.0.0.1:{}/private/secret", daemon.port)
+    } else {
+        secret.display().to_string()
+    };
+    let r = run_cmd(retry().args(["--delay", "10ms", "--", "rsync", &source, &s.p("copy")]));
+    assert_eq!(
+        (r.status, attempts(&r)),
+        (23, 1),
+        "{}\n{}",
+        r.stderr,
+        daemon.log_text()
+    );
+    assert!(r.stderr.contains("Permission denied"), "{}", r.stderr);
+}
+
 // ---- wget ----
 
 #[test]

@@ -77,7 +77,12 @@ fn current_ids() -> (u32, u32) {
     )
 }
 
+/// The unprivileged user and group a root-run daemon module reads as.
+pub const NOBODY: u32 = 65534;
+
 /// An rsync daemon serving `dir/mod` as module `mod`, one connection at a time.
+/// Run as root, it also serves `dir/private` as module `private`, read as user
+/// nobody (so a file only root may read is refused).
 pub fn rsync_daemon(dir: &Path) -> Daemon {
     let port = free_port();
     let (uid, gid) = current_ids();
@@ -85,17 +90,22 @@ pub fn rsync_daemon(dir: &Path) -> Daemon {
     fs::create_dir_all(&module).unwrap();
     let conf = dir.join("rsyncd.conf");
     let log = dir.join("rsyncd.log");
-    fs::write(
-        &conf,
-        format!(
-            "use chroot = no\nmax connections = 1\nlock file = {lock}\nlog file = {log}\n\
-             uid = {uid}\ngid = {gid}\n[mod]\n  path = {module}\n  read only = yes\n",
-            lock = dir.join("rsyncd.lock").display(),
-            log = log.display(),
-            module = module.display(),
-        ),
-    )
-    .unwrap();
+    let mut text = format!(
+        "use chroot = no\nmax connections = 1\nlock file = {lock}\nlog file = {log}\n\
+         [mod]\n  path = {module}\n  read only = yes\n  uid = {uid}\n  gid = {gid}\n",
+        lock = dir.join("rsyncd.lock").display(),
+        log = log.display(),
+        module = module.display(),
+    );
+    if uid == 0 {
+        let private = dir.join("private");
+        fs::create_dir_all(&private).unwrap();
+        text.push_str(&format!(
+            "[private]\n  path = {}\n  read only = yes\n  uid = {NOBODY}\n  gid = {NOBODY}\n",
+            private.display()
+        ));
+    }
+    fs::write(&conf, text).unwrap();
     let child = spawn_logged(
         Command::new("rsync").args([
             "--daemon",
@@ -119,9 +129,16 @@ pub fn rsync_daemon(dir: &Path) -> Daemon {
 /// `git daemon` exporting every repository under `base`, on `port`.
 pub fn git_daemon(base: &Path, port: u16) -> Daemon {
     let log = base.join("git-daemon.log");
+    // `git daemon` runs git-daemon as its child: start that one, so dropping kills it.
+    let exec_path = Command::new("git")
+        .arg("--exec-path")
+        .output()
+        .expect("git --exec-path");
+    let exec_path = String::from_utf8_lossy(&exec_path.stdout)
+        .trim()
+        .to_string();
     let child = spawn_logged(
-        Command::new("git").args([
-            "daemon",
+        Command::new(Path::new(&exec_path).join("git-daemon")).args([
             "--export-all",
             "--reuseaddr",
             "--listen=127.0.0.1",
