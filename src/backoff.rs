@@ -74,6 +74,20 @@ impl Schedule {
     }
 }
 
+impl Schedule {
+    /// The sleep before retry `n` when the other side asked to wait `wait`: the
+    /// wait plus this jitter applied to max(wait, nominal delay), so that clients
+    /// told the same time spread over at least as long again (SPEC, Retry-After).
+    pub fn after_wait<R: Rng + ?Sized>(&self, wait: Duration, n: u32, rng: &mut R) -> Duration {
+        let s = wait.max(self.nominal(n));
+        wait + match self.jitter {
+            JitterKind::None => Duration::ZERO,
+            JitterKind::Full | JitterKind::Decorrelated => uniform(rng, Duration::ZERO, s),
+            JitterKind::Equal => s / 2 + uniform(rng, Duration::ZERO, s / 2),
+        }
+    }
+}
+
 /// Seconds as a Duration, never above `cap` and never negative or NaN.
 fn clamp_secs(secs: f64, cap: Duration) -> Duration {
     if secs.is_nan() || secs <= 0.0 {
@@ -227,5 +241,48 @@ mod tests {
         s.base = Duration::ZERO;
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         assert_eq!(s.delay(3, None, &mut rng), Duration::ZERO);
+    }
+
+    #[test]
+    fn after_wait_spreads_over_the_larger_of_wait_and_delay() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let wait = Duration::from_secs(2);
+        for jitter in [
+            JitterKind::Full,
+            JitterKind::Equal,
+            JitterKind::Decorrelated,
+            JitterKind::None,
+        ] {
+            let mut s = schedule(BackoffKind::Exponential, jitter);
+            s.base = Duration::from_secs(1);
+            s.cap = Duration::from_secs(30);
+            for n in 1..=6 {
+                let spread = wait.max(s.nominal(n));
+                let (lo, hi) = match jitter {
+                    JitterKind::None => (wait, wait),
+                    JitterKind::Equal => (wait + spread / 2, wait + spread),
+                    _ => (wait, wait + spread),
+                };
+                for _ in 0..200 {
+                    let d = s.after_wait(wait, n, &mut rng);
+                    assert!(lo <= d && d <= hi, "{jitter:?} n={n}: {d:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn after_wait_full_jitter_uses_the_whole_spread() {
+        // Twenty clients told to wait 2s must not come back within 250ms of each other.
+        let s = schedule(BackoffKind::Exponential, JitterKind::Full);
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let wait = Duration::from_secs(2);
+        let picks: Vec<Duration> = (0..1000).map(|_| s.after_wait(wait, 1, &mut rng)).collect();
+        let late = picks
+            .iter()
+            .filter(|d| **d > Duration::from_secs(3))
+            .count();
+        assert!((400..600).contains(&late), "{late} of 1000 past wait + 1s");
+        assert!(picks.iter().all(|d| *d >= wait && *d <= wait * 2));
     }
 }

@@ -361,6 +361,8 @@ pub struct Cli {
     /// Longest Retry-After to obey; a longer one ends the run at once
     ///
     /// Rate-limit resets count the same way. The message says what the server asked.
+    /// The wait W is compared, not the spread added to it: the sleep is W plus the
+    /// --jitter mode applied to max(W, backoff delay), e.g. W + U(0, max(W, d)).
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5m", value_parser = parse::duration, help_heading = HTTP)]
     pub max_retry_after: Duration,
 

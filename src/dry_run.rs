@@ -55,8 +55,9 @@ pub fn render(
     if matches!(target, Target::Url(_)) {
         let _ = writeln!(
             out,
-            "retry-after: obeyed up to {} (--max-retry-after)",
-            human(policy.max_wait_hint)
+            "retry-after: obeyed up to {} (--max-retry-after); {}",
+            human(policy.max_wait_hint),
+            describe_hint_spread(policy.schedule.jitter)
         );
     }
     out.push('\n');
@@ -94,6 +95,17 @@ fn describe_schedule(policy: &Policy) -> String {
         JitterKind::None => "no jitter",
     };
     format!("{growth}, capped at {}; {jitter}", human(s.cap))
+}
+
+/// What is added to a server-requested wait W (SPEC, Retry-After).
+fn describe_hint_spread(jitter: JitterKind) -> &'static str {
+    match jitter {
+        JitterKind::None => "waits exactly W (no jitter)",
+        JitterKind::Equal => "waits W + s/2 + U(0,s/2), s = max(W, backoff delay)",
+        JitterKind::Full | JitterKind::Decorrelated => {
+            "waits W + U(0,s), s = max(W, backoff delay)"
+        }
+    }
 }
 
 /// The per-attempt delay ranges and the worst case, as a table.

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::backoff::{self, Schedule};
+use crate::backoff::Schedule;
 use crate::classify::{Class, Verdict};
 use crate::exit::ExitCode;
 use crate::io::out::Interrupted;
@@ -366,7 +366,7 @@ fn decide(
     let now = env.clock.now();
     let left = deadline.map(|d| d.saturating_sub(now));
     if let Some(hint) = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero()) {
-        return obey_hint(hint, policy, left, env.rng);
+        return obey_hint(hint, ctx.number, policy, left, env.rng);
     }
     let delay = policy.schedule.delay(ctx.number, *previous_delay, env.rng);
     *previous_delay = Some(delay);
@@ -390,6 +390,7 @@ fn decide(
 /// same time do not come back in one wave; refuses waits past the caps.
 fn obey_hint(
     hint: &WaitHint,
+    retry: u32,
     policy: &Policy,
     left: Option<Duration>,
     rng: &mut ChaCha8Rng,
@@ -416,16 +417,10 @@ fn obey_hint(
             ),
         );
     }
-    let spread = backoff::uniform(rng, Duration::ZERO, hint_spread(hint.wait));
-    let delay = hint.wait + spread;
+    let delay = policy.schedule.after_wait(hint.wait, retry, rng);
     Next::Sleep(left.map_or(delay, |left| {
         delay.min(left.saturating_sub(Duration::from_millis(1)))
     }))
-}
-
-/// A tenth of the wait, at least 250ms and at most 30s.
-pub fn hint_spread(wait: Duration) -> Duration {
-    (wait / 10).clamp(Duration::from_millis(250), Duration::from_secs(30))
 }
 
 fn budget_message(policy: &Policy, detail: &str) -> String {
@@ -724,21 +719,68 @@ mod tests {
         assert!(budget_limits(None, secs(10)));
     }
 
-    #[test]
-    fn wait_hint_replaces_backoff_with_spread() {
+    fn told_to_wait(secs: u64) -> AttemptReport {
         let mut r = fail(22);
         r.wait_hint = Some(WaitHint {
-            wait: Duration::from_secs(10),
-            source: "Retry-After: 10".into(),
+            wait: Duration::from_secs(secs),
+            source: format!("Retry-After: {secs}"),
         });
-        let mut h = Harness::new(vec![r, ok()]);
+        r
+    }
+
+    #[test]
+    fn wait_hint_without_jitter_waits_exactly() {
+        let mut h = Harness::new(vec![told_to_wait(10), ok()]);
         let s = h.run(&policy(3, JitterKind::None));
         assert_eq!(s.stopped_because, StopReason::Success);
-        let slept = h.sleeper.slept[0];
-        assert!(
-            slept >= Duration::from_secs(10) && slept <= Duration::from_secs(11),
-            "{slept:?}"
-        );
+        assert_eq!(h.sleeper.slept, [Duration::from_secs(10)]);
+    }
+
+    #[test]
+    fn wait_hint_spreads_over_the_larger_of_wait_and_backoff() {
+        // Base 1s, factor 2: retries 1..4 back off 1s, 2s, 4s, 8s; the server says 2s.
+        let mut h = Harness::new(vec![told_to_wait(2)]);
+        let s = h.run(&policy(5, JitterKind::Full));
+        assert_eq!(s.stopped_because, StopReason::Attempts);
+        let secs = Duration::from_secs;
+        for (slept, spread) in h.sleeper.slept.iter().zip([2, 2, 4, 8]) {
+            assert!(
+                *slept >= secs(2) && *slept <= secs(2 + spread),
+                "{slept:?} outside 2s..={}s",
+                2 + spread
+            );
+        }
+        let mut h = Harness::new(vec![told_to_wait(2)]);
+        h.run(&policy(5, JitterKind::Equal));
+        for (slept, spread) in h.sleeper.slept.iter().zip([2u64, 2, 4, 8]) {
+            let lo = Duration::from_millis(2000 + spread * 500);
+            assert!(*slept >= lo && *slept <= secs(2 + spread), "{slept:?}");
+        }
+    }
+
+    #[test]
+    fn max_retry_after_is_compared_with_what_was_asked() {
+        // 4m plus up to 4m of spread may sleep past 5m; only the 4m asked counts.
+        let mut h = Harness::new(vec![told_to_wait(240), ok()]);
+        let s = h.run(&policy(3, JitterKind::Full));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        assert!(h.sleeper.slept[0] >= Duration::from_secs(240));
+        let mut p = policy(3, JitterKind::Full);
+        p.max_wait_hint = Duration::from_secs(239);
+        let mut h = Harness::new(vec![told_to_wait(240)]);
+        let s = h.run(&p);
+        assert_eq!(s.stopped_because, StopReason::RetryAfterTooLong);
+    }
+
+    #[test]
+    fn wait_hint_spread_is_cut_to_the_budget() {
+        let mut p = policy(3, JitterKind::Equal);
+        p.max_time = Some(Duration::from_millis(2600));
+        // Equal jitter would sleep at least 3s; 2.5s is left after the first attempt.
+        let mut h = Harness::new(vec![told_to_wait(2), ok()]);
+        let s = h.run(&p);
+        assert_eq!(s.stopped_because, StopReason::Success);
+        assert_eq!(h.sleeper.slept, [Duration::from_millis(2499)]);
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub struct OutputFacts {
     pub retry_match: Option<String>,
     /// The last HTTP status the profile's pattern found on stderr.
     pub status: Option<u16>,
-    pub network_phrase: Option<String>,
+    /// The first stderr line that matched each of the profile's phrase patterns.
+    pub shown: Vec<(&'static str, String)>,
     /// retry's own stdout or stderr is a pipe whose reader has gone.
     pub output_closed: bool,
 }
@@ -53,7 +54,8 @@ pub struct OutputWatch {
     stop: Option<RegexSet>,
     retry: Option<RegexSet>,
     status: Option<Regex>,
-    phrases: Option<RegexSet>,
+    /// The profile's phrase patterns, and the set that matches them.
+    phrases: Option<(Vec<&'static str>, RegexSet)>,
 }
 
 impl OutputWatch {
@@ -65,19 +67,14 @@ impl OutputWatch {
                 RegexSet::new(patterns).map(Some)
             }
         };
-        let phrases = if profile.network_phrases.is_empty() {
+        let patterns = profile.phrase_patterns();
+        let phrases = if patterns.is_empty() {
             None
         } else {
-            let escaped: Vec<String> = profile
-                .network_phrases
-                .iter()
-                .map(|p| regex::escape(p))
-                .collect();
-            Some(
-                RegexSetBuilder::new(escaped)
-                    .case_insensitive(true)
-                    .build()?,
-            )
+            let set = RegexSetBuilder::new(&patterns)
+                .case_insensitive(true)
+                .build()?;
+            Some((patterns, set))
         };
         Ok(OutputWatch {
             stop: set(stop)?,
@@ -116,10 +113,12 @@ impl OutputWatch {
                     .and_then(|s| s.parse().ok());
                 facts.status = status.or(facts.status);
             }
-            if facts.network_phrase.is_none()
-                && self.phrases.as_ref().is_some_and(|s| s.is_match(line))
-            {
-                facts.network_phrase = Some(text());
+            if let Some((patterns, set)) = &self.phrases {
+                for i in set.matches(line).iter() {
+                    if !facts.shown.iter().any(|(p, _)| *p == patterns[i]) {
+                        facts.shown.push((patterns[i], text()));
+                    }
+                }
             }
         }
     }
@@ -217,6 +216,9 @@ impl CommandRules {
                 if let Some(status) = facts.status.filter(|_| !matches!(row.when, When::Always)) {
                     reason.push_str(&format!(", stderr shows HTTP {status}"));
                 }
+                if let Some(line) = shown_line(row, facts) {
+                    reason.push_str(&format!(", stderr shows {line:?}"));
+                }
                 let limit = row.max_retries.map(|max_retries| Limit {
                     key: row.why,
                     max_retries,
@@ -240,8 +242,20 @@ fn condition_holds(row: &Row, facts: &OutputFacts) -> bool {
             .is_some_and(|s| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))),
         When::AnyStatus => facts.status.is_some(),
         When::NoStatus => facts.status.is_none(),
-        When::NetworkPhrase => facts.network_phrase.is_some(),
+        When::Shows(_) => shown_line(row, facts).is_some(),
     }
+}
+
+/// The first stderr line that matched one of the row's phrases.
+fn shown_line<'a>(row: &Row, facts: &'a OutputFacts) -> Option<&'a str> {
+    let When::Shows(phrases) = row.when else {
+        return None;
+    };
+    facts
+        .shown
+        .iter()
+        .find(|(p, _)| phrases.patterns.contains(p))
+        .map(|(_, line)| line.as_str())
 }
 
 fn with_code(why: &str, code: i32) -> String {
@@ -422,6 +436,109 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(r.classify(&end, &closed).class, Class::Permanent);
+    }
+
+    /// The verdict for `code` after the tool wrote `stderr`.
+    fn verdict_after(profile: &'static Profile, code: i32, stderr: &[&str]) -> Verdict {
+        let watch = OutputWatch::new(&[], &[], profile).unwrap();
+        let mut facts = OutputFacts::default();
+        for line in stderr {
+            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
+        }
+        rules(profile).classify(&CommandEnd::Exited(code), &facts)
+    }
+
+    #[test]
+    fn rsync_5_is_transient_only_when_the_daemon_is_full() {
+        let full = verdict_after(
+            &profiles::RSYNC,
+            5,
+            &[
+                "@ERROR: max connections (1) reached -- try again later",
+                "rsync error: error starting client-server protocol (code 5) at main.c(1863) [Receiver=3.2.7]",
+            ],
+        );
+        assert_eq!(full.class, Class::Transient, "{}", full.reason);
+        assert!(
+            full.reason.contains("max connections (1)"),
+            "{}",
+            full.reason
+        );
+        let refused = verdict_after(
+            &profiles::RSYNC,
+            5,
+            &[
+                "@ERROR: auth failed on module m",
+                "rsync error: error starting client-server protocol (code 5)",
+            ],
+        );
+        assert_eq!(refused.class, Class::Permanent);
+    }
+
+    #[test]
+    fn rsync_23_is_permanent_for_a_missing_or_unreadable_source() {
+        for cause in ["No such file or directory (2)", "Permission denied (13)"] {
+            let v = verdict_after(
+                &profiles::RSYNC,
+                23,
+                &[&format!(
+                    "rsync: [sender] link_stat \"/src/x\" failed: {cause}"
+                )],
+            );
+            assert_eq!(v.class, Class::Permanent, "{cause}");
+        }
+        let other = verdict_after(
+            &profiles::RSYNC,
+            23,
+            &["rsync: read errors mapping \"/x\": Input/output error (5)"],
+        );
+        assert_eq!(
+            (other.class, other.limit.map(|l| l.max_retries)),
+            (Class::Transient, Some(2))
+        );
+    }
+
+    #[test]
+    fn wget_8_without_a_status_is_retried_twice() {
+        let quiet = verdict_after(&profiles::WGET, 8, &[]);
+        assert_eq!(
+            (quiet.class, quiet.limit.map(|l| l.max_retries)),
+            (Class::Transient, Some(2))
+        );
+        let shown = verdict_after(
+            &profiles::WGET,
+            8,
+            &["2026-12-03 14:00:00 ERROR 503: Service Unavailable."],
+        );
+        assert_eq!((shown.class, shown.limit), (Class::Transient, None));
+        let gone = verdict_after(
+            &profiles::WGET,
+            8,
+            &["2026-12-03 14:00:00 ERROR 404: Not Found."],
+        );
+        assert_eq!(gone.class, Class::Permanent);
+    }
+
+    #[test]
+    fn ssh_255_is_permanent_when_the_login_or_host_key_is_refused() {
+        let refused = [
+            "git@127.0.0.1: Permission denied (publickey).",
+            "Host key verification failed.",
+            "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @",
+            "Received disconnect from 127.0.0.1 port 22:2: Too many authentication failures",
+            "Unable to negotiate with 127.0.0.1 port 22: no matching host key type found. Their offer: ssh-rsa",
+            "Unable to negotiate with 127.0.0.1 port 22: no matching cipher found.",
+        ];
+        for line in refused {
+            let v = verdict_after(&profiles::SSH, 255, &[line]);
+            assert_eq!(v.class, Class::Permanent, "{line}");
+        }
+        let down = verdict_after(
+            &profiles::SSH,
+            255,
+            &["ssh: connect to host 127.0.0.1 port 22: Connection refused"],
+        );
+        assert_eq!(down.class, Class::Transient);
     }
 
     #[test]

@@ -16,8 +16,16 @@ pub enum When {
     AnyStatus,
     /// stderr showed no HTTP status.
     NoStatus,
-    /// stderr showed one of the profile's network-failure phrases.
-    NetworkPhrase,
+    /// A stderr line matched one of these patterns.
+    Shows(&'static Phrases),
+}
+
+/// Case-insensitive regexes for what a tool prints on stderr when a code is ambiguous.
+#[derive(Debug)]
+pub struct Phrases {
+    /// What the phrases mean, for `--dry-run` and reasons.
+    pub what: &'static str,
+    pub patterns: &'static [&'static str],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -45,8 +53,6 @@ pub struct Profile {
     pub source: &'static str,
     /// Pulls an HTTP status (capture group 1) out of a stderr line.
     pub status_pattern: Option<&'static str>,
-    /// Case-insensitive stderr phrases that mean the network failed.
-    pub network_phrases: &'static [&'static str],
     pub rows: &'static [Row],
     pub otherwise: Otherwise,
 }
@@ -84,7 +90,6 @@ pub static CURL: Profile = Profile {
     commands: &["curl"],
     source: "curl(1), section EXIT CODES; exit 22 is --fail, whose stderr names the status",
     status_pattern: Some(r"returned error: (\d{3})"),
-    network_phrases: &[],
     rows: &[
         row(&[(5, 5)], T, "curl: could not resolve proxy"),
         row(&[(6, 6)], T, "curl: could not resolve host"),
@@ -148,7 +153,6 @@ pub static WGET: Profile = Profile {
     commands: &["wget"],
     source: "wget(1), section EXIT STATUS; exit 8's stderr names the status (ERROR 503: ...)",
     status_pattern: Some(r"ERROR (\d{3})"),
-    network_phrases: &[],
     rows: &[
         row(&[(4, 4)], T, "wget: network failure"),
         row_when(
@@ -175,9 +179,9 @@ pub static WGET: Profile = Profile {
         row_when(
             &[(8, 8)],
             When::NoStatus,
-            P,
-            None,
-            "wget: server error with no status shown",
+            T,
+            Some(2),
+            "wget: server error with no status shown, as with -q (retried at most twice)",
         ),
         row(&[(1, 1)], P, "wget: generic error"),
         row(&[(2, 2)], P, "wget: parse error in options or files"),
@@ -189,26 +193,72 @@ pub static WGET: Profile = Profile {
     otherwise: Otherwise::Permanent,
 };
 
+/// ssh's words for a login or host key that another attempt cannot fix (sshconnect2.c,
+/// sshconnect.c, kex.c).
+static SSH_REFUSED: Phrases = Phrases {
+    what: "an authentication or host-key failure",
+    patterns: &[
+        r"Permission denied",
+        r"Host key verification failed",
+        r"REMOTE HOST IDENTIFICATION HAS CHANGED",
+        r"Too many authentication failures",
+        r"no matching .+ found",
+    ],
+};
+
 pub static SSH: Profile = Profile {
     name: "ssh",
     commands: &["ssh", "scp", "sftp"],
     source: "ssh(1): exits with the remote command's status, or 255 if an error occurred",
     status_pattern: None,
-    network_phrases: &[],
-    rows: &[row(&[(255, 255)], T, "ssh: connection failure (exit 255)")],
+    rows: &[
+        row_when(
+            &[(255, 255)],
+            When::Shows(&SSH_REFUSED),
+            P,
+            None,
+            "ssh: authentication or host-key failure (exit 255); retrying a refused login only trips fail2ban",
+        ),
+        row(&[(255, 255)], T, "ssh: connection failure (exit 255)"),
+    ],
     otherwise: Otherwise::Permanent,
+};
+
+/// The daemon's refusal when every slot is taken (clientserver.c: "@ERROR: max
+/// connections (%d) reached -- try again later").
+static RSYNC_DAEMON_FULL: Phrases = Phrases {
+    what: "the daemon's max connections reached",
+    patterns: &[r"max connections \(\d+\) reached", r"try again later"],
+};
+
+/// A source that no later attempt will find or be allowed to read.
+static RSYNC_MISSING: Phrases = Phrases {
+    what: "a missing or unreadable source",
+    patterns: &[r"No such file or directory", r"Permission denied"],
 };
 
 pub static RSYNC: Profile = Profile {
     name: "rsync",
     commands: &["rsync"],
-    source: "rsync(1), section EXIT VALUES",
+    source: "rsync(1), section EXIT VALUES; codes 5 and 23 are told apart by stderr",
     status_pattern: None,
-    network_phrases: &[],
     rows: &[
         row(&[(10, 10)], T, "rsync: error in socket I/O"),
         row(&[(12, 12)], T, "rsync: error in the protocol data stream"),
-        row(&[(23, 23)], T, "rsync: partial transfer due to error"),
+        row_when(
+            &[(23, 23)],
+            When::Shows(&RSYNC_MISSING),
+            P,
+            None,
+            "rsync: partial transfer, a source is missing or unreadable",
+        ),
+        row_when(
+            &[(23, 23)],
+            When::Always,
+            T,
+            Some(2),
+            "rsync: partial transfer due to error (retried at most twice)",
+        ),
         row(
             &[(24, 24)],
             T,
@@ -228,6 +278,13 @@ pub static RSYNC: Profile = Profile {
             "rsync: errors selecting input/output files or directories",
         ),
         row(&[(4, 4)], P, "rsync: requested action not supported"),
+        row_when(
+            &[(5, 5)],
+            When::Shows(&RSYNC_DAEMON_FULL),
+            T,
+            None,
+            "rsync: the daemon is at its max connections, try again later",
+        ),
         row(
             &[(5, 5)],
             P,
@@ -254,12 +311,10 @@ pub static RSYNC: Profile = Profile {
     otherwise: Otherwise::Generic,
 };
 
-pub static GIT: Profile = Profile {
-    name: "git",
-    commands: &["git"],
-    source: "git: die() exits 128 (usage.c); network failures are told apart by the transport's stderr",
-    status_pattern: Some(r"returned error: (\d{3})"),
-    network_phrases: &[
+/// How git's transports (connect.c, http.c, curl) word a network failure.
+static GIT_NETWORK: Phrases = Phrases {
+    what: "a network failure",
+    patterns: &[
         "could not resolve host",
         "connection timed out",
         "connection refused",
@@ -271,10 +326,17 @@ pub static GIT: Profile = Profile {
         "failed to connect",
         "temporary failure in name resolution",
     ],
+};
+
+pub static GIT: Profile = Profile {
+    name: "git",
+    commands: &["git"],
+    source: "git: die() exits 128 (usage.c); network failures are told apart by the transport's stderr",
+    status_pattern: Some(r"returned error: (\d{3})"),
     rows: &[
         row_when(
             &[(128, 128)],
-            When::NetworkPhrase,
+            When::Shows(&GIT_NETWORK),
             T,
             None,
             "git: network failure",
@@ -301,7 +363,6 @@ pub static GENERIC: Profile = Profile {
     commands: &[],
     source: "retry's generic rules",
     status_pattern: None,
-    network_phrases: &[],
     rows: &[],
     otherwise: Otherwise::Generic,
 };
@@ -379,12 +440,51 @@ impl Profile {
     pub fn reads_stderr(&self) -> bool {
         self.rows.iter().any(|r| !matches!(r.when, When::Always))
     }
+
+    /// Every stderr pattern the profile's rows look for, each once.
+    pub fn phrase_patterns(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for row in self.rows {
+            if let When::Shows(phrases) = row.when {
+                for p in phrases.patterns {
+                    if !out.contains(p) {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::ffi::OsStr;
+
+    /// The row that decides `code` when stderr showed nothing.
+    fn row_with_quiet_stderr(profile: &Profile, code: i32) -> &Row {
+        profile
+            .rows
+            .iter()
+            .find(|r| {
+                codes_contain(r.codes, code) && matches!(r.when, When::Always | When::NoStatus)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn phrase_patterns_compile_and_are_listed_once() {
+        for p in ALL {
+            let patterns = p.phrase_patterns();
+            regex::RegexSet::new(&patterns).unwrap();
+            let mut unique = patterns.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), patterns.len(), "{}", p.name);
+        }
+        assert_eq!(RSYNC.phrase_patterns().len(), 4);
+    }
 
     #[test]
     fn auto_picks_by_base_name() {
@@ -413,11 +513,7 @@ mod tests {
         ];
         for (profile, codes) in cases {
             for &code in codes {
-                let row = profile
-                    .rows
-                    .iter()
-                    .find(|r| codes_contain(r.codes, code))
-                    .unwrap();
+                let row = row_with_quiet_stderr(profile, code);
                 assert_eq!(row.class, Class::Transient, "{} {code}", profile.name);
             }
         }
@@ -437,11 +533,7 @@ mod tests {
         ];
         for (profile, codes) in cases {
             for &code in codes {
-                let row = profile
-                    .rows
-                    .iter()
-                    .find(|r| codes_contain(r.codes, code))
-                    .unwrap();
+                let row = row_with_quiet_stderr(profile, code);
                 assert_eq!(row.class, Class::Permanent, "{} {code}", profile.name);
             }
         }

@@ -479,7 +479,7 @@ fn describe_when(when: profiles::When) -> String {
         When::StatusIn(ranges) => format!(" with stderr showing HTTP {}", code_list(ranges)),
         When::AnyStatus => " with stderr showing any other HTTP status".into(),
         When::NoStatus => " with no HTTP status on stderr".into(),
-        When::NetworkPhrase => " with stderr showing a network failure".into(),
+        When::Shows(phrases) => format!(" with stderr showing {}", phrases.what),
     }
 }
 
