@@ -313,9 +313,11 @@ impl Executor for CommandExecutor {
         let preliminary = self
             .rules
             .classify(&end, &facts.lock().expect("facts").clone());
+        let lock_lost = signals::lock_lost();
         if preliminary.class != Class::Success
             || supervised.timed_out
             || supervised.interrupted_by.is_some()
+            || lock_lost.is_some()
         {
             // No process of a failed attempt outlives it.
             terminate_group(pid, self.kill_after);
@@ -337,6 +339,9 @@ impl Executor for CommandExecutor {
                 "retry received {} and passed it to the command",
                 signal_name(sig)
             ));
+        }
+        if let Some(lost) = &lock_lost {
+            verdict = Verdict::permanent(format!("retry stopped the command: {lost}"));
         }
         let (outcome, exit_code) = match &end {
             CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
@@ -370,6 +375,7 @@ impl Executor for CommandExecutor {
         let mut report = AttemptReport::new(outcome, verdict, exit_code);
         report.interrupted_by = supervised.interrupted_by;
         report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
+        report.lock_lost = lock_lost;
         Ok(report)
     }
 
@@ -458,6 +464,7 @@ impl Supervisor {
         let mut timed_out = false;
         let mut forwarded: Option<i32> = None;
         let mut escalate_at: Option<Instant> = None;
+        let mut lock_lost = false;
         loop {
             match waitpid(
                 self.pid,
@@ -497,7 +504,17 @@ impl Supervisor {
                     send(self.pid, Signal::SIGKILL as i32);
                 }
             }
-            if !timed_out && forwarded.is_none() && deadline.is_some_and(|d| now >= d) {
+            if !lock_lost && forwarded.is_none() && signals::lock_lost().is_some() {
+                // Without its lock the attempt must not go on: end it like a timeout.
+                lock_lost = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                escalate_at.get_or_insert(now + self.kill_after);
+            }
+            if !timed_out
+                && !lock_lost
+                && forwarded.is_none()
+                && deadline.is_some_and(|d| now >= d)
+            {
                 timed_out = true;
                 send(self.pid, Signal::SIGTERM as i32);
                 escalate_at = Some(now + self.kill_after);

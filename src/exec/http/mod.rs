@@ -214,6 +214,8 @@ enum Ended {
     Done(Attempted),
     TimedOut,
     Signal(i32),
+    /// A lock the run holds was lost: the request is abandoned.
+    LockLost(String),
 }
 
 /// What one attempt needs, borrowed from the executor.
@@ -322,6 +324,7 @@ async fn attempt_within(exchange: Exchange<'_>, timeout: Option<Duration>) -> En
     tokio::select! {
         done = bounded => done.map_or(Ended::TimedOut, Ended::Done),
         signal = stopping_signal() => Ended::Signal(signal),
+        lost = lost_lock() => Ended::LockLost(lost),
     }
 }
 
@@ -329,6 +332,15 @@ async fn stopping_signal() -> i32 {
     loop {
         if let Some(signal) = signals::pending() {
             return signal;
+        }
+        tokio::time::sleep(SIGNAL_POLL).await;
+    }
+}
+
+async fn lost_lock() -> String {
+    loop {
+        if let Some(lost) = signals::lock_lost() {
+            return lost;
         }
         tokio::time::sleep(SIGNAL_POLL).await;
     }
@@ -507,6 +519,18 @@ impl Executor for HttpExecutor {
                     128 + signal,
                 );
                 report.interrupted_by = Some(signal);
+                report
+            }
+            Ended::LockLost(lost) => {
+                let mut report = AttemptReport::new(
+                    Outcome::Error {
+                        kind: "lock_lost".into(),
+                        message: format!("abandoned: {lost}"),
+                    },
+                    Verdict::permanent(format!("retry abandoned the request: {lost}")),
+                    crate::EXIT_USAGE,
+                );
+                report.lock_lost = Some(lost);
                 report
             }
         })
