@@ -1238,3 +1238,95 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
         stderr(&out)
     );
 }
+
+/// A TCP relay to `port` on loopback that can be made to stop passing bytes in
+/// either direction, as a network cut does (no FIN, no RST: silence).
+struct Relay {
+    port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    fn to(port: u16) -> Relay {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let relay = Relay {
+            port: listener.local_addr().unwrap().port(),
+            cut: Arc::new(AtomicBool::new(false)),
+        };
+        let cut = Arc::clone(&relay.cut);
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let server = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                for (from, to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let cut = Arc::clone(&cut);
+                    std::thread::spawn(move || pass(from, to, &cut));
+                }
+            }
+        });
+        relay
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until the relay is cut; then holds both ends open in silence.
+fn pass(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    cut: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while cut.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_network_cut_loses_the_lock_within_the_check_bound() {
+    let Some(pg) = postgres::start("a_network_cut_loses_the_lock_within_the_check_bound") else {
+        return;
+    };
+    let dir = Dir::new();
+    let relay = Relay::to(pg.port);
+    let lock = format!(
+        "postgres://{}@127.0.0.1:{}/postgres#cut",
+        postgres::USER,
+        relay.port
+    );
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--report")
+            .arg(&report)
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    relay.cut();
+    let (out, took) = exit_within(holder, Duration::from_secs(15));
+    assert!(
+        took < Duration::from_secs(5),
+        "a check gets 2s to answer, and one runs every second: {took:?}"
+    );
+    assert_lock_lost(&out, pid, &report);
+}

@@ -11,7 +11,9 @@ use std::fmt;
 use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, TryRecvError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -609,11 +611,52 @@ fn application_name(purpose: &str) -> String {
 }
 
 /// A connection shared by its owner and the thread that checks it.
-type Shared = Arc<Mutex<Client>>;
+type Shared = Arc<Conn>;
+
+/// A connection that never holds up the exit: a broken one is left to the kernel
+/// to close, a healthy one gets [`CLOSE_BOUND`] to say goodbye to the server.
+struct Conn {
+    client: Mutex<ManuallyDrop<Client>>,
+    /// A check failed: closing it politely could wait on a silent network.
+    broken: AtomicBool,
+}
+
+/// How long closing a healthy connection may take at exit.
+const CLOSE_BOUND: Duration = Duration::from_secs(1);
+
+impl Conn {
+    fn new(client: Client) -> Shared {
+        Arc::new(Conn {
+            client: Mutex::new(ManuallyDrop::new(client)),
+            broken: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let slot = self.client.get_mut().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: the client is taken once, here, and the slot is never used again.
+        let client = unsafe { ManuallyDrop::take(slot) };
+        if self.broken.load(Ordering::SeqCst) {
+            // The process is about to exit; the kernel closes the socket.
+            std::mem::forget(client);
+            return;
+        }
+        let (done, closed) = mpsc::channel();
+        let closing = std::thread::Builder::new().spawn(move || {
+            drop(client);
+            let _ = done.send(());
+        });
+        if closing.is_ok() {
+            let _ = closed.recv_timeout(CLOSE_BOUND);
+        }
+    }
+}
 
 /// The connection, also when a thread panicked while holding it.
-fn lock_client(client: &Shared) -> MutexGuard<'_, Client> {
-    client.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+fn lock_client(conn: &Conn) -> MutexGuard<'_, ManuallyDrop<Client>> {
+    conn.client.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Checks that the connection a session lock lives on is still there: the server
@@ -622,9 +665,10 @@ pub struct PgLiveness(Shared);
 
 impl Liveness for PgLiveness {
     fn check(&mut self) -> Result<(), String> {
-        lock_client(&self.0)
-            .is_valid(CHECK_TIMEOUT)
-            .map_err(|e| format!("its connection to the server failed a check: {e}"))
+        lock_client(&self.0).is_valid(CHECK_TIMEOUT).map_err(|e| {
+            self.0.broken.store(true, Ordering::SeqCst);
+            format!("its connection to the server failed a check: {e}")
+        })
     }
 }
 
@@ -645,7 +689,7 @@ impl PgLock {
         )?;
         let key = advisory_key(&mut client, &name).with_context(|| format!("--lock: {target}"))?;
         Ok(PgLock {
-            client: Arc::new(Mutex::new(client)),
+            client: Conn::new(client),
             key,
             target,
         })
@@ -678,7 +722,7 @@ impl PgStore {
     pub fn connect(target: PgTarget) -> anyhow::Result<PgStore> {
         let client = connect(&target, "--state", &application_name("--once"))?;
         let mut store = PgStore {
-            client: Arc::new(Mutex::new(client)),
+            client: Conn::new(client),
             target,
         };
         store.ensure_table().with_context(|| {
