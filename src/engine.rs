@@ -829,7 +829,10 @@ mod tests {
             (s.stopped_because, s.exit_code, s.attempts.len()),
             (StopReason::LockLost, 125, 1)
         );
-        assert_eq!(h.exec.delivered, 0, "the output of a run without its lock is not delivered");
+        assert_eq!(
+            h.exec.delivered, 0,
+            "the output of a run without its lock is not delivered"
+        );
         assert!(h.sleeper.slept.is_empty());
     }
 
@@ -843,7 +846,11 @@ mod tests {
         let s = h.run(&p);
         assert_eq!(h.exec.seen[0].budget_left, Some(Duration::from_secs(1)));
         assert_eq!(s.stopped_because, StopReason::MaxTime);
-        assert_eq!(s.attempts.len(), 1, "a 1s sleep does not fit in the 900ms left");
+        assert_eq!(
+            s.attempts.len(),
+            1,
+            "a 1s sleep does not fit in the 900ms left"
+        );
     }
 
     #[test]

@@ -929,8 +929,7 @@ fn a_server_restart_loses_the_advisory_lock_and_stops_the_run() {
 
 #[test]
 fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
-    let Some(pg) =
-        postgres::start("a_terminated_lock_backend_stops_the_run_and_records_no_marker")
+    let Some(pg) = postgres::start("a_terminated_lock_backend_stops_the_run_and_records_no_marker")
     else {
         return;
     };
@@ -961,7 +960,10 @@ fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
     );
     assert_lock_lost(&out, pid, &report);
     let text = stderr(&out);
-    assert!(text.contains("lock postgres://postgres@127.0.0.1"), "{text}");
+    assert!(
+        text.contains("lock postgres://postgres@127.0.0.1"),
+        "{text}"
+    );
     let markers: i64 = pg
         .client()
         .query_one("SELECT count(*) FROM retry_once WHERE key = 'k'", &[])
@@ -1083,7 +1085,10 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
     assert!(took < Duration::from_secs(4), "{took:?}");
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     assert!(stderr(&out).contains("was lost"), "{}", stderr(&out));
-    assert_eq!(read_report(&report)["result"]["stopped_because"], "lock_lost");
+    assert_eq!(
+        read_report(&report)["result"]["stopped_because"],
+        "lock_lost"
+    );
 }
 
 #[test]
@@ -1104,7 +1109,9 @@ fn connect_timeout_bounds_the_whole_startup() {
             "{took:?}"
         );
         assert!(
-            text.contains(&format!("cannot connect to postgres://u@127.0.0.1:{port}/db")),
+            text.contains(&format!(
+                "cannot connect to postgres://u@127.0.0.1:{port}/db"
+            )),
             "{text}"
         );
         assert!(text.contains("no answer within 1s"), "{text}");
@@ -1142,7 +1149,11 @@ fn a_signal_while_connecting_stops_retry_within_a_second() {
         let (out, took) = exit_within(child, Duration::from_secs(10));
         assert_eq!(out.status.code(), Some(status), "{}", stderr(&out));
         assert!(took < Duration::from_secs(1), "{took:?}");
-        assert!(stderr(&out).contains("while connecting"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("while connecting"),
+            "{}",
+            stderr(&out)
+        );
         assert_eq!(read_report(&report)["result"]["stopped_because"], "signal");
     }
     assert_eq!(dir.count(), 0);
@@ -1186,7 +1197,11 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
         .args(["--lock-wait", "20s", "--max-time", "1s"])
         .args(dir.work(0.0)));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(stderr(&out).contains("--max-time"), "{}", stderr(&out));
     assert_eq!(dir.count(), 0);
     drop(holder);

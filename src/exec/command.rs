@@ -510,10 +510,7 @@ impl Supervisor {
                 send(self.pid, Signal::SIGTERM as i32);
                 escalate_at.get_or_insert(now + self.kill_after);
             }
-            if !timed_out
-                && !lock_lost
-                && forwarded.is_none()
-                && deadline.is_some_and(|d| now >= d)
+            if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)
             {
                 timed_out = true;
                 send(self.pid, Signal::SIGTERM as i32);

@@ -389,7 +389,9 @@ fn open_store(target: Target) -> anyhow::Result<Box<dyn MarkerStore>> {
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
 /// Waiting for the locks ends at `--lock-wait` or when `--max-time` runs out.
 pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
-    let wait = opts.max_time.map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
+    let wait = opts
+        .max_time
+        .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
     let mut watches = Vec::new();
     let mut once = None;
@@ -520,10 +522,7 @@ fn stopped(stop: Stop, doing: &str) -> Gate {
             signal_label(*sig),
             128 + sig
         ),
-        Stop::LockLost(lost) => format!(
-            "{lost} while {doing}; exit status {}",
-            crate::EXIT_USAGE
-        ),
+        Stop::LockLost(lost) => format!("{lost} while {doing}; exit status {}", crate::EXIT_USAGE),
     };
     Gate::Stopped { stop, message }
 }

@@ -8,11 +8,11 @@
 //! `postgres://` targets.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::net::Ipv6Addr;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, TryRecvError};
-use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -635,7 +635,10 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        let slot = self.client.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let slot = self
+            .client
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
         // SAFETY: the client is taken once, here, and the slot is never used again.
         let client = unsafe { ManuallyDrop::take(slot) };
         if self.broken.load(Ordering::SeqCst) {
