@@ -1345,3 +1345,92 @@ fn a_network_cut_loses_the_lock_within_the_check_bound() {
     );
     assert_lock_lost(&out, pid, &report);
 }
+
+#[test]
+fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
+    let Some(pg) = postgres::start("a_lock_lost_as_the_command_succeeds_records_no_marker") else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#close-call"))
+            .args(["--once", "k", "--state", &pg.url("")])
+            .arg("--report")
+            .arg(&report)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                &format!(
+                    "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
+                    dir.path("ready").display(),
+                    dir.path("go").display()
+                ),
+            ]),
+    );
+    dir.wait_for("ready");
+    assert_eq!(pg.terminate("retry --lock close-call"), 1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pg.terminate("retry --lock close-call") > 0 {
+        assert!(Instant::now() < deadline, "the backend never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The command succeeds at once, most likely before the next periodic check.
+    std::fs::write(dir.path("go"), "").unwrap();
+    let (out, _) = exit_within(holder, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(stderr(&out).contains("was lost"), "{}", stderr(&out));
+    assert_eq!(
+        read_report(&report)["result"]["stopped_because"],
+        "lock_lost"
+    );
+    let markers: i64 = pg
+        .client()
+        .query_one("SELECT count(*) FROM retry_once", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(markers, 0, "a success without its lock is not recorded");
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lost() {
+    let Some(pg) = postgres::start(
+        "a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lost",
+    ) else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#stubborn"))
+            .args(["--kill-after", "1s"])
+            .arg("--report")
+            .arg(&report)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                &format!(
+                    "trap '' TERM; echo $$ > '{}'; touch '{}'; exec >/dev/null 2>&1; \
+                     while :; do sleep 0.1; done",
+                    dir.path("command.pid").display(),
+                    dir.path("ready").display()
+                ),
+            ]),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    assert_eq!(pg.terminate("retry --lock stubborn"), 1);
+    let (out, took) = exit_within(holder, Duration::from_secs(10));
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(5),
+        "SIGTERM is ignored, SIGKILL follows --kill-after later: {took:?}"
+    );
+    assert_lock_lost(&out, pid, &report);
+}
