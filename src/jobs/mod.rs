@@ -266,7 +266,12 @@ impl Watch {
         let thread = std::thread::Builder::new()
             .name("lock-watch".into())
             .spawn(move || {
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECK_EVERY) {
+                // A fixed beat, so the time a check takes does not stretch the interval.
+                let mut next = Instant::now() + CHECK_EVERY;
+                while let Err(RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(next.saturating_duration_since(Instant::now()))
+                {
+                    next += CHECK_EVERY;
                     if check(&name, &shared).is_err() {
                         return;
                     }
