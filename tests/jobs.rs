@@ -1434,3 +1434,54 @@ fn a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lo
     );
     assert_lock_lost(&out, pid, &report);
 }
+
+#[test]
+fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
+    let Some(pg) = postgres::start("a_lock_lost_while_waiting_for_a_once_key_ends_the_wait") else {
+        return;
+    };
+    let dir = Dir::new();
+    let state = pg.url("");
+    let _reap = reap_command(&dir);
+    let mut first = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#first"))
+            .args(["--once", "k", "--state", &state])
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let report = dir.path("report.json");
+    let waiting = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#second"))
+            .args(["--once", "k", "--state", &state, "--lock-wait", "30s"])
+            .arg("--report")
+            .arg(&report)
+            .args(dir.work(0.0)),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pg.terminate("retry --lock second") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the second run never took its lock"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (out, took) = exit_within(waiting, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("while waiting for the lock on --once key"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        read_report(&report)["result"]["stopped_because"],
+        "lock_lost"
+    );
+    assert_eq!(dir.count(), 1, "only the first run worked");
+    first.kill().unwrap();
+    first.wait().unwrap();
+}
