@@ -634,7 +634,8 @@ fn key_value(text: &str) -> Result<String, String> {
 }
 
 fn once_key_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty() && text.len() <= 200 && !text.chars().any(char::is_control);
+    // Characters, as the message says: a key in any script gets the same 200.
+    let ok = !text.is_empty() && text.chars().count() <= 200 && !text.chars().any(char::is_control);
     if ok {
         Ok(text.to_string())
     } else {

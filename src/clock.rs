@@ -1,12 +1,13 @@
 //! The real clock and the real sleeper. A sleep wakes at once on SIGINT, SIGTERM,
-//! SIGHUP or SIGQUIT, and on a terminal it shows a live countdown on stderr.
+//! SIGHUP or SIGQUIT or when a lock is lost, and on a terminal it shows a live
+//! countdown on stderr.
 
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::{Clock, Sleeper};
 use crate::parse::human;
-use crate::signals;
+use crate::signals::{self, Stop};
 
 pub struct SystemClock {
     origin: Instant,
@@ -43,9 +44,9 @@ pub struct SignalSleeper {
 }
 
 impl Sleeper for SignalSleeper {
-    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), i32> {
+    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), Stop> {
         if !self.countdown || d < Duration::from_secs(1) {
-            return signals::sleep(d);
+            return signals::sleep_or_stop(d);
         }
         let end = Instant::now() + d;
         let result = loop {
@@ -63,8 +64,8 @@ impl Sleeper for SignalSleeper {
             let tick = left.min(Duration::from_millis(
                 (left.as_millis() % 1000).max(1) as u64 + 1,
             ));
-            if let Err(sig) = signals::sleep(tick.min(Duration::from_secs(1))) {
-                break Err(sig);
+            if let Err(stop) = signals::sleep_or_stop(tick.min(Duration::from_secs(1))) {
+                break Err(stop);
             }
         };
         let _ = write!(std::io::stderr(), "\r\x1b[K");

@@ -15,6 +15,7 @@ use crate::classify::{Class, Verdict};
 use crate::exit::ExitCode;
 use crate::io::out::Interrupted;
 use crate::parse::human;
+use crate::signals::Stop;
 
 /// What one attempt needs to know about its place in the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +81,9 @@ pub struct AttemptReport {
     pub interrupted_by: Option<i32>,
     /// The attempt was cut short because the `--max-time` budget ran out.
     pub budget_expired: bool,
+    /// A lock the run holds was lost during the attempt (the message says which):
+    /// the attempt was stopped and the run ends.
+    pub lock_lost: Option<String>,
 }
 
 impl AttemptReport {
@@ -91,6 +95,7 @@ impl AttemptReport {
             wait_hint: None,
             interrupted_by: None,
             budget_expired: false,
+            lock_lost: None,
         }
     }
 }
@@ -106,14 +111,15 @@ pub trait Executor {
 }
 
 pub trait Clock {
-    /// Time since an arbitrary fixed point; only differences matter.
+    /// Time since the run started: the `--max-time` budget counts from zero, so
+    /// whatever ran before the loop (waiting for a lock) is already spent.
     fn now(&self) -> Duration;
     fn wall(&self) -> SystemTime;
 }
 
 pub trait Sleeper {
-    /// Sleeps `d` before attempt `upcoming`; `Err(signal)` if retry was signalled.
-    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), i32>;
+    /// Sleeps `d` before attempt `upcoming`; `Err` if the run must stop now.
+    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), Stop>;
 }
 
 #[derive(Clone, Debug)]
@@ -136,6 +142,7 @@ pub enum StopReason {
     RetryAfterTooLong,
     Signal,
     Skipped,
+    LockLost,
 }
 
 #[derive(Clone, Debug)]
@@ -203,7 +210,7 @@ pub fn run(
     policy: &Policy,
     env: &mut Env<'_>,
 ) -> anyhow::Result<RunSummary> {
-    let start = env.clock.now();
+    let start = Duration::ZERO;
     let deadline = policy.max_time.map(|t| start + t);
     let mut records: Vec<AttemptRecord> = Vec::new();
     let mut limit_counts: HashMap<&'static str, u32> = HashMap::new();
@@ -248,19 +255,9 @@ pub fn run(
                     next: Some(delay),
                 });
                 exec.discard();
-                if let Err(signal) = env.sleeper.sleep(delay, number + 1) {
-                    let message = format!(
-                        "interrupted by {} while waiting to retry",
-                        signal_label(signal)
-                    );
-                    return Ok(finish(
-                        records,
-                        ExitCode::signal(signal),
-                        StopReason::Signal,
-                        message,
-                        start,
-                        env,
-                    ));
+                if let Err(stop) = env.sleeper.sleep(delay, number + 1) {
+                    let (exit_code, reason, message) = stopped_while_sleeping(stop);
+                    return Ok(finish(records, exit_code, reason, message, start, env));
                 }
                 number += 1;
             }
@@ -280,10 +277,11 @@ pub fn run(
                 let mut exit_code = match reason {
                     StopReason::Success => 0,
                     StopReason::Signal => ExitCode::signal(report.interrupted_by.unwrap_or(0)),
+                    StopReason::LockLost => ExitCode::USAGE,
                     _ => report.exit_code,
                 };
                 let (mut reason, mut message) = (reason, message);
-                if reason == StopReason::Signal {
+                if matches!(reason, StopReason::Signal | StopReason::LockLost) {
                     exec.discard();
                 } else if let Err(err) = exec.deliver() {
                     // A signal while writing a held output to a stalled reader ends the run at once.
@@ -329,6 +327,9 @@ fn decide(
     env: &mut Env<'_>,
     previous_delay: &mut Option<Duration>,
 ) -> Next {
+    if let Some(message) = &report.lock_lost {
+        return Next::Stop(StopReason::LockLost, message.clone());
+    }
     if let Some(signal) = report.interrupted_by {
         return Next::Stop(
             StopReason::Signal,
@@ -428,6 +429,21 @@ fn budget_message(policy: &Policy, detail: &str) -> String {
     format!("stopped: the --max-time budget of {budget} {detail}")
 }
 
+/// The exit status, reason and message of a run stopped during a backoff sleep.
+fn stopped_while_sleeping(stop: Stop) -> (i32, StopReason, String) {
+    match stop {
+        Stop::Signal(signal) => (
+            ExitCode::signal(signal),
+            StopReason::Signal,
+            format!(
+                "interrupted by {} while waiting to retry",
+                signal_label(signal)
+            ),
+        ),
+        Stop::LockLost(message) => (ExitCode::USAGE, StopReason::LockLost, message),
+    }
+}
+
 fn finish(
     attempts: Vec<AttemptRecord>,
     exit_code: i32,
@@ -503,12 +519,16 @@ mod tests {
         clock: FakeClock,
         slept: Vec<Duration>,
         signal_on: Option<usize>,
+        lose_lock_on: Option<usize>,
     }
 
     impl Sleeper for FakeSleeper {
-        fn sleep(&mut self, d: Duration, _upcoming: u32) -> Result<(), i32> {
+        fn sleep(&mut self, d: Duration, _upcoming: u32) -> Result<(), Stop> {
             if self.signal_on == Some(self.slept.len()) {
-                return Err(15);
+                return Err(Stop::Signal(15));
+            }
+            if self.lose_lock_on == Some(self.slept.len()) {
+                return Err(Stop::LockLost("lock L was lost".into()));
             }
             self.slept.push(d);
             self.clock.advance(d);
@@ -600,6 +620,7 @@ mod tests {
                     clock: clock.clone(),
                     slept: vec![],
                     signal_on: None,
+                    lose_lock_on: None,
                 },
                 events: Collect::default(),
                 clock,
@@ -836,6 +857,53 @@ mod tests {
         assert_eq!(
             (s.stopped_because, s.exit_code, s.attempts.len()),
             (StopReason::Signal, 130, 1)
+        );
+    }
+
+    #[test]
+    fn a_lock_lost_during_a_sleep_ends_the_run_with_125() {
+        let mut h = Harness::new(vec![fail(1)]);
+        h.sleeper.lose_lock_on = Some(0);
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::LockLost, 125, 1)
+        );
+        assert_eq!(s.message, "lock L was lost");
+        assert_eq!(h.exec.delivered, 0);
+    }
+
+    #[test]
+    fn a_lock_lost_during_an_attempt_wins_over_its_success() {
+        let mut r = ok();
+        r.lock_lost = Some("lock L was lost".into());
+        let mut h = Harness::new(vec![r]);
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::LockLost, 125, 1)
+        );
+        assert_eq!(
+            h.exec.delivered, 0,
+            "the output of a run without its lock is not delivered"
+        );
+        assert!(h.sleeper.slept.is_empty());
+    }
+
+    #[test]
+    fn the_budget_counts_from_the_start_of_the_run_not_of_the_loop() {
+        let mut p = policy(5, JitterKind::None);
+        p.max_time = Some(Duration::from_secs(3));
+        let mut h = Harness::new(vec![fail(1)]);
+        // Two seconds went on waiting for a lock before the loop began.
+        h.clock.advance(Duration::from_secs(2));
+        let s = h.run(&p);
+        assert_eq!(h.exec.seen[0].budget_left, Some(Duration::from_secs(1)));
+        assert_eq!(s.stopped_because, StopReason::MaxTime);
+        assert_eq!(
+            s.attempts.len(),
+            1,
+            "a 1s sleep does not fit in the 900ms left"
         );
     }
 

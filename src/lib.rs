@@ -175,6 +175,7 @@ fn job_options(cli: &Cli) -> jobs::JobOptions {
     jobs::JobOptions {
         lock: cli.lock.clone(),
         lock_wait: cli.lock_wait,
+        max_time: cli.max_time,
         busy_exit: cli.busy_exit,
         once: cli.once.clone(),
         state: cli.state.clone(),
@@ -258,14 +259,23 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
         idempotency_key: (cli.idempotency_key.is_some() || matches!(target, Target::Command(_)))
             .then_some(info.idempotency_key.as_str()),
     };
+    // The run, and its --max-time budget, start before the wait for a lock.
+    let clock = clock::SystemClock::new();
     let mut held = match jobs::prepare(&jobs)? {
         jobs::Gate::Proceed(held) => held,
         jobs::Gate::Skip { exit_code, message } => {
             report::notice(&message);
-            if let Some(path) = &report_path {
-                report::write_report(path, &header, &skipped(exit_code, message))?;
-            }
-            return Ok(exit_code);
+            let summary = not_run(exit_code, StopReason::Skipped, message, &clock);
+            return finish_report(report_path, &header, summary);
+        }
+        jobs::Gate::Stopped { stop, message } => {
+            report::notice(&message);
+            let (exit_code, reason) = match stop {
+                signals::Stop::Signal(sig) => (128 + sig, StopReason::Signal),
+                signals::Stop::LockLost(_) => (EXIT_USAGE, StopReason::LockLost),
+            };
+            let summary = not_run(exit_code, reason, message, &clock);
+            return finish_report(report_path, &header, summary);
         }
     };
     if nested {
@@ -277,14 +287,38 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
     if let Some(key) = header.idempotency_key.filter(|_| report::shows(1)) {
         report::verbose(1, &format!("idempotency key: {key}"));
     }
-    let summary = run_engine(cli, built.executor(), &policy, &header)?;
+    let mut summary = run_engine(cli, built.executor(), &policy, &header, &clock)?;
     if summary.stopped_because == StopReason::Success {
-        held.record_success(&summary)?;
+        match held.confirm() {
+            Ok(()) => held.record_success(&summary)?,
+            Err(lost) => summary = lost_after_success(summary, &lost),
+        }
     }
-    if let Some(path) = &report_path {
-        report::write_report(path, &header, &summary)?;
+    finish_report(report_path, &header, summary)
+}
+
+/// Writes the report, if asked for, and gives the run's exit status.
+fn finish_report(
+    path: Option<&std::path::Path>,
+    header: &ReportHeader<'_>,
+    summary: RunSummary,
+) -> anyhow::Result<i32> {
+    if let Some(path) = path {
+        report::write_report(path, header, &summary)?;
     }
     Ok(summary.exit_code)
+}
+
+/// The last attempt succeeded, but a lock was lost before its success could count.
+fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
+    let message = format!("{lost}; the success is not recorded");
+    report::error(&format!("{message}; exit status {EXIT_USAGE}"));
+    RunSummary {
+        exit_code: EXIT_USAGE,
+        stopped_because: StopReason::LockLost,
+        message,
+        ..summary
+    }
 }
 
 fn run_engine(
@@ -292,6 +326,7 @@ fn run_engine(
     exec: &mut dyn Executor,
     policy: &Policy,
     header: &ReportHeader<'_>,
+    clock: &clock::SystemClock,
 ) -> anyhow::Result<RunSummary> {
     let seed = cli.seed.unwrap_or_else(rand::random);
     if report::shows(2) {
@@ -301,7 +336,6 @@ fn run_engine(
         );
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let clock = clock::SystemClock::new();
     let countdown =
         std::io::stderr().is_terminal() && cli.quiet == 0 && cli.log_format == LogFormat::Text;
     let mut sleeper = clock::SignalSleeper {
@@ -317,7 +351,7 @@ fn run_engine(
         },
     };
     let mut env = engine::Env {
-        clock: &clock,
+        clock,
         sleeper: &mut sleeper,
         rng: &mut rng,
         events: &mut logger,
@@ -325,12 +359,19 @@ fn run_engine(
     engine::run(exec, policy, &mut env)
 }
 
-fn skipped(exit_code: i32, message: String) -> RunSummary {
+/// A run that ended at the gate, before any attempt.
+fn not_run(
+    exit_code: i32,
+    stopped_because: StopReason,
+    message: String,
+    clock: &clock::SystemClock,
+) -> RunSummary {
+    use engine::Clock;
     RunSummary {
         attempts: Vec::new(),
         exit_code,
-        stopped_because: StopReason::Skipped,
+        stopped_because,
         message,
-        elapsed: std::time::Duration::ZERO,
+        elapsed: clock.now(),
     }
 }

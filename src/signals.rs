@@ -2,6 +2,10 @@
 //! are forwarded to a running command's process group first); SIGCHLD wakes the
 //! supervisor. Handlers only set a flag and write a byte to a self-pipe, so any
 //! wait can be a `poll` on that pipe with a timeout, free of races.
+//!
+//! A lost lock is the other reason a run must stop early: whoever notices it (a
+//! watchdog thread) records it with [`lose_lock`], which wakes the same self-pipe,
+//! so every wait that notices signals notices it too ([`stop`]).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
@@ -23,8 +27,8 @@ const SIGCHLD: i32 = Signal::SIGCHLD as i32;
 
 struct State {
     read: OwnedFd,
-    /// Our own end of the self-pipe, for `wake`.
-    write: std::os::unix::net::UnixStream,
+    /// Another end of the self-pipe, for threads that must wake a waiting one.
+    write: OwnedFd,
     flags: Vec<(i32, Arc<AtomicBool>)>,
     child: Arc<AtomicBool>,
 }
@@ -32,6 +36,17 @@ struct State {
 static STATE: OnceLock<State> = OnceLock::new();
 /// The first stopping signal seen; 0 while none.
 static FIRST: AtomicI32 = AtomicI32::new(0);
+/// Why a lock the run depends on was lost; set once, by the first to notice.
+static LOCK_LOST: OnceLock<String> = OnceLock::new();
+
+/// Why a run must stop before its policy says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// retry received this stopping signal.
+    Signal(i32),
+    /// A lock the run holds is gone; the message names it and says how.
+    LockLost(String),
+}
 
 /// Installs the handlers. Safe to call more than once.
 pub fn install() -> std::io::Result<()> {
@@ -55,21 +70,11 @@ pub fn install() -> std::io::Result<()> {
         .expect("registered");
     let _ = STATE.set(State {
         read,
-        write,
+        write: OwnedFd::from(write.try_clone()?),
         flags,
         child,
     });
     Ok(())
-}
-
-/// Wakes whoever waits in `wait`, as a signal would: for events that come from
-/// retry's own threads (a stdin spill that failed, a lost lock).
-pub fn wake() {
-    if let Some(state) = STATE.get() {
-        use std::io::Write;
-        // Non-blocking: a full pipe already holds a wake-up.
-        let _ = (&state.write).write(&[0]);
-    }
 }
 
 /// The stopping signal received so far, if any (the first one wins).
@@ -163,6 +168,49 @@ pub fn sleep(d: Duration) -> Result<(), i32> {
     loop {
         if let Some(sig) = pending() {
             return Err(sig);
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        wait(end - now);
+    }
+}
+
+/// Records that a lock the run holds was lost, and wakes any waiting thread. The
+/// first message wins.
+pub fn lose_lock(message: String) {
+    let _ = LOCK_LOST.set(message);
+    wake();
+}
+
+/// The message of a lost lock, if one was lost.
+pub fn lock_lost() -> Option<String> {
+    LOCK_LOST.get().cloned()
+}
+
+/// Why the run must stop now, if it must: a stopping signal first, then a lost lock.
+pub fn stop() -> Option<Stop> {
+    pending()
+        .map(Stop::Signal)
+        .or_else(|| lock_lost().map(Stop::LockLost))
+}
+
+/// Wakes a thread blocked in [`wait`] (from another thread, e.g. one that finished
+/// a connection or noticed a lost lock).
+pub fn wake() {
+    if let Some(state) = STATE.get() {
+        // A full pipe already holds a wake-up: nothing is lost when this write fails.
+        let _ = nix::unistd::write(&state.write, &[0]);
+    }
+}
+
+/// Sleeps `d` unless the run must stop ([`stop`]); returns why if it must.
+pub fn sleep_or_stop(d: Duration) -> Result<(), Stop> {
+    let end = Instant::now() + d;
+    loop {
+        if let Some(stop) = stop() {
+            return Err(stop);
         }
         let now = Instant::now();
         if now >= end {

@@ -811,3 +811,677 @@ fn sslmode_require_fails_against_a_server_without_tls() {
         .args(dir.work(0.0)));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+// Faults: a lock lost while held, a server that never answers, and the budget.
+
+/// `retry` without the fast-retry defaults of `Dir::retry`, for runs that set their own.
+fn bare_retry(dir: &Dir) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
+    cmd.env_remove("RETRY_DEPTH")
+        .env("XDG_STATE_HOME", dir.path("xdg"))
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// A command that counts itself, records its pid in `command.pid` (the `exec`ed
+/// sleep keeps it), says `ready`, then sleeps 30 s with its output closed.
+fn watched_command(dir: &Dir) -> Vec<String> {
+    vec![
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "echo run >> '{}'; echo $$ > '{}'; touch '{}'; exec sleep 30 >/dev/null 2>&1",
+            dir.counter().display(),
+            dir.path("command.pid").display(),
+            dir.path("ready").display()
+        ),
+    ]
+}
+
+fn command_pid(dir: &Dir) -> i32 {
+    std::fs::read_to_string(dir.path("command.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+/// Waits for `child` to exit within `limit` (killing it and failing otherwise);
+/// returns its output and how long the wait took.
+fn exit_within(mut child: Child, limit: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "retry still running after {limit:?}; stderr:\n{}",
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let took = start.elapsed();
+    (child.wait_with_output().unwrap(), took)
+}
+
+fn read_report(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// What every lost lock must lead to: exit 125 with a line saying so, the command
+/// ended, the report saying `lock_lost`.
+fn assert_lock_lost(out: &Output, pid: i32, report: &Path) {
+    let text = stderr(out);
+    assert_eq!(out.status.code(), Some(125), "{text}");
+    assert!(text.contains("was lost"), "{text}");
+    assert!(!alive(pid), "the command (pid {pid}) was stopped");
+    let report = read_report(report);
+    assert_eq!(report["result"]["stopped_because"], "lock_lost", "{report}");
+    assert_eq!(report["result"]["exit_code"], 125);
+}
+
+#[test]
+fn a_server_restart_loses_the_advisory_lock_and_stops_the_run() {
+    let Some(pg) = postgres::start("a_server_restart_loses_the_advisory_lock_and_stops_the_run")
+    else {
+        return;
+    };
+    let dir = Dir::new();
+    let lock = pg.url("#restarted");
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--report")
+            .arg(&report)
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    assert!(alive(pid));
+    pg.restart();
+    let (out, _) = exit_within(holder, Duration::from_secs(10));
+    assert_lock_lost(&out, pid, &report);
+    let second = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "5s"])
+        .args(dir.work(0.0)));
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(dir.count(), 2, "the second locker got in");
+}
+
+#[test]
+fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
+    let Some(pg) = postgres::start("a_terminated_lock_backend_stops_the_run_and_records_no_marker")
+    else {
+        return;
+    };
+    let dir = Dir::new();
+    let lock = pg.url("#terminated");
+    let state = pg.url("");
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .args(["--once", "k", "--state", &state])
+            .arg("--report")
+            .arg(&report)
+            .args(["--kill-after", "1s"])
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    assert_eq!(pg.terminate("retry --lock terminated"), 1);
+    let terminated = Instant::now();
+    let (out, _) = exit_within(holder, Duration::from_secs(10));
+    assert!(
+        terminated.elapsed() < Duration::from_secs(4),
+        "noticed within a check or two: {:?}",
+        terminated.elapsed()
+    );
+    assert_lock_lost(&out, pid, &report);
+    let text = stderr(&out);
+    assert!(
+        text.contains("lock postgres://postgres@127.0.0.1"),
+        "{text}"
+    );
+    let markers: i64 = pg
+        .client()
+        .query_one("SELECT count(*) FROM retry_once WHERE key = 'k'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(markers, 0, "a run that lost its lock records nothing");
+    let second = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--once", "k", "--state", &state])
+        .args(dir.work(0.0)));
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(dir.count(), 2, "the second locker got in and did the work");
+}
+
+#[test]
+fn a_terminated_once_key_backend_stops_the_run() {
+    let Some(pg) = postgres::start("a_terminated_once_key_backend_stops_the_run") else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .args(["--once", "nightly", "--state", &pg.url("")])
+            .arg("--report")
+            .arg(&report)
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    assert_eq!(pg.terminate("retry --once"), 1);
+    let (out, _) = exit_within(holder, Duration::from_secs(10));
+    assert_lock_lost(&out, pid, &report);
+    assert!(
+        stderr(&out).contains("the lock on --once key \"nightly\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_lock_lost_during_a_backoff_sleep_ends_the_run_at_once() {
+    let Some(pg) = postgres::start("a_lock_lost_during_a_backoff_sleep_ends_the_run_at_once")
+    else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let holder = spawn(
+        bare_retry(&dir)
+            .arg("--lock")
+            .arg(pg.url("#sleeper"))
+            .args(["-a", "5", "--delay", "30s", "--jitter", "none"])
+            .arg("--report")
+            .arg(&report)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                &format!(
+                    "echo run >> '{}'; touch '{}'; exit 1",
+                    dir.counter().display(),
+                    dir.path("ready").display()
+                ),
+            ]),
+    );
+    dir.wait_for("ready");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pg.terminate("retry --lock sleeper"), 1);
+    let (out, took) = exit_within(holder, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    let report = read_report(&report);
+    assert_eq!(report["result"]["stopped_because"], "lock_lost");
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(dir.count(), 1, "no further attempt");
+}
+
+/// A loopback listener that accepts connections and never says a word.
+fn silent_listener() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+#[test]
+fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
+    let Some(pg) = postgres::start("an_in_flight_request_is_abandoned_when_the_lock_is_lost")
+    else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let port = silent_listener();
+    let holder = spawn(
+        bare_retry(&dir)
+            .arg("--lock")
+            .arg(pg.url("#http"))
+            .arg("--report")
+            .arg(&report)
+            .arg(format!("http://127.0.0.1:{port}/slow")),
+    );
+    // The request is in flight once the lock's connection shows up.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pg.terminate("retry --lock http") == 0 {
+        assert!(Instant::now() < deadline, "retry never took the lock");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (out, took) = exit_within(holder, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(stderr(&out).contains("was lost"), "{}", stderr(&out));
+    assert_eq!(
+        read_report(&report)["result"]["stopped_because"],
+        "lock_lost"
+    );
+}
+
+#[test]
+fn connect_timeout_bounds_the_whole_startup() {
+    let dir = Dir::new();
+    let port = silent_listener();
+    let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=1");
+    for args in [
+        vec!["--lock".to_string(), format!("{url}#x")],
+        vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
+    ] {
+        let child = spawn(bare_retry(&dir).args(&args).args(dir.work(0.0)));
+        let (out, took) = exit_within(child, Duration::from_secs(15));
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(125), "{text}");
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+            "{took:?}"
+        );
+        assert!(
+            text.contains(&format!(
+                "cannot connect to postgres://u@127.0.0.1:{port}/db"
+            )),
+            "{text}"
+        );
+        assert!(text.contains("no answer within 1s"), "{text}");
+    }
+    assert_eq!(dir.count(), 0);
+}
+
+#[test]
+fn a_signal_while_connecting_stops_retry_within_a_second() {
+    let dir = Dir::new();
+    let port = silent_listener();
+    let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=30");
+    for (args, signal, status) in [
+        (
+            vec!["--lock".to_string(), format!("{url}#x")],
+            Signal::SIGTERM,
+            143,
+        ),
+        (
+            vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
+            Signal::SIGINT,
+            130,
+        ),
+    ] {
+        let report = dir.path("report.json");
+        let child = spawn(
+            bare_retry(&dir)
+                .args(&args)
+                .arg("--report")
+                .arg(&report)
+                .args(dir.work(0.0)),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let (out, took) = exit_within(child, Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(status), "{}", stderr(&out));
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert!(
+            stderr(&out).contains("while connecting"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(read_report(&report)["result"]["stopped_because"], "signal");
+    }
+    assert_eq!(dir.count(), 0);
+}
+
+#[test]
+fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    let report = dir.path("report.json");
+    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let child = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .args(["--lock-wait", "60s"])
+            .arg("--report")
+            .arg(&report)
+            .args(dir.work(0.0)),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let (out, _) = exit_within(child, Duration::from_secs(3));
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let report = read_report(&report);
+    assert_eq!(report["result"]["stopped_because"], "signal", "{report}");
+    assert_eq!(report["result"]["exit_code"], 143);
+}
+
+#[test]
+fn lock_wait_is_spent_from_the_max_time_budget() {
+    let dir = Dir::new();
+    let lock = dir.path("job.lock");
+    // Busy for good: the wait ends with the budget, not with --lock-wait.
+    let holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let started = Instant::now();
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "20s", "--max-time", "1s"])
+        .args(dir.work(0.0)));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(stderr(&out).contains("--max-time"), "{}", stderr(&out));
+    assert_eq!(dir.count(), 0);
+    drop(holder);
+
+    // Busy for a while: the attempt gets only what the wait left of the budget.
+    std::fs::remove_file(dir.path("holder-ready")).unwrap();
+    let _holder = flock_holding(&dir, &lock, "sleep 1");
+    let out = run(dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "20s", "--max-time", "3s"])
+        .args(["--", "sh", "-c", "echo $RETRY_DEADLINE_MS"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let left: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(
+        left <= 2_300,
+        "about 1s of the 3s budget went on the wait: {left}ms left"
+    );
+}
+
+#[test]
+fn once_keys_are_limited_in_characters_as_the_message_says() {
+    let dir = Dir::new();
+    let state = "postgres://u@127.0.0.1:1/db";
+    let accented = "é".repeat(200);
+    let out = run(bare_retry(&dir)
+        .args(["--dry-run", "--once", &accented, "--state", state])
+        .args(["--", "true"]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "200 characters (400 bytes) is within the limit: {}",
+        stderr(&out)
+    );
+    let out = run(bare_retry(&dir)
+        .args(["--dry-run", "--once", &"é".repeat(201), "--state", state])
+        .args(["--", "true"]));
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr(&out).contains("200 characters"), "{}", stderr(&out));
+    // A file marker's name is limited in bytes, and says so.
+    let out = run(bare_retry(&dir)
+        .args(["--dry-run", "--once", &accented])
+        .args(["--", "true"]));
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        stderr(&out).contains("bytes after escaping"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A TCP relay to `port` on loopback that can be made to stop passing bytes in
+/// either direction, as a network cut does (no FIN, no RST: silence).
+struct Relay {
+    port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    fn to(port: u16) -> Relay {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let relay = Relay {
+            port: listener.local_addr().unwrap().port(),
+            cut: Arc::new(AtomicBool::new(false)),
+        };
+        let cut = Arc::clone(&relay.cut);
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let server = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                for (from, to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let cut = Arc::clone(&cut);
+                    std::thread::spawn(move || pass(from, to, &cut));
+                }
+            }
+        });
+        relay
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until the relay is cut; then holds both ends open in silence.
+fn pass(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    cut: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{Read, Write};
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while cut.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_network_cut_loses_the_lock_within_the_check_bound() {
+    let Some(pg) = postgres::start("a_network_cut_loses_the_lock_within_the_check_bound") else {
+        return;
+    };
+    let dir = Dir::new();
+    let relay = Relay::to(pg.port);
+    let lock = format!(
+        "postgres://{}@127.0.0.1:{}/postgres#cut",
+        postgres::USER,
+        relay.port
+    );
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--report")
+            .arg(&report)
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    relay.cut();
+    let (out, took) = exit_within(holder, Duration::from_secs(15));
+    assert!(
+        took < Duration::from_secs(5),
+        "a check gets 2s to answer, and one runs every second: {took:?}"
+    );
+    assert_lock_lost(&out, pid, &report);
+}
+
+#[test]
+fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
+    let Some(pg) = postgres::start("a_lock_lost_as_the_command_succeeds_records_no_marker") else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#close-call"))
+            .args(["--once", "k", "--state", &pg.url("")])
+            .arg("--report")
+            .arg(&report)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                &format!(
+                    "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
+                    dir.path("ready").display(),
+                    dir.path("go").display()
+                ),
+            ]),
+    );
+    dir.wait_for("ready");
+    assert_eq!(pg.terminate("retry --lock close-call"), 1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pg.terminate("retry --lock close-call") > 0 {
+        assert!(Instant::now() < deadline, "the backend never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The command succeeds at once, most likely before the next periodic check.
+    std::fs::write(dir.path("go"), "").unwrap();
+    let (out, _) = exit_within(holder, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(stderr(&out).contains("was lost"), "{}", stderr(&out));
+    assert_eq!(
+        read_report(&report)["result"]["stopped_because"],
+        "lock_lost"
+    );
+    let markers: i64 = pg
+        .client()
+        .query_one("SELECT count(*) FROM retry_once", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(markers, 0, "a success without its lock is not recorded");
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lost() {
+    let Some(pg) = postgres::start(
+        "a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lost",
+    ) else {
+        return;
+    };
+    let dir = Dir::new();
+    let report = dir.path("report.json");
+    let _reap = reap_command(&dir);
+    let holder = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#stubborn"))
+            .args(["--kill-after", "1s"])
+            .arg("--report")
+            .arg(&report)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                &format!(
+                    "trap '' TERM; echo $$ > '{}'; touch '{}'; exec >/dev/null 2>&1; \
+                     while :; do sleep 0.1; done",
+                    dir.path("command.pid").display(),
+                    dir.path("ready").display()
+                ),
+            ]),
+    );
+    dir.wait_for("ready");
+    let pid = command_pid(&dir);
+    assert_eq!(pg.terminate("retry --lock stubborn"), 1);
+    let (out, took) = exit_within(holder, Duration::from_secs(10));
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(5),
+        "SIGTERM is ignored, SIGKILL follows --kill-after later: {took:?}"
+    );
+    assert_lock_lost(&out, pid, &report);
+}
+
+#[test]
+fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
+    let Some(pg) = postgres::start("a_lock_lost_while_waiting_for_a_once_key_ends_the_wait") else {
+        return;
+    };
+    let dir = Dir::new();
+    let state = pg.url("");
+    let _reap = reap_command(&dir);
+    let mut first = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#first"))
+            .args(["--once", "k", "--state", &state])
+            .args(watched_command(&dir)),
+    );
+    dir.wait_for("ready");
+    let report = dir.path("report.json");
+    let waiting = spawn(
+        dir.retry()
+            .arg("--lock")
+            .arg(pg.url("#second"))
+            .args(["--once", "k", "--state", &state, "--lock-wait", "30s"])
+            .arg("--report")
+            .arg(&report)
+            .args(dir.work(0.0)),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pg.terminate("retry --lock second") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the second run never took its lock"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (out, took) = exit_within(waiting, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("while waiting for the lock on --once key"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        read_report(&report)["result"]["stopped_because"],
+        "lock_lost"
+    );
+    assert_eq!(dir.count(), 1, "only the first run worked");
+    first.kill().unwrap();
+    first.wait().unwrap();
+}

@@ -411,8 +411,10 @@ impl Executor for CommandExecutor {
             }
             Err(_) => Class::Permanent,
         };
+        let lock_lost = signals::lock_lost();
         let failed = preliminary != Class::Success
             || fault.get().is_some()
+            || lock_lost.is_some()
             || supervised
                 .as_ref()
                 .map_or(true, |s| s.timed_out || s.interrupted_by.is_some());
@@ -434,7 +436,12 @@ impl Executor for CommandExecutor {
         };
         let mut facts = facts.lock().expect("facts").clone();
         facts.output_closed |= output_reader_gone();
-        Ok(self.report(ctx, &supervised, &facts))
+        let mut report = self.report(ctx, &supervised, &facts);
+        if let Some(lost) = lock_lost {
+            report.verdict = Verdict::permanent(format!("retry stopped the command: {lost}"));
+            report.lock_lost = Some(lost);
+        }
+        Ok(report)
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {
@@ -543,6 +550,7 @@ impl Supervisor<'_> {
         let mut forwarded: Option<i32> = None;
         let mut faulted = false;
         let mut escalate_at: Option<Instant> = None;
+        let mut lock_lost = false;
         loop {
             match waitpid(
                 self.pid,
@@ -597,7 +605,14 @@ impl Supervisor<'_> {
                     send(self.pid, Signal::SIGKILL as i32);
                 }
             }
-            if !timed_out && forwarded.is_none() && deadline.is_some_and(|d| now >= d) {
+            if !lock_lost && forwarded.is_none() && signals::lock_lost().is_some() {
+                // Without its lock the attempt must not go on: end it like a timeout.
+                lock_lost = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                escalate_at.get_or_insert(now + self.kill_after);
+            }
+            if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)
+            {
                 timed_out = true;
                 send(self.pid, Signal::SIGTERM as i32);
                 // As GNU timeout does: a stopped command acts on SIGTERM only once continued.

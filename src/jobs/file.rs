@@ -259,7 +259,7 @@ pub fn check_key(key: &str) -> Result<(), String> {
     let len = escape_key(key).len();
     if len + NAME_OVERHEAD > NAME_MAX {
         return Err(format!(
-            "key {key:?} makes a {len}-byte file name after escaping; file markers allow at most {}",
+            "key {key:?} makes a file name of {len} bytes after escaping; file markers allow at most {} bytes (--state postgres://… takes any key up to 200 characters)",
             NAME_MAX - NAME_OVERHEAD
         ));
     }

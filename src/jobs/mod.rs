@@ -4,11 +4,17 @@
 //! decides whether the run proceeds or is skipped. Storage lives behind two small
 //! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` and PostgreSQL in
 //! `postgres.rs`; the retry loop, the report and the exit status are left to others.
+//! A lock that can be lost while held (one on a connection) is checked every second
+//! by a [`Watch`] thread for as long as it is held; a loss stops the run through
+//! `signals::lose_lock`.
 
 pub mod file;
 pub mod postgres;
 
 use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -17,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::RunSummary;
 use crate::parse::human;
 use crate::report;
-use crate::signals;
+use crate::signals::{self, Stop};
 
 pub use self::postgres::{PgTarget, SslMode};
 
@@ -26,6 +32,8 @@ pub use self::postgres::{PgTarget, SslMode};
 pub struct JobOptions {
     pub lock: Option<String>,
     pub lock_wait: Duration,
+    /// `--max-time`: waiting for a lock spends it too.
+    pub max_time: Option<Duration>,
     pub busy_exit: u8,
     pub once: Option<String>,
     pub state: Option<String>,
@@ -39,7 +47,22 @@ pub enum Gate {
     Proceed(Held),
     /// Do not run: exit with `exit_code` after printing `message`.
     Skip { exit_code: i32, message: String },
+    /// The run must stop before it began (a signal while connecting or waiting, or
+    /// a lock lost while waiting for another): `message` says which.
+    Stopped { stop: Stop, message: String },
 }
+
+/// A stopping signal arrived while retry was waiting on a server.
+#[derive(Debug)]
+pub struct Interrupted(pub i32);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted by {}", signal_label(self.0))
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// Where a lock or the markers live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,6 +185,17 @@ pub trait Lock {
     fn describe(&self) -> String;
     /// Tries once, without blocking: `Ok(true)` when now held, `Ok(false)` when busy.
     fn try_acquire(&mut self) -> anyhow::Result<bool>;
+    /// How to check that the held lock is still held, for a lock that can be lost
+    /// (`None`: held until the process exits, like a `flock`).
+    fn liveness(&self) -> Option<Box<dyn Liveness>> {
+        None
+    }
+}
+
+/// Checks that a held lock is still held.
+pub trait Liveness: Send {
+    /// `Err` says why the lock is gone. Returns within a few seconds, whatever the network does.
+    fn check(&mut self) -> Result<(), String>;
 }
 
 /// Where `--once` successes are recorded.
@@ -175,6 +209,10 @@ pub trait MarkerStore {
     fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool>;
     /// Records a success durably; returns only once it is committed.
     fn record(&mut self, marker: &Marker) -> anyhow::Result<()>;
+    /// Like [`Lock::liveness`], for the lock taken by `try_lock_key`.
+    fn key_lock_liveness(&self) -> Option<Box<dyn Liveness>> {
+        None
+    }
 }
 
 /// A recorded success, as found in a store.
@@ -201,9 +239,76 @@ pub struct Marker {
 
 /// The locks a proceeding run holds, and what it must record on success.
 pub struct Held {
-    // Dropped in this order: the key lock first, then the single-instance lock.
+    // Dropped in this order: the checks, the key lock, then the single-instance lock.
+    watches: Vec<Watch>,
     once: Option<OnceRun>,
     _lock: Option<Box<dyn Lock>>,
+}
+
+/// How often a lock that can be lost is checked.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Checks one held lock every [`CHECK_EVERY`] on its own thread until dropped; the
+/// first failed check records the loss (`signals::lose_lock`), which stops the run.
+struct Watch {
+    what: String,
+    liveness: Arc<Mutex<Box<dyn Liveness>>>,
+    // Dropping the sender ends the thread's wait at once.
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watch {
+    fn start(what: String, liveness: Box<dyn Liveness>) -> anyhow::Result<Watch> {
+        let liveness = Arc::new(Mutex::new(liveness));
+        let (stop, stopped) = mpsc::channel::<()>();
+        let (name, shared) = (what.clone(), Arc::clone(&liveness));
+        let thread = std::thread::Builder::new()
+            .name("lock-watch".into())
+            .spawn(move || {
+                // A fixed beat, so the time a check takes does not stretch the interval.
+                let mut next = Instant::now() + CHECK_EVERY;
+                while let Err(RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(next.saturating_duration_since(Instant::now()))
+                {
+                    next += CHECK_EVERY;
+                    if check(&name, &shared).is_err() {
+                        return;
+                    }
+                }
+            })
+            .context("cannot start the thread that checks the lock")?;
+        Ok(Watch {
+            what,
+            liveness,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Checks now, on this thread.
+    fn check_now(&self) -> Result<(), String> {
+        check(&self.what, &self.liveness)
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One check of `what`; a failure is recorded as the lost lock and returned.
+fn check(what: &str, liveness: &Mutex<Box<dyn Liveness>>) -> Result<(), String> {
+    let mut liveness = liveness.lock().unwrap_or_else(|p| p.into_inner());
+    liveness.check().map_err(|why| {
+        let message = format!("{what} was lost: {why}");
+        signals::lose_lock(message.clone());
+        message
+    })
 }
 
 struct OnceRun {
@@ -213,6 +318,20 @@ struct OnceRun {
 }
 
 impl Held {
+    /// Whether every lock is still held, checked now when a marker is about to be
+    /// written (a success recorded without its lock could be done twice).
+    pub fn confirm(&self) -> Result<(), String> {
+        if let Some(lost) = signals::lock_lost() {
+            return Err(lost);
+        }
+        if self.once.is_some() {
+            for watch in &self.watches {
+                watch.check_now()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Records the `--once` key after a successful run (nothing to do without `--once`).
     pub fn record_success(&mut self, summary: &RunSummary) -> anyhow::Result<()> {
         let Some(once) = &mut self.once else {
@@ -273,11 +392,19 @@ fn open_store(target: Target) -> anyhow::Result<Box<dyn MarkerStore>> {
 
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
+/// Waiting for the locks ends at `--lock-wait` or when `--max-time` runs out.
 pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
-    let deadline = Instant::now() + opts.lock_wait;
+    let wait = opts
+        .max_time
+        .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
+    let deadline = Instant::now() + wait;
+    let mut watches = Vec::new();
     let mut once = None;
     if let Some(key) = &opts.once {
-        let mut store = open_store(opts.state_target()?)?;
+        let mut store = match open_store(opts.state_target()?) {
+            Ok(store) => store,
+            Err(err) => return stopped_by(err, "connecting to the --state server"),
+        };
         if let Some(done) = store.find(key)? {
             return Ok(already_done(key, &done));
         }
@@ -289,47 +416,63 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
     }
     let mut lock = None;
     if let Some(text) = &opts.lock {
-        let mut backend = open_lock(parse_lock_target(text).map_err(anyhow::Error::msg)?)?;
+        let target = parse_lock_target(text).map_err(anyhow::Error::msg)?;
+        let mut backend = match open_lock(target) {
+            Ok(backend) => backend,
+            Err(err) => return stopped_by(err, "connecting to the --lock server"),
+        };
         let what = format!("lock {}", backend.describe());
-        match acquire(&what, deadline, opts.lock_wait, || backend.try_acquire())? {
-            Acquired::Held => lock = Some(backend),
-            Acquired::Busy => return Ok(busy(opts, format!("{what} is busy"))),
-            Acquired::Stopped(sig) => return Ok(stopped(sig, &what)),
+        match acquire(&what, deadline, wait, || backend.try_acquire())? {
+            Acquired::Held => {}
+            Acquired::Busy => return Ok(busy(opts, wait, format!("{what} is busy"))),
+            Acquired::Stopped(stop) => return Ok(stopped(stop, &format!("waiting for {what}"))),
         }
         report::verbose(1, &format!("holding {what}"));
+        if let Some(liveness) = backend.liveness() {
+            watches.push(Watch::start(what, liveness)?);
+        }
+        lock = Some(backend);
     }
     if let Some(run) = &mut once {
         let what = format!("the lock on --once key {:?}", run.key);
         let store = &mut run.store;
         let key = run.key.as_str();
-        match acquire(&what, deadline, opts.lock_wait, || store.try_lock_key(key))? {
+        match acquire(&what, deadline, wait, || store.try_lock_key(key))? {
             Acquired::Held => {}
             Acquired::Busy => {
                 let text =
                     format!("another run with --once key {key:?} is in progress ({what} is busy)");
-                return Ok(busy(opts, text));
+                return Ok(busy(opts, wait, text));
             }
-            Acquired::Stopped(sig) => return Ok(stopped(sig, &what)),
+            Acquired::Stopped(stop) => return Ok(stopped(stop, &format!("waiting for {what}"))),
         }
         if let Some(done) = store.find(key)? {
             return Ok(already_done(key, &done));
         }
-        report::verbose(1, &format!("holding {what} in {}", store.describe()));
+        let place = format!("{what} in {}", store.describe());
+        report::verbose(1, &format!("holding {place}"));
+        if let Some(liveness) = store.key_lock_liveness() {
+            watches.push(Watch::start(place, liveness)?);
+        }
     }
-    Ok(Gate::Proceed(Held { once, _lock: lock }))
+    Ok(Gate::Proceed(Held {
+        watches,
+        once,
+        _lock: lock,
+    }))
 }
 
 enum Acquired {
     Held,
     Busy,
-    Stopped(i32),
+    Stopped(Stop),
 }
 
 /// Longest pause between two tries of a busy lock.
 const POLL_MAX: Duration = Duration::from_millis(200);
 
 /// Tries `attempt` until it succeeds or `deadline` passes, sleeping in between so
-/// that a stopping signal ends the wait at once.
+/// that a stopping signal (or a lock already held being lost) ends the wait at once.
 fn acquire(
     what: &str,
     deadline: Instant,
@@ -353,18 +496,21 @@ fn acquire(
             ));
             announced = true;
         }
-        if let Err(sig) = signals::sleep(pause.min(deadline - now)) {
-            return Ok(Acquired::Stopped(sig));
+        if let Err(stop) = signals::sleep_or_stop(pause.min(deadline - now)) {
+            return Ok(Acquired::Stopped(stop));
         }
         pause = (pause * 2).min(POLL_MAX);
     }
 }
 
-fn busy(opts: &JobOptions, text: String) -> Gate {
-    let waited = if opts.lock_wait.is_zero() {
+/// `wait` is how long the gate waited: `--lock-wait`, or less when `--max-time` is shorter.
+fn busy(opts: &JobOptions, wait: Duration, text: String) -> Gate {
+    let waited = if wait.is_zero() {
         String::new()
+    } else if wait < opts.lock_wait {
+        format!(" after waiting {} (all of --max-time)", human(wait))
     } else {
-        format!(" after waiting {}", human(opts.lock_wait))
+        format!(" after waiting {}", human(wait))
     };
     let exit_code = i32::from(opts.busy_exit);
     Gate::Skip {
@@ -373,17 +519,31 @@ fn busy(opts: &JobOptions, text: String) -> Gate {
     }
 }
 
-fn stopped(sig: i32, what: &str) -> Gate {
-    let name = nix::sys::signal::Signal::try_from(sig)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {sig}"));
-    Gate::Skip {
-        exit_code: 128 + sig,
-        message: format!(
-            "stopped by {name} while waiting for {what}; exit status {}",
+/// A gate that stopped while `doing` something: a signal, or a lock lost meanwhile.
+fn stopped(stop: Stop, doing: &str) -> Gate {
+    let message = match &stop {
+        Stop::Signal(sig) => format!(
+            "stopped by {} while {doing}; exit status {}",
+            signal_label(*sig),
             128 + sig
         ),
+        Stop::LockLost(lost) => format!("{lost} while {doing}; exit status {}", crate::EXIT_USAGE),
+    };
+    Gate::Stopped { stop, message }
+}
+
+/// A gate stopped by a signal while connecting; any other error stays an error.
+fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
+    match err.downcast_ref::<Interrupted>() {
+        Some(Interrupted(sig)) => Ok(stopped(Stop::Signal(*sig), doing)),
+        None => Err(err),
     }
+}
+
+fn signal_label(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
 }
 
 fn already_done(key: &str, done: &Done) -> Gate {
@@ -498,6 +658,7 @@ mod tests {
         let opts = JobOptions {
             lock: Some("postgres://h/db".into()),
             lock_wait: Duration::ZERO,
+            max_time: None,
             busy_exit: 0,
             once: None,
             state: None,

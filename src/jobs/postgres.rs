@@ -2,13 +2,19 @@
 //! postgres://…#NAME` as a session advisory lock, and `--state postgres://…` as rows
 //! in a table. A session lock belongs to one connection, held open for the whole
 //! run; the server frees it when that connection ends, however the process dies.
-//! Also the pure parser for `postgres://` targets.
+//! A lost connection is a lost lock: [`PgLiveness`] lets the gate check it while
+//! the run goes on. Connecting is bounded as a whole (TCP, TLS, authentication) by
+//! `connect_timeout` and gives way to a stopping signal. Also the pure parser for
+//! `postgres://` targets.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::net::Ipv6Addr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use postgres::{Client, NoTls};
@@ -21,7 +27,8 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use super::{Done, Lock, Marker, MarkerStore, command_line};
+use super::{Done, Interrupted, Liveness, Lock, Marker, MarkerStore, command_line};
+use crate::signals;
 
 /// The table `--state postgres://…` keeps markers in (in the connection's search_path).
 pub const MARKER_TABLE: &str = "retry_once";
@@ -34,6 +41,10 @@ const TABLE_LOCK_NAME: &str = "retry-once-table";
 
 /// Used when the URL sets no `connect_timeout`.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a check of a lock's connection may go unanswered before the lock
+/// counts as lost (a network cut must not hang the check).
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The URL parameters accepted after `?`.
 const PARAMETERS: &str =
@@ -319,11 +330,12 @@ fn connect(target: &PgTarget, flag: &str, application: &str) -> anyhow::Result<C
             SslMode::Prefer => postgres::config::SslMode::Prefer,
             _ => postgres::config::SslMode::Require,
         });
-    match target.connect_timeout {
-        Some(t) if t.is_zero() => {}
-        other => {
-            config.connect_timeout(other.unwrap_or(DEFAULT_CONNECT_TIMEOUT));
-        }
+    let bound = match target.connect_timeout {
+        Some(t) if t.is_zero() => None,
+        other => Some(other.unwrap_or(DEFAULT_CONNECT_TIMEOUT)),
+    };
+    if let Some(bound) = bound {
+        config.connect_timeout(bound);
     }
     let password = target
         .password
@@ -333,14 +345,62 @@ fn connect(target: &PgTarget, flag: &str, application: &str) -> anyhow::Result<C
     if let Some(password) = password {
         config.password(password);
     }
-    let connected = match target.sslmode {
-        SslMode::Disable => config.connect(NoTls),
-        _ => {
-            let tls = tls_config(target).with_context(|| format!("{flag}: {target}"))?;
-            config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
-        }
+    let tls = match target.sslmode {
+        SslMode::Disable => None,
+        _ => Some(tls_config(target).with_context(|| format!("{flag}: {target}"))?),
     };
-    connected.with_context(|| format!("{flag}: cannot connect to {target}"))
+    let (done, connected) = mpsc::channel();
+    // The driver's connect_timeout covers only the socket: the thread lets the whole
+    // startup be bounded and interrupted; an abandoned one ends with the process.
+    std::thread::Builder::new()
+        .name("pg-connect".into())
+        .spawn(move || {
+            let result = match tls {
+                None => config.connect(NoTls),
+                Some(tls) => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)),
+            };
+            let _ = done.send(result);
+            signals::wake();
+        })
+        .context("cannot start a thread to connect to PostgreSQL")?;
+    await_connection(&connected, bound).map_err(|e| {
+        if e.is::<Interrupted>() {
+            e
+        } else {
+            e.context(format!("{flag}: cannot connect to {target}"))
+        }
+    })
+}
+
+/// Waits for the connecting thread, at most `bound`, and no longer than until a
+/// stopping signal ([`Interrupted`]); the thread wakes the signal pipe when done.
+fn await_connection(
+    connected: &mpsc::Receiver<Result<Client, postgres::Error>>,
+    bound: Option<Duration>,
+) -> anyhow::Result<Client> {
+    let deadline = bound.map(|b| Instant::now() + b);
+    loop {
+        match connected.try_recv() {
+            Ok(result) => return Ok(result?),
+            Err(TryRecvError::Disconnected) => {
+                anyhow::bail!("the connecting thread ended without an answer")
+            }
+            Err(TryRecvError::Empty) => {}
+        }
+        if let Some(sig) = signals::pending() {
+            return Err(Interrupted(sig).into());
+        }
+        let now = Instant::now();
+        let left = match (deadline, bound) {
+            (Some(d), Some(bound)) if now >= d => anyhow::bail!(
+                "no answer within {} (connect_timeout in the URL)",
+                crate::parse::human(bound)
+            ),
+            (Some(d), _) => d - now,
+            (None, _) => Duration::from_secs(1),
+        };
+        signals::wait(left.min(Duration::from_secs(1)));
+    }
 }
 
 /// The user's login name, libpq's default user.
@@ -550,9 +610,74 @@ fn application_name(purpose: &str) -> String {
     name
 }
 
+/// A connection shared by its owner and the thread that checks it.
+type Shared = Arc<Conn>;
+
+/// A connection that never holds up the exit: a broken one is left to the kernel
+/// to close, a healthy one gets [`CLOSE_BOUND`] to say goodbye to the server.
+struct Conn {
+    client: Mutex<ManuallyDrop<Client>>,
+    /// A check failed: closing it politely could wait on a silent network.
+    broken: AtomicBool,
+}
+
+/// How long closing a healthy connection may take at exit.
+const CLOSE_BOUND: Duration = Duration::from_secs(1);
+
+impl Conn {
+    fn new(client: Client) -> Shared {
+        Arc::new(Conn {
+            client: Mutex::new(ManuallyDrop::new(client)),
+            broken: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let slot = self
+            .client
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: the client is taken once, here, and the slot is never used again.
+        let client = unsafe { ManuallyDrop::take(slot) };
+        if self.broken.load(Ordering::SeqCst) {
+            // The process is about to exit; the kernel closes the socket.
+            std::mem::forget(client);
+            return;
+        }
+        let (done, closed) = mpsc::channel();
+        let closing = std::thread::Builder::new().spawn(move || {
+            drop(client);
+            let _ = done.send(());
+        });
+        if closing.is_ok() {
+            let _ = closed.recv_timeout(CLOSE_BOUND);
+        }
+    }
+}
+
+/// The connection, also when a thread panicked while holding it.
+fn lock_client(conn: &Conn) -> MutexGuard<'_, ManuallyDrop<Client>> {
+    conn.client.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Checks that the connection a session lock lives on is still there: the server
+/// frees the lock when the connection ends (restart, `pg_terminate_backend`, a cut).
+pub struct PgLiveness(Shared);
+
+impl Liveness for PgLiveness {
+    fn check(&mut self) -> Result<(), String> {
+        lock_client(&self.0).is_valid(CHECK_TIMEOUT).map_err(|e| {
+            self.0.broken.store(true, Ordering::SeqCst);
+            format!("its connection to the server failed a check: {e}")
+        })
+    }
+}
+
 /// `--lock postgres://…#NAME`: a session advisory lock on `advisory_key(NAME)`.
 pub struct PgLock {
-    client: Client,
+    client: Shared,
     target: PgTarget,
     key: i64,
 }
@@ -567,7 +692,7 @@ impl PgLock {
         )?;
         let key = advisory_key(&mut client, &name).with_context(|| format!("--lock: {target}"))?;
         Ok(PgLock {
-            client,
+            client: Conn::new(client),
             key,
             target,
         })
@@ -580,14 +705,18 @@ impl Lock for PgLock {
     }
 
     fn try_acquire(&mut self) -> anyhow::Result<bool> {
-        try_advisory_lock(&mut self.client, self.key)
+        try_advisory_lock(&mut lock_client(&self.client), self.key)
             .with_context(|| format!("--lock: {}", self.target))
+    }
+
+    fn liveness(&self) -> Option<Box<dyn Liveness>> {
+        Some(Box::new(PgLiveness(Arc::clone(&self.client))))
     }
 }
 
 /// `--state postgres://…`: one committed row per key in [`MARKER_TABLE`].
 pub struct PgStore {
-    client: Client,
+    client: Shared,
     target: PgTarget,
 }
 
@@ -595,7 +724,10 @@ impl PgStore {
     /// Connects and creates the marker table if it is missing.
     pub fn connect(target: PgTarget) -> anyhow::Result<PgStore> {
         let client = connect(&target, "--state", &application_name("--once"))?;
-        let mut store = PgStore { client, target };
+        let mut store = PgStore {
+            client: Conn::new(client),
+            target,
+        };
         store.ensure_table().with_context(|| {
             format!(
                 "--state: cannot create table {MARKER_TABLE} in {}",
@@ -606,15 +738,15 @@ impl PgStore {
     }
 
     fn ensure_table(&mut self) -> anyhow::Result<()> {
-        let exists: bool = self
-            .client
+        let mut client = lock_client(&self.client);
+        let exists: bool = client
             .query_one("SELECT to_regclass($1) IS NOT NULL", &[&MARKER_TABLE])?
             .get(0);
         if exists {
             return Ok(());
         }
         // Two first runs creating the table at once can collide in the catalog; the lock orders them.
-        let mut tx = self.client.transaction()?;
+        let mut tx = client.transaction()?;
         tx.execute(
             &format!("SELECT pg_advisory_xact_lock({ADVISORY_KEY_SQL})"),
             &[&TABLE_LOCK_NAME],
@@ -644,8 +776,7 @@ impl MarkerStore for PgStore {
             "SELECT to_char(succeeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), host
              FROM {MARKER_TABLE} WHERE key = $1"
         );
-        let row = self
-            .client
+        let row = lock_client(&self.client)
             .query_opt(&sql, &[&key])
             .with_context(|| format!("--state: {}", self.target))?;
         Ok(row.map(|row| Done {
@@ -658,11 +789,14 @@ impl MarkerStore for PgStore {
     fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool> {
         let name = format!("{ONCE_LOCK_PREFIX}{key}");
         let sql = format!("SELECT pg_try_advisory_lock({ADVISORY_KEY_SQL})");
-        let row = self
-            .client
+        let row = lock_client(&self.client)
             .query_one(&sql, &[&name])
             .with_context(|| format!("--state: {}", self.target))?;
         Ok(row.get(0))
+    }
+
+    fn key_lock_liveness(&self) -> Option<Box<dyn Liveness>> {
+        Some(Box::new(PgLiveness(Arc::clone(&self.client))))
     }
 
     fn record(&mut self, marker: &Marker) -> anyhow::Result<()> {
@@ -676,7 +810,7 @@ impl MarkerStore for PgStore {
         let pid = i32::try_from(marker.pid).unwrap_or(i32::MAX);
         let attempts = i32::try_from(marker.attempts).unwrap_or(i32::MAX);
         // Outside a transaction the statement commits before execute returns.
-        self.client.execute(
+        lock_client(&self.client).execute(
             &sql,
             &[
                 &marker.key,

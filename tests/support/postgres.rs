@@ -243,6 +243,34 @@ impl Postgres {
         panic!("PostgreSQL did not start:\n{log}");
     }
 
+    /// `pg_ctl restart -m fast`: every connection is closed (and every session lock
+    /// freed); returns once the server accepts connections again.
+    pub fn restart(&self) {
+        let out = self
+            .server_command("pg_ctl")
+            .arg("-D")
+            .arg(self.path("data"))
+            .arg("-l")
+            .arg(self.path("sock/server.log"))
+            .args(["-m", "fast", "-w", "-t", "60", "restart"])
+            .output()
+            .expect("run pg_ctl restart");
+        check("pg_ctl restart", &out);
+    }
+
+    /// Ends the backends whose `application_name` is `name` with
+    /// `pg_terminate_backend`; returns how many there were.
+    pub fn terminate(&self, name: &str) -> i64 {
+        self.client()
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE application_name = $1",
+                &[&name],
+            )
+            .expect("terminate backends")
+            .get(0)
+    }
+
     /// `postgres://postgres@127.0.0.1:PORT/postgres` followed by `rest` (e.g. `#lock`).
     pub fn url(&self, rest: &str) -> String {
         format!("postgres://{USER}@127.0.0.1:{}/postgres{rest}", self.port)

@@ -246,6 +246,8 @@ enum Ended {
     Done(Attempted),
     TimedOut,
     Signal(i32),
+    /// A lock the run holds was lost: the request is abandoned.
+    LockLost(String),
 }
 
 /// What one attempt needs, borrowed from the executor.
@@ -453,6 +455,7 @@ async fn attempt_within(exchange: Exchange<'_>, timeout: Option<Duration>) -> En
     tokio::select! {
         done = bounded => done.map_or(Ended::TimedOut, Ended::Done),
         signal = stopping_signal() => Ended::Signal(signal),
+        lost = lost_lock() => Ended::LockLost(lost),
     }
 }
 
@@ -460,6 +463,15 @@ async fn stopping_signal() -> i32 {
     loop {
         if let Some(signal) = signals::pending() {
             return signal;
+        }
+        tokio::time::sleep(SIGNAL_POLL).await;
+    }
+}
+
+async fn lost_lock() -> String {
+    loop {
+        if let Some(lost) = signals::lock_lost() {
+            return lost;
         }
         tokio::time::sleep(SIGNAL_POLL).await;
     }
@@ -692,6 +704,18 @@ impl HttpExecutor {
                     ExitCode::signal(signal),
                 );
                 report.interrupted_by = Some(signal);
+                report
+            }
+            Ended::LockLost(lost) => {
+                let mut report = AttemptReport::new(
+                    Outcome::Error {
+                        kind: "lock_lost".into(),
+                        message: format!("abandoned: {lost}"),
+                    },
+                    Verdict::permanent(format!("retry abandoned the request: {lost}")),
+                    crate::EXIT_USAGE,
+                );
+                report.lock_lost = Some(lost);
                 report
             }
         })
