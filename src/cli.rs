@@ -273,14 +273,14 @@ pub struct Cli {
     /// Lines of stdout and stderr are checked; this rule comes first. Output still streams
     /// live and in order.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
-    pub stop_on_output: Vec<String>,
+    pub stop_on_output: Vec<regex::bytes::Regex>,
 
     /// An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)
     ///
     /// Lines of stdout and stderr are checked after --stop-on-output and before the exit
     /// code rules.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
-    pub retry_on_output: Vec<String>,
+    pub retry_on_output: Vec<regex::bytes::Regex>,
 
     /// Where the command's stdin comes from on each attempt
     #[arg(long, value_name = "MODE", value_enum, default_value_t = StdinMode::Auto, help_heading = PROCESS)]
@@ -589,10 +589,9 @@ fn continue_value(text: &str) -> Result<String, String> {
     }
 }
 
-fn regex_value(text: &str) -> Result<String, String> {
-    regex::Regex::new(text)
-        .map(|_| text.to_string())
-        .map_err(|e| format!("not a valid regular expression: {e}"))
+/// Compiled here, once: the classifier takes the compiled pattern.
+fn regex_value(text: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::Regex::new(text).map_err(|e| format!("not a valid regular expression: {e}"))
 }
 
 /// An RFC 9110 token: what methods and header names are made of.

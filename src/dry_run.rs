@@ -4,38 +4,16 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::Target;
-use crate::cli::{BackoffKind, Cli, JitterKind};
+use crate::cli::{BackoffKind, JitterKind};
 use crate::engine::Policy;
+use crate::exec::{Description, RunInfo};
 use crate::parse::human;
 
-pub fn render(
-    cli: &Cli,
-    target: &Target,
-    policy: &Policy,
-    notes: &[String],
-    rules: &[String],
-    nested: bool,
-) -> String {
+pub fn render(policy: &Policy, run: &RunInfo, is_http: bool, described: &Description) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "retry dry run: nothing is run");
-    match target {
-        Target::Command(argv) => {
-            let words: Vec<String> = argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            let _ = writeln!(out, "target:      command {}", words.join(" "));
-        }
-        Target::Url(url) => {
-            let _ = writeln!(
-                out,
-                "target:      HTTP {} {}",
-                cli.method.as_deref().unwrap_or(default_method(cli)),
-                crate::report::redact_url(url)
-            );
-        }
-    }
+    let _ = writeln!(out, "target:      {}", described.target);
+    let (notes, rules, nested) = (&described.notes, &described.rules, run.nested);
     for note in notes {
         let _ = writeln!(out, "{note}");
     }
@@ -52,7 +30,7 @@ pub fn render(
         policy.timeout.map_or("none".into(), human),
         policy.max_time.map_or("none".into(), human)
     );
-    if matches!(target, Target::Url(_)) {
+    if is_http {
         let _ = writeln!(
             out,
             "retry-after: obeyed up to {} (--max-retry-after); {}",
@@ -68,14 +46,6 @@ pub fn render(
         let _ = writeln!(out, "  {:>2}. {rule}", i + 1);
     }
     out
-}
-
-fn default_method(cli: &Cli) -> &'static str {
-    if cli.data.is_some() || cli.json.is_some() {
-        "POST"
-    } else {
-        "GET"
-    }
 }
 
 fn describe_schedule(policy: &Policy) -> String {

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::backoff::Schedule;
 use crate::classify::{Class, Verdict};
+pub use crate::exec::Executor;
 use crate::exit::ExitCode;
 use crate::io::out::Interrupted;
 use crate::parse::human;
@@ -98,16 +99,6 @@ impl AttemptReport {
             lock_lost: None,
         }
     }
-}
-
-/// Runs attempts. Implemented by the command and HTTP executors.
-pub trait Executor {
-    /// Runs one attempt. `Err` is retry's own failure (exit 125), not the attempt's.
-    fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport>;
-    /// The last attempt is final: hand its held output (if any) to the user.
-    fn deliver(&mut self) -> anyhow::Result<()>;
-    /// The last attempt's held output will never be shown.
-    fn discard(&mut self) {}
 }
 
 pub trait Clock {
@@ -292,7 +283,7 @@ pub fn run(
                     reason = StopReason::Signal;
                     message = format!(
                         "interrupted by {} while writing the output",
-                        signal_label(*signal)
+                        crate::exit::signal_name(*signal)
                     );
                 }
                 return Ok(finish(records, exit_code, reason, message, start, env));
@@ -333,7 +324,7 @@ fn decide(
     if let Some(signal) = report.interrupted_by {
         return Next::Stop(
             StopReason::Signal,
-            format!("interrupted by {}", signal_label(signal)),
+            format!("interrupted by {}", crate::exit::signal_name(signal)),
         );
     }
     match report.verdict.class {
@@ -437,7 +428,7 @@ fn stopped_while_sleeping(stop: Stop) -> (i32, StopReason, String) {
             StopReason::Signal,
             format!(
                 "interrupted by {} while waiting to retry",
-                signal_label(signal)
+                crate::exit::signal_name(signal)
             ),
         ),
         Stop::LockLost(message) => (ExitCode::USAGE, StopReason::LockLost, message),
@@ -481,10 +472,6 @@ fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 
 fn plural(n: u32) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-fn signal_label(signal: i32) -> String {
-    crate::classify::command::signal_name(signal)
 }
 
 #[cfg(test)]
@@ -555,6 +542,13 @@ mod tests {
         fn deliver(&mut self) -> anyhow::Result<()> {
             self.delivered += 1;
             Ok(())
+        }
+        fn describe(&self) -> crate::exec::Description {
+            crate::exec::Description {
+                target: "scripted".into(),
+                notes: Vec::new(),
+                rules: Vec::new(),
+            }
         }
     }
 
@@ -867,7 +861,7 @@ mod tests {
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
             (s.stopped_because, s.exit_code, s.attempts.len()),
-            (StopReason::LockLost, 125, 1)
+            (StopReason::LockLost, ExitCode::USAGE, 1)
         );
         assert_eq!(s.message, "lock L was lost");
         assert_eq!(h.exec.delivered, 0);
@@ -881,7 +875,7 @@ mod tests {
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
             (s.stopped_because, s.exit_code, s.attempts.len()),
-            (StopReason::LockLost, 125, 1)
+            (StopReason::LockLost, ExitCode::USAGE, 1)
         );
         assert_eq!(
             h.exec.delivered, 0,

@@ -1,5 +1,5 @@
-//! retry's exit statuses that are not the command's own: one place for the
-//! numbers that scripts read.
+//! retry's exit statuses that are not the command's own, and signal names: one
+//! place for the numbers that scripts read.
 
 pub struct ExitCode;
 
@@ -13,4 +13,11 @@ impl ExitCode {
     pub const fn signal(sig: i32) -> i32 {
         128 + sig
     }
+}
+
+/// `SIGTERM` for 15, or `signal N` for numbers without a name.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
 }

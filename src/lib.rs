@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod classify;
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod curl;
 pub mod dry_run;
 pub mod engine;
@@ -20,23 +21,22 @@ pub mod report;
 pub mod signals;
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 
 use anyhow::Context;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::backoff::Schedule;
-use crate::cli::{Cli, LogFormat};
-use crate::engine::{Executor, Policy, RunSummary, StopReason};
-use crate::exec::RunInfo;
+use crate::config::{Config, TargetConfig};
+use crate::engine::{Policy, RunSummary, StopReason};
 use crate::exec::command::CommandExecutor;
 use crate::exec::http::HttpExecutor;
-use crate::report::{LogConfig, ReportHeader};
+use crate::exec::{Executor, RunInfo};
+use crate::exit::ExitCode;
+use crate::report::ReportHeader;
 
-/// retry's own failure: bad usage or value, lock or state store unreachable.
-pub const EXIT_USAGE: i32 = 125;
+/// retry's own failure (bad usage or value, state unreachable, lock lost): for `main`.
+pub const USAGE_EXIT: u8 = ExitCode::USAGE as u8;
 
 /// Runs retry with `args` (the program name first) and returns the exit status.
 pub fn run<I, T>(args: I) -> i32
@@ -54,8 +54,8 @@ where
             Err(err) => fail(&err),
         };
     }
-    report::init(log_config(&cli));
-    match run_cli(&cli) {
+    report::init(config::log_config(&cli));
+    match Config::from_cli(cli).and_then(run_config) {
         Ok(status) => status,
         Err(err) => fail(&err),
     }
@@ -66,7 +66,7 @@ fn clap_exit(err: clap::Error) -> i32 {
     use clap::error::ErrorKind;
     let status = match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
-        _ => EXIT_USAGE,
+        _ => ExitCode::USAGE,
     };
     let _ = err.print();
     status
@@ -74,194 +74,44 @@ fn clap_exit(err: clap::Error) -> i32 {
 
 fn fail(err: &anyhow::Error) -> i32 {
     report::error(&format!("{err:#}"));
-    EXIT_USAGE
-}
-
-fn log_config(cli: &Cli) -> LogConfig {
-    let level = if cli.quiet > 0 {
-        -(cli.quiet.min(2) as i8)
-    } else {
-        cli.verbose.min(5) as i8
-    };
-    let json = cli.log_format == LogFormat::Json;
-    LogConfig {
-        level,
-        json,
-        color: !json && report::color_wanted(),
-        github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
-    }
-}
-
-/// What the operands name.
-pub enum Target {
-    Command(Vec<OsString>),
-    Url(String),
-}
-
-impl Target {
-    pub fn from_operands(operands: &[OsString]) -> anyhow::Result<Target> {
-        let first = operands.first().context("a COMMAND or URL is required")?;
-        let text = first.to_string_lossy();
-        let lower = text.to_ascii_lowercase();
-        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-            return Ok(Target::Command(operands.to_vec()));
-        }
-        if let Some(extra) = operands.get(1) {
-            anyhow::bail!(
-                "unexpected argument {:?} after the URL; options go before the URL and only one URL is taken",
-                extra
-            );
-        }
-        let url = first.to_str().context("the URL is not valid UTF-8")?;
-        Ok(Target::Url(url.to_string()))
-    }
-
-    fn mode(&self) -> &'static str {
-        match self {
-            Target::Command(_) => "command",
-            Target::Url(_) => "http",
-        }
-    }
-
-    fn report_value(&self) -> serde_json::Value {
-        match self {
-            Target::Command(argv) => {
-                json!(argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>())
-            }
-            Target::Url(url) => json!(report::redact_url(url)),
-        }
-    }
-}
-
-/// RETRY_DEPTH as inherited; anything unreadable counts as the top level.
-fn inherited_depth() -> u32 {
-    std::env::var("RETRY_DEPTH")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn run_info(cli: &Cli, depth: u32, attempts: u32) -> RunInfo {
-    let idempotency_key = match cli.idempotency_key.as_deref() {
-        Some(key) if key != "auto" => key.to_string(),
-        _ => uuid::Uuid::new_v4().to_string(),
-    };
-    RunInfo {
-        idempotency_key,
-        key_requested: cli.idempotency_key.is_some(),
-        depth,
-        attempts,
-        max_time: cli.max_time,
-    }
-}
-
-pub fn policy(cli: &Cli, attempts: u32) -> Policy {
-    Policy {
-        attempts,
-        timeout: cli.timeout,
-        max_time: cli.max_time,
-        schedule: Schedule {
-            kind: cli.backoff,
-            base: cli.delay,
-            cap: cli.max_delay,
-            factor: cli.factor,
-            jitter: cli.jitter,
-        },
-        max_wait_hint: cli.max_retry_after,
-    }
-}
-
-fn job_options(cli: &Cli) -> jobs::JobOptions {
-    jobs::JobOptions {
-        lock: cli.lock.clone(),
-        lock_wait: cli.lock_wait,
-        max_time: cli.max_time,
-        busy_exit: cli.busy_exit,
-        once: cli.once.clone(),
-        state: cli.state.clone(),
-        command: cli
-            .target
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-    }
+    ExitCode::USAGE
 }
 
 /// The executor for the target, with every option checked before anything runs.
-enum Built {
-    Command(CommandExecutor),
-    Http(HttpExecutor),
+fn executor(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
+    Ok(match target {
+        TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)),
+        TargetConfig::Http(config) => Box::new(HttpExecutor::new(&config.cli, &config.url, run)?),
+    })
 }
 
-impl Built {
-    fn executor(&mut self) -> &mut dyn Executor {
-        match self {
-            Built::Command(e) => e,
-            Built::Http(e) => e,
-        }
-    }
-
-    fn rules(&self) -> Vec<String> {
-        match self {
-            Built::Command(e) => e.rules(),
-            Built::Http(e) => e.rules(),
-        }
-    }
-
-    fn notes(&self) -> Vec<String> {
-        match self {
-            Built::Command(e) => e.notes(),
-            Built::Http(_) => Vec::new(),
-        }
-    }
-}
-
-fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
-    let target = Target::from_operands(&cli.target)?;
-    let depth = inherited_depth();
-    let nested = depth >= 1 && !cli.allow_nested;
-    // Only one layer retries: inside another retry, make one attempt and let it decide.
-    let attempts = if nested { 1 } else { cli.attempts };
-    let info = run_info(cli, depth, attempts);
-    let policy = policy(cli, attempts);
-    if let Some(path) = &cli.report {
-        report::check_file_target("--report", path)?;
-    }
-    let report_path = cli.report.as_deref();
-    let jobs = job_options(cli);
-    jobs.validate()?;
-    let mut built = match &target {
-        Target::Command(argv) => Built::Command(CommandExecutor::new(cli, argv, &info)?),
-        Target::Url(url) => Built::Http(HttpExecutor::new(cli, url, &info)?),
-    };
-    if cli.dry_run {
-        let text = dry_run::render(
-            cli,
-            &target,
-            &policy,
-            &built.notes(),
-            &built.rules(),
-            nested,
-        );
+fn run_config(config: Config) -> anyhow::Result<i32> {
+    let header_target = config.target_value();
+    let mode = config.mode_name();
+    let shown_key = config.shown_key().map(str::to_string);
+    let is_command = matches!(config.target, TargetConfig::Command(_));
+    let mut exec = executor(config.target, &config.run)?;
+    if config.dry_run {
+        let text = dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
         print!("{text}");
         return Ok(0);
     }
     signals::install().context("cannot install signal handlers")?;
-    if matches!(target, Target::Command(_)) {
+    if is_command {
         // Processes that leave the attempt's group (setsid, double fork) stay retry's to end.
         if let Err(e) = exec::procs::become_subreaper() {
             report::verbose(1, &format!("cannot become a child subreaper: {e}"));
         }
     }
     let header = ReportHeader {
-        target: target.report_value(),
-        mode: target.mode(),
-        idempotency_key: (cli.idempotency_key.is_some() || matches!(target, Target::Command(_)))
-            .then_some(info.idempotency_key.as_str()),
+        target: header_target,
+        mode,
+        idempotency_key: shown_key.as_deref(),
     };
+    let report_path = config.report.as_deref();
     // The run, and its --max-time budget, start before the wait for a lock.
     let clock = clock::SystemClock::new();
-    let mut held = match jobs::prepare(&jobs)? {
+    let mut held = match jobs::prepare(&config.jobs)? {
         jobs::Gate::Proceed(held) => held,
         jobs::Gate::Skip { exit_code, message } => {
             report::notice(&message);
@@ -271,23 +121,31 @@ fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
         jobs::Gate::Stopped { stop, message } => {
             report::notice(&message);
             let (exit_code, reason) = match stop {
-                signals::Stop::Signal(sig) => (128 + sig, StopReason::Signal),
-                signals::Stop::LockLost(_) => (EXIT_USAGE, StopReason::LockLost),
+                signals::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
+                signals::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
             };
             let summary = not_run(exit_code, reason, message, &clock);
             return finish_report(report_path, &header, summary);
         }
     };
-    if nested {
+    if config.run.nested {
         report::info(&format!(
-            "running inside another retry (RETRY_DEPTH={depth}): one attempt only, the outer retry decides; \
-             --allow-nested retries here too"
+            "running inside another retry (RETRY_DEPTH={}): one attempt only, the outer retry decides; \
+             --allow-nested retries here too",
+            config.run.depth
         ));
     }
     if let Some(key) = header.idempotency_key.filter(|_| report::shows(1)) {
         report::verbose(1, &format!("idempotency key: {key}"));
     }
-    let mut summary = run_engine(cli, built.executor(), &policy, &header, &clock)?;
+    let engine_setup = EngineSetup {
+        policy: &config.policy,
+        seed: config.seed,
+        countdown: config.countdown,
+        header: &header,
+        clock: &clock,
+    };
+    let mut summary = run_engine(exec.as_mut(), &engine_setup)?;
     if summary.stopped_because == StopReason::Success {
         match held.confirm() {
             Ok(()) => held.record_success(&summary)?,
@@ -312,23 +170,26 @@ fn finish_report(
 /// The last attempt succeeded, but a lock was lost before its success could count.
 fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
     let message = format!("{lost}; the success is not recorded");
-    report::error(&format!("{message}; exit status {EXIT_USAGE}"));
+    report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
     RunSummary {
-        exit_code: EXIT_USAGE,
+        exit_code: ExitCode::USAGE,
         stopped_because: StopReason::LockLost,
         message,
         ..summary
     }
 }
 
-fn run_engine(
-    cli: &Cli,
-    exec: &mut dyn Executor,
-    policy: &Policy,
-    header: &ReportHeader<'_>,
-    clock: &clock::SystemClock,
-) -> anyhow::Result<RunSummary> {
-    let seed = cli.seed.unwrap_or_else(rand::random);
+/// What the engine needs besides the executor.
+struct EngineSetup<'a> {
+    policy: &'a Policy,
+    seed: Option<u64>,
+    countdown: bool,
+    header: &'a ReportHeader<'a>,
+    clock: &'a clock::SystemClock,
+}
+
+fn run_engine(exec: &mut dyn Executor, setup: &EngineSetup<'_>) -> anyhow::Result<RunSummary> {
+    let seed = setup.seed.unwrap_or_else(rand::random);
     if report::shows(2) {
         report::verbose(
             2,
@@ -336,12 +197,11 @@ fn run_engine(
         );
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let countdown =
-        std::io::stderr().is_terminal() && cli.quiet == 0 && cli.log_format == LogFormat::Text;
     let mut sleeper = clock::SignalSleeper {
-        countdown,
-        limit: policy.attempts,
+        countdown: setup.countdown,
+        limit: setup.policy.attempts,
     };
+    let header = setup.header;
     let mut logger = report::Logger {
         context: match header.idempotency_key {
             Some(key) => {
@@ -351,12 +211,12 @@ fn run_engine(
         },
     };
     let mut env = engine::Env {
-        clock,
+        clock: setup.clock,
         sleeper: &mut sleeper,
         rng: &mut rng,
         events: &mut logger,
     };
-    engine::run(exec, policy, &mut env)
+    engine::run(exec, setup.policy, &mut env)
 }
 
 /// A run that ended at the gate, before any attempt.

@@ -51,22 +51,20 @@ pub enum Stream {
 /// The patterns one attempt's output is scanned with.
 #[derive(Debug)]
 pub struct OutputWatch {
-    stop: Option<RegexSet>,
-    retry: Option<RegexSet>,
+    /// `--stop-on-output` and `--retry-on-output`, compiled once when the flags were parsed.
+    stop: Vec<Regex>,
+    retry: Vec<Regex>,
     status: Option<Regex>,
     /// The profile's phrase patterns, and the set that matches them.
     phrases: Option<(Vec<&'static str>, RegexSet)>,
 }
 
 impl OutputWatch {
-    pub fn new(stop: &[String], retry: &[String], profile: &Profile) -> Result<Self, regex::Error> {
-        let set = |patterns: &[String]| -> Result<Option<RegexSet>, regex::Error> {
-            if patterns.is_empty() {
-                Ok(None)
-            } else {
-                RegexSet::new(patterns).map(Some)
-            }
-        };
+    pub fn new(
+        stop: Vec<Regex>,
+        retry: Vec<Regex>,
+        profile: &Profile,
+    ) -> Result<Self, regex::Error> {
         let patterns = profile.phrase_patterns();
         let phrases = if patterns.is_empty() {
             None
@@ -77,15 +75,15 @@ impl OutputWatch {
             Some((patterns, set))
         };
         Ok(OutputWatch {
-            stop: set(stop)?,
-            retry: set(retry)?,
+            stop,
+            retry,
             status: profile.status_pattern.map(Regex::new).transpose()?,
             phrases,
         })
     }
 
     pub fn reads_stdout(&self) -> bool {
-        self.stop.is_some() || self.retry.is_some()
+        !self.stop.is_empty() || !self.retry.is_empty()
     }
 
     pub fn reads_stderr(&self) -> bool {
@@ -100,10 +98,10 @@ impl OutputWatch {
                 .take(200)
                 .collect::<String>()
         };
-        if facts.stop_match.is_none() && self.stop.as_ref().is_some_and(|s| s.is_match(line)) {
+        if facts.stop_match.is_none() && self.stop.iter().any(|re| re.is_match(line)) {
             facts.stop_match = Some(text());
         }
-        if facts.retry_match.is_none() && self.retry.as_ref().is_some_and(|s| s.is_match(line)) {
+        if facts.retry_match.is_none() && self.retry.iter().any(|re| re.is_match(line)) {
             facts.retry_match = Some(text());
         }
         if stream == Stream::Stderr {
@@ -266,12 +264,7 @@ fn with_code(why: &str, code: i32) -> String {
     }
 }
 
-/// `SIGTERM` for 15, or `signal N` for numbers without a name.
-pub fn signal_name(sig: i32) -> String {
-    nix::sys::signal::Signal::try_from(sig)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {sig}"))
-}
+pub use crate::exit::signal_name;
 
 #[cfg(test)]
 mod tests {
@@ -371,7 +364,7 @@ mod tests {
     #[test]
     fn curl_22_reads_the_status() {
         let r = rules(&profiles::CURL);
-        let watch = OutputWatch::new(&[], &[], &profiles::CURL).unwrap();
+        let watch = OutputWatch::new(vec![], vec![], &profiles::CURL).unwrap();
         let verdict_for = |line: &str| {
             let mut facts = OutputFacts::default();
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
@@ -402,7 +395,7 @@ mod tests {
     #[test]
     fn git_128_needs_a_network_phrase() {
         let r = rules(&profiles::GIT);
-        let watch = OutputWatch::new(&[], &[], &profiles::GIT).unwrap();
+        let watch = OutputWatch::new(vec![], vec![], &profiles::GIT).unwrap();
         let class_for = |line: &str| {
             let mut facts = OutputFacts::default();
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
@@ -440,7 +433,7 @@ mod tests {
 
     /// The verdict for `code` after the tool wrote `stderr`.
     fn verdict_after(profile: &'static Profile, code: i32, stderr: &[&str]) -> Verdict {
-        let watch = OutputWatch::new(&[], &[], profile).unwrap();
+        let watch = OutputWatch::new(vec![], vec![], profile).unwrap();
         let mut facts = OutputFacts::default();
         for line in stderr {
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
@@ -550,7 +543,7 @@ mod tests {
 
     #[test]
     fn stdout_lines_never_feed_the_status() {
-        let watch = OutputWatch::new(&[], &[], &profiles::CURL).unwrap();
+        let watch = OutputWatch::new(vec![], vec![], &profiles::CURL).unwrap();
         let mut facts = OutputFacts::default();
         watch.observe(b"returned error: 503", Stream::Stdout, &mut facts);
         assert_eq!(facts.status, None);

@@ -20,12 +20,13 @@ use nix::unistd::{Pid, getpgrp, getpid, getppid, setpgid, tcgetpgrp, tcsetpgrp};
 use crate::classify::command::{
     CommandEnd, CommandRules, OutputFacts, OutputWatch, Stream, signal_name,
 };
-use crate::classify::profiles::{self, Profile};
+use crate::classify::profiles;
 use crate::classify::{Class, Verdict};
-use crate::cli::Cli;
-use crate::engine::{AttemptContext, AttemptReport, Executor, Outcome};
+use crate::config::CommandConfig;
+use crate::engine::{AttemptContext, AttemptReport, Outcome};
 use crate::exec::RunInfo;
 use crate::exec::procs;
+use crate::exec::{Description, Executor};
 use crate::exit::ExitCode;
 use crate::io::Fault;
 use crate::io::out::{Output, Stop, deliver_result};
@@ -55,37 +56,27 @@ pub struct CommandExecutor {
 }
 
 impl CommandExecutor {
-    pub fn new(cli: &Cli, argv: &[OsString], info: &RunInfo) -> anyhow::Result<Self> {
-        let program = argv
-            .first()
-            .ok_or_else(|| anyhow::anyhow!("a COMMAND is required"))?;
-        let profile: &'static Profile = profiles::pick(cli.profile, program);
-        let watch = OutputWatch::new(&cli.stop_on_output, &cli.retry_on_output, profile)?;
-        let needs_watch = watch.reads_stderr();
-        let stdin = StdinPlan::new(cli.stdin);
+    pub fn new(config: CommandConfig, info: &RunInfo) -> Self {
+        let stdin = StdinPlan::new(config.stdin);
         let foreground = stdin.inherits() && in_terminal_foreground();
-        Ok(CommandExecutor {
-            argv: argv.to_vec(),
-            rules: CommandRules {
-                stop_on: cli.stop_on.clone(),
-                retry_on: cli.retry_on.clone(),
-                success_on: cli.success_on.clone(),
-                profile,
-            },
-            watch: needs_watch.then(|| Arc::new(watch)),
+        let needs_watch = config.watch.reads_stderr();
+        CommandExecutor {
+            argv: config.argv,
+            rules: config.rules,
+            watch: needs_watch.then(|| Arc::new(config.watch)),
             stdin,
-            hold_stdout: cli.hold_stdout,
+            hold_stdout: config.hold_stdout,
             held: None,
-            kill_after: cli.kill_after,
+            kill_after: config.kill_after,
             info: info.clone(),
             foreground,
-            stop_patterns: cli.stop_on_output.clone(),
-            retry_patterns: cli.retry_on_output.clone(),
-        })
+            stop_patterns: config.stop_patterns,
+            retry_patterns: config.retry_patterns,
+        }
     }
 
     /// The rules in force, in the order they are checked, for `--dry-run`.
-    pub fn rules(&self) -> Vec<String> {
+    fn rules(&self) -> Vec<String> {
         let mut out = vec![
             "the command cannot be started (not found 127, not executable 126): permanent"
                 .to_string(),
@@ -146,7 +137,7 @@ impl CommandExecutor {
     }
 
     /// Facts about the run shown above the rules by `--dry-run`.
-    pub fn notes(&self) -> Vec<String> {
+    fn notes(&self) -> Vec<String> {
         let profile = self.rules.profile;
         let picked = if profile.name == "generic" {
             "generic rules only"
@@ -461,6 +452,14 @@ impl Executor for CommandExecutor {
 
     fn discard(&mut self) {
         self.held = None;
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            target: format!("command {}", crate::config::display_argv(&self.argv)),
+            notes: self.notes(),
+            rules: self.rules(),
+        }
     }
 }
 

@@ -8,6 +8,29 @@ pub mod procs;
 
 use std::time::Duration;
 
+use crate::engine::{AttemptContext, AttemptReport};
+
+/// Runs attempts of one kind (a command, an HTTP request) and classifies them;
+/// chosen once per run as `Box<dyn Executor>`.
+pub trait Executor {
+    /// Runs one attempt. `Err` is retry's own failure (exit 125), not the attempt's.
+    fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport>;
+    /// The last attempt is final: hand its held output (if any) to the user.
+    fn deliver(&mut self) -> anyhow::Result<()>;
+    /// The last attempt's held output will never be shown.
+    fn discard(&mut self) {}
+    /// What `--dry-run` shows of this executor: the target, facts about it, and
+    /// the classification rules in force, in the order they are checked.
+    fn describe(&self) -> Description;
+}
+
+/// An executor's own part of the dry run.
+pub struct Description {
+    pub target: String,
+    pub notes: Vec<String>,
+    pub rules: Vec<String>,
+}
+
 /// What every attempt of a run has in common, whatever the mode.
 #[derive(Clone, Debug)]
 pub struct RunInfo {
@@ -17,6 +40,8 @@ pub struct RunInfo {
     pub key_requested: bool,
     /// This retry's nesting level (RETRY_DEPTH as inherited; 0 at the top).
     pub depth: u32,
+    /// Inside another retry without --allow-nested: one attempt only.
+    pub nested: bool,
     pub attempts: u32,
     pub max_time: Option<Duration>,
 }

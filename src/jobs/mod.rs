@@ -27,17 +27,29 @@ use crate::signals::{self, Stop};
 
 pub use self::postgres::{PgTarget, SslMode};
 
-/// The scheduled-job flags, as given on the command line.
+/// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]
 pub struct JobOptions {
-    pub lock: Option<String>,
+    pub lock: Option<Target>,
     pub lock_wait: Duration,
     /// `--max-time`: waiting for a lock spends it too.
     pub max_time: Option<Duration>,
     pub busy_exit: u8,
     pub once: Option<String>,
-    pub state: Option<String>,
+    /// Where `--once` markers live (the default directory when `--once` has no `--state`).
+    pub state: Option<Target>,
     /// The command (or URL) being run, recorded in `--once` markers.
+    pub command: Vec<String>,
+}
+
+/// The scheduled-job flags as given, before they are parsed.
+pub struct JobFlags<'a> {
+    pub lock: Option<&'a str>,
+    pub lock_wait: Duration,
+    pub max_time: Option<Duration>,
+    pub busy_exit: u8,
+    pub once: Option<&'a str>,
+    pub state: Option<&'a str>,
     pub command: Vec<String>,
 }
 
@@ -58,7 +70,7 @@ pub struct Interrupted(pub i32);
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "interrupted by {}", signal_label(self.0))
+        write!(f, "interrupted by {}", crate::exit::signal_name(self.0))
     }
 }
 
@@ -156,25 +168,32 @@ pub fn default_state_dir() -> anyhow::Result<PathBuf> {
 }
 
 impl JobOptions {
-    /// Checks lock and state targets before anything runs (exit 125 on error).
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if let Some(lock) = &self.lock {
-            parse_lock_target(lock).map_err(anyhow::Error::msg)?;
-        }
-        let state = self.state_target()?;
-        if let (Some(key), Target::File(_)) = (&self.once, &state) {
+    /// Parses and checks the lock and state targets, once, before anything runs
+    /// (exit 125 on error).
+    pub fn from_flags(flags: JobFlags<'_>) -> anyhow::Result<JobOptions> {
+        let lock = flags
+            .lock
+            .map(parse_lock_target)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        let state = match (flags.state, flags.once) {
+            (Some(text), _) => Some(parse_state_target(text).map_err(anyhow::Error::msg)?),
+            // The default directory only matters with --once.
+            (None, Some(_)) => Some(Target::File(default_state_dir()?)),
+            (None, None) => None,
+        };
+        if let (Some(key), Some(Target::File(_))) = (flags.once, &state) {
             file::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
-        Ok(())
-    }
-
-    /// The `--state` target; the default directory only matters with `--once`.
-    fn state_target(&self) -> anyhow::Result<Target> {
-        match &self.state {
-            Some(text) => parse_state_target(text).map_err(anyhow::Error::msg),
-            None if self.once.is_some() => Ok(Target::File(default_state_dir()?)),
-            None => Ok(Target::File(PathBuf::new())),
-        }
+        Ok(JobOptions {
+            lock,
+            lock_wait: flags.lock_wait,
+            max_time: flags.max_time,
+            busy_exit: flags.busy_exit,
+            once: flags.once.map(str::to_string),
+            state,
+            command: flags.command,
+        })
     }
 }
 
@@ -400,8 +419,8 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
     let deadline = Instant::now() + wait;
     let mut watches = Vec::new();
     let mut once = None;
-    if let Some(key) = &opts.once {
-        let mut store = match open_store(opts.state_target()?) {
+    if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
+        let mut store = match open_store(state.clone()) {
             Ok(store) => store,
             Err(err) => return stopped_by(err, "connecting to the --state server"),
         };
@@ -415,9 +434,8 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
         });
     }
     let mut lock = None;
-    if let Some(text) = &opts.lock {
-        let target = parse_lock_target(text).map_err(anyhow::Error::msg)?;
-        let mut backend = match open_lock(target) {
+    if let Some(target) = &opts.lock {
+        let mut backend = match open_lock(target.clone()) {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };
@@ -524,10 +542,13 @@ fn stopped(stop: Stop, doing: &str) -> Gate {
     let message = match &stop {
         Stop::Signal(sig) => format!(
             "stopped by {} while {doing}; exit status {}",
-            signal_label(*sig),
-            128 + sig
+            crate::exit::signal_name(*sig),
+            crate::exit::ExitCode::signal(*sig)
         ),
-        Stop::LockLost(lost) => format!("{lost} while {doing}; exit status {}", crate::EXIT_USAGE),
+        Stop::LockLost(lost) => format!(
+            "{lost} while {doing}; exit status {}",
+            crate::exit::ExitCode::USAGE
+        ),
     };
     Gate::Stopped { stop, message }
 }
@@ -538,12 +559,6 @@ fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
         Some(Interrupted(sig)) => Ok(stopped(Stop::Signal(*sig), doing)),
         None => Err(err),
     }
-}
-
-fn signal_label(sig: i32) -> String {
-    nix::sys::signal::Signal::try_from(sig)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {sig}"))
 }
 
 fn already_done(key: &str, done: &Done) -> Gate {
@@ -654,9 +669,9 @@ mod tests {
     }
 
     #[test]
-    fn validate_refuses_bad_targets() {
-        let opts = JobOptions {
-            lock: Some("postgres://h/db".into()),
+    fn flags_with_bad_targets_are_refused_before_anything_runs() {
+        let flags = || JobFlags {
+            lock: None,
             lock_wait: Duration::ZERO,
             max_time: None,
             busy_exit: 0,
@@ -664,13 +679,26 @@ mod tests {
             state: None,
             command: vec!["true".into()],
         };
-        assert!(opts.validate().is_err());
-        let opts = JobOptions {
-            lock: None,
-            state: Some("mysql://h/db".into()),
-            ..opts
-        };
-        assert!(opts.validate().is_err());
+        let err = JobOptions::from_flags(JobFlags {
+            lock: Some("postgres://h/db"),
+            ..flags()
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("names no lock"), "{err}");
+        let err = JobOptions::from_flags(JobFlags {
+            state: Some("mysql://h/db"),
+            ..flags()
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("unsupported scheme"), "{err}");
+        let opts = JobOptions::from_flags(JobFlags {
+            lock: Some("/run/lock/x.lock"),
+            state: Some("postgres://u@h/db"),
+            ..flags()
+        })
+        .unwrap();
+        assert_eq!(opts.lock, Some(Target::File("/run/lock/x.lock".into())));
+        assert!(matches!(opts.state, Some(Target::Postgres(_))));
     }
 
     proptest::proptest! {

@@ -22,9 +22,10 @@ use reqwest::{RequestBuilder, Response, Url};
 use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, StatusFacts, Transport};
 use crate::classify::{Class, Verdict};
 use crate::cli::Cli;
-use crate::engine::{AttemptContext, AttemptReport, Executor, Outcome, WaitHint};
+use crate::engine::{AttemptContext, AttemptReport, Outcome, WaitHint};
 use crate::exec::RunInfo;
 use crate::exec::http_headers;
+use crate::exec::{Description, Executor};
 use crate::parse::human;
 use crate::{report, signals};
 
@@ -45,7 +46,8 @@ const EXCERPT_CHARS: usize = 200;
 const EXCERPT_WAIT: Duration = Duration::from_secs(1);
 
 pub struct HttpExecutor {
-    // Boxed: the executor sits in an enum beside the command executor.
+    /// `HTTP METHOD URL` (user information redacted), for the dry run.
+    target: String,
     runtime: Box<tokio::runtime::Runtime>,
     client: reqwest::Client,
     spec: Box<RequestSpec>,
@@ -111,6 +113,7 @@ impl HttpExecutor {
             build_client(cli)?
         };
         Ok(HttpExecutor {
+            target: format!("HTTP {} {}", spec.method, report::redact_url(url)),
             runtime: Box::new(runtime),
             client,
             spec: Box::new(spec),
@@ -128,7 +131,7 @@ impl HttpExecutor {
     }
 
     /// The classification rules in force, for `--dry-run`.
-    pub fn rules(&self) -> Vec<String> {
+    fn rules(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Err(e) = &self.spec.url {
             out.push(format!("{e}: permanent (exit 3)"));
@@ -640,6 +643,14 @@ impl Executor for HttpExecutor {
     fn discard(&mut self) {
         self.held = Held::Nothing;
     }
+
+    fn describe(&self) -> Description {
+        Description {
+            target: self.target.clone(),
+            notes: Vec::new(),
+            rules: self.rules(),
+        }
+    }
 }
 
 impl HttpExecutor {
@@ -713,7 +724,7 @@ impl HttpExecutor {
                         message: format!("abandoned: {lost}"),
                     },
                     Verdict::permanent(format!("retry abandoned the request: {lost}")),
-                    crate::EXIT_USAGE,
+                    crate::exit::ExitCode::USAGE,
                 );
                 report.lock_lost = Some(lost);
                 report

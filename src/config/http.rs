@@ -1,0 +1,17 @@
+//! HTTP mode's settings.
+
+use crate::cli::Cli;
+
+pub struct HttpConfig {
+    pub url: String,
+    pub(crate) cli: Box<Cli>,
+}
+
+impl HttpConfig {
+    pub fn from_cli(cli: Cli, url: String) -> anyhow::Result<HttpConfig> {
+        Ok(HttpConfig {
+            url,
+            cli: Box::new(cli),
+        })
+    }
+}

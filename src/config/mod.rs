@@ -1,0 +1,211 @@
+//! The typed configuration, built once from clap's `Cli`: every value parsed
+//! into a type (enums, compiled patterns, parsed targets), the options checked
+//! together and against the mode the target selects. Everything after this
+//! module takes its own part of `Config`; nothing downstream sees clap. It leaves
+//! running the attempts to the executors and the gate to `jobs`.
+
+mod command;
+mod http;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde_json::json;
+
+pub use self::command::CommandConfig;
+pub use self::http::HttpConfig;
+use crate::backoff::Schedule;
+use crate::cli::{Cli, LogFormat};
+use crate::engine::Policy;
+use crate::exec::RunInfo;
+use crate::jobs::{JobFlags, JobOptions};
+use crate::report::{self, LogConfig};
+
+/// Everything a run needs, typed.
+pub struct Config {
+    pub target: TargetConfig,
+    pub policy: Policy,
+    pub run: RunInfo,
+    pub log: LogConfig,
+    /// Show a live countdown while sleeping (stderr is a terminal, text logs, not quiet).
+    pub countdown: bool,
+    pub jobs: JobOptions,
+    pub report: Option<PathBuf>,
+    pub dry_run: bool,
+    /// `--seed`, or `None` for a random one.
+    pub seed: Option<u64>,
+}
+
+/// What the operands name, with that mode's settings.
+pub enum TargetConfig {
+    Command(Box<CommandConfig>),
+    Http(HttpConfig),
+}
+
+/// `--idempotency-key`: made once per run (`auto`) or given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyChoice {
+    /// No flag: a UUID v4 is made for `RETRY_IDEMPOTENCY_KEY`, nothing is sent in HTTP mode.
+    Default,
+    Auto,
+    Value(String),
+}
+
+impl KeyChoice {
+    fn from_flag(flag: Option<&str>) -> KeyChoice {
+        match flag {
+            None => KeyChoice::Default,
+            Some("auto") => KeyChoice::Auto,
+            Some(value) => KeyChoice::Value(value.to_string()),
+        }
+    }
+}
+
+impl Config {
+    pub fn from_cli(cli: Cli) -> anyhow::Result<Config> {
+        let depth = inherited_depth();
+        let nested = depth >= 1 && !cli.allow_nested;
+        // Only one layer retries: inside another retry, make one attempt and let it decide.
+        let attempts = if nested { 1 } else { cli.attempts };
+        let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
+        let run = RunInfo {
+            idempotency_key: match &key {
+                KeyChoice::Value(value) => value.clone(),
+                KeyChoice::Default | KeyChoice::Auto => uuid::Uuid::new_v4().to_string(),
+            },
+            key_requested: key != KeyChoice::Default,
+            depth,
+            nested,
+            attempts,
+            max_time: cli.max_time,
+        };
+        let log = log_config(&cli);
+        let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
+        if let Some(path) = &cli.report {
+            report::check_file_target("--report", path)?;
+        }
+        let jobs = JobOptions::from_flags(JobFlags {
+            lock: cli.lock.as_deref(),
+            lock_wait: cli.lock_wait,
+            max_time: cli.max_time,
+            busy_exit: cli.busy_exit,
+            once: cli.once.as_deref(),
+            state: cli.state.as_deref(),
+            command: cli
+                .target
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        })?;
+        let policy = Policy {
+            attempts,
+            timeout: cli.timeout,
+            max_time: cli.max_time,
+            schedule: Schedule {
+                kind: cli.backoff,
+                base: cli.delay,
+                cap: cli.max_delay,
+                factor: cli.factor,
+                jitter: cli.jitter,
+            },
+            max_wait_hint: cli.max_retry_after,
+        };
+        let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
+        let target = TargetConfig::from_cli(cli)?;
+        Ok(Config {
+            target,
+            policy,
+            run,
+            log,
+            countdown,
+            jobs,
+            report,
+            dry_run,
+            seed,
+        })
+    }
+
+    /// How the report and JSON logs name the target (a URL's user information redacted).
+    pub fn target_value(&self) -> serde_json::Value {
+        match &self.target {
+            TargetConfig::Command(c) => {
+                json!(
+                    c.argv
+                        .iter()
+                        .map(|a| a.to_string_lossy())
+                        .collect::<Vec<_>>()
+                )
+            }
+            TargetConfig::Http(h) => json!(report::redact_url(&h.url)),
+        }
+    }
+
+    pub fn mode_name(&self) -> &'static str {
+        match self.target {
+            TargetConfig::Command(_) => "command",
+            TargetConfig::Http(_) => "http",
+        }
+    }
+
+    /// The key is shown (logs, report) when the command sees it or the request sends it.
+    pub fn shown_key(&self) -> Option<&str> {
+        let shown = self.run.key_requested || matches!(self.target, TargetConfig::Command(_));
+        shown.then_some(self.run.idempotency_key.as_str())
+    }
+}
+
+impl TargetConfig {
+    /// A first operand starting with http:// or https:// is a request; anything else a command.
+    fn from_cli(cli: Cli) -> anyhow::Result<TargetConfig> {
+        let first = cli.target.first().context("a COMMAND or URL is required")?;
+        let lower = first.to_string_lossy().to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return CommandConfig::from_cli(cli).map(|c| TargetConfig::Command(Box::new(c)));
+        }
+        if let Some(extra) = cli.target.get(1) {
+            anyhow::bail!(
+                "unexpected argument {:?} after the URL; options go before the URL and only one URL is taken",
+                extra
+            );
+        }
+        let url = first
+            .to_str()
+            .context("the URL is not valid UTF-8")?
+            .to_string();
+        HttpConfig::from_cli(cli, url).map(TargetConfig::Http)
+    }
+}
+
+/// RETRY_DEPTH as inherited; anything unreadable counts as the top level.
+fn inherited_depth() -> u32 {
+    std::env::var("RETRY_DEPTH")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Logging, read first so that errors in the rest of the flags are logged as asked.
+pub fn log_config(cli: &Cli) -> LogConfig {
+    let level = if cli.quiet > 0 {
+        -(cli.quiet.min(2) as i8)
+    } else {
+        cli.verbose.min(5) as i8
+    };
+    let json = cli.log_format == LogFormat::Json;
+    LogConfig {
+        level,
+        json,
+        color: !json && report::color_wanted(),
+        github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+    }
+}
+
+/// A command line as one line of text, for messages and the dry run.
+pub fn display_argv(argv: &[std::ffi::OsString]) -> String {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    words.join(" ")
+}
