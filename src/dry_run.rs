@@ -30,8 +30,9 @@ pub fn render(
         Target::Url(url) => {
             let _ = writeln!(
                 out,
-                "target:      HTTP {} {url}",
-                cli.method.as_deref().unwrap_or(default_method(cli))
+                "target:      HTTP {} {}",
+                cli.method.as_deref().unwrap_or(default_method(cli)),
+                crate::exec::http::shown_url(url)
             );
         }
     }
@@ -69,7 +70,7 @@ pub fn render(
 }
 
 fn default_method(cli: &Cli) -> &'static str {
-    if cli.data.is_some() || cli.json.is_some() {
+    if (!cli.data_args.is_empty() && !cli.get) || cli.json.is_some() || !cli.form.is_empty() {
         "POST"
     } else {
         "GET"

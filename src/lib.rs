@@ -126,7 +126,7 @@ impl Target {
             Target::Command(argv) => {
                 json!(argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>())
             }
-            Target::Url(url) => json!(url),
+            Target::Url(url) => json!(exec::http::shown_url(url)),
         }
     }
 }
@@ -215,6 +215,13 @@ impl Built {
 
 fn run_cli(cli: &Cli) -> anyhow::Result<i32> {
     let target = Target::from_operands(&cli.target)?;
+    if let (Target::Command(argv), Some(flag)) = (&target, cli::curl::request_option_given(cli)) {
+        anyhow::bail!(
+            "{flag} is an HTTP-mode option, but the target {:?} selected command mode \
+             (a URL starting with http:// or https:// selects HTTP mode)",
+            argv[0]
+        );
+    }
     let depth = inherited_depth();
     let nested = depth >= 1 && !cli.allow_nested;
     // Only one layer retries: inside another retry, make one attempt and let it decide.

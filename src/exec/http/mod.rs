@@ -4,6 +4,8 @@
 //! holds the body until the engine says which attempt is final. The rules are
 //! tables in `classify::http`; header parsing is `exec::http_headers`.
 
+mod body;
+pub mod curl;
 mod errors;
 mod output;
 mod request;
@@ -46,6 +48,8 @@ pub struct HttpExecutor {
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
+    /// What curl's request options change, for `--dry-run`.
+    curl_notes: Vec<String>,
 }
 
 impl HttpExecutor {
@@ -68,7 +72,7 @@ impl HttpExecutor {
             .context("cannot start the HTTP runtime")?;
         let client = {
             let _guard = runtime.enter();
-            build_client(cli)?
+            build_client(cli, spec.url.as_ref().ok())?
         };
         Ok(HttpExecutor {
             runtime: Box::new(runtime),
@@ -81,6 +85,7 @@ impl HttpExecutor {
             max_redirs: cli.max_redirs,
             max_retry_after: cli.max_retry_after,
             connect_timeout: cli.connect_timeout,
+            curl_notes: curl::describe(cli),
         })
     }
 
@@ -108,6 +113,7 @@ impl HttpExecutor {
                 human(t)
             ));
         }
+        out.extend(self.curl_notes.iter().cloned());
         if let Some(name) = &self.spec.key_header {
             out.push(format!(
                 "header {name} carries the idempotency key on every attempt"
@@ -162,7 +168,15 @@ impl HttpExecutor {
     }
 }
 
-fn build_client(cli: &Cli) -> anyhow::Result<reqwest::Client> {
+/// The URL as it may be shown: any password as `***`; unparsable text as given.
+pub fn shown_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(parsed) if parsed.password().is_some() => display_url(&parsed),
+        _ => url.to_string(),
+    }
+}
+
+fn build_client(cli: &Cli, url: Option<&Url>) -> anyhow::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .redirect(redirect_policy(cli.max_redirs))
         .referer(false)
@@ -170,6 +184,7 @@ fn build_client(cli: &Cli) -> anyhow::Result<reqwest::Client> {
     if let Some(t) = cli.connect_timeout {
         builder = builder.connect_timeout(t);
     }
+    builder = curl::client(cli, url, builder)?;
     builder.build().context("cannot set up the HTTP client")
 }
 
