@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-a -j -t -X -H -d -o -i -k -q -v -h -V --attempts --delay --max-delay --backoff --factor --jitter --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after --request --header --data --json --output --include --connect-timeout --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after --lock --lock-wait --busy-exit --once --state --quiet --verbose --log-format --report --dry-run --generate --help --version"
+            opts="-a -j -t -X -H -d -o -i -k -u -A -e -b -G -F -x -E -4 -6 -q -v -h -V --attempts --delay --max-delay --backoff --factor --jitter --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after --request --header --data --json --output --include --connect-timeout --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after --user --user-agent --referer --cookie --data-binary --data-raw --data-urlencode --get --form --compressed --proxy --noproxy --cacert --cert --key --http1.1 --http2 --resolve --ipv4 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --quiet --verbose --log-format --report --dry-run --generate --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -170,6 +170,94 @@ _retry() {
                     return 0
                     ;;
                 --max-retry-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -u)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user-agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -A)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --referer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cookie)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-binary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-urlencode)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --form)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -F)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --proxy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -x)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --noproxy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -E)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --resolve)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unix-socket)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

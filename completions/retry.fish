@@ -41,6 +41,21 @@ complete -c retry -l idempotency-header -d 'Header name for the idempotency key'
 complete -c retry -l retry-on-status -d 'HTTP statuses that are retried (overrides the built-in classes)' -r
 complete -c retry -l stop-on-status -d 'HTTP statuses that stop at once (overrides the built-in classes)' -r
 complete -c retry -l max-retry-after -d 'Longest Retry-After to obey; a longer one ends the run at once' -r
+complete -c retry -s u -l user -d 'Basic authentication; the password is shown as *** everywhere' -r
+complete -c retry -s A -l user-agent -d 'User-Agent header ("" sends none)' -r
+complete -c retry -s e -l referer -d 'Referer header' -r
+complete -c retry -s b -l cookie -d 'Cookie header \'NAME=VALUE; NAME2=VALUE2\' (repeatable; curl\'s cookie file is refused)' -r
+complete -c retry -l data-binary -d 'Request body: DATA, @FILE or @- sent byte for byte (newlines kept)' -r
+complete -c retry -l data-raw -d 'Request body: DATA as given; a leading @ is not a file' -r
+complete -c retry -l data-urlencode -d 'URL-encoded body part: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE' -r
+complete -c retry -s F -l form -d 'Multipart form field: NAME=VALUE, NAME=@FILE (upload) or NAME=<FILE (repeatable)' -r
+complete -c retry -s x -l proxy -d 'Use this proxy (http://, https:// or HOST:PORT) instead of the environment\'s' -r
+complete -c retry -l noproxy -d 'Hosts reached without a proxy: comma-separated names, domains, addresses or *' -r
+complete -c retry -l cacert -d 'Trust only the CA certificates (PEM) in FILE' -r -F
+complete -c retry -s E -l cert -d 'Client certificate (PEM); FILE may hold the private key too' -r -F
+complete -c retry -l key -d 'Private key (PEM) for --cert' -r -F
+complete -c retry -l resolve -d 'Connect to ADDR for HOST:PORT instead of resolving HOST (repeatable)' -r
+complete -c retry -l unix-socket -d 'Talk HTTP over the Unix socket PATH (the URL\'s host is only the Host header)' -r -F
 complete -c retry -l lock -d 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME' -r
 complete -c retry -l lock-wait -d 'Wait this long for a busy lock before skipping (0 = skip at once)' -r
 complete -c retry -l busy-exit -d 'Exit status when skipped because the lock is busy' -r
@@ -60,6 +75,12 @@ complete -c retry -l hold-stdout -d 'Spool each attempt\'s stdout and write only
 complete -c retry -s i -l include -d 'Print the response status line and headers before the body'
 complete -c retry -s k -l insecure -d 'Skip TLS certificate verification'
 complete -c retry -l retry-unsafe -d 'Allow retrying non-idempotent methods (POST, PATCH, ...) without a key'
+complete -c retry -s G -l get -d 'Send the -d-style data in the URL\'s query string, with GET'
+complete -c retry -l compressed -d 'Ask for gzip, deflate, br or zstd and decode the body (otherwise never decoded)'
+complete -c retry -l http1.1 -d 'Use HTTP/1.1 only'
+complete -c retry -l http2 -d 'Use HTTP/2: over https:// offered first by ALPN (HTTP/1.1 if the server declines, as with curl); over http:// prior knowledge (h2c), without curl\'s Upgrade request'
+complete -c retry -s 4 -l ipv4 -d 'Resolve names to IPv4 addresses only'
+complete -c retry -s 6 -l ipv6 -d 'Resolve names to IPv6 addresses only'
 complete -c retry -s q -l quiet -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
 complete -c retry -s v -l verbose -d 'More on stderr (repeatable)'
 complete -c retry -l dry-run -d 'Print the schedule and classification rules, run nothing, exit 0'

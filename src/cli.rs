@@ -381,11 +381,11 @@ pub struct Cli {
     pub data_binary: Vec<String>,
 
     /// Request body: DATA as given; a leading @ is not a file
-    #[arg(long = "data-raw", value_name = "DATA", conflicts_with = "json", help_heading = CURL)]
+    #[arg(long = "data-raw", value_name = "DATA", conflicts_with = "json", hide_short_help = true, help_heading = CURL)]
     pub data_raw: Vec<String>,
 
     /// URL-encoded body part: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE
-    #[arg(long = "data-urlencode", value_name = "DATA", conflicts_with = "json", help_heading = CURL)]
+    #[arg(long = "data-urlencode", value_name = "DATA", conflicts_with = "json", hide_short_help = true, help_heading = CURL)]
     pub data_urlencode: Vec<String>,
 
     /// Every -d-style argument in command-line order (filled in by `parse`).
@@ -415,43 +415,44 @@ pub struct Cli {
     /// Hosts reached without a proxy: comma-separated names, domains, addresses or *
     ///
     /// Replaces NO_PROXY; applies to -x and to the environment's proxies alike.
-    #[arg(long = "noproxy", value_name = "LIST", value_parser = curl::noproxy_value, help_heading = CURL)]
+    #[arg(long = "noproxy", value_name = "LIST", value_parser = curl::noproxy_value, hide_short_help = true, help_heading = CURL)]
     pub noproxy: Option<String>,
 
     /// Trust only the CA certificates (PEM) in FILE
-    #[arg(long, value_name = "FILE", help_heading = CURL)]
+    #[arg(long, value_name = "FILE", hide_short_help = true, help_heading = CURL)]
     pub cacert: Option<PathBuf>,
 
     /// Client certificate (PEM); FILE may hold the private key too
-    #[arg(short = 'E', long, value_name = "FILE", help_heading = CURL)]
+    #[arg(short = 'E', long, value_name = "FILE", hide_short_help = true, help_heading = CURL)]
     pub cert: Option<PathBuf>,
 
     /// Private key (PEM) for --cert
-    #[arg(long, value_name = "FILE", requires = "cert", help_heading = CURL)]
+    #[arg(long, value_name = "FILE", requires = "cert", hide_short_help = true, help_heading = CURL)]
     pub key: Option<PathBuf>,
 
     /// Use HTTP/1.1 only
-    #[arg(long = "http1.1", conflicts_with = "http2", help_heading = CURL)]
+    #[arg(long = "http1.1", conflicts_with = "http2", hide_short_help = true, help_heading = CURL)]
     pub http1_1: bool,
 
-    /// Use HTTP/2 only: ALPN over https://, prior knowledge (h2c) over http://
-    #[arg(long = "http2", help_heading = CURL)]
+    /// Use HTTP/2: over https:// offered first by ALPN (HTTP/1.1 if the server declines, as with
+    /// curl); over http:// prior knowledge (h2c), without curl's Upgrade request
+    #[arg(long = "http2", hide_short_help = true, help_heading = CURL)]
     pub http2: bool,
 
     /// Connect to ADDR for HOST:PORT instead of resolving HOST (repeatable)
-    #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = curl::resolve_value, help_heading = CURL)]
+    #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = curl::resolve_value, hide_short_help = true, help_heading = CURL)]
     pub resolve: Vec<ResolveEntry>,
 
     /// Resolve names to IPv4 addresses only
-    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6", help_heading = CURL)]
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6", hide_short_help = true, help_heading = CURL)]
     pub ipv4: bool,
 
     /// Resolve names to IPv6 addresses only
-    #[arg(short = '6', long = "ipv6", help_heading = CURL)]
+    #[arg(short = '6', long = "ipv6", hide_short_help = true, help_heading = CURL)]
     pub ipv6: bool,
 
     /// Talk HTTP over the Unix socket PATH (the URL's host is only the Host header)
-    #[arg(long = "unix-socket", value_name = "PATH", conflicts_with = "proxy", help_heading = CURL)]
+    #[arg(long = "unix-socket", value_name = "PATH", conflicts_with = "proxy", hide_short_help = true, help_heading = CURL)]
     pub unix_socket: Option<PathBuf>,
     // ---- end of curl request options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME

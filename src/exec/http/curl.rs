@@ -96,7 +96,7 @@ pub fn describe(cli: &Cli) -> Vec<String> {
         out.push("HTTP/1.1 only (--http1.1)".into());
     }
     if cli.http2 {
-        out.push("HTTP/2 only (--http2): ALPN over https://, prior knowledge over http://".into());
+        out.push("HTTP/2 (--http2): offered first by ALPN over https://, prior knowledge (h2c) over http://".into());
     }
     out
 }
