@@ -44,7 +44,7 @@ install_tools() {
 export PATH="$HOME/.cargo/bin:$PATH"
 
 DEB=/usr/bin/retry
-ATT=$(command -v attempt)
+ATT=$(command -v attempt || echo attempt)  # only a partial SECTIONS run may lack it
 TRUE=$(command -v true)
 
 ROWS=$WORK/rows.tsv
