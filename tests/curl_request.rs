@@ -842,3 +842,15 @@ fn user_credentials_are_masked_in_every_output() {
         runs[0]
     );
 }
+
+#[test]
+fn user_credentials_are_not_sent_to_another_host_after_a_redirect() {
+    let other = Server::script(vec![Reply::ok("elsewhere")]);
+    let elsewhere = format!("http://localhost:{}/landing", other.port());
+    let origin = Server::script(vec![Reply::status(302).header("Location", &elsewhere)]);
+    let out = retry(&["-u", "alice:hunter2", &origin.url("/start")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"elsewhere");
+    assert!(origin.requests()[0].header("authorization").is_some());
+    assert_eq!(other.requests()[0].header("authorization"), None);
+}
