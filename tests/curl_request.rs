@@ -854,3 +854,13 @@ fn user_credentials_are_not_sent_to_another_host_after_a_redirect() {
     assert!(origin.requests()[0].header("authorization").is_some());
     assert_eq!(other.requests()[0].header("authorization"), None);
 }
+
+#[test]
+fn form_file_from_stdin_matches_curl() {
+    for field in ["f=@-", "g=<-", "h=@-;type=text/plain"] {
+        Case::new(&["-F", "a=1", "-F", field, "{url}/up"])
+            .stdin(b"piped\nbytes")
+            .run()
+            .assert_same();
+    }
+}

@@ -152,31 +152,19 @@ fn multipart(fields: &[String], stdin: &mut Stdin) -> anyhow::Result<BodyParts> 
     let mut form = Form::new().percent_encode_noop();
     for text in fields {
         let field = FormField::parse(text).map_err(|e| anyhow::anyhow!("-F/--form: {e}"))?;
-        let mut part = match &field.content {
-            FormContent::Text(value) => Part::text(value.clone()),
-            FormContent::FileText(path) => {
-                Part::bytes(source(&format!("@{path}"), "-F/--form", stdin)?)
-            }
+        let (mut part, guessed) = match &field.content {
+            FormContent::Text(value) => (Part::text(value.clone()), None),
+            FormContent::FileText(path) => (Part::bytes(read_form_file(path, stdin)?), None),
             FormContent::File(path) => {
-                let bytes = source(&format!("@{path}"), "-F/--form", stdin)?;
-                let name = field.filename.clone().unwrap_or_else(|| file_name(path));
-                let mime = field
-                    .mime
-                    .clone()
-                    .unwrap_or_else(|| guess_type(path).into());
-                Part::bytes(bytes)
-                    .file_name(name)
-                    .mime_str(&mime)
-                    .map_err(|_| bad_type(text))?
+                let part = Part::bytes(read_form_file(path, stdin)?).file_name(file_name(path));
+                // curl guesses an upload's type from its name, except for stdin's.
+                (part, (path != "-").then(|| guess_type(path)))
             }
         };
-        if let (Some(mime), false) = (&field.mime, matches!(field.content, FormContent::File(_))) {
+        if let Some(mime) = field.mime.as_deref().or(guessed) {
             part = part.mime_str(mime).map_err(|_| bad_type(text))?;
         }
-        if let (Some(name), false) = (
-            &field.filename,
-            matches!(field.content, FormContent::File(_)),
-        ) {
+        if let Some(name) = &field.filename {
             part = part.file_name(name.clone());
         }
         form = form.part(field.name.clone(), part);
@@ -192,6 +180,10 @@ fn multipart(fields: &[String], stdin: &mut Stdin) -> anyhow::Result<BodyParts> 
         content_type: Some(content_type),
         query: None,
     })
+}
+
+fn read_form_file(path: &str, stdin: &mut Stdin) -> anyhow::Result<Vec<u8>> {
+    source(&format!("@{path}"), "-F/--form", stdin)
 }
 
 fn bad_type(field: &str) -> anyhow::Error {
@@ -215,9 +207,6 @@ fn collect(form: reqwest::multipart::Form) -> anyhow::Result<Bytes> {
 }
 
 fn file_name(path: &str) -> String {
-    if path == "-" {
-        return "-".into();
-    }
     Path::new(path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
