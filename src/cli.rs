@@ -393,7 +393,7 @@ pub struct Cli {
     pub data_args: Vec<DataArg>,
 
     /// Send the -d-style data in the URL's query string, with GET
-    #[arg(short = 'G', long = "get", help_heading = CURL)]
+    #[arg(short = 'G', long = "get", conflicts_with = "json", help_heading = CURL)]
     pub get: bool,
 
     /// Multipart form field: NAME=VALUE, NAME=@FILE (upload) or NAME=<FILE (repeatable)

@@ -212,8 +212,9 @@ fn tls(cli: &Cli, mut builder: ClientBuilder) -> anyhow::Result<ClientBuilder> {
             pem.push(b'\n');
             pem.extend(read(key, "--key")?);
         }
-        let identity = reqwest::Identity::from_pem(&pem).with_context(|| {
-            format!(
+        // reqwest's own message adds nothing to this one.
+        let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+            anyhow::anyhow!(
                 "--cert {}: expected a PEM certificate and its private key (in FILE or --key FILE)",
                 cert.display()
             )

@@ -41,7 +41,7 @@ impl RequestSpec {
             None if body.bytes.is_some() => Method::POST,
             None => Method::GET,
         };
-        let mut headers = default_headers(body.content_type.clone());
+        let mut headers = default_headers(body.content_type.clone(), cli.json.is_some());
         curl::headers(cli, &mut headers)?;
         apply_lines(&mut headers, &user_lines(&cli.headers)?)?;
         let key_name = HeaderName::from_bytes(cli.idempotency_header.as_bytes())
@@ -94,18 +94,17 @@ fn with_query(mut url: Url, data: Option<&str>) -> Url {
     url
 }
 
-fn default_headers(content_type: Option<HeaderValue>) -> HeaderMap {
+fn default_headers(content_type: Option<HeaderValue>, json: bool) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(
         USER_AGENT,
         HeaderValue::from_static(concat!("retry/", env!("CARGO_PKG_VERSION"))),
     );
     if let Some(content_type) = content_type {
-        // --json also asks for JSON back.
-        if content_type == "application/json" {
-            headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        }
         headers.insert(CONTENT_TYPE, content_type);
+    }
+    if json {
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
     }
     headers
 }
