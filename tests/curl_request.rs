@@ -318,6 +318,13 @@ fn proxy_sends_the_absolute_url_to_the_proxy_like_curl() {
     let c = Case::new(&["-x", "{url}", &origin]).run();
     c.assert_same_requests_except(&["proxy-connection"]);
     c.assert_same_output();
+    // Credentials in the proxy URL become Proxy-Authorization, as with curl.
+    let c = Case::new(&["-x", "http://pu:pp@127.0.0.1:{port}", &origin]).run();
+    c.assert_same_requests_except(&["proxy-connection"]);
+    assert_eq!(
+        c.first().1.header("proxy-authorization"),
+        Some("Basic cHU6cHA=")
+    );
 }
 
 #[test]
