@@ -508,13 +508,17 @@ fn cert_and_key_present_a_client_certificate_like_curl() {
 /// knowledge (h2c) on 127.0.0.1, and notes each request's version.
 struct H2Server {
     port: u16,
-    requests: Arc<Mutex<Vec<(String, Request)>>>,
+    requests: Recorded,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl H2Server {
     fn start() -> H2Server {
-        use hyper_util::rt::{TokioExecutor, TokioIo};
+        H2Server::start_with(None)
+    }
+
+    /// Over TLS with `config`, whose ALPN list says which versions it offers.
+    fn start_with(tls: Option<Arc<rustls::ServerConfig>>) -> H2Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -526,20 +530,23 @@ impl H2Server {
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&requests);
+        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         runtime.spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 let recorded = Arc::clone(&recorded);
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        let recorded = Arc::clone(&recorded);
-                        async move { Ok::<_, hyper::Error>(h2_record(req, &recorded).await) }
-                    });
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match acceptor {
+                        None => h2_serve(stream, recorded).await,
+                        Some(acceptor) => {
+                            if let Ok(tls) = acceptor.accept(stream).await {
+                                h2_serve(tls, recorded).await;
+                            }
+                        }
+                    }
                 });
             }
         });
@@ -558,6 +565,22 @@ impl H2Server {
             .map(|(v, _)| v.clone())
             .collect()
     }
+}
+
+type Recorded = Arc<Mutex<Vec<(String, Request)>>>;
+
+async fn h2_serve<S>(stream: S, recorded: Recorded)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let service = hyper::service::service_fn(move |req| {
+        let recorded = Arc::clone(&recorded);
+        async move { Ok::<_, hyper::Error>(h2_record(req, &recorded).await) }
+    });
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 async fn h2_record(
@@ -645,6 +668,30 @@ fn http2_over_http_is_prior_knowledge() {
     // retry's server saw HTTP/2 from the first byte.
     let s = H2Server::start();
     let out = retry(&["--http2", &format!("http://127.0.0.1:{}/two", s.port)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s.versions(), ["HTTP/2.0"]);
+}
+
+#[test]
+fn http2_over_https_is_negotiated_by_alpn_like_curl() {
+    let pki = tempfile::tempdir().unwrap();
+    make_certificates(pki.path());
+    let mut config = (*tls_config(pki.path(), false)).clone();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let config = Arc::new(config);
+    let ca = pki.path().join("ca.pem").to_string_lossy().into_owned();
+    let made = Arc::clone(&config);
+    let c = Case::new(&["--http2", "--cacert", &ca, "{https}/alpn"])
+        .server(move |_| H2Server::start_with(Some(Arc::clone(&made))))
+        .run();
+    c.assert_same();
+    let s = H2Server::start_with(Some(config));
+    let out = retry(&[
+        "--http2",
+        "--cacert",
+        &ca,
+        &format!("https://127.0.0.1:{}/alpn", s.port),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(s.versions(), ["HTTP/2.0"]);
 }
