@@ -180,3 +180,26 @@ pub fn display_url(url: &Url) -> String {
     }
     shown.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_data_joins_the_query_string() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        let joined = with_query(url("http://h/p?z=0"), Some("a=1&b=x+y"));
+        assert_eq!(joined.as_str(), "http://h/p?z=0&a=1&b=x+y");
+        assert_eq!(
+            with_query(url("http://h/p"), Some("a=1")).as_str(),
+            "http://h/p?a=1"
+        );
+        assert_eq!(with_query(url("http://h/p?"), None).as_str(), "http://h/p?");
+    }
+
+    #[test]
+    fn passwords_are_shown_as_three_stars() {
+        let url = Url::parse("http://me:secret@h/").unwrap();
+        assert_eq!(display_url(&url), "http://me:***@h/");
+    }
+}
