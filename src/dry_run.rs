@@ -71,7 +71,7 @@ pub fn render(
 }
 
 fn default_method(cli: &Cli) -> &'static str {
-    if cli.data.is_some() || cli.json.is_some() {
+    if (!cli.data_args.is_empty() && !cli.get) || cli.json.is_some() || !cli.form.is_empty() {
         "POST"
     } else {
         "GET"

@@ -138,6 +138,16 @@ impl Server {
         )
     }
 
+    /// Like `tls_script`, with the caller's TLS configuration (its own
+    /// certificates, client authentication).
+    pub fn tls_with(config: Arc<rustls::ServerConfig>, replies: Vec<Reply>) -> Server {
+        assert!(!replies.is_empty());
+        Server::start(
+            Mode::Tls(config),
+            Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone()),
+        )
+    }
+
     /// Accepts connections and closes each at once; every connection is a hit.
     pub fn hang_up() -> Server {
         Server::start(Mode::HangUp, Arc::new(|_, _| Reply::Close))
@@ -212,6 +222,59 @@ impl Drop for Server {
                 assert_eq!(self.hits(), n, "requests received by the test server");
             }
         }
+    }
+}
+
+/// The same server on a Unix socket at `path` (removed when dropped).
+pub struct UnixServer {
+    path: std::path::PathBuf,
+    requests: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl UnixServer {
+    pub fn script(path: &std::path::Path, replies: Vec<Reply>) -> UnixServer {
+        assert!(!replies.is_empty());
+        let listener = std::os::unix::net::UnixListener::bind(path).expect("bind a Unix socket");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone());
+        let thread = {
+            let requests = Arc::clone(&requests);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(mut stream) = stream else { continue };
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                    let _ = exchange(&mut stream, &requests, &*handler);
+                }
+            })
+        };
+        UnixServer {
+            path: path.to_path_buf(),
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for UnixServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::os::unix::net::UnixStream::connect(&self.path);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
