@@ -83,7 +83,7 @@ type Handler = dyn Fn(&Request, usize) -> Reply + Send + Sync;
 
 /// A self-signed certificate for 127.0.0.1 and localhost (valid until 2126),
 /// made with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1`.
-const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+pub const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
 MIIBnTCCAUOgAwIBAgIUG73lrawmXGAyHa07Ca834wXgVJ8wCgYIKoZIzj0EAwIw
 FTETMBEGA1UEAwwKcmV0cnkgdGVzdDAgFw0yNjEyMDMwNzQ3MjhaGA8yMTI2MTEw
 OTA3NDcyOFowFTETMBEGA1UEAwwKcmV0cnkgdGVzdDBZMBMGByqGSM49AgEGCCqG
@@ -96,7 +96,7 @@ ALJ8XgUdO912HfxR21irAaq/Eg8JpDaMLzk3iEkjRWKz
 -----END CERTIFICATE-----
 ";
 
-const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+pub const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg24R01HabPwRnGsqB
 +aVF+y/O/jyoxwYQJsFbdZBT6XOhRANCAAS0aZXN7LUBmuPgp4HrEr/1qwOqLEaN
 gMtea0jy0hrOTTKy7eqIM7Rs7XaiG1muYdpHWTUokcyd5YGJXykpQoqP
