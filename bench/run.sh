@@ -3,19 +3,26 @@
 # `attempt` tool (crate attempt-cli) and curl (--retry), in one run:
 #   start-up overhead over `true`; pass-through throughput and peak RSS at 1 GiB;
 #   --hold-stdout and stdin replay at 1 GiB; one HTTP GET and a 1 GiB download
-#   against a loopback server (bench/serve.py).
+#   against a loopback server (bench/serve.py); a --compressed download of 100 MiB
+#   (gzip-encoded) against curl --compressed.
 # Prints a table of ratios and writes it into BENCHMARKS.md with the date and machine.
 #
 # Usage: bench/run.sh            (builds target/release/retry first)
 #        RETRY_BIN=path bench/run.sh   (measures that binary as it is)
 # Knobs: RUNS (default 30) for the short benchmarks, BIG_RUNS (default 10) for the
-#        1 GiB ones, SIZE (default 1G), NO_INSTALL=1 to skip installing tools.
+#        1 GiB ones, SIZE (default 1G), GZ_SIZE (default 100M, the decoded size of the
+#        --compressed download), NO_INSTALL=1 to skip installing tools,
+#        SECTIONS="http compressed" to rerun only those sections: their rows replace
+#        the same sections' rows in BENCHMARKS.md and the others are kept as they were.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 RUNS=${RUNS:-30}
 BIG_RUNS=${BIG_RUNS:-10}
 SIZE=${SIZE:-1G}
+GZ_SIZE=${GZ_SIZE:-100M}
+ALL_SECTIONS="startup pass_through hold_stdout stdin_replay http compressed"
+SECTIONS=${SECTIONS:-$ALL_SECTIONS}
 WARMUP=3
 
 install_tools() {
@@ -37,7 +44,7 @@ install_tools() {
 export PATH="$HOME/.cargo/bin:$PATH"
 
 DEB=/usr/bin/retry
-ATT=$(command -v attempt)
+ATT=$(command -v attempt || echo attempt)  # only a partial SECTIONS run may lack it
 TRUE=$(command -v true)
 
 ROWS=$WORK/rows.tsv
@@ -187,11 +194,29 @@ http() {
     rm -f "$WORK"/*.bin
 }
 
-startup
-pass_through
-hold_stdout
-stdin_replay
-http
+# A gzip-encoded body decoded on the fly: curl --compressed against retry --compressed.
+compressed() {
+    [[ -n $SERVER_PID ]] || start_server
+    local gz="$URL/gzip/$GZ_SIZE" section="download --compressed $GZ_SIZE"
+    # The server compresses the body once, on the first request for this size.
+    curl -s --compressed -o /dev/null "$gz"
+    bench "$section" "$BIG_RUNS" \
+        "curl -s --compressed -o" "curl -s --compressed -o $WORK/curl.txt $gz" \
+        "retry --compressed -o" "$R --compressed -o $WORK/retry.txt $gz"
+    cmp -s "$WORK/curl.txt" "$WORK/retry.txt" ||
+        { echo "retry --compressed wrote different bytes from curl" >&2; exit 1; }
+    record "$section" "curl -s --compressed -o" \
+        "$(peak_rss "TIME curl -s --compressed -o $WORK/curl.txt $gz")" "" "gzip, about 9:1"
+    record "$section" "retry --compressed -o" \
+        "$(peak_rss "TIME $R --compressed -o $WORK/retry.txt $gz")" \
+        "curl -s --compressed -o" "target >= 0.9x, RSS < 16 MiB"
+    rm -f "$WORK"/*.txt
+}
+
+for section in $SECTIONS; do
+    [[ " $ALL_SECTIONS " == *" $section "* ]] || { echo "unknown section: $section" >&2; exit 2; }
+    "$section"
+done
 
 tools() {
     echo "- Tools: $(hyperfine --version), $(curl --version | head -1 | cut -d' ' -f1-2)," \
@@ -201,13 +226,17 @@ tools() {
 }
 
 TABLE=$WORK/table.md
-python3 - "$ROWS" "$SIZE" >"$TABLE" <<'EOF'
+python3 - "$ROWS" >"$TABLE" <<'EOF'
 import sys
 
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
-size = sys.argv[2]
 units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-nbytes = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+def nbytes(section):
+    """The size a section moves: its last word, such as 1G or 100M."""
+    size = section.split()[-1]
+    return int(size[:-1]) * units[size[-1]]
+
 means = {(r[0], r[1]): float(r[2]) for r in rows if r[2]}
 throughput_sections = ("pass-through", "hold-stdout", "download")
 
@@ -224,7 +253,7 @@ def rate(section, mean):
     if not mean or not section.startswith(throughput_sections + ("stdin",)):
         return ""
     reads = 2 if section.startswith("stdin") else 1
-    return f"{reads * nbytes / float(mean) / 1e6:,.0f} MB/s"
+    return f"{reads * nbytes(section) / float(mean) / 1e6:,.0f} MB/s"
 
 print("| benchmark | tool | mean ± σ | rate | vs | ratio | peak RSS | note |")
 print("|---|---|---|---|---|---|---|---|")
@@ -235,12 +264,20 @@ for section, tool, mean, sd, rss, base, note in rows:
           f"{ratio(section, mean, base)} | {mem} | {note} |")
 EOF
 
-{
-    echo
-    machine
-    tools
-    echo
-    cat "$TABLE"
-} | tee "$WORK/section.md"
+if [[ $SECTIONS == "$ALL_SECTIONS" ]]; then
+    {
+        echo
+        machine
+        tools
+        echo
+        cat "$TABLE"
+    } >"$WORK/section.md"
+else
+    # A partial run: the other sections' rows and the header stay as last written.
+    "$ROOT/bench/merge-rows.py" "$ROOT/BENCHMARKS.md" "$TABLE" \
+        "- Rerun on $(date) with SECTIONS=\"$SECTIONS\": $(tools | sed -n 2p | cut -c3-)" \
+        >"$WORK/section.md"
+fi
+cat "$WORK/section.md"
 
 "$ROOT/bench/update-docs.py" run "$WORK/section.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"

@@ -3,6 +3,8 @@
 
   GET /            -> 200, "ok\n"
   GET /bytes/N     -> 200, N zero bytes (N may end in K, M or G), sent in 1 MiB writes
+  GET /gzip/N      -> 200, Content-Encoding: gzip, N bytes of log-like text once decoded
+                      (compressed on the first request for N, then served from memory)
 
 --herd SECONDS answers 503 (with no Retry-After) to every request during the first
 SECONDS after the first request, then 200; it logs each request's arrival time and, on SIGTERM or
@@ -13,6 +15,7 @@ Prints the port it listens on (127.0.0.1 only) as its first stdout line.
 """
 
 import argparse
+import gzip
 import json
 import signal
 import sys
@@ -27,6 +30,25 @@ UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 def parse_size(text):
     unit = text[-1:].upper() if text[-1:].isalpha() else ""
     return int(text[: len(text) - len(unit)]) * UNITS[unit]
+
+
+GZIPPED = {}
+GZIP_LOCK = threading.Lock()
+
+
+def gzipped(n):
+    """N bytes of numbered log lines, gzip-encoded (about 8:1, like real text)."""
+    with GZIP_LOCK:
+        if n not in GZIPPED:
+            line = b" GET /api/v1/items?page=%d HTTP/1.1 200 1532 0.004 client=10.0.%d.%d\n"
+            lines, size, i = [], 0, 0
+            while size < n:
+                text = b"%09d" % i + line % (i % 977, i % 251, i % 13)
+                lines.append(text)
+                size += len(text)
+                i += 1
+            GZIPPED[n] = gzip.compress(b"".join(lines)[:n], compresslevel=6)
+        return GZIPPED[n]
 
 
 class State:
@@ -61,6 +83,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(status, b"unavailable\n")
         elif self.path.startswith("/bytes/"):
             self.send_zeros(parse_size(self.path[len("/bytes/") :]))
+        elif self.path.startswith("/gzip/"):
+            self.send_gzip(gzipped(parse_size(self.path[len("/gzip/") :])))
         else:
             self.reply(200, b"ok\n")
 
@@ -81,6 +105,17 @@ class Handler(BaseHTTPRequestHandler):
             step = min(n, len(CHUNK))
             self.wfile.write(view[:step])
             n -= step
+
+
+    def send_gzip(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        view = memoryview(body)
+        for at in range(0, len(body), len(CHUNK)):
+            self.wfile.write(view[at : at + len(CHUNK)])
 
 
 def peak_in_window(times, window):

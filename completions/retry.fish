@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -42,7 +42,7 @@ end
 function __retry_short_waits
     set -l chars (string split '' -- (string sub -s 2 -- $argv[1]))
     for j in (seq (count $chars))
-        if string match -qr -- '^[ajtXHdowDC]$' $chars[$j]
+        if string match -qr -- '^[ajtXHdowDCuAebFxE]$' $chars[$j]
             test $j -eq (count $chars)
             return
         end
@@ -116,6 +116,27 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-max-time' -
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-connrefused' -d 'Accepted: a refused connection is always retried'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-all-errors' -d 'Every failure is transient, 4xx included, if the request is safe to repeat'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'C' -l 'continue-at' -x -d 'With -o, resume a body cut off mid-way (only -C -)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'u' -l 'user' -x -d 'Basic authentication; the password is shown as *** everywhere'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'A' -l 'user-agent' -x -d 'User-Agent header ("" sends none)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'e' -l 'referer' -x -d 'Referer header'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'b' -l 'cookie' -x -d 'Cookie header \'NAME=VALUE; NAME2=VALUE2\' (repeatable; curl\'s cookie file is refused)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'data-binary' -x -d 'Request body: DATA, @FILE or @- sent byte for byte (newlines kept)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'data-raw' -x -d 'Request body: DATA as given; a leading @ is not a file'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'data-urlencode' -x -d 'URL-encoded body part: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'G' -l 'get' -d 'Send the -d-style data in the URL\'s query string, with GET'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'F' -l 'form' -x -d 'Multipart form field: NAME=VALUE, NAME=@FILE (upload) or NAME=<FILE (repeatable)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'compressed' -d 'Ask for gzip, deflate, br or zstd and decode the body (otherwise never decoded)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'x' -l 'proxy' -x -d 'Use this proxy (http://, https:// or HOST:PORT) instead of the environment\'s'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'noproxy' -x -d 'Hosts reached without a proxy: comma-separated names, domains, addresses or *'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'cacert' -r -F -d 'Trust only the CA certificates (PEM) in FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'E' -l 'cert' -r -F -d 'Client certificate (PEM); FILE may hold the private key too'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'key' -r -F -d 'Private key (PEM) for --cert'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'http1.1' -d 'Use HTTP/1.1 only'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'http2' -d 'Use HTTP/2: over https:// offered first by ALPN (HTTP/1.1 if the server declines, as with curl); over http:// prior knowledge (h2c), without curl\'s Upgrade request'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'resolve' -x -d 'Connect to ADDR for HOST:PORT instead of resolving HOST (repeatable)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s '4' -l 'ipv4' -d 'Resolve names to IPv4 addresses only'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s '6' -l 'ipv6' -d 'Resolve names to IPv6 addresses only'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'unix-socket' -r -F -d 'Talk HTTP over the Unix socket PATH (the URL\'s host is only the Host header)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock' -r -F -d 'Run only while holding a lock: a file PATH (flock) or postgres://...#NAME'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock-wait' -x -d 'Wait this long for a busy lock before skipping (0 = skip at once)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'busy-exit' -x -d 'Exit status when skipped because the lock is busy'

@@ -11,6 +11,9 @@ use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::parse::{self, CodeSet};
 
+pub mod curl;
+use curl::{DataArg, ResolveEntry};
+
 const TIMING: &str = "Attempts and timing";
 const CLASSIFY: &str = "Classification (command mode)";
 const PROCESS: &str = "Process handling (command mode)";
@@ -308,8 +311,11 @@ pub struct Cli {
     pub headers: Vec<String>,
 
     /// Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt
+    ///
+    /// As with curl, carriage returns and newlines are removed from @FILE and @- (use
+    /// --data-binary to keep them), and several -d-style options join with '&'.
     #[arg(short = 'd', long = "data", value_name = "DATA", conflicts_with = "json", help_heading = HTTP)]
-    pub data: Option<String>,
+    pub data: Vec<String>,
 
     /// JSON request body (DATA, @FILE or @-), with Content-Type and Accept set to JSON
     #[arg(long, value_name = "DATA", help_heading = HTTP)]
@@ -452,6 +458,104 @@ pub struct Cli {
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
+    // ---- curl request options (SPEC "curl's vocabulary"); HTTP mode only ----
+    /// Basic authentication; the password is shown as *** everywhere
+    ///
+    /// Not sent to another host after a redirect. curl's password prompt is not supported.
+    #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD", help_heading = CURL)]
+    pub user: Option<String>,
+
+    /// User-Agent header ("" sends none)
+    #[arg(short = 'A', long = "user-agent", value_name = "NAME", value_parser = curl::user_agent_value, help_heading = CURL)]
+    pub user_agent: Option<String>,
+
+    /// Referer header
+    #[arg(short = 'e', long = "referer", value_name = "URL", value_parser = curl::referer_value, help_heading = CURL)]
+    pub referer: Option<String>,
+
+    /// Cookie header 'NAME=VALUE; NAME2=VALUE2' (repeatable; curl's cookie file is refused)
+    #[arg(short = 'b', long = "cookie", value_name = "DATA", value_parser = curl::cookie_value, help_heading = CURL)]
+    pub cookie: Vec<String>,
+
+    /// Request body: DATA, @FILE or @- sent byte for byte (newlines kept)
+    #[arg(long = "data-binary", value_name = "DATA", conflicts_with = "json", help_heading = CURL)]
+    pub data_binary: Vec<String>,
+
+    /// Request body: DATA as given; a leading @ is not a file
+    #[arg(long = "data-raw", value_name = "DATA", conflicts_with = "json", hide_short_help = true, help_heading = CURL)]
+    pub data_raw: Vec<String>,
+
+    /// URL-encoded body part: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE
+    #[arg(long = "data-urlencode", value_name = "DATA", conflicts_with = "json", hide_short_help = true, help_heading = CURL)]
+    pub data_urlencode: Vec<String>,
+
+    /// Every -d-style argument in command-line order (filled in by `parse`).
+    #[arg(skip)]
+    pub data_args: Vec<DataArg>,
+
+    /// Send the -d-style data in the URL's query string, with GET
+    #[arg(short = 'G', long = "get", conflicts_with = "json", help_heading = CURL)]
+    pub get: bool,
+
+    /// Multipart form field: NAME=VALUE, NAME=@FILE (upload) or NAME=<FILE (repeatable)
+    ///
+    /// ;type=MIME and ;filename=NAME may follow. The body is built once, boundary
+    /// included, and every attempt sends the same bytes.
+    #[arg(short = 'F', long = "form", value_name = "NAME=VALUE", value_parser = curl::form_value,
+          conflicts_with_all = ["data", "data_binary", "data_raw", "data_urlencode", "json", "get"], help_heading = CURL)]
+    pub form: Vec<String>,
+
+    /// Ask for gzip, deflate, br or zstd and decode the body (otherwise never decoded)
+    #[arg(long, help_heading = CURL)]
+    pub compressed: bool,
+
+    /// Use this proxy (http://, https:// or HOST:PORT) instead of the environment's
+    #[arg(short = 'x', long = "proxy", value_name = "URL", value_parser = curl::proxy_value, help_heading = CURL)]
+    pub proxy: Option<String>,
+
+    /// Hosts reached without a proxy: comma-separated names, domains, addresses or *
+    ///
+    /// Replaces NO_PROXY; applies to -x and to the environment's proxies alike.
+    #[arg(long = "noproxy", value_name = "LIST", value_parser = curl::noproxy_value, hide_short_help = true, help_heading = CURL)]
+    pub noproxy: Option<String>,
+
+    /// Trust only the CA certificates (PEM) in FILE
+    #[arg(long, value_name = "FILE", hide_short_help = true, help_heading = CURL)]
+    pub cacert: Option<PathBuf>,
+
+    /// Client certificate (PEM); FILE may hold the private key too
+    #[arg(short = 'E', long, value_name = "FILE", hide_short_help = true, help_heading = CURL)]
+    pub cert: Option<PathBuf>,
+
+    /// Private key (PEM) for --cert
+    #[arg(long, value_name = "FILE", requires = "cert", hide_short_help = true, help_heading = CURL)]
+    pub key: Option<PathBuf>,
+
+    /// Use HTTP/1.1 only
+    #[arg(long = "http1.1", conflicts_with = "http2", hide_short_help = true, help_heading = CURL)]
+    pub http1_1: bool,
+
+    /// Use HTTP/2: over https:// offered first by ALPN (HTTP/1.1 if the server declines, as with
+    /// curl); over http:// prior knowledge (h2c), without curl's Upgrade request
+    #[arg(long = "http2", hide_short_help = true, help_heading = CURL)]
+    pub http2: bool,
+
+    /// Connect to ADDR for HOST:PORT instead of resolving HOST (repeatable)
+    #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = curl::resolve_value, hide_short_help = true, help_heading = CURL)]
+    pub resolve: Vec<ResolveEntry>,
+
+    /// Resolve names to IPv4 addresses only
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6", hide_short_help = true, help_heading = CURL)]
+    pub ipv4: bool,
+
+    /// Resolve names to IPv6 addresses only
+    #[arg(short = '6', long = "ipv6", hide_short_help = true, help_heading = CURL)]
+    pub ipv6: bool,
+
+    /// Talk HTTP over the Unix socket PATH (the URL's host is only the Host header)
+    #[arg(long = "unix-socket", value_name = "PATH", conflicts_with = "proxy", hide_short_help = true, help_heading = CURL)]
+    pub unix_socket: Option<PathBuf>,
+    // ---- end of curl request options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, help_heading = JOBS)]
     pub lock: Option<String>,
@@ -692,6 +796,7 @@ where
     let matches = cmd.try_get_matches_from_mut(args)?;
     crate::curl::refuse_other_mode(&cmd, &matches)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.data_args = curl::data_args(&matches);
     crate::curl::apply_aliases(&mut cli)?;
     Ok(cli)
 }

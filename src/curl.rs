@@ -127,7 +127,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         ],
         NONE,
     ),
-    row(&["-E"], "--cert FILE"),
     row(
         &[
             "--cert-type",

@@ -59,6 +59,9 @@ struct Refusal {
 fn run_with(args: &[&str]) -> Refusal {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
+    // PEM files for the samples of --cacert, --cert and --key.
+    std::fs::write(dir.path().join("cert.pem"), http_server::TEST_CERT).unwrap();
+    std::fs::write(dir.path().join("key.pem"), http_server::TEST_KEY).unwrap();
     let touch = format!("touch '{}'", marker.display());
     let out = Command::new(env!("CARGO_BIN_EXE_retry"))
         .args(args)
@@ -236,6 +239,33 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("retry-connrefused", &["--retry-connrefused"]),
     ("retry-all-errors", &["--retry-all-errors"]),
     ("continue-at", &["-C", "-", "-o", "{dir}/resumed"]),
+    ("user", &["-u", "a:b"]),
+    ("user-agent", &["-A", "probe/1"]),
+    ("referer", &["-e", "http://r.test/"]),
+    ("cookie", &["-b", "a=1"]),
+    ("data-binary", &["--data-binary", "x"]),
+    ("data-raw", &["--data-raw", "@x"]),
+    ("data-urlencode", &["--data-urlencode", "a=b c"]),
+    ("get", &["-G"]),
+    ("form", &["-F", "a=1"]),
+    ("compressed", &["--compressed"]),
+    ("proxy", &["-x", "http://127.0.0.1:1"]),
+    ("noproxy", &["--noproxy", "*"]),
+    ("cacert", &["--cacert", "{dir}/cert.pem"]),
+    (
+        "cert",
+        &["--cert", "{dir}/cert.pem", "--key", "{dir}/key.pem"],
+    ),
+    (
+        "key",
+        &["--key", "{dir}/key.pem", "--cert", "{dir}/cert.pem"],
+    ),
+    ("http1.1", &["--http1.1"]),
+    ("http2", &["--http2"]),
+    ("resolve", &["--resolve", "example.test:80:127.0.0.1"]),
+    ("ipv4", &["-4"]),
+    ("ipv6", &["-6"]),
+    ("unix-socket", &["--unix-socket", "{dir}/sock"]),
     ("lock", &["--lock", "{dir}/lock"]),
     ("lock-wait", &["--lock-wait", "1s"]),
     ("busy-exit", &["--busy-exit", "3"]),
@@ -259,6 +289,9 @@ enum Mode {
 fn run_in(mode: Mode, args: &[&str], server: &Server) -> (Option<i32>, String, bool) {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
+    // PEM files for the samples of --cacert, --cert and --key.
+    std::fs::write(dir.path().join("cert.pem"), http_server::TEST_CERT).unwrap();
+    std::fs::write(dir.path().join("key.pem"), http_server::TEST_KEY).unwrap();
     let touch = format!("touch '{}'", marker.display());
     let args: Vec<String> = args
         .iter()

@@ -498,7 +498,7 @@ fn body_from_a_file_is_sent_byte_identically_every_attempt() {
     let server =
         Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("")]).expect_hits(3);
     let arg = format!("@{}", file.display());
-    let r = run(&["-X", "PUT", "-d", &arg, &server.url("/upload")]);
+    let r = run(&["-X", "PUT", "--data-binary", &arg, &server.url("/upload")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for req in server.requests() {
         assert_eq!(req.method, "PUT");

@@ -1461,14 +1461,16 @@ fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
             .arg(&report)
             .args(dir.work(0.0)),
     );
+    // Only once the second run holds its own lock is it waiting for the key's.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pg.terminate("retry --lock second") == 0 {
+    while !pg.holds_advisory_lock("retry --lock second") {
         assert!(
             Instant::now() < deadline,
             "the second run never took its lock"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(pg.terminate("retry --lock second"), 1);
     let (out, took) = exit_within(waiting, Duration::from_secs(10));
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));

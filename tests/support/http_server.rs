@@ -83,7 +83,7 @@ type Handler = dyn Fn(&Request, usize) -> Reply + Send + Sync;
 
 /// A self-signed certificate for 127.0.0.1 and localhost (valid until 2126),
 /// made with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1`.
-const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+pub const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
 MIIBnTCCAUOgAwIBAgIUG73lrawmXGAyHa07Ca834wXgVJ8wCgYIKoZIzj0EAwIw
 FTETMBEGA1UEAwwKcmV0cnkgdGVzdDAgFw0yNjEyMDMwNzQ3MjhaGA8yMTI2MTEw
 OTA3NDcyOFowFTETMBEGA1UEAwwKcmV0cnkgdGVzdDBZMBMGByqGSM49AgEGCCqG
@@ -96,7 +96,7 @@ ALJ8XgUdO912HfxR21irAaq/Eg8JpDaMLzk3iEkjRWKz
 -----END CERTIFICATE-----
 ";
 
-const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+pub const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg24R01HabPwRnGsqB
 +aVF+y/O/jyoxwYQJsFbdZBT6XOhRANCAAS0aZXN7LUBmuPgp4HrEr/1qwOqLEaN
 gMtea0jy0hrOTTKy7eqIM7Rs7XaiG1muYdpHWTUokcyd5YGJXykpQoqP
@@ -134,6 +134,16 @@ impl Server {
     pub fn tls_script(replies: Vec<Reply>) -> Server {
         Server::start(
             Mode::Tls(tls_config()),
+            Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone()),
+        )
+    }
+
+    /// Like `tls_script`, with the caller's TLS configuration (its own
+    /// certificates, client authentication).
+    pub fn tls_with(config: Arc<rustls::ServerConfig>, replies: Vec<Reply>) -> Server {
+        assert!(!replies.is_empty());
+        Server::start(
+            Mode::Tls(config),
             Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone()),
         )
     }
@@ -212,6 +222,59 @@ impl Drop for Server {
                 assert_eq!(self.hits(), n, "requests received by the test server");
             }
         }
+    }
+}
+
+/// The same server on a Unix socket at `path` (removed when dropped).
+pub struct UnixServer {
+    path: std::path::PathBuf,
+    requests: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl UnixServer {
+    pub fn script(path: &std::path::Path, replies: Vec<Reply>) -> UnixServer {
+        assert!(!replies.is_empty());
+        let listener = std::os::unix::net::UnixListener::bind(path).expect("bind a Unix socket");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone());
+        let thread = {
+            let requests = Arc::clone(&requests);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(mut stream) = stream else { continue };
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                    let _ = exchange(&mut stream, &requests, &*handler);
+                }
+            })
+        };
+        UnixServer {
+            path: path.to_path_buf(),
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for UnixServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::os::unix::net::UnixStream::connect(&self.path);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

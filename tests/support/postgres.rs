@@ -271,6 +271,19 @@ impl Postgres {
             .get(0)
     }
 
+    /// Whether a backend named `name` holds an advisory lock (granted, not waiting).
+    pub fn holds_advisory_lock(&self, name: &str) -> bool {
+        self.client()
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                 WHERE a.application_name = $1 AND l.locktype = 'advisory' AND l.granted",
+                &[&name],
+            )
+            .expect("look at pg_locks")
+            .get::<_, i64>(0)
+            > 0
+    }
+
     /// `postgres://postgres@127.0.0.1:PORT/postgres` followed by `rest` (e.g. `#lock`).
     pub fn url(&self, rest: &str) -> String {
         format!("postgres://{USER}@127.0.0.1:{}/postgres{rest}", self.port)

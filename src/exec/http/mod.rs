@@ -4,6 +4,8 @@
 //! holds the body until the engine says which attempt is final. The rules are
 //! tables in `classify::http`; header parsing is `exec::http_headers`.
 
+mod body;
+pub mod curl;
 mod errors;
 mod output;
 mod redirect;
@@ -63,6 +65,8 @@ pub struct HttpExecutor {
     transfer: Box<RefCell<Transfer>>,
     /// How the latest attempt ended: exit status, error message, its number.
     ending: (i32, String, u32),
+    /// What curl's request options change, for `--dry-run`.
+    curl_notes: Vec<String>,
 }
 
 /// curl's output options (-w, -D, --fail-with-body, -C -).
@@ -110,7 +114,7 @@ impl HttpExecutor {
             .context("cannot start the HTTP runtime")?;
         let client = {
             let _guard = runtime.enter();
-            build_client(cli)?
+            build_client(cli, spec.url.as_ref().ok())?
         };
         Ok(HttpExecutor {
             target: format!("HTTP {} {}", spec.method, report::redact_url(url)),
@@ -127,6 +131,7 @@ impl HttpExecutor {
             curl: Box::new(curl),
             transfer: Box::default(),
             ending: (0, String::new(), 0),
+            curl_notes: curl::describe(cli),
         })
     }
 
@@ -154,6 +159,7 @@ impl HttpExecutor {
                 human(t)
             ));
         }
+        out.extend(self.curl_notes.iter().cloned());
         if let Some(name) = &self.spec.key_header {
             out.push(format!(
                 "header {name} carries the idempotency key on every attempt"
@@ -217,7 +223,7 @@ impl HttpExecutor {
     }
 }
 
-fn build_client(cli: &Cli) -> anyhow::Result<reqwest::Client> {
+fn build_client(cli: &Cli, url: Option<&Url>) -> anyhow::Result<reqwest::Client> {
     // Redirects are followed by `redirect`, so that every response of a chain is seen.
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -226,6 +232,7 @@ fn build_client(cli: &Cli) -> anyhow::Result<reqwest::Client> {
     if let Some(t) = cli.connect_timeout {
         builder = builder.connect_timeout(t);
     }
+    builder = curl::client(cli, url, builder)?;
     builder.build().context("cannot set up the HTTP client")
 }
 

@@ -5,7 +5,7 @@
 //! --fail` does), so stdout stays empty and the `-o` file keeps its old contents.
 
 use std::fs::{self, Permissions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +15,10 @@ use tempfile::NamedTempFile;
 use crate::io::out::{Output, Stop, deliver_result};
 use crate::io::spool::Spool;
 use crate::report;
+
+/// Writes to an `-o` temporary file are gathered to this size: a decoded body
+/// arrives in chunks of a few KiB, and a write for each costs more than the decoding.
+const FILE_BUFFER: usize = 256 * 1024;
 
 /// Where a successful body goes.
 #[derive(Clone, Debug)]
@@ -51,12 +55,13 @@ impl Destination {
     pub fn holder(&self) -> io::Result<Body> {
         Ok(match self {
             Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
-            Destination::File { path, .. } => Body::File(
+            Destination::File { path, .. } => Body::File(BufWriter::with_capacity(
+                FILE_BUFFER,
                 tempfile::Builder::new()
                     .prefix(".retry-")
                     .suffix(".part")
                     .tempfile_in(report::parent_dir(path))?,
-            ),
+            )),
         })
     }
 }
@@ -64,7 +69,7 @@ impl Destination {
 /// One attempt's body while it arrives.
 pub enum Body {
     Spool(Spool),
-    File(NamedTempFile),
+    File(BufWriter<NamedTempFile>),
 }
 
 impl Body {
@@ -78,7 +83,10 @@ impl Body {
     pub fn len(&self) -> u64 {
         match self {
             Body::Spool(spool) => spool.len(),
-            Body::File(file) => file.as_file().metadata().map_or(0, |m| m.len()),
+            Body::File(file) => {
+                let written = file.get_ref().as_file().metadata().map_or(0, |m| m.len());
+                written + file.buffer().len() as u64
+            }
         }
     }
 }
@@ -116,7 +124,13 @@ impl Body {
         match (self, destination) {
             (Body::Spool(spool), Destination::Special(path)) => write_special(&spool, path),
             (Body::Spool(spool), _) => write_stdout(&spool),
-            (Body::File(file), Destination::File { path, mode }) => persist(file, path, *mode),
+            (Body::File(file), Destination::File { path, mode }) => {
+                let file = file
+                    .into_inner()
+                    .map_err(|e| anyhow::Error::new(e.into_error()))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                persist(file, path, *mode)
+            }
             (Body::File(_), _) => Ok(()),
         }
     }

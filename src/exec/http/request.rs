@@ -2,7 +2,6 @@
 //! URL, headers (defaults, `-H` lines and files, the idempotency key) and the
 //! body, read once so that every attempt sends the same bytes.
 
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -16,6 +15,8 @@ use reqwest::{Method, Url};
 use crate::cli::Cli;
 use crate::exec::RunInfo;
 use crate::exec::http_headers::{self, HeaderAction, HeaderLine};
+
+use super::{body, curl};
 
 /// Headers whose values are never shown, not even at -vv.
 pub const SECRET_HEADERS: [HeaderName; 4] =
@@ -33,14 +34,15 @@ pub struct RequestSpec {
 
 impl RequestSpec {
     pub fn new(cli: &Cli, url: &str, info: &RunInfo) -> anyhow::Result<Self> {
-        let body = read_body(cli)?;
+        let body = body::build(cli)?;
         let method = match &cli.method {
             Some(m) => Method::from_bytes(m.as_bytes())
                 .with_context(|| format!("-X/--request: '{m}' is not an HTTP method"))?,
-            None if body.is_some() => Method::POST,
+            None if body.bytes.is_some() => Method::POST,
             None => Method::GET,
         };
-        let mut headers = default_headers(cli);
+        let mut headers = default_headers(body.content_type.clone(), cli.json.is_some());
+        curl::headers(cli, &mut headers)?;
         apply_lines(&mut headers, &user_lines(&cli.headers)?)?;
         let key_name = HeaderName::from_bytes(cli.idempotency_header.as_bytes())
             .context("--idempotency-header: not a header name")?;
@@ -58,13 +60,9 @@ impl RequestSpec {
         let key_header = headers.contains_key(&key_name).then_some(key_name);
         Ok(RequestSpec {
             method,
-            url: parse_url(url),
+            url: parse_url(url).map(|u| with_query(u, body.query.as_deref())),
             headers,
-            body: if cli.dry_run && reads_stdin(cli) {
-                None
-            } else {
-                body.map(Bytes::from)
-            },
+            body: body.bytes,
             key_header,
         })
     }
@@ -84,54 +82,29 @@ fn parse_url(url: &str) -> Result<Url, String> {
     Ok(parsed)
 }
 
-fn reads_stdin(cli: &Cli) -> bool {
-    [&cli.data, &cli.json]
-        .into_iter()
-        .flatten()
-        .any(|d| d == "@-")
-}
-
-/// `-d`/`--json`: DATA as given, `@FILE` or `@-` (stdin), read once. The bytes
-/// are sent as they are (curl's `--data-binary`; newlines are kept).
-fn read_body(cli: &Cli) -> anyhow::Result<Option<Vec<u8>>> {
-    let (arg, flag) = match (&cli.data, &cli.json) {
-        (Some(d), _) => (d, "-d/--data"),
-        (None, Some(j)) => (j, "--json"),
-        (None, None) => return Ok(None),
-    };
-    let Some(source) = arg.strip_prefix('@') else {
-        return Ok(Some(arg.as_bytes().to_vec()));
-    };
-    if source == "-" {
-        if cli.dry_run {
-            return Ok(Some(Vec::new()));
-        }
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .with_context(|| format!("{flag} @-: cannot read stdin"))?;
-        return Ok(Some(buf));
+/// `-G`: the data joins the URL's query string with `&`, as curl adds it.
+fn with_query(mut url: Url, data: Option<&str>) -> Url {
+    if let Some(data) = data {
+        let query = match url.query() {
+            Some(q) if !q.is_empty() => format!("{q}&{data}"),
+            _ => data.to_string(),
+        };
+        url.set_query(Some(&query));
     }
-    anyhow::ensure!(!source.is_empty(), "{flag} @: expected @FILE or @-");
-    std::fs::read(source)
-        .map(Some)
-        .with_context(|| format!("{flag}: cannot read {source}"))
+    url
 }
 
-fn default_headers(cli: &Cli) -> HeaderMap {
+fn default_headers(content_type: Option<HeaderValue>, json: bool) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(
         USER_AGENT,
         HeaderValue::from_static(concat!("retry/", env!("CARGO_PKG_VERSION"))),
     );
-    if cli.json.is_some() {
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(content_type) = content_type {
+        headers.insert(CONTENT_TYPE, content_type);
+    }
+    if json {
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-    } else if cli.data.is_some() {
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/x-www-form-urlencoded"),
-        );
     }
     headers
 }
@@ -186,7 +159,7 @@ pub fn describe_headers(headers: &HeaderMap, values: bool) -> String {
             if !values {
                 name.to_string()
             } else if SECRET_HEADERS.contains(name) {
-                format!("{name}: ****")
+                format!("{name}: ***")
             } else {
                 format!("{name}: {}", String::from_utf8_lossy(value.as_bytes()))
             }
@@ -202,4 +175,27 @@ pub fn describe_headers(headers: &HeaderMap, values: bool) -> String {
 /// The URL with any password hidden, for messages.
 pub fn display_url(url: &Url) -> String {
     crate::report::redact_url(url.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_data_joins_the_query_string() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        let joined = with_query(url("http://h/p?z=0"), Some("a=1&b=x+y"));
+        assert_eq!(joined.as_str(), "http://h/p?z=0&a=1&b=x+y");
+        assert_eq!(
+            with_query(url("http://h/p"), Some("a=1")).as_str(),
+            "http://h/p?a=1"
+        );
+        assert_eq!(with_query(url("http://h/p?"), None).as_str(), "http://h/p?");
+    }
+
+    #[test]
+    fn user_information_is_shown_as_three_stars() {
+        let url = Url::parse("http://me:secret@h/").unwrap();
+        assert_eq!(display_url(&url), "http://***@h/");
+    }
 }

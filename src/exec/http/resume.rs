@@ -16,7 +16,7 @@ use super::output::{Body, Destination};
 use crate::report;
 
 struct Partial {
-    file: NamedTempFile,
+    file: std::io::BufWriter<NamedTempFile>,
     len: u64,
     /// What If-Range carries; `None` when the response gave nothing to check with.
     validator: Option<HeaderValue>,
