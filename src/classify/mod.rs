@@ -26,12 +26,33 @@ impl Class {
     }
 }
 
+/// Which limited rule a retry is counted against. Rules that share a key share
+/// one count across the run, however the failure was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitKey {
+    /// HTTP 500, in a response or on a tool's stderr.
+    Http500,
+    /// A tool reported an HTTP error without showing the status.
+    StatusNotShown,
+    /// rsync's partial transfer (exit 23) for a cause it did not name.
+    RsyncPartial,
+}
+
 /// A rule that may only be retried a few times, counted across the run
 /// (a 500 is worth one or two more tries, never many).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limit {
-    pub key: &'static str,
+    pub key: LimitKey,
     pub max_retries: u32,
+}
+
+impl Limit {
+    pub const fn twice(key: LimitKey) -> Self {
+        Limit {
+            key,
+            max_retries: 2,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

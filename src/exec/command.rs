@@ -113,18 +113,7 @@ impl CommandExecutor {
         }
         let profile = self.rules.profile;
         for row in profile.rows {
-            let limit = row
-                .max_retries
-                .map(|m| format!(", at most {m} retries"))
-                .unwrap_or_default();
-            out.push(format!(
-                "{} exit {}{}: {}{limit} ({})",
-                profile.name,
-                code_list(row.codes),
-                describe_when(row.when),
-                row.class.as_str(),
-                row.why
-            ));
+            out.extend(row.describe(profile.name));
         }
         if profile.otherwise == profiles::Otherwise::Permanent {
             out.push(format!(
@@ -132,14 +121,7 @@ impl CommandExecutor {
                 profile.name
             ));
         }
-        for row in profiles::GENERIC_EXITS {
-            out.push(format!(
-                "exit {}: {} ({})",
-                code_list(row.codes),
-                row.class.as_str(),
-                row.why
-            ));
-        }
+        out.extend(profiles::describe_generic());
         out.push("stopped by --timeout: transient (exit 124 if it is the last attempt)".into());
         out.push("killed by a signal retry did not send: transient (SIGPIPE with the reader gone: permanent)".into());
         out
@@ -461,32 +443,6 @@ impl Executor for CommandExecutor {
 
     fn discard(&mut self) {
         self.held = None;
-    }
-}
-
-/// `2,64-78` for a list of inclusive ranges.
-fn code_list<T: std::fmt::Display + PartialEq>(codes: &[(T, T)]) -> String {
-    let parts: Vec<String> = codes
-        .iter()
-        .map(|(lo, hi)| {
-            if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}-{hi}")
-            }
-        })
-        .collect();
-    parts.join(",")
-}
-
-fn describe_when(when: profiles::When) -> String {
-    use profiles::When;
-    match when {
-        When::Always => String::new(),
-        When::StatusIn(ranges) => format!(" with stderr showing HTTP {}", code_list(ranges)),
-        When::AnyStatus => " with stderr showing any other HTTP status".into(),
-        When::NoStatus => " with no HTTP status on stderr".into(),
-        When::Shows(phrases) => format!(" with stderr showing {}", phrases.what),
     }
 }
 
