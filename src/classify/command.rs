@@ -7,8 +7,8 @@
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
 use super::Class;
-use super::Verdict;
 use super::profiles::{self, Otherwise, Profile, Row, Then, When};
+use super::{Verdict, endings};
 use crate::parse::CodeSet;
 
 /// How a command attempt ended.
@@ -136,19 +136,15 @@ pub struct CommandRules {
 impl CommandRules {
     pub fn classify(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         let verdict = self.classify_end(end, facts);
-        // Nobody reads retry's output any more: no later attempt has anyone to write to.
         if facts.output_closed && verdict.class == Class::Transient {
-            return Verdict::permanent(format!(
-                "{}; the reader of retry's output went away, so no attempt can follow",
-                verdict.reason
-            ));
+            return endings::OUTPUT_CLOSED.verdict(&[("reason", &verdict.reason)]);
         }
         verdict
     }
 
     fn classify_end(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         if let CommandEnd::NotRunnable { message, .. } = end {
-            return Verdict::permanent(format!("{message}: retrying cannot help"));
+            return endings::NOT_RUNNABLE.verdict(&[("message", message)]);
         }
         if let Some(line) = &facts.stop_match {
             return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));
@@ -158,15 +154,13 @@ impl CommandRules {
         }
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
-            CommandEnd::TimedOut => Verdict::transient("attempt timed out"),
-            // No attempt could write to a reader that went away.
+            CommandEnd::TimedOut => endings::TIMED_OUT.verdict(&[]),
             CommandEnd::Signaled(sig) if *sig == SIGPIPE && facts.output_closed => {
-                Verdict::permanent("killed by SIGPIPE: the reader of its output went away")
+                endings::SIGPIPE_READER_GONE.verdict(&[])
             }
-            CommandEnd::Signaled(sig) => Verdict::transient(format!(
-                "killed by {} (not sent by retry)",
-                signal_name(*sig)
-            )),
+            CommandEnd::Signaled(sig) => {
+                endings::SIGNALED.verdict(&[("signal", &signal_name(*sig))])
+            }
             CommandEnd::NotRunnable { .. } => unreachable!("handled above"),
         }
     }

@@ -4,7 +4,7 @@
 //! `HttpRules::transport` turn facts about one attempt into a verdict; running
 //! the request and reading its headers is the executor's job.
 
-use crate::classify::{Class, Limit, LimitKey, Verdict};
+use crate::classify::{Class, Limit, LimitKey, Verdict, endings};
 use crate::parse::CodeSet;
 
 /// Exit status when the final response has a status of 400 or more (curl --fail).
@@ -507,7 +507,10 @@ impl HttpRules {
 
     /// The rules in force, in the order they are checked, for `--dry-run`.
     pub fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out: Vec<String> = endings::REQUEST_ENDINGS
+            .iter()
+            .map(|rule| rule.describe())
+            .collect();
         if self.retry_all_errors {
             out.push(
                 "--retry-all-errors: every failure below is transient (a malformed URL excepted), \

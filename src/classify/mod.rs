@@ -1,10 +1,13 @@
 //! Outcome → class. The vocabulary (`Class`, `Verdict`) is shared by every mode;
-//! each mode has its own rule tables (`command`, `profiles`, `http`). The engine
+//! each mode has its own rule tables (`command`, `profiles`, `http`), and
+//! `endings` holds the rules for signals, timeouts and retry's own stops. The engine
 //! only reads verdicts; it never inspects exit codes or statuses itself.
 
 pub mod command;
+pub mod endings;
 pub mod http;
 pub mod profiles;
+pub mod wait;
 
 use serde::Serialize;
 

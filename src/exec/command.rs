@@ -21,7 +21,7 @@ use crate::classify::command::{
     CommandEnd, CommandRules, OutputFacts, OutputWatch, Stream, signal_name,
 };
 use crate::classify::profiles::{self, Profile};
-use crate::classify::{Class, Verdict};
+use crate::classify::{Class, endings};
 use crate::cli::Cli;
 use crate::engine::{AttemptContext, AttemptReport, Executor, Outcome};
 use crate::exec::RunInfo;
@@ -86,10 +86,10 @@ impl CommandExecutor {
 
     /// The rules in force, in the order they are checked, for `--dry-run`.
     pub fn rules(&self) -> Vec<String> {
-        let mut out = vec![
-            "the command cannot be started (not found 127, not executable 126): permanent"
-                .to_string(),
-        ];
+        let mut out: Vec<String> = endings::COMMAND_FIRST
+            .iter()
+            .map(|rule| rule.describe())
+            .collect();
         for p in &self.stop_patterns {
             out.push(format!(
                 "a stdout/stderr line matches --stop-on-output {p:?}: permanent"
@@ -122,8 +122,7 @@ impl CommandExecutor {
             ));
         }
         out.extend(profiles::describe_generic());
-        out.push("stopped by --timeout: transient (exit 124 if it is the last attempt)".into());
-        out.push("killed by a signal retry did not send: transient (SIGPIPE with the reader gone: permanent)".into());
+        out.extend(endings::COMMAND_LAST.iter().map(|rule| rule.describe()));
         out
     }
 
@@ -211,10 +210,7 @@ impl CommandExecutor {
         let end = &supervised.end;
         let mut verdict = self.rules.classify(end, facts);
         if let Some(sig) = supervised.interrupted_by {
-            verdict = Verdict::permanent(format!(
-                "retry received {} and passed it to the command",
-                signal_name(sig)
-            ));
+            verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &signal_name(sig))]);
         }
         let (outcome, exit_code) = match end {
             CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
@@ -420,7 +416,7 @@ impl Executor for CommandExecutor {
         facts.output_closed |= output_reader_gone();
         let mut report = self.report(ctx, &supervised, &facts);
         if let Some(lost) = lock_lost {
-            report.verdict = Verdict::permanent(format!("retry stopped the command: {lost}"));
+            report.verdict = endings::LOCK_LOST_COMMAND.verdict(&[("message", &lost)]);
             report.lock_lost = Some(lost);
         }
         Ok(report)

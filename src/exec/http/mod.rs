@@ -16,15 +16,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use reqwest::header::{HeaderMap, HeaderValue, IF_RANGE, RANGE, RETRY_AFTER};
+use reqwest::header::{HeaderValue, IF_RANGE, RANGE};
 use reqwest::{RequestBuilder, Response, Url};
 
-use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, StatusFacts, Transport};
-use crate::classify::{Class, Verdict};
+use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
+use crate::classify::{Class, Verdict, endings, wait};
 use crate::cli::Cli;
 use crate::engine::{AttemptContext, AttemptReport, Executor, Outcome, WaitHint};
 use crate::exec::RunInfo;
-use crate::exec::http_headers;
 use crate::parse::human;
 use crate::{report, signals};
 
@@ -135,10 +134,10 @@ impl HttpExecutor {
         }
         out.extend(self.rules.describe());
         out.push(format!(
-            "Retry-After (and on 429 RateLimit-Reset, X-RateLimit-Reset, RateLimit t=) is obeyed up to {} \
-             (--max-retry-after); a longer wait ends the run",
+            "a wait the server asks for is obeyed up to {} (--max-retry-after); a longer wait ends the run",
             human(self.max_retry_after)
         ));
+        out.extend(wait::describe());
         out.push(match self.max_redirs {
             0 => "redirects are not followed (--max-redirs 0): a 3xx response is the result".into(),
             n => format!(
@@ -306,7 +305,7 @@ impl Exchange<'_> {
             }
         };
         let status = response.status().as_u16();
-        let (facts, hint) = server_wait(response.headers(), status, SystemTime::now());
+        let (facts, hint) = wait::server_wait(response.headers(), status, SystemTime::now());
         let verdict = self.rules.status(&facts);
         let held = if verdict.class == Class::Success {
             match self.receive(&mut response, &heads, asked_from).await {
@@ -534,72 +533,6 @@ async fn read_excerpt(response: &mut Response) -> String {
     output::excerpt(&bytes, EXCERPT_CHARS)
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The wait the server asked for, as the engine will quote it.
-fn hint(name: &str, value: &str, wait: Duration) -> WaitHint {
-    let value: String = value.trim().chars().take(100).collect();
-    WaitHint {
-        wait,
-        source: format!("{name}: {value}"),
-    }
-}
-
-/// Reads the rate-limit facts and the requested wait from a response's
-/// headers. Retry-After comes first; the rate-limit reset headers count on 429
-/// and on a rate-limited 403 only.
-fn server_wait(
-    headers: &HeaderMap,
-    status: u16,
-    now: SystemTime,
-) -> (StatusFacts, Option<WaitHint>) {
-    let rate_limited = status == 403
-        && ["x-ratelimit-remaining", "ratelimit-remaining"]
-            .iter()
-            .any(|n| header(headers, n).and_then(http_headers::rate_limit_remaining) == Some(0));
-    let mut facts = StatusFacts {
-        status,
-        retry_after: false,
-        rate_limited,
-    };
-    if let Some(raw) = headers.get(RETRY_AFTER) {
-        let text = String::from_utf8_lossy(raw.as_bytes());
-        match http_headers::retry_after(&text, now) {
-            Some(wait) => {
-                facts.retry_after = true;
-                if wait.is_zero() {
-                    report::verbose(1, &format!("Retry-After: {text} asks for no wait"));
-                    return (facts, None);
-                }
-                return (facts, Some(hint("Retry-After", &text, wait)));
-            }
-            None => report::verbose(
-                1,
-                &format!("ignored a malformed Retry-After: {}", text.trim()),
-            ),
-        }
-    }
-    if status != 429 && !rate_limited {
-        return (facts, None);
-    }
-    for name in ["RateLimit-Reset", "X-RateLimit-Reset"] {
-        if let Some(value) = header(headers, name) {
-            match http_headers::rate_limit_reset(value, now) {
-                Some(wait) if !wait.is_zero() => return (facts, Some(hint(name, value, wait))),
-                _ => {}
-            }
-        }
-    }
-    let field =
-        header(headers, "RateLimit").and_then(|v| Some((v, http_headers::rate_limit_field(v)?)));
-    if let Some((value, wait)) = field.filter(|(_, w)| !w.is_zero()) {
-        return (facts, Some(hint("RateLimit", value, wait)));
-    }
-    (facts, None)
-}
-
 impl Executor for HttpExecutor {
     fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
         self.held = Held::Nothing;
@@ -700,7 +633,7 @@ impl HttpExecutor {
                         kind: "interrupted".into(),
                         message: format!("interrupted by {name}"),
                     },
-                    Verdict::permanent(format!("retry received {name}")),
+                    endings::INTERRUPTED_REQUEST.verdict(&[("signal", &name)]),
                     ExitCode::signal(signal),
                 );
                 report.interrupted_by = Some(signal);
@@ -712,7 +645,7 @@ impl HttpExecutor {
                         kind: "lock_lost".into(),
                         message: format!("abandoned: {lost}"),
                     },
-                    Verdict::permanent(format!("retry abandoned the request: {lost}")),
+                    endings::LOCK_LOST_REQUEST.verdict(&[("message", &lost)]),
                     crate::EXIT_USAGE,
                 );
                 report.lock_lost = Some(lost);
@@ -728,64 +661,5 @@ fn error_message(report: &AttemptReport) -> String {
         _ if report.exit_code == 0 => String::new(),
         Outcome::Http { status } => format!("The requested URL returned error: {status}"),
         outcome => outcome.describe(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(*k, HeaderValue::from_static(v));
-        }
-        map
-    }
-
-    fn now() -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)
-    }
-
-    #[test]
-    fn retry_after_wins_over_rate_limit_headers() {
-        let h = headers(&[("retry-after", "7"), ("x-ratelimit-reset", "60")]);
-        let (facts, hint) = server_wait(&h, 429, now());
-        assert!(facts.retry_after);
-        let hint = hint.unwrap();
-        assert_eq!(hint.wait, Duration::from_secs(7));
-        assert_eq!(hint.source, "Retry-After: 7");
-    }
-
-    #[test]
-    fn rate_limit_reset_counts_on_429_and_limited_403_only() {
-        let h = headers(&[
-            ("x-ratelimit-reset", "1700000030"),
-            ("x-ratelimit-remaining", "0"),
-        ]);
-        assert_eq!(
-            server_wait(&h, 429, now()).1.unwrap().wait,
-            Duration::from_secs(30)
-        );
-        let (facts, hint) = server_wait(&h, 403, now());
-        assert!(facts.rate_limited);
-        assert_eq!(hint.unwrap().source, "X-RateLimit-Reset: 1700000030");
-        assert!(server_wait(&h, 503, now()).1.is_none());
-        let field = headers(&[("ratelimit", "\"default\";r=0;t=12")]);
-        assert_eq!(
-            server_wait(&field, 429, now()).1.unwrap().wait,
-            Duration::from_secs(12)
-        );
-    }
-
-    #[test]
-    fn malformed_or_past_retry_after_gives_no_hint() {
-        let bad = headers(&[("retry-after", "tomorrow")]);
-        let (facts, hint) = server_wait(&bad, 503, now());
-        assert!(!facts.retry_after && hint.is_none());
-        let past = headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]);
-        let (facts, hint) = server_wait(&past, 503, now());
-        assert!(facts.retry_after && hint.is_none());
     }
 }
