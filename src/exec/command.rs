@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, IsTerminal};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -624,8 +624,7 @@ fn send(pgid: Pid, sig: i32) {
 }
 
 fn stdin_tty() -> BorrowedFd<'static> {
-    // fd 0 lives as long as the process.
-    unsafe { BorrowedFd::borrow_raw(0) }
+    crate::io::std_fd(0)
 }
 
 fn in_terminal_foreground() -> bool {
@@ -634,6 +633,7 @@ fn in_terminal_foreground() -> bool {
 
 /// retry must be able to take the terminal back from the background.
 fn ignore_sigttou() {
+    // SAFETY: SIG_IGN installs no handler code, so no async-signal-safety rule can be broken.
     unsafe {
         let _ = signal::signal(Signal::SIGTTOU, SigHandler::SigIgn);
     }
@@ -646,8 +646,7 @@ fn reclaim_terminal() {
 /// Whether retry's stdout or stderr is a pipe whose reader has gone.
 fn output_reader_gone() -> bool {
     [1, 2].into_iter().any(|fd| {
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
+        let mut fds = [PollFd::new(crate::io::std_fd(fd), PollFlags::empty())];
         poll(&mut fds, PollTimeout::ZERO).is_ok()
             && fds[0]
                 .revents()

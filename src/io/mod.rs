@@ -6,7 +6,15 @@ pub mod pump;
 pub mod spool;
 pub mod stdin;
 
+use std::os::fd::BorrowedFd;
 use std::sync::OnceLock;
+
+/// retry's own stdin, stdout or stderr (fd 0, 1 or 2).
+pub fn std_fd(fd: i32) -> BorrowedFd<'static> {
+    assert!((0..=2).contains(&fd), "fd {fd} is not a standard stream");
+    // SAFETY: fds 0, 1 and 2 stay open for the whole process: retry never closes them.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
 
 /// The first failure of retry's own plumbing during an attempt (a stdin
 /// recording or an output spool that could not spill to disk). Setting it wakes

@@ -57,8 +57,7 @@ struct Fed {
 }
 
 fn stdin_fd() -> BorrowedFd<'static> {
-    // fd 0 lives as long as the process.
-    unsafe { BorrowedFd::borrow_raw(0) }
+    super::std_fd(0)
 }
 
 impl StdinPlan {
