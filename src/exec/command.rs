@@ -44,7 +44,7 @@ pub struct CommandExecutor {
     watch: Option<Arc<OutputWatch>>,
     stdin: StdinPlan,
     hold_stdout: bool,
-    held: Option<Held>,
+    held: Option<HeldStdout>,
     kill_after: Duration,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
@@ -409,8 +409,8 @@ impl Executor for CommandExecutor {
         let supervised = supervised?;
         stderr_done?;
         self.held = match stdout_file {
-            Some(file) => Some(Held::File(file)),
-            None => stdout_held?.map(Held::Spool),
+            Some(file) => Some(HeldStdout::File(file)),
+            None => stdout_held?.map(HeldStdout::Spool),
         };
         let mut facts = facts.lock().expect("facts").clone();
         facts.output_closed |= output_reader_gone();
@@ -428,8 +428,8 @@ impl Executor for CommandExecutor {
         };
         let out = Output::new(1);
         let written = match &held {
-            Held::Spool(spool) => spool.write_to(&out, Stop::Signals),
-            Held::File(file) => {
+            HeldStdout::Spool(spool) => spool.write_to(&out, Stop::Signals),
+            HeldStdout::File(file) => {
                 let len = file.metadata().map_or(0, |m| m.len());
                 out.write_file(file, len, Stop::Signals)
             }
@@ -443,7 +443,7 @@ impl Executor for CommandExecutor {
 }
 
 /// One attempt's stdout, held until the engine says whether it is the final one.
-enum Held {
+enum HeldStdout {
     /// Scanned on its way in: memory, then a temporary file past 4 MiB.
     Spool(Spool),
     /// Written by the command straight into an unnamed temporary file.

@@ -30,7 +30,7 @@ use crate::{report, signals};
 use crate::exit::ExitCode;
 use crate::io::spool::SpillError;
 use errors::Phase;
-use output::{Body, Destination, Held};
+use output::{Body, Destination, HeldResponse};
 use redirect::{Follow, Hop};
 use request::{RequestSpec, describe_headers, display_url};
 use resume::Resume;
@@ -51,7 +51,7 @@ pub struct HttpExecutor {
     rules: HttpRules,
     destination: Destination,
     include: bool,
-    held: Held,
+    held: HeldResponse,
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
@@ -116,7 +116,7 @@ impl HttpExecutor {
             rules,
             destination,
             include: cli.include,
-            held: Held::Nothing,
+            held: HeldResponse::Nothing,
             max_redirs: cli.max_redirs,
             max_retry_after: cli.max_retry_after,
             connect_timeout: cli.connect_timeout,
@@ -231,7 +231,7 @@ enum Attempted {
         status: u16,
         verdict: Verdict,
         hint: Option<WaitHint>,
-        held: Held,
+        held: HeldResponse,
     },
     Failed {
         kind: Transport,
@@ -309,16 +309,16 @@ impl Exchange<'_> {
         let verdict = self.rules.status(&facts);
         let held = if verdict.class == Class::Success {
             match self.receive(&mut response, &heads, asked_from).await {
-                Ok(body) => Held::Body(body),
+                Ok(body) => HeldResponse::Body(body),
                 Err(failure) => return failure,
             }
         } else if self.fail_with_body && status >= 400 {
             match self.receive(&mut response, &heads, None).await {
-                Ok(body) => Held::FailedBody(body),
+                Ok(body) => HeldResponse::FailedBody(body),
                 Err(failure) => return failure,
             }
         } else {
-            Held::Failed {
+            HeldResponse::Failed {
                 status,
                 excerpt: read_excerpt(&mut response).await,
             }
@@ -535,7 +535,7 @@ async fn read_excerpt(response: &mut Response) -> String {
 
 impl Executor for HttpExecutor {
     fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
-        self.held = Held::Nothing;
+        self.held = HeldResponse::Nothing;
         *self.transfer.borrow_mut() = Transfer {
             method: self.spec.method.to_string(),
             url: self.spec.url.as_ref().map(display_url).unwrap_or_default(),
@@ -571,7 +571,7 @@ impl Executor for HttpExecutor {
     }
 
     fn discard(&mut self) {
-        self.held = Held::Nothing;
+        self.held = HeldResponse::Nothing;
     }
 }
 

@@ -1,20 +1,19 @@
 //! Exactly-once output. Each attempt's body is held — in a spool for stdout
 //! (memory, then an unnamed temporary file), or in a temporary file beside the
 //! `-o` target — and only the final attempt's is delivered: written to stdout, or
-//! renamed over the target. A failed final attempt delivers nothing (as `curl
+//! put in place of the target by the one durable replacement (`report::Replacement`). A failed final attempt delivers nothing (as `curl
 //! --fail` does), so stdout stays empty and the `-o` file keeps its old contents.
 
-use std::fs::{self, Permissions};
+use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use tempfile::NamedTempFile;
 
 use crate::io::out::{Output, Stop, deliver_result};
 use crate::io::spool::Spool;
-use crate::report;
+use crate::report::{self, Replacement};
 
 /// Where a successful body goes.
 #[derive(Clone, Debug)]
@@ -51,12 +50,7 @@ impl Destination {
     pub fn holder(&self) -> io::Result<Body> {
         Ok(match self {
             Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
-            Destination::File { path, .. } => Body::File(
-                tempfile::Builder::new()
-                    .prefix(".retry-")
-                    .suffix(".part")
-                    .tempfile_in(report::parent_dir(path))?,
-            ),
+            Destination::File { path, .. } => Body::File(Replacement::new(path, ".part")?),
         })
     }
 }
@@ -64,28 +58,28 @@ impl Destination {
 /// One attempt's body while it arrives.
 pub enum Body {
     Spool(Spool),
-    File(NamedTempFile),
+    File(Replacement),
 }
 
 impl Body {
     pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         match self {
             Body::Spool(spool) => spool.append(chunk).map_err(io::Error::from),
-            Body::File(file) => file.write_all(chunk),
+            Body::File(file) => file.file().write_all(chunk),
         }
     }
 
     pub fn len(&self) -> u64 {
         match self {
             Body::Spool(spool) => spool.len(),
-            Body::File(file) => file.as_file().metadata().map_or(0, |m| m.len()),
+            Body::File(file) => file.len(),
         }
     }
 }
 
 /// What the last attempt left to deliver.
 #[derive(Default)]
-pub enum Held {
+pub enum HeldResponse {
     #[default]
     Nothing,
     /// A complete successful body (with the head first, for -i).
@@ -96,17 +90,17 @@ pub enum Held {
     FailedBody(Body),
 }
 
-impl Held {
+impl HeldResponse {
     pub fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
         match self {
-            Held::Body(body) | Held::FailedBody(body) => body.deliver(destination),
-            Held::Failed { status, excerpt } => {
+            HeldResponse::Body(body) | HeldResponse::FailedBody(body) => body.deliver(destination),
+            HeldResponse::Failed { status, excerpt } => {
                 if !excerpt.is_empty() {
                     report::info(&format!("the server's HTTP {status} reply said: {excerpt}"));
                 }
                 Ok(())
             }
-            Held::Nothing => Ok(()),
+            HeldResponse::Nothing => Ok(()),
         }
     }
 }
@@ -116,7 +110,11 @@ impl Body {
         match (self, destination) {
             (Body::Spool(spool), Destination::Special(path)) => write_special(&spool, path),
             (Body::Spool(spool), _) => write_stdout(&spool),
-            (Body::File(file), Destination::File { path, mode }) => persist(file, path, *mode),
+            (Body::File(file), Destination::File { path, mode }) => {
+                // An existing target keeps its mode.
+                let mode = fs::metadata(path).map_or(*mode, |m| m.permissions().mode() & 0o7777);
+                file.commit(Some(mode))
+            }
             (Body::File(_), _) => Ok(()),
         }
     }
@@ -128,24 +126,10 @@ fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
 }
 
 fn write_special(spool: &Spool, path: &Path) -> anyhow::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
+    let mut file = report::open_in_place(path)?;
     spool
         .copy_to(&mut file)
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Renames the finished temporary file over the target: readers see the old
-/// file or the new one, never a part. An existing target keeps its mode.
-fn persist(file: NamedTempFile, path: &Path, mode: u32) -> anyhow::Result<()> {
-    let mode = fs::metadata(path).map_or(mode, |m| m.permissions().mode() & 0o7777);
-    fs::set_permissions(file.path(), Permissions::from_mode(mode))
-        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// The process umask (read by setting and restoring it; done once, before any

@@ -10,13 +10,12 @@ use std::io::{self, Write};
 
 use reqwest::Response;
 use reqwest::header::{CONTENT_RANGE, ETAG, HeaderValue, LAST_MODIFIED};
-use tempfile::NamedTempFile;
 
 use super::output::{Body, Destination};
-use crate::report;
+use crate::report::{self, Replacement};
 
 struct Partial {
-    file: NamedTempFile,
+    file: Replacement,
     len: u64,
     /// What If-Range carries; `None` when the response gave nothing to check with.
     validator: Option<HeaderValue>,
@@ -83,7 +82,7 @@ impl Resume {
         let part = slot
             .as_mut()
             .ok_or_else(|| io::Error::other("no body begun"))?;
-        part.file.write_all(chunk)?;
+        part.file.file().write_all(chunk)?;
         part.len += chunk.len() as u64;
         Ok(())
     }
