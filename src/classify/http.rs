@@ -199,6 +199,26 @@ impl StatusRow {
     }
 }
 
+/// The responses that show the server refused the request before acting on it:
+/// `on 429, on 403 with X-RateLimit-Remaining: 0, or on 503 with Retry-After`.
+fn refusals() -> String {
+    let mut parts: Vec<String> = STATUS_TABLE
+        .iter()
+        .filter(|row| row.refused != Refused::Never)
+        .map(|row| {
+            let with = match row.refused {
+                Refused::WithRetryAfter => " with Retry-After",
+                _ => "",
+            };
+            format!("on {}{}{with}", row.codes.0, row.requires.describe())
+        })
+        .collect();
+    if let Some(last) = parts.pop() {
+        parts.push(format!("or {last}"));
+    }
+    parts.join(", ")
+}
+
 /// The first row of the status table that applies to a response.
 pub fn status_row(facts: &StatusFacts) -> Option<&'static StatusRow> {
     STATUS_TABLE.iter().find(|row| row.applies(facts))
@@ -556,8 +576,9 @@ impl HttpRules {
         } else {
             format!(
                 "method {method} is not idempotent (RFC 9110 §9.2.2): retried only when the request never reached \
-                 the server (DNS, connect or TLS handshake failure), on 429, or on 503 with Retry-After; \
-                 --idempotency-key auto or --retry-unsafe allow more"
+                 the server (DNS, connect or TLS handshake failure), {}; \
+                 --idempotency-key auto or --retry-unsafe allow more",
+                refusals()
             )
         }
     }
@@ -648,6 +669,14 @@ mod tests {
         let mut unsafe_ok = rules("POST");
         unsafe_ok.retry_unsafe = true;
         assert_eq!(class_of(&unsafe_ok, 502), Class::Transient);
+    }
+
+    #[test]
+    fn the_method_rule_names_every_refusal_in_the_table() {
+        assert_eq!(
+            refusals(),
+            "on 429, on 403 with X-RateLimit-Remaining: 0, or on 503 with Retry-After"
+        );
     }
 
     #[test]

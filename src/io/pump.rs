@@ -40,6 +40,7 @@ pub struct Pump {
 }
 
 /// What a pump shares with the attempt that started it.
+#[derive(Clone)]
 pub struct Shared {
     pub watch: Option<Arc<OutputWatch>>,
     pub facts: Arc<Mutex<OutputFacts>>,

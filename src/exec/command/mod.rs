@@ -1,27 +1,25 @@
-//! Command mode: runs one attempt of a command in its own process group, with
-//! stdin replay and output scanning, holds its stdout until the engine says
-//! which attempt is final, and classifies how it ended (the rules are
-//! `classify::command`). Waiting for the process, its time limit and signals are
-//! `supervisor`'s; the terminal hand-over is `terminal`'s.
+//! Command mode: starts one attempt of a command in its own process group, with
+//! stdin replay, and classifies how it ended (the rules are `classify::command`).
+//! Waiting for the process, its time limit and signals are `supervisor`'s; the
+//! pumps and the held stdout are `output`'s; the terminal hand-over is
+//! `terminal`'s.
 
+mod output;
 mod supervisor;
 mod terminal;
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::{Pid, getpid, getppid, setpgid, tcsetpgrp};
 
-use crate::classify::command::{
-    CommandEnd, CommandRules, OutputFacts, OutputWatch, Stream, signal_name,
-};
+use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
 use crate::classify::profiles::{self, Profile};
 use crate::classify::{Class, endings};
 use crate::cli::Cli;
@@ -30,11 +28,11 @@ use crate::exec::RunInfo;
 use crate::exec::procs;
 use crate::exit::ExitCode;
 use crate::io::Fault;
-use crate::io::out::{Output, Stop, deliver_result};
-use crate::io::pump::{Pump, Shared, Sink};
-use crate::io::spool::{self, Spool};
+use crate::io::pump::Shared;
+use crate::io::spool;
 use crate::io::stdin::StdinPlan;
 use crate::{report, signals};
+use output::{HeldStdout, Pumps, output_reader_gone};
 use supervisor::{Supervised, Supervisor};
 use terminal::{ignore_sigttou, in_terminal_foreground, reclaim_terminal, stdin_tty};
 
@@ -163,45 +161,6 @@ impl CommandExecutor {
                 None
             }
         }
-    }
-
-    fn start_pumps(
-        &self,
-        child: &mut std::process::Child,
-        facts: &Arc<Mutex<OutputFacts>>,
-        fault: &Arc<Fault>,
-    ) -> io::Result<Pumps> {
-        let shared = || Shared {
-            watch: self.watch.clone(),
-            facts: Arc::clone(facts),
-            fault: Arc::clone(fault),
-        };
-        let stdout = match child.stdout.take() {
-            Some(out) => {
-                let sink = if self.hold_stdout {
-                    Sink::Hold(Spool::new())
-                } else {
-                    Sink::Forward(1)
-                };
-                Some(Pump::start(
-                    OwnedFd::from(out),
-                    sink,
-                    Stream::Stdout,
-                    shared(),
-                )?)
-            }
-            None => None,
-        };
-        let stderr = match child.stderr.take() {
-            Some(err) => Some(Pump::start(
-                OwnedFd::from(err),
-                Sink::Forward(2),
-                Stream::Stderr,
-                shared(),
-            )?),
-            None => None,
-        };
-        Ok(Pumps { stdout, stderr })
     }
 
     /// The attempt's report: how it ended, classified.
@@ -368,7 +327,12 @@ impl Executor for CommandExecutor {
             let _ = tcsetpgrp(stdin_tty(), pid);
         }
         let facts = Arc::new(Mutex::new(OutputFacts::default()));
-        let pumps = self.start_pumps(&mut child, &facts, &fault)?;
+        let shared = Shared {
+            watch: self.watch.clone(),
+            facts: Arc::clone(&facts),
+            fault: Arc::clone(&fault),
+        };
+        let pumps = Pumps::start(&mut child, self.hold_stdout, &shared)?;
         let supervised = Supervisor {
             pid,
             kill_after: self.kill_after,
@@ -427,67 +391,13 @@ impl Executor for CommandExecutor {
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {
-        let Some(held) = self.held.take() else {
-            return Ok(());
-        };
-        let out = Output::new(1);
-        let written = match &held {
-            HeldStdout::Spool(spool) => spool.write_to(&out, Stop::Signals),
-            HeldStdout::File(file) => {
-                let len = file.metadata().map_or(0, |m| m.len());
-                out.write_file(file, len, Stop::Signals)
-            }
-        };
-        deliver_result(written, "the held stdout")
+        match self.held.take() {
+            Some(held) => held.deliver(),
+            None => Ok(()),
+        }
     }
 
     fn discard(&mut self) {
         self.held = None;
     }
-}
-
-/// One attempt's stdout, held until the engine says whether it is the final one.
-enum HeldStdout {
-    /// Scanned on its way in: memory, then a temporary file past 4 MiB.
-    Spool(Spool),
-    /// Written by the command straight into an unnamed temporary file.
-    File(std::fs::File),
-}
-
-/// The attempt's output pumps, if anything reads its output.
-struct Pumps {
-    stdout: Option<Pump>,
-    stderr: Option<Pump>,
-}
-
-impl Pumps {
-    /// Waits until both streams have ended, or `until`.
-    fn wait(&self, until: Instant) {
-        let running = || {
-            [&self.stdout, &self.stderr]
-                .iter()
-                .any(|p| p.as_ref().is_some_and(|p| !p.is_finished()))
-        };
-        while running() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    /// Stops both pumps: stderr's result, and stdout's spool when it is held.
-    fn stop(self) -> (io::Result<()>, io::Result<Option<Spool>>) {
-        let stderr = self.stderr.map(Pump::stop).transpose().map(|_| ());
-        let stdout = self.stdout.map(Pump::stop).transpose().map(Option::flatten);
-        (stderr, stdout)
-    }
-}
-
-/// Whether retry's stdout or stderr is a pipe whose reader has gone.
-fn output_reader_gone() -> bool {
-    [1, 2].into_iter().any(|fd| {
-        let mut fds = [PollFd::new(crate::io::std_fd(fd), PollFlags::empty())];
-        poll(&mut fds, PollTimeout::ZERO).is_ok()
-            && fds[0]
-                .revents()
-                .is_some_and(|r| r.contains(PollFlags::POLLERR))
-    })
 }
