@@ -24,27 +24,29 @@ pub(super) fn tls_config(target: &PgTarget) -> anyhow::Result<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()?;
-    let config = match target.sslmode {
+    let algorithms = provider.signature_verification_algorithms;
+    let verifier: Arc<dyn ServerCertVerifier> = match target.sslmode {
         SslMode::VerifyFull | SslMode::VerifyCa => {
             let roots = Arc::new(root_certificates(target)?);
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider).build()?;
-            let verifier: Arc<dyn ServerCertVerifier> = if target.sslmode == SslMode::VerifyFull {
+            if target.sslmode == SslMode::VerifyFull {
                 webpki
             } else {
-                Arc::new(AnyName(webpki))
-            };
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(verifier)
-                .with_no_client_auth()
+                Arc::new(Lenient {
+                    algorithms,
+                    chain: Some(webpki),
+                })
+            }
         }
-        _ => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(
-                provider.signature_verification_algorithms,
-            )))
-            .with_no_client_auth(),
+        _ => Arc::new(Lenient {
+            algorithms,
+            chain: None,
+        }),
     };
+    let config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
     Ok(config)
 }
 
@@ -66,50 +68,17 @@ fn root_certificates(target: &PgTarget) -> anyhow::Result<RootCertStore> {
     Ok(roots)
 }
 
-/// `sslmode=prefer/require`: encryption without authentication, as in libpq.
+/// The checks libpq makes below `verify-full`: with no `chain`, none at all
+/// (`prefer`/`require`: encryption without authentication); with one, the chain
+/// must verify but its name may differ from the host (`verify-ca`). Handshake
+/// signatures are always checked.
 #[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+struct Lenient {
+    algorithms: WebPkiSupportedAlgorithms,
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-/// `sslmode=verify-ca`: the chain must verify; the name in it may differ from the host.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -118,10 +87,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -135,7 +104,7 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -144,10 +113,10 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
