@@ -37,60 +37,64 @@ impl EndRule {
     }
 }
 
-pub static NOT_RUNNABLE: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "{message}: retrying cannot help",
-    source: "not found 127, not executable 126, as sh(1) reports them",
-};
+const fn rule(class: Class, why: &'static str, source: &'static str) -> EndRule {
+    EndRule { class, why, source }
+}
 
-pub static TIMED_OUT: EndRule = EndRule {
-    class: Class::Transient,
-    why: "attempt timed out",
-    source: "--timeout; exit 124 if it is the last attempt, as timeout(1)",
-};
+pub static NOT_RUNNABLE: EndRule = rule(
+    Class::Permanent,
+    "{message}: retrying cannot help",
+    "not found 127, not executable 126, as sh(1) reports them",
+);
 
-pub static SIGPIPE_READER_GONE: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "killed by SIGPIPE: the reader of its output went away",
-    source: "signal(7): SIGPIPE is a write to a pipe with no readers, and retry's reader is gone too",
-};
+pub static TIMED_OUT: EndRule = rule(
+    Class::Transient,
+    "attempt timed out",
+    "--timeout; exit 124 if it is the last attempt, as timeout(1)",
+);
 
-pub static SIGNALED: EndRule = EndRule {
-    class: Class::Transient,
-    why: "killed by {signal} (not sent by retry)",
-    source: "a signal from elsewhere (the OOM killer, an operator) says nothing about the next attempt",
-};
+pub static SIGPIPE_READER_GONE: EndRule = rule(
+    Class::Permanent,
+    "killed by SIGPIPE: the reader of its output went away",
+    "signal(7): SIGPIPE is a write to a pipe with no readers, and retry's reader is gone too",
+);
+
+pub static SIGNALED: EndRule = rule(
+    Class::Transient,
+    "killed by {signal} (not sent by retry)",
+    "a signal from elsewhere (the OOM killer, an operator) says nothing about the next attempt",
+);
 
 /// Turns a transient verdict permanent: no later attempt has anyone to write to.
-pub static OUTPUT_CLOSED: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "{reason}; the reader of retry's output went away, so no attempt can follow",
-    source: "EPIPE or a closed pipe on retry's own stdout or stderr",
-};
+pub static OUTPUT_CLOSED: EndRule = rule(
+    Class::Permanent,
+    "{reason}; the reader of retry's output went away, so no attempt can follow",
+    "EPIPE or a closed pipe on retry's own stdout or stderr",
+);
 
-pub static INTERRUPTED_COMMAND: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "retry received {signal} and passed it to the command",
-    source: "a stopping signal (SIGINT, SIGTERM, SIGHUP) is the user's decision to stop",
-};
+pub static INTERRUPTED_COMMAND: EndRule = rule(
+    Class::Permanent,
+    "retry received {signal} and passed it to the command",
+    "a stopping signal (SIGINT, SIGTERM, SIGHUP) is the user's decision to stop",
+);
 
-pub static INTERRUPTED_REQUEST: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "retry received {signal}",
-    source: "a stopping signal (SIGINT, SIGTERM, SIGHUP) is the user's decision to stop",
-};
+pub static INTERRUPTED_REQUEST: EndRule = rule(
+    Class::Permanent,
+    "retry received {signal}",
+    "a stopping signal (SIGINT, SIGTERM, SIGHUP) is the user's decision to stop",
+);
 
-pub static LOCK_LOST_COMMAND: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "retry stopped the command: {message}",
-    source: "--lock: without the lock another run may start the same work",
-};
+pub static LOCK_LOST_COMMAND: EndRule = rule(
+    Class::Permanent,
+    "retry stopped the command: {message}",
+    "--lock: without the lock another run may start the same work",
+);
 
-pub static LOCK_LOST_REQUEST: EndRule = EndRule {
-    class: Class::Permanent,
-    why: "retry abandoned the request: {message}",
-    source: "--lock: without the lock another run may start the same work",
-};
+pub static LOCK_LOST_REQUEST: EndRule = rule(
+    Class::Permanent,
+    "retry abandoned the request: {message}",
+    "--lock: without the lock another run may start the same work",
+);
 
 /// Command-mode endings checked before any exit-status rule, in order, for `--dry-run`.
 pub static COMMAND_FIRST: [&EndRule; 3] = [&INTERRUPTED_COMMAND, &LOCK_LOST_COMMAND, &NOT_RUNNABLE];
