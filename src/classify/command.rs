@@ -371,12 +371,7 @@ mod tests {
     #[test]
     fn curl_22_reads_the_status() {
         let r = rules(&profiles::CURL);
-        let watch = OutputWatch::new(&[], &[], &profiles::CURL).unwrap();
-        let verdict_for = |line: &str| {
-            let mut facts = OutputFacts::default();
-            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
-            r.classify(&CommandEnd::Exited(22), &facts)
-        };
+        let verdict_for = |line: &str| verdict_after(&profiles::CURL, 22, &[line]);
         assert_eq!(
             verdict_for("curl: (22) The requested URL returned error: 503").class,
             Class::Transient
@@ -401,13 +396,7 @@ mod tests {
 
     #[test]
     fn git_128_needs_a_network_phrase() {
-        let r = rules(&profiles::GIT);
-        let watch = OutputWatch::new(&[], &[], &profiles::GIT).unwrap();
-        let class_for = |line: &str| {
-            let mut facts = OutputFacts::default();
-            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
-            r.classify(&CommandEnd::Exited(128), &facts).class
-        };
+        let class_for = |line: &str| verdict_after(&profiles::GIT, 128, &[line]).class;
         assert_eq!(
             class_for("fatal: unable to access 'x': Could not resolve host: example.com"),
             Class::Transient

@@ -177,7 +177,7 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
         offset += n as u64;
     }
     while !rec.source_done {
-        match wait_readable(stdin_fd(), cancel) {
+        match super::wait_readable(stdin_fd(), cancel) {
             Ok(true) => {}
             _ => return Ok(()),
         }
@@ -199,27 +199,6 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
         }
     }
     Ok(())
-}
-
-/// Waits until `fd` is readable (true) or the attempt is cancelled (false).
-fn wait_readable(fd: BorrowedFd<'_>, cancel: &OwnedFd) -> io::Result<bool> {
-    loop {
-        let mut fds = [
-            PollFd::new(fd, PollFlags::POLLIN),
-            PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, PollTimeout::NONE) {
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-            Ok(_) => {}
-        }
-        if fds[1].any().unwrap_or(false) {
-            return Ok(false);
-        }
-        if fds[0].any().unwrap_or(false) {
-            return Ok(true);
-        }
-    }
 }
 
 /// Writes all of `data` to the command; false if the attempt was cancelled or
