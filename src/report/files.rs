@@ -105,7 +105,8 @@ impl Replacement {
         self.tmp.as_file_mut()
     }
 
-    pub fn len(&self) -> u64 {
+    /// The bytes written so far.
+    pub fn written(&self) -> u64 {
         self.tmp.as_file().metadata().map_or(0, |m| m.len())
     }
 
@@ -175,7 +176,7 @@ mod tests {
         fs::write(&path, b"old").unwrap();
         let mut new = Replacement::new(&path, ".part").unwrap();
         new.file().write_all(b"new").unwrap();
-        assert_eq!(new.len(), 3);
+        assert_eq!(new.written(), 3);
         drop(new);
         assert_eq!(fs::read(&path).unwrap(), b"old");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -72,7 +72,7 @@ impl Body {
     pub fn len(&self) -> u64 {
         match self {
             Body::Spool(spool) => spool.len(),
-            Body::File(file) => file.len(),
+            Body::File(file) => file.written(),
         }
     }
 }
