@@ -1,8 +1,11 @@
 //! HTTP-mode classification as tables: status classes (RFC 9110 §15 and RFC
-//! 6585), the idempotent methods (RFC 9110 §9.2.2), and transport failures with
-//! the curl exit code each one ends with. `HttpRules::status` and
-//! `HttpRules::transport` turn facts about one attempt into a verdict; running
-//! the request and reading its headers is the executor's job.
+//! 6585, with the rate-limited 403 and the refusals a non-idempotent request
+//! may be sent again after), the idempotent methods (RFC 9110 §9.2.2), and
+//! transport failures with the curl exit code each one ends with. The status
+//! table also classifies a status a tool shows on stderr (`profiles`).
+//! `HttpRules::status` and `HttpRules::transport` turn facts about one attempt
+//! into a verdict; running the request is the executor's job and reading its
+//! headers `wait`'s.
 
 use crate::classify::{Class, Limit, LimitKey, Verdict, endings};
 use crate::parse::CodeSet;

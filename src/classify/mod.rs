@@ -1,7 +1,10 @@
-//! Outcome → class. The vocabulary (`Class`, `Verdict`) is shared by every mode;
-//! each mode has its own rule tables (`command`, `profiles`, `http`), and
-//! `endings` holds the rules for signals, timeouts and retry's own stops. The engine
-//! only reads verdicts; it never inspects exit codes or statuses itself.
+//! Outcome → class. The vocabulary (`Class`, `Verdict`, `Limit`) is shared by
+//! every mode; the rules are tables with their sources: `profiles` (tools' exit
+//! codes), `http` (statuses, methods, transport failures; the one status table
+//! that profiles seeing a status use too), `wait` (rate-limit and wait headers)
+//! and `endings` (signals, timeouts and retry's own stops). `command` applies
+//! them to a command's ending. The engine only reads verdicts; it never
+//! inspects exit codes or statuses itself.
 
 pub mod command;
 pub mod endings;
