@@ -1,7 +1,9 @@
 //! Tool profiles: each tool's failure vocabulary as a table, taken from the tool's
 //! documented exit codes and, where a code is ambiguous, the words it prints on
 //! stderr. Rows are checked in order; the first whose codes and condition match
-//! decides. The generic rules at the bottom apply to every command.
+//! decides. A row of a tool that shows an HTTP status (curl, wget, git) hands
+//! that status to the one status table in `http`. The generic rules at the
+//! bottom apply to every command.
 
 use super::http::{self, STATUS_TABLE};
 use super::{Class, Limit, LimitKey, Verdict};
