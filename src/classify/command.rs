@@ -144,7 +144,7 @@ impl CommandRules {
 
     fn classify_end(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         if let CommandEnd::NotRunnable { message, .. } = end {
-            return endings::NOT_RUNNABLE.verdict(&[("message", message)]);
+            return endings::NOT_RUNNABLE.verdict(&[("error", message)]);
         }
         if let Some(line) = &facts.stop_match {
             return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));

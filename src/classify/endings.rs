@@ -7,7 +7,7 @@
 use super::{Class, Verdict};
 
 /// A rule for one kind of ending. `why` is the verdict's reason, with
-/// `{signal}`, `{message}` or `{reason}` filled in from the attempt.
+/// `{signal}`, `{error}`, `{lost}` or `{reason}` filled in from the attempt.
 #[derive(Debug)]
 pub struct EndRule {
     pub class: Class,
@@ -31,7 +31,8 @@ impl EndRule {
         let why = self
             .why
             .replace("{signal}", "a signal")
-            .replace("{message}", "the command cannot be started")
+            .replace("{error}", "the command cannot be started")
+            .replace("{lost}", "the lock was lost")
             .replace("{reason}; ", "");
         format!("{why}: {} ({})", self.class.as_str(), self.source)
     }
@@ -43,7 +44,7 @@ const fn rule(class: Class, why: &'static str, source: &'static str) -> EndRule 
 
 pub static NOT_RUNNABLE: EndRule = rule(
     Class::Permanent,
-    "{message}: retrying cannot help",
+    "{error}: retrying cannot help",
     "not found 127, not executable 126, as sh(1) reports them",
 );
 
@@ -86,13 +87,13 @@ pub static INTERRUPTED_REQUEST: EndRule = rule(
 
 pub static LOCK_LOST_COMMAND: EndRule = rule(
     Class::Permanent,
-    "retry stopped the command: {message}",
+    "retry stopped the command: {lost}",
     "--lock: without the lock another run may start the same work",
 );
 
 pub static LOCK_LOST_REQUEST: EndRule = rule(
     Class::Permanent,
-    "retry abandoned the request: {message}",
+    "retry abandoned the request: {lost}",
     "--lock: without the lock another run may start the same work",
 );
 
@@ -121,7 +122,7 @@ mod tests {
             "exit status 1; the reader of retry's output went away, so no attempt can follow"
         );
         assert_eq!(
-            LOCK_LOST_REQUEST.verdict(&[("message", "lock lost")]),
+            LOCK_LOST_REQUEST.verdict(&[("lost", "lock lost")]),
             Verdict::permanent("retry abandoned the request: lock lost")
         );
     }

@@ -450,9 +450,12 @@ pub fn shown_status(status: u16) -> Verdict {
     }
 }
 
+/// What a tool's failure with a status that is not an error means: nothing to retry for.
+const NOT_AN_ERROR: &str = "not an error status, yet the tool failed";
+
 fn shown_row_verdict(row: &http::StatusRow, status: u16) -> Verdict {
     if row.class == Class::Success {
-        Verdict::permanent(format!("HTTP {status} is not an error status"))
+        Verdict::permanent(format!("HTTP {status}: {NOT_AN_ERROR}"))
     } else {
         row.verdict(status)
     }
@@ -484,12 +487,16 @@ impl Row {
                         .limit
                         .map(|l| format!(", at most {} retries", l.max_retries))
                         .unwrap_or_default();
+                    let why = if row.class == Class::Success {
+                        NOT_AN_ERROR
+                    } else {
+                        row.why
+                    };
                     format!(
-                        "{head} with stderr showing HTTP {}: {}{limit} ({}; {})",
+                        "{head} with stderr showing HTTP {}: {}{limit} ({}; {why})",
                         code_list(&[(lo, hi)]),
                         verdict.class.as_str(),
                         self.why,
-                        row.why
                     )
                 })
                 .collect(),

@@ -384,7 +384,7 @@ impl Executor for CommandExecutor {
         facts.output_closed |= output_reader_gone();
         let mut report = self.report(ctx, &supervised, &facts);
         if let Some(lost) = lock_lost {
-            report.verdict = endings::LOCK_LOST_COMMAND.verdict(&[("message", &lost)]);
+            report.verdict = endings::LOCK_LOST_COMMAND.verdict(&[("lost", &lost)]);
             report.lock_lost = Some(lost);
         }
         Ok(report)

@@ -645,7 +645,7 @@ impl HttpExecutor {
                         kind: "lock_lost".into(),
                         message: format!("abandoned: {lost}"),
                     },
-                    endings::LOCK_LOST_REQUEST.verdict(&[("message", &lost)]),
+                    endings::LOCK_LOST_REQUEST.verdict(&[("lost", &lost)]),
                     crate::EXIT_USAGE,
                 );
                 report.lock_lost = Some(lost);
