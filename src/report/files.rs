@@ -4,7 +4,7 @@
 //! flag's path can be written. What goes into the files is the callers' job.
 
 use std::fs::{self, File, Permissions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -80,57 +80,74 @@ pub fn open_in_place(path: &Path) -> anyhow::Result<File> {
         .with_context(|| format!("cannot open {}", path.display()))
 }
 
-/// The new contents of a file, written beside it and put in its place whole by
-/// [`Replacement::commit`]; dropped uncommitted, it leaves the old file as it was.
+/// The new contents of a file, written beside it through a buffer and put in
+/// its place whole by [`Replacement::commit`]; dropped uncommitted, it leaves
+/// the old file as it was.
 #[derive(Debug)]
 pub struct Replacement {
-    tmp: NamedTempFile,
+    out: BufWriter<NamedTempFile>,
     path: PathBuf,
 }
 
 impl Replacement {
-    /// A temporary file (mode 0600) in `path`'s directory.
-    pub fn new(path: &Path, suffix: &str) -> std::io::Result<Self> {
+    /// A temporary file (mode 0600) in `path`'s directory, written through a
+    /// buffer of `buffer` bytes (a body arriving in small chunks costs a write each otherwise).
+    pub fn new(path: &Path, suffix: &str, buffer: usize) -> std::io::Result<Self> {
         let tmp = tempfile::Builder::new()
             .prefix(".retry-")
             .suffix(suffix)
             .tempfile_in(parent_dir(path))?;
         Ok(Replacement {
-            tmp,
+            out: BufWriter::with_capacity(buffer, tmp),
             path: path.to_path_buf(),
         })
     }
 
-    pub fn file(&mut self) -> &mut File {
-        self.tmp.as_file_mut()
-    }
-
-    /// The bytes written so far.
+    /// The bytes written so far, buffered ones included.
     pub fn written(&self) -> u64 {
-        self.tmp.as_file().metadata().map_or(0, |m| m.len())
+        let on_disk = self
+            .out
+            .get_ref()
+            .as_file()
+            .metadata()
+            .map_or(0, |m| m.len());
+        on_disk + self.out.buffer().len() as u64
     }
 
-    /// Puts the new contents in place durably: fsync, the mode (when given),
-    /// rename over the target, fsync the directory. After it returns, the file
-    /// survives a crash whole or not at all.
+    /// Puts the new contents in place durably: flush, fsync, the mode (when
+    /// given), rename over the target, fsync the directory. After it returns,
+    /// the file survives a crash whole or not at all.
     pub fn commit(self, mode: Option<u32>) -> anyhow::Result<()> {
         let path = self.path;
+        let tmp = self
+            .out
+            .into_inner()
+            .map_err(|e| anyhow::Error::new(e.into_error()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
         if let Some(mode) = mode {
-            fs::set_permissions(self.tmp.path(), Permissions::from_mode(mode))
+            fs::set_permissions(tmp.path(), Permissions::from_mode(mode))
                 .with_context(|| format!("cannot set the mode of {}", path.display()))?;
         }
-        self.tmp
-            .as_file()
+        tmp.as_file()
             .sync_all()
             .with_context(|| format!("cannot write {}", path.display()))?;
-        self.tmp
-            .persist(&path)
+        tmp.persist(&path)
             .with_context(|| format!("cannot write {}", path.display()))?;
         // The rename itself is durable only once the directory is synced.
         let dir = parent_dir(&path);
         File::open(&dir)
             .and_then(|d| d.sync_all())
             .with_context(|| format!("cannot sync directory {}", dir.display()))
+    }
+}
+
+impl Write for Replacement {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.out.write(data)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 
@@ -143,10 +160,9 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", path.display()));
     }
     let dir = parent_dir(path);
-    let mut new = Replacement::new(path, "")
+    let mut new = Replacement::new(path, "", 0)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    new.file()
-        .write_all(contents)
+    new.write_all(contents)
         .with_context(|| format!("cannot write {}", path.display()))?;
     new.commit(None)
 }
@@ -174,8 +190,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         fs::write(&path, b"old").unwrap();
-        let mut new = Replacement::new(&path, ".part").unwrap();
-        new.file().write_all(b"new").unwrap();
+        let mut new = Replacement::new(&path, ".part", 1024).unwrap();
+        new.write_all(b"new").unwrap();
         assert_eq!(new.written(), 3);
         drop(new);
         assert_eq!(fs::read(&path).unwrap(), b"old");
@@ -186,8 +202,8 @@ mod tests {
     fn a_commit_sets_the_mode_it_is_given() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
-        let mut new = Replacement::new(&path, "").unwrap();
-        new.file().write_all(b"x").unwrap();
+        let mut new = Replacement::new(&path, "", 1024).unwrap();
+        new.write_all(b"x").unwrap();
         new.commit(Some(0o640)).unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o640);

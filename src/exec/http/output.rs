@@ -15,6 +15,10 @@ use crate::io::out::{Output, Stop, deliver_result};
 use crate::io::spool::Spool;
 use crate::report::{self, Replacement};
 
+/// Writes to an `-o` temporary file are gathered to this size: a decoded body
+/// arrives in chunks of a few KiB, and a write for each costs more than the decoding.
+const FILE_BUFFER: usize = 256 * 1024;
+
 /// Where a successful body goes.
 #[derive(Clone, Debug)]
 pub enum Destination {
@@ -50,7 +54,9 @@ impl Destination {
     pub fn holder(&self) -> io::Result<Body> {
         Ok(match self {
             Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
-            Destination::File { path, .. } => Body::File(Replacement::new(path, ".part")?),
+            Destination::File { path, .. } => {
+                Body::File(Replacement::new(path, ".part", FILE_BUFFER)?)
+            }
         })
     }
 }
@@ -65,7 +71,7 @@ impl Body {
     pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
         match self {
             Body::Spool(spool) => spool.append(chunk).map_err(io::Error::from),
-            Body::File(file) => file.file().write_all(chunk),
+            Body::File(file) => file.write_all(chunk),
         }
     }
 

@@ -82,7 +82,7 @@ impl Resume {
         let part = slot
             .as_mut()
             .ok_or_else(|| io::Error::other("no body begun"))?;
-        part.file.file().write_all(chunk)?;
+        part.file.write_all(chunk)?;
         part.len += chunk.len() as u64;
         Ok(())
     }
