@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::backoff::Schedule;
-use crate::classify::{Class, Verdict};
+use crate::classify::{Class, LimitKey, Verdict};
 pub use crate::exec::Executor;
 use crate::exit::ExitCode;
 use crate::io::out::Interrupted;
@@ -204,7 +204,7 @@ pub fn run(
     let start = Duration::ZERO;
     let deadline = policy.max_time.map(|t| start + t);
     let mut records: Vec<AttemptRecord> = Vec::new();
-    let mut limit_counts: HashMap<&'static str, u32> = HashMap::new();
+    let mut limit_counts: HashMap<LimitKey, u32> = HashMap::new();
     let mut previous_delay = None;
     let mut number = 1;
     loop {
@@ -293,7 +293,7 @@ pub fn run(
 }
 
 /// Turns a verdict limited to N retries into a permanent one past N.
-fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<&'static str, u32>) {
+fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, u32>) {
     let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else {
         return;
     };
@@ -688,10 +688,7 @@ mod tests {
     #[test]
     fn limited_rule_allows_two_retries_then_stops() {
         let mut r = fail(22);
-        r.verdict = r.verdict.limited(Some(Limit {
-            key: "500",
-            max_retries: 2,
-        }));
+        r.verdict = r.verdict.limited(Some(Limit::twice(LimitKey::Http500)));
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(10, JitterKind::None));
         assert_eq!(

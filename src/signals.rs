@@ -7,7 +7,7 @@
 //! watchdog thread) records it with [`lose_lock`], which wakes the same self-pipe,
 //! so every wait that notices signals notices it too ([`stop`]).
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -123,11 +123,10 @@ pub fn wait(d: Duration) {
         &mut fds,
         PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
     );
-    drain(state.read.as_raw_fd());
+    drain(state.read.as_fd());
 }
 
-fn drain(fd: i32) {
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+fn drain(fd: BorrowedFd<'_>) {
     let mut buf = [0u8; 64];
     while let Ok(n) = nix::unistd::read(fd, &mut buf) {
         if n == 0 {
@@ -154,7 +153,7 @@ pub fn wait_ready(fd: BorrowedFd<'_>, events: PollFlags) -> Result<(), i32> {
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         if fds[1].any().unwrap_or(false) {
-            drain(state.read.as_raw_fd());
+            drain(state.read.as_fd());
         }
         if fds[0].any().unwrap_or(false) {
             return Ok(());

@@ -431,6 +431,37 @@ fn entries(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The umask this process (and so retry) runs with, from /proc.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
+}
+
+#[test]
+fn output_files_get_the_mode_a_redirection_would() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode_of = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let dir = tempfile::tempdir().unwrap();
+    let new = dir.path().join("new");
+    let server = Server::script(vec![Reply::ok("one")]).expect_hits(1);
+    let r = run(&["-o", new.to_str().unwrap(), &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(mode_of(&new), 0o666 & !umask());
+
+    let kept = dir.path().join("kept");
+    std::fs::write(&kept, "old").unwrap();
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let server = Server::script(vec![Reply::ok("two")]).expect_hits(1);
+    let r = run(&["-o", kept.to_str().unwrap(), &server.url("/")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        (mode_of(&kept), std::fs::read_to_string(&kept).unwrap()),
+        (0o640, "two".to_string())
+    );
+    assert_eq!(entries(dir.path()), ["kept", "new"]);
+}
+
 #[test]
 fn output_to_a_missing_directory_is_a_usage_error() {
     let server = Server::script(vec![Reply::ok("")]).expect_hits(0);

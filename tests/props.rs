@@ -186,7 +186,7 @@ mod lock_and_state_targets {
     use std::path::PathBuf;
 
     use proptest::prelude::*;
-    use retry::jobs::{self, Target, file};
+    use retry::jobs::{self, Backend, file};
 
     fn target_text() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -213,7 +213,7 @@ mod lock_and_state_targets {
             if let Err(msg) = jobs::parse_state_target(&text) {
                 prop_assert!(msg.starts_with("--state: "), "{}", msg);
             }
-            if let Ok(Target::Postgres(pg)) = &any {
+            if let Ok(Backend::Postgres(pg)) = &any {
                 // Display never shows the password, and shows a lock name as given.
                 let shown = pg.to_string();
                 prop_assert!(shown.starts_with("postgres://"));
@@ -226,7 +226,7 @@ mod lock_and_state_targets {
         #[test]
         fn plain_paths_are_files(path in "[/.a-zA-Z0-9 _-]{1,40}") {
             prop_assume!(!path.contains("://"));
-            prop_assert_eq!(jobs::parse_target(&path), Ok(Target::File(PathBuf::from(&path))));
+            prop_assert_eq!(jobs::parse_target(&path), Ok(Backend::File(PathBuf::from(&path))));
             if !path.ends_with('/') {
                 prop_assert!(jobs::parse_lock_target(&path).is_ok());
             }
@@ -239,7 +239,7 @@ mod lock_and_state_targets {
             db in word(), name in "[a-zA-Z0-9_-]{1,20}",
         ) {
             let lock = format!("postgres://{user}@{host}:{port}/{db}#{name}");
-            let Ok(Target::Postgres(pg)) = jobs::parse_lock_target(&lock) else {
+            let Ok(Backend::Postgres(pg)) = jobs::parse_lock_target(&lock) else {
                 return Err(TestCaseError::fail(format!("{lock} refused")));
             };
             prop_assert_eq!(pg.user.as_deref(), Some(user.as_str()));

@@ -7,8 +7,8 @@
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
 use super::Class;
-use super::profiles::{self, Otherwise, Profile, Row, When};
-use super::{Limit, Verdict};
+use super::profiles::{self, Otherwise, Profile, Row, Then, When};
+use super::{Verdict, endings};
 use crate::parse::CodeSet;
 
 /// How a command attempt ended.
@@ -134,19 +134,15 @@ pub struct CommandRules {
 impl CommandRules {
     pub fn classify(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         let verdict = self.classify_end(end, facts);
-        // Nobody reads retry's output any more: no later attempt has anyone to write to.
         if facts.output_closed && verdict.class == Class::Transient {
-            return Verdict::permanent(format!(
-                "{}; the reader of retry's output went away, so no attempt can follow",
-                verdict.reason
-            ));
+            return endings::OUTPUT_CLOSED.verdict(&[("reason", &verdict.reason)]);
         }
         verdict
     }
 
     fn classify_end(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         if let CommandEnd::NotRunnable { message, .. } = end {
-            return Verdict::permanent(format!("{message}: retrying cannot help"));
+            return endings::NOT_RUNNABLE.verdict(&[("error", message)]);
         }
         if let Some(line) = &facts.stop_match {
             return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));
@@ -156,15 +152,13 @@ impl CommandRules {
         }
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
-            CommandEnd::TimedOut => Verdict::transient("attempt timed out"),
-            // No attempt could write to a reader that went away.
+            CommandEnd::TimedOut => endings::TIMED_OUT.verdict(&[]),
             CommandEnd::Signaled(sig) if *sig == SIGPIPE && facts.output_closed => {
-                Verdict::permanent("killed by SIGPIPE: the reader of its output went away")
+                endings::SIGPIPE_READER_GONE.verdict(&[])
             }
-            CommandEnd::Signaled(sig) => Verdict::transient(format!(
-                "killed by {} (not sent by retry)",
-                signal_name(*sig)
-            )),
+            CommandEnd::Signaled(sig) => {
+                endings::SIGNALED.verdict(&[("signal", &signal_name(*sig))])
+            }
             CommandEnd::NotRunnable { .. } => unreachable!("handled above"),
         }
     }
@@ -199,7 +193,7 @@ impl CommandRules {
             .iter()
             .find(|r| profiles::codes_contain(r.codes, code))
             .expect("generic rules cover 0..=255");
-        Verdict::new(row.class, with_code(row.why, code))
+        row_verdict(row, code, facts)
     }
 
     fn profile_verdict(&self, code: i32, facts: &OutputFacts) -> Option<Verdict> {
@@ -209,20 +203,7 @@ impl CommandRules {
             .iter()
             .find(|row| profiles::codes_contain(row.codes, code) && condition_holds(row, facts));
         match matched {
-            Some(row) => {
-                let mut reason = with_code(row.why, code);
-                if let Some(status) = facts.status.filter(|_| !matches!(row.when, When::Always)) {
-                    reason.push_str(&format!(", stderr shows HTTP {status}"));
-                }
-                if let Some(line) = shown_line(row, facts) {
-                    reason.push_str(&format!(", stderr shows {line:?}"));
-                }
-                let limit = row.max_retries.map(|max_retries| Limit {
-                    key: row.why,
-                    max_retries,
-                });
-                Some(Verdict::new(row.class, reason).limited(limit))
-            }
+            Some(row) => Some(row_verdict(row, code, facts)),
             None if profile.otherwise == Otherwise::Permanent => Some(Verdict::permanent(format!(
                 "{}: exit status {code} is not a temporary failure",
                 profile.name
@@ -232,13 +213,32 @@ impl CommandRules {
     }
 }
 
+/// The verdict of the row that matched `code`, with what stderr showed.
+fn row_verdict(row: &Row, code: i32, facts: &OutputFacts) -> Verdict {
+    let mut reason = with_code(row.why, code);
+    let shown = facts.status.filter(|_| !matches!(row.when, When::Always));
+    match (row.then, shown) {
+        (Then::StatusTable, Some(status)) => {
+            let by_table = profiles::shown_status(status);
+            reason.push_str(&format!(", stderr shows {}", by_table.reason));
+            return Verdict::new(by_table.class, reason).limited(by_table.limit);
+        }
+        (_, Some(status)) => reason.push_str(&format!(", stderr shows HTTP {status}")),
+        (_, None) => {}
+    }
+    if let Some(line) = shown_line(row, facts) {
+        reason.push_str(&format!(", stderr shows {line:?}"));
+    }
+    match row.then {
+        Then::Is(class, limit) => Verdict::new(class, reason).limited(limit),
+        Then::StatusTable => unreachable!("a status-table row matches only when a status is shown"),
+    }
+}
+
 fn condition_holds(row: &Row, facts: &OutputFacts) -> bool {
     match row.when {
         When::Always => true,
-        When::StatusIn(ranges) => facts
-            .status
-            .is_some_and(|s| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&s))),
-        When::AnyStatus => facts.status.is_some(),
+        When::StatusShown => facts.status.is_some(),
         When::NoStatus => facts.status.is_none(),
         When::Shows(_) => shown_line(row, facts).is_some(),
     }
@@ -364,12 +364,7 @@ mod tests {
     #[test]
     fn curl_22_reads_the_status() {
         let r = rules(&profiles::CURL);
-        let watch = OutputWatch::new(vec![], vec![], &profiles::CURL).unwrap();
-        let verdict_for = |line: &str| {
-            let mut facts = OutputFacts::default();
-            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
-            r.classify(&CommandEnd::Exited(22), &facts)
-        };
+        let verdict_for = |line: &str| verdict_after(&profiles::CURL, 22, &[line]);
         assert_eq!(
             verdict_for("curl: (22) The requested URL returned error: 503").class,
             Class::Transient
@@ -394,13 +389,7 @@ mod tests {
 
     #[test]
     fn git_128_needs_a_network_phrase() {
-        let r = rules(&profiles::GIT);
-        let watch = OutputWatch::new(vec![], vec![], &profiles::GIT).unwrap();
-        let class_for = |line: &str| {
-            let mut facts = OutputFacts::default();
-            watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
-            r.classify(&CommandEnd::Exited(128), &facts).class
-        };
+        let class_for = |line: &str| verdict_after(&profiles::GIT, 128, &[line]).class;
         assert_eq!(
             class_for("fatal: unable to access 'x': Could not resolve host: example.com"),
             Class::Transient
@@ -414,6 +403,49 @@ mod tests {
             Class::Permanent
         );
         assert_eq!(class_for("fatal: not a git repository"), Class::Permanent);
+    }
+
+    #[test]
+    fn git_128_classifies_the_status_with_the_status_table() {
+        let shown = |status: u16| {
+            verdict_after(
+                &profiles::GIT,
+                128,
+                &[&format!(
+                    "fatal: unable to access 'http://127.0.0.1/r.git/': The requested URL returned error: {status}"
+                )],
+            )
+        };
+        for status in [501, 505, 507] {
+            assert_eq!(shown(status).class, Class::Permanent, "{status}");
+        }
+        let v500 = shown(500);
+        assert_eq!(
+            (v500.class, v500.limit),
+            (Class::Transient, Some(crate::classify::http::LIMIT_500))
+        );
+        assert!(
+            v500.reason
+                .starts_with("git: HTTP error from the remote (exit 128), stderr shows HTTP 500: Internal Server Error"),
+            "{}",
+            v500.reason
+        );
+        assert_eq!(shown(429).class, Class::Transient);
+    }
+
+    #[test]
+    fn a_500_on_stderr_counts_against_the_same_limit_as_an_http_500() {
+        let curl = verdict_after(
+            &profiles::CURL,
+            22,
+            &["curl: (22) The requested URL returned error: 500"],
+        );
+        let wget = verdict_after(&profiles::WGET, 8, &["ERROR 500: Internal Server Error."]);
+        assert_eq!(
+            curl.limit.map(|l| l.key),
+            Some(crate::classify::LimitKey::Http500)
+        );
+        assert_eq!(curl.limit, wget.limit);
     }
 
     #[test]

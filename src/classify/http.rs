@@ -1,39 +1,71 @@
 //! HTTP-mode classification as tables: status classes (RFC 9110 §15 and RFC
-//! 6585), the idempotent methods (RFC 9110 §9.2.2), and transport failures with
-//! the curl exit code each one ends with. `HttpRules::status` and
-//! `HttpRules::transport` turn facts about one attempt into a verdict; running
-//! the request and reading its headers is the executor's job.
+//! 6585, with the rate-limited 403 and the refusals a non-idempotent request
+//! may be sent again after), the idempotent methods (RFC 9110 §9.2.2), and
+//! transport failures with the curl exit code each one ends with. The status
+//! table also classifies a status a tool shows on stderr (`profiles`).
+//! `HttpRules::status` and `HttpRules::transport` turn facts about one attempt
+//! into a verdict; running the request is the executor's job and reading its
+//! headers `wait`'s.
 
-use crate::classify::{Class, Limit, Verdict};
+use crate::classify::{Class, Limit, LimitKey, Verdict, endings};
 use crate::parse::CodeSet;
 
 /// Exit status when the final response has a status of 400 or more (curl --fail).
 pub const EXIT_HTTP_ERROR: i32 = 22;
 
 /// A 500 is worth one or two more tries, never many.
-pub const LIMIT_500: Limit = Limit {
-    key: "http-500",
-    max_retries: 2,
-};
+pub const LIMIT_500: Limit = Limit::twice(LimitKey::Http500);
+
+/// What a response must show, beyond its status, for a row to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requires {
+    Nothing,
+    /// A rate-limit header says no requests are left (`X-RateLimit-Remaining: 0`).
+    RateLimitSpent,
+}
+
+impl Requires {
+    fn describe(self) -> &'static str {
+        match self {
+            Requires::Nothing => "",
+            Requires::RateLimitSpent => " with X-RateLimit-Remaining: 0",
+        }
+    }
+}
+
+/// When the server has provably refused the request before acting on it, so a
+/// request that is not idempotent may still be sent again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    Never,
+    Always,
+    /// Only when the response asks for a wait with Retry-After.
+    WithRetryAfter,
+}
 
 pub struct StatusRow {
     pub codes: (u16, u16),
+    pub requires: Requires,
     pub class: Class,
     pub limit: Option<Limit>,
+    pub refused: Refused,
     pub why: &'static str,
 }
 
 const fn row(lo: u16, hi: u16, class: Class, why: &'static str) -> StatusRow {
     StatusRow {
         codes: (lo, hi),
+        requires: Requires::Nothing,
         class,
         limit: None,
+        refused: Refused::Never,
         why,
     }
 }
 
-/// Status classes, first match wins. Source: RFC 9110 §15 (status codes) and
-/// RFC 6585 §4 (429).
+/// Status classes, first match wins. Source: RFC 9110 §15 (status codes),
+/// RFC 6585 §4 (429), and the rate-limit headers of draft-ietf-httpapi-ratelimit-headers
+/// and GitHub's REST API (a spent limit answered with 403).
 pub const STATUS_TABLE: &[StatusRow] = &[
     row(
         100,
@@ -47,17 +79,28 @@ pub const STATUS_TABLE: &[StatusRow] = &[
         Class::Transient,
         "Request Timeout: the server gave up waiting for the request (RFC 9110 §15.5.9)",
     ),
-    row(
-        429,
-        429,
-        Class::Transient,
-        "Too Many Requests: rate limited, try again later (RFC 6585 §4)",
-    ),
     StatusRow {
-        codes: (500, 500),
-        class: Class::Transient,
+        refused: Refused::Always,
+        ..row(
+            429,
+            429,
+            Class::Transient,
+            "Too Many Requests: rate limited, try again later (RFC 6585 §4)",
+        )
+    },
+    StatusRow {
+        requires: Requires::RateLimitSpent,
+        refused: Refused::Always,
+        ..row(403, 403, Class::Transient, "a rate limit, retried like 429")
+    },
+    StatusRow {
         limit: Some(LIMIT_500),
-        why: "Internal Server Error: may be a passing fault, worth two more tries at most (RFC 9110 §15.6.1)",
+        ..row(
+            500,
+            500,
+            Class::Transient,
+            "Internal Server Error: may be a passing fault, worth two more tries at most (RFC 9110 §15.6.1)",
+        )
     },
     row(
         501,
@@ -71,12 +114,15 @@ pub const STATUS_TABLE: &[StatusRow] = &[
         Class::Transient,
         "Bad Gateway: an upstream server failed (RFC 9110 §15.6.3)",
     ),
-    row(
-        503,
-        503,
-        Class::Transient,
-        "Service Unavailable: overloaded or down for maintenance (RFC 9110 §15.6.4)",
-    ),
+    StatusRow {
+        refused: Refused::WithRetryAfter,
+        ..row(
+            503,
+            503,
+            Class::Transient,
+            "Service Unavailable: overloaded or down for maintenance (RFC 9110 §15.6.4)",
+        )
+    },
     row(
         504,
         504,
@@ -102,6 +148,84 @@ pub const STATUS_TABLE: &[StatusRow] = &[
         "server error that retrying is not known to fix (RFC 9110 §15.6)",
     ),
 ];
+
+impl StatusRow {
+    fn applies(&self, facts: &StatusFacts) -> bool {
+        let requirement = match self.requires {
+            Requires::Nothing => true,
+            Requires::RateLimitSpent => facts.rate_limited,
+        };
+        (self.codes.0..=self.codes.1).contains(&facts.status) && requirement
+    }
+
+    /// Whether the server refused the request before acting on it.
+    fn refused(&self, facts: &StatusFacts) -> bool {
+        match self.refused {
+            Refused::Never => false,
+            Refused::Always => true,
+            Refused::WithRetryAfter => facts.retry_after,
+        }
+    }
+
+    /// The row's verdict for `status`; a row with a requirement says it in full.
+    pub fn verdict(&self, status: u16) -> Verdict {
+        let reason = match self.requires {
+            Requires::Nothing => format!("HTTP {status}: {}", self.why),
+            shows => format!("HTTP {status}{} is {}", shows.describe(), self.why),
+        };
+        Verdict::new(self.class, reason).limited(self.limit)
+    }
+
+    /// `status 500: transient, at most 2 retries (...)`, for `--dry-run`.
+    pub fn describe(&self) -> String {
+        let (lo, hi) = self.codes;
+        let codes = if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}-{hi}")
+        };
+        let shows = self.requires.describe();
+        let limit = self
+            .limit
+            .map(|l| format!(", at most {} retries", l.max_retries))
+            .unwrap_or_default();
+        let exit = if self.class == Class::Success {
+            String::new()
+        } else {
+            format!(", exit {EXIT_HTTP_ERROR}")
+        };
+        format!(
+            "status {codes}{shows}: {}{limit} ({}{exit})",
+            self.class.as_str(),
+            self.why
+        )
+    }
+}
+
+/// The responses that show the server refused the request before acting on it:
+/// `on 429, on 403 with X-RateLimit-Remaining: 0, or on 503 with Retry-After`.
+fn refusals() -> String {
+    let mut parts: Vec<String> = STATUS_TABLE
+        .iter()
+        .filter(|row| row.refused != Refused::Never)
+        .map(|row| {
+            let with = match row.refused {
+                Refused::WithRetryAfter => " with Retry-After",
+                _ => "",
+            };
+            format!("on {}{}{with}", row.codes.0, row.requires.describe())
+        })
+        .collect();
+    if let Some(last) = parts.pop() {
+        parts.push(format!("or {last}"));
+    }
+    parts.join(", ")
+}
+
+/// The first row of the status table that applies to a response.
+pub fn status_row(facts: &StatusFacts) -> Option<&'static StatusRow> {
+    STATUS_TABLE.iter().find(|row| row.applies(facts))
+}
 
 pub struct MethodRow {
     pub method: &'static str,
@@ -351,9 +475,8 @@ impl HttpRules {
             // A 500 is retried as often as any other failure, as curl does.
             verdict.limit = None;
         }
-        let exempt =
-            facts.status == 429 || facts.rate_limited || (facts.status == 503 && facts.retry_after);
-        self.guard_method(verdict, exempt)
+        let refused = status_row(facts).is_some_and(|row| row.refused(facts));
+        self.guard_method(verdict, refused)
     }
 
     fn status_class(&self, facts: &StatusFacts) -> Verdict {
@@ -374,18 +497,8 @@ impl HttpRules {
                 return Verdict::permanent(format!("HTTP {status} is not in --retry-on-status"));
             }
         }
-        if status == 403 && facts.rate_limited {
-            return Verdict::transient(
-                "HTTP 403 with X-RateLimit-Remaining: 0 is a rate limit, retried like 429",
-            );
-        }
-        match STATUS_TABLE
-            .iter()
-            .find(|row| (row.codes.0..=row.codes.1).contains(&status))
-        {
-            Some(row) => {
-                Verdict::new(row.class, format!("HTTP {status}: {}", row.why)).limited(row.limit)
-            }
+        match status_row(facts) {
+            Some(row) => row.verdict(status),
             None => Verdict::permanent(format!("HTTP {status} is not a known status class")),
         }
     }
@@ -417,7 +530,10 @@ impl HttpRules {
 
     /// The rules in force, in the order they are checked, for `--dry-run`.
     pub fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out: Vec<String> = endings::REQUEST_ENDINGS
+            .iter()
+            .map(|rule| rule.describe())
+            .collect();
         if self.retry_all_errors {
             out.push(
                 "--retry-all-errors: every failure below is transient (a malformed URL excepted), \
@@ -433,31 +549,7 @@ impl HttpRules {
                 "status in --retry-on-status {s}: transient; any other status >= 400: permanent"
             ));
         }
-        out.push(
-            "status 403 with X-RateLimit-Remaining: 0: transient (a rate limit, like 429)".into(),
-        );
-        for row in STATUS_TABLE {
-            let (lo, hi) = row.codes;
-            let codes = if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}-{hi}")
-            };
-            let limit = row
-                .limit
-                .map(|l| format!(", at most {} retries", l.max_retries))
-                .unwrap_or_default();
-            let exit = if row.class == Class::Success {
-                String::new()
-            } else {
-                format!(", exit {EXIT_HTTP_ERROR}")
-            };
-            out.push(format!(
-                "status {codes}: {}{limit} ({}{exit})",
-                row.class.as_str(),
-                row.why
-            ));
-        }
+        out.extend(STATUS_TABLE.iter().map(StatusRow::describe));
         for row in TRANSPORT_TABLE {
             out.push(format!(
                 "{}: {} (exit {})",
@@ -487,8 +579,9 @@ impl HttpRules {
         } else {
             format!(
                 "method {method} is not idempotent (RFC 9110 §9.2.2): retried only when the request never reached \
-                 the server (DNS, connect or TLS handshake failure), on 429, or on 503 with Retry-After; \
-                 --idempotency-key auto or --retry-unsafe allow more"
+                 the server (DNS, connect or TLS handshake failure), {}; \
+                 --idempotency-key auto or --retry-unsafe allow more",
+                refusals()
             )
         }
     }
@@ -579,6 +672,14 @@ mod tests {
         let mut unsafe_ok = rules("POST");
         unsafe_ok.retry_unsafe = true;
         assert_eq!(class_of(&unsafe_ok, 502), Class::Transient);
+    }
+
+    #[test]
+    fn the_method_rule_names_every_refusal_in_the_table() {
+        assert_eq!(
+            refusals(),
+            "on 429, on 403 with X-RateLimit-Remaining: 0, or on 503 with Retry-After"
+        );
     }
 
     #[test]

@@ -1,10 +1,16 @@
-//! Outcome → class. The vocabulary (`Class`, `Verdict`) is shared by every mode;
-//! each mode has its own rule tables (`command`, `profiles`, `http`). The engine
-//! only reads verdicts; it never inspects exit codes or statuses itself.
+//! Outcome → class. The vocabulary (`Class`, `Verdict`, `Limit`) is shared by
+//! every mode; the rules are tables with their sources: `profiles` (tools' exit
+//! codes), `http` (statuses, methods, transport failures; the one status table
+//! that profiles seeing a status use too), `wait` (rate-limit and wait headers)
+//! and `endings` (signals, timeouts and retry's own stops). `command` applies
+//! them to a command's ending. The engine only reads verdicts; it never
+//! inspects exit codes or statuses itself.
 
 pub mod command;
+pub mod endings;
 pub mod http;
 pub mod profiles;
+pub mod wait;
 
 use serde::Serialize;
 
@@ -26,12 +32,33 @@ impl Class {
     }
 }
 
+/// Which limited rule a retry is counted against. Rules that share a key share
+/// one count across the run, however the failure was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitKey {
+    /// HTTP 500, in a response or on a tool's stderr.
+    Http500,
+    /// A tool reported an HTTP error without showing the status.
+    StatusNotShown,
+    /// rsync's partial transfer (exit 23) for a cause it did not name.
+    RsyncPartial,
+}
+
 /// A rule that may only be retried a few times, counted across the run
 /// (a 500 is worth one or two more tries, never many).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limit {
-    pub key: &'static str,
+    pub key: LimitKey,
     pub max_retries: u32,
+}
+
+impl Limit {
+    pub const fn twice(key: LimitKey) -> Self {
+        Limit {
+            key,
+            max_retries: 2,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

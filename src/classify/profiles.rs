@@ -1,19 +1,20 @@
 //! Tool profiles: each tool's failure vocabulary as a table, taken from the tool's
 //! documented exit codes and, where a code is ambiguous, the words it prints on
 //! stderr. Rows are checked in order; the first whose codes and condition match
-//! decides. The generic rules at the bottom apply to every command.
+//! decides. A row of a tool that shows an HTTP status (curl, wget, git) hands
+//! that status to the one status table in `http`. The generic rules at the
+//! bottom apply to every command.
 
-use super::Class;
+use super::http::{self, STATUS_TABLE};
+use super::{Class, Limit, LimitKey, Verdict};
 use crate::cli::ProfileName;
 
 /// When a row applies, beyond its exit codes.
 #[derive(Clone, Copy, Debug)]
 pub enum When {
     Always,
-    /// stderr showed an HTTP status within one of these ranges.
-    StatusIn(&'static [(u16, u16)]),
-    /// stderr showed an HTTP status (any not caught by an earlier row).
-    AnyStatus,
+    /// stderr showed an HTTP status.
+    StatusShown,
     /// stderr showed no HTTP status.
     NoStatus,
     /// A stderr line matched one of these patterns.
@@ -28,13 +29,20 @@ pub struct Phrases {
     pub patterns: &'static [&'static str],
 }
 
+/// What a row decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Then {
+    /// This class, retried at most as often as the limit allows across the run.
+    Is(Class, Option<Limit>),
+    /// Classify the status shown on stderr with the HTTP status table.
+    StatusTable,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
     pub codes: &'static [(u8, u8)],
     pub when: When,
-    pub class: Class,
-    /// At most this many retries for this row across the run.
-    pub max_retries: Option<u32>,
+    pub then: Then,
     pub why: &'static str,
 }
 
@@ -58,27 +66,34 @@ pub struct Profile {
 }
 
 const fn row(codes: &'static [(u8, u8)], class: Class, why: &'static str) -> Row {
-    Row {
-        codes,
-        when: When::Always,
-        class,
-        max_retries: None,
-        why,
-    }
+    row_when(codes, When::Always, class, None, why)
 }
 
 const fn row_when(
     codes: &'static [(u8, u8)],
     when: When,
     class: Class,
-    max_retries: Option<u32>,
+    limit: Option<LimitKey>,
     why: &'static str,
 ) -> Row {
+    let limit = match limit {
+        Some(key) => Some(Limit::twice(key)),
+        None => None,
+    };
     Row {
         codes,
         when,
-        class,
-        max_retries,
+        then: Then::Is(class, limit),
+        why,
+    }
+}
+
+/// The row that hands a failure whose stderr names an HTTP status to the status table.
+const fn status_row(codes: &'static [(u8, u8)], why: &'static str) -> Row {
+    Row {
+        codes,
+        when: When::StatusShown,
+        then: Then::StatusTable,
         why,
     }
 }
@@ -103,32 +118,12 @@ pub static CURL: Profile = Profile {
         row(&[(56, 56)], T, "curl: failure receiving network data"),
         row(&[(92, 92)], T, "curl: HTTP/2 stream error"),
         row(&[(95, 95)], T, "curl: HTTP/3 layer error"),
-        row_when(
-            &[(22, 22)],
-            When::StatusIn(&[(408, 408), (429, 429), (502, 504)]),
-            T,
-            None,
-            "curl --fail: temporary HTTP status",
-        ),
-        row_when(
-            &[(22, 22)],
-            When::StatusIn(&[(500, 500)]),
-            T,
-            Some(2),
-            "curl --fail: HTTP 500 (retried at most twice)",
-        ),
-        row_when(
-            &[(22, 22)],
-            When::AnyStatus,
-            P,
-            None,
-            "curl --fail: HTTP status that another attempt cannot fix",
-        ),
+        status_row(&[(22, 22)], "curl --fail: HTTP error"),
         row_when(
             &[(22, 22)],
             When::NoStatus,
             T,
-            Some(2),
+            Some(LimitKey::StatusNotShown),
             "curl --fail: HTTP error with no status shown (retried at most twice)",
         ),
         row(&[(3, 3)], P, "curl: malformed URL"),
@@ -155,32 +150,12 @@ pub static WGET: Profile = Profile {
     status_pattern: Some(r"ERROR (\d{3})"),
     rows: &[
         row(&[(4, 4)], T, "wget: network failure"),
-        row_when(
-            &[(8, 8)],
-            When::StatusIn(&[(408, 408), (429, 429), (502, 504)]),
-            T,
-            None,
-            "wget: temporary HTTP status",
-        ),
-        row_when(
-            &[(8, 8)],
-            When::StatusIn(&[(500, 500)]),
-            T,
-            Some(2),
-            "wget: HTTP 500 (retried at most twice)",
-        ),
-        row_when(
-            &[(8, 8)],
-            When::AnyStatus,
-            P,
-            None,
-            "wget: HTTP status that another attempt cannot fix",
-        ),
+        status_row(&[(8, 8)], "wget: server issued an error response"),
         row_when(
             &[(8, 8)],
             When::NoStatus,
             T,
-            Some(2),
+            Some(LimitKey::StatusNotShown),
             "wget: server error with no status shown, as with -q (retried at most twice)",
         ),
         row(&[(1, 1)], P, "wget: generic error"),
@@ -256,7 +231,7 @@ pub static RSYNC: Profile = Profile {
             &[(23, 23)],
             When::Always,
             T,
-            Some(2),
+            Some(LimitKey::RsyncPartial),
             "rsync: partial transfer due to error (retried at most twice)",
         ),
         row(
@@ -341,13 +316,7 @@ pub static GIT: Profile = Profile {
             None,
             "git: network failure",
         ),
-        row_when(
-            &[(128, 128)],
-            When::StatusIn(&[(429, 429), (500, 599)]),
-            T,
-            None,
-            "git: temporary HTTP status from the remote",
-        ),
+        status_row(&[(128, 128)], "git: HTTP error from the remote"),
         row(
             &[(128, 128)],
             P,
@@ -407,6 +376,24 @@ pub static GENERIC_EXITS: &[Row] = &[
     row(&[(1, 255)], T, "non-zero exit status"),
 ];
 
+/// The generic rules for `--dry-run`.
+pub fn describe_generic() -> Vec<String> {
+    GENERIC_EXITS
+        .iter()
+        .map(|row| {
+            let Then::Is(class, _) = row.then else {
+                unreachable!("generic rules do not read stderr")
+            };
+            format!(
+                "exit {}: {} ({})",
+                code_list(row.codes),
+                class.as_str(),
+                row.why
+            )
+        })
+        .collect()
+}
+
 /// The profile for `--profile NAME`, or for the command's base name under `auto`.
 pub fn pick(name: ProfileName, program: &std::ffi::OsStr) -> &'static Profile {
     match name {
@@ -435,6 +422,99 @@ pub fn codes_contain(codes: &[(u8, u8)], code: i32) -> bool {
         .any(|&(lo, hi)| (i32::from(lo)..=i32::from(hi)).contains(&code))
 }
 
+/// `2,64-78` for a list of inclusive ranges.
+pub fn code_list<T: std::fmt::Display + PartialEq>(codes: &[(T, T)]) -> String {
+    let parts: Vec<String> = codes
+        .iter()
+        .map(|(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect();
+    parts.join(",")
+}
+
+/// The verdict for a status a tool showed on stderr as it failed: the status
+/// table's, except that a status which is not an error cannot excuse the failure.
+pub fn shown_status(status: u16) -> Verdict {
+    let facts = http::StatusFacts {
+        status,
+        ..http::StatusFacts::default()
+    };
+    match http::status_row(&facts) {
+        Some(row) => shown_row_verdict(row, status),
+        None => Verdict::permanent(format!("HTTP {status} is not a known status class")),
+    }
+}
+
+/// What a tool's failure with a status that is not an error means: nothing to retry for.
+const NOT_AN_ERROR: &str = "not an error status, yet the tool failed";
+
+fn shown_row_verdict(row: &http::StatusRow, status: u16) -> Verdict {
+    if row.class == Class::Success {
+        Verdict::permanent(format!("HTTP {status}: {NOT_AN_ERROR}"))
+    } else {
+        row.verdict(status)
+    }
+}
+
+impl Row {
+    /// The row for `--dry-run`; a status-table row is spelled out a status range a line.
+    pub fn describe(&self, profile: &str) -> Vec<String> {
+        let head = format!("{profile} exit {}", code_list(self.codes));
+        match self.then {
+            Then::Is(class, limit) => {
+                let limit = limit
+                    .map(|l| format!(", at most {} retries", l.max_retries))
+                    .unwrap_or_default();
+                vec![format!(
+                    "{head}{}: {}{limit} ({})",
+                    self.when.describe(),
+                    class.as_str(),
+                    self.why
+                )]
+            }
+            Then::StatusTable => STATUS_TABLE
+                .iter()
+                .filter(|row| row.requires == http::Requires::Nothing)
+                .map(|row| {
+                    let (lo, hi) = row.codes;
+                    let verdict = shown_row_verdict(row, lo);
+                    let limit = verdict
+                        .limit
+                        .map(|l| format!(", at most {} retries", l.max_retries))
+                        .unwrap_or_default();
+                    let why = if row.class == Class::Success {
+                        NOT_AN_ERROR
+                    } else {
+                        row.why
+                    };
+                    format!(
+                        "{head} with stderr showing HTTP {}: {}{limit} ({}; {why})",
+                        code_list(&[(lo, hi)]),
+                        verdict.class.as_str(),
+                        self.why,
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+impl When {
+    fn describe(self) -> String {
+        match self {
+            When::Always => String::new(),
+            When::StatusShown => " with stderr showing an HTTP status".into(),
+            When::NoStatus => " with no HTTP status on stderr".into(),
+            When::Shows(phrases) => format!(" with stderr showing {}", phrases.what),
+        }
+    }
+}
+
 impl Profile {
     /// Whether any row needs to see the command's stderr.
     pub fn reads_stderr(&self) -> bool {
@@ -461,6 +541,13 @@ impl Profile {
 mod tests {
     use super::*;
     use std::ffi::OsStr;
+
+    fn class(row: &Row) -> Class {
+        match row.then {
+            Then::Is(class, _) => class,
+            Then::StatusTable => panic!("{} reads the status table", row.why),
+        }
+    }
 
     /// The row that decides `code` when stderr showed nothing.
     fn row_with_quiet_stderr(profile: &Profile, code: i32) -> &Row {
@@ -514,7 +601,7 @@ mod tests {
         for (profile, codes) in cases {
             for &code in codes {
                 let row = row_with_quiet_stderr(profile, code);
-                assert_eq!(row.class, Class::Transient, "{} {code}", profile.name);
+                assert_eq!(class(row), Class::Transient, "{} {code}", profile.name);
             }
         }
     }
@@ -534,7 +621,7 @@ mod tests {
         for (profile, codes) in cases {
             for &code in codes {
                 let row = row_with_quiet_stderr(profile, code);
-                assert_eq!(row.class, Class::Permanent, "{} {code}", profile.name);
+                assert_eq!(class(row), Class::Permanent, "{} {code}", profile.name);
             }
         }
     }
@@ -542,11 +629,12 @@ mod tests {
     #[test]
     fn generic_sysexits() {
         let class_of = |code| {
-            GENERIC_EXITS
-                .iter()
-                .find(|r| codes_contain(r.codes, code))
-                .unwrap()
-                .class
+            class(
+                GENERIC_EXITS
+                    .iter()
+                    .find(|r| codes_contain(r.codes, code))
+                    .unwrap(),
+            )
         };
         for code in [64, 65, 66, 67, 68, 70, 72, 73, 76, 77, 78, 126, 127] {
             assert_eq!(class_of(code), Class::Permanent, "{code}");
@@ -555,6 +643,54 @@ mod tests {
             assert_eq!(class_of(code), Class::Transient, "{code}");
         }
         assert_eq!(class_of(0), Class::Success);
+    }
+
+    #[test]
+    fn profiles_that_see_a_status_use_the_status_table() {
+        for profile in [&CURL, &WGET, &GIT] {
+            let table_rows = profile
+                .rows
+                .iter()
+                .filter(|r| r.then == Then::StatusTable)
+                .count();
+            assert_eq!(table_rows, 1, "{}", profile.name);
+            assert!(profile.status_pattern.is_some(), "{}", profile.name);
+        }
+    }
+
+    #[test]
+    fn shown_status_follows_the_status_table() {
+        let v500 = shown_status(500);
+        assert_eq!(
+            (v500.class, v500.limit),
+            (Class::Transient, Some(http::LIMIT_500))
+        );
+        for status in [408, 429, 502, 503, 504] {
+            assert_eq!(shown_status(status).class, Class::Transient, "{status}");
+        }
+        for status in [200, 302, 400, 403, 404, 501, 505, 507, 599, 600] {
+            assert_eq!(shown_status(status).class, Class::Permanent, "{status}");
+        }
+    }
+
+    #[test]
+    fn a_status_row_is_described_a_range_a_line() {
+        let lines = CURL
+            .rows
+            .iter()
+            .find(|r| r.then == Then::StatusTable)
+            .unwrap()
+            .describe("curl");
+        assert!(
+            lines.contains(&"curl exit 22 with stderr showing HTTP 500: transient, at most 2 retries \
+                 (curl --fail: HTTP error; Internal Server Error: may be a passing fault, worth two more tries at most (RFC 9110 §15.6.1))"
+                .to_string()),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.iter().all(|l| !l.contains("X-RateLimit")),
+            "{lines:#?}"
+        );
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub struct Output {
 
 impl Output {
     pub fn new(fd: i32) -> Output {
-        let kind = match fstat(borrow(fd)) {
+        let kind = match fstat(super::std_fd(fd)) {
             Ok(st) => match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
                 SFlag::S_IFIFO => reopen_nonblocking(fd),
                 SFlag::S_IFSOCK => Kind::Socket,
@@ -82,7 +82,7 @@ impl Output {
     fn fd(&self) -> BorrowedFd<'_> {
         match &self.kind {
             Kind::Pipe(fd) => fd.as_fd(),
-            _ => borrow(self.fd),
+            _ => super::std_fd(self.fd),
         }
     }
 
@@ -95,7 +95,7 @@ impl Output {
                 MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
             ),
             Kind::Gone => Err(Errno::EPIPE),
-            Kind::Blocking => nix::unistd::write(borrow(self.fd), data),
+            Kind::Blocking => nix::unistd::write(super::std_fd(self.fd), data),
         }
     }
 
@@ -191,11 +191,6 @@ fn reopen_nonblocking(fd: i32) -> Kind {
         Err(Errno::ENXIO) => Kind::Gone,
         Err(_) => Kind::Blocking,
     }
-}
-
-fn borrow(fd: i32) -> BorrowedFd<'static> {
-    // SAFETY: only retry's fd 1 and 2 are passed here; they stay open for the whole process.
-    unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
 /// The raw fd, for callers that must compare (a pump forwarding to fd 1).

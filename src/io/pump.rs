@@ -15,9 +15,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use super::Fault;
 use super::out::{Output, Stop, WriteError};
@@ -40,6 +38,7 @@ pub struct Pump {
 }
 
 /// What a pump shares with the attempt that started it.
+#[derive(Clone)]
 pub struct Shared {
     pub watch: Option<Arc<OutputWatch>>,
     pub facts: Arc<Mutex<OutputFacts>>,
@@ -83,23 +82,7 @@ struct Ends {
 impl Ends {
     /// Waits for input; false once the pump is cancelled.
     fn readable(&self) -> io::Result<bool> {
-        loop {
-            let mut fds = [
-                PollFd::new(self.source.as_fd(), PollFlags::POLLIN),
-                PollFd::new(self.cancel.as_fd(), PollFlags::POLLIN),
-            ];
-            match poll(&mut fds, PollTimeout::NONE) {
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-                Ok(_) => {}
-            }
-            if fds[1].any().unwrap_or(false) {
-                return Ok(false);
-            }
-            if fds[0].any().unwrap_or(false) {
-                return Ok(true);
-            }
-        }
+        super::wait_readable(self.source.as_fd(), &self.cancel)
     }
 }
 

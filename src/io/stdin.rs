@@ -57,8 +57,7 @@ struct Fed {
 }
 
 fn stdin_fd() -> BorrowedFd<'static> {
-    // fd 0 lives as long as the process.
-    unsafe { BorrowedFd::borrow_raw(0) }
+    super::std_fd(0)
 }
 
 impl StdinPlan {
@@ -178,7 +177,7 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
         offset += n as u64;
     }
     while !rec.source_done {
-        match wait_readable(stdin_fd(), cancel) {
+        match super::wait_readable(stdin_fd(), cancel) {
             Ok(true) => {}
             _ => return Ok(()),
         }
@@ -200,27 +199,6 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
         }
     }
     Ok(())
-}
-
-/// Waits until `fd` is readable (true) or the attempt is cancelled (false).
-fn wait_readable(fd: BorrowedFd<'_>, cancel: &OwnedFd) -> io::Result<bool> {
-    loop {
-        let mut fds = [
-            PollFd::new(fd, PollFlags::POLLIN),
-            PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, PollTimeout::NONE) {
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-            Ok(_) => {}
-        }
-        if fds[1].any().unwrap_or(false) {
-            return Ok(false);
-        }
-        if fds[0].any().unwrap_or(false) {
-            return Ok(true);
-        }
-    }
 }
 
 /// Writes all of `data` to the command; false if the attempt was cancelled or

@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use nix::errno::Errno;
@@ -202,14 +202,8 @@ impl MarkerStore for FileStore {
     fn record(&mut self, marker: &Marker) -> anyhow::Result<()> {
         let mut text = serde_json::to_vec_pretty(marker)?;
         text.push(b'\n');
-        write_durably(&self.marker_path(&marker.key), &text)
+        crate::report::write_atomically(&self.marker_path(&marker.key), &text)
     }
-}
-
-/// Write to a temporary file, fsync it, rename it over `path`, fsync the directory:
-/// after this returns, the file survives a crash whole or not at all.
-pub fn write_durably(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    crate::report::write_atomically(path, contents)
 }
 
 /// Whether a character may stand for itself in a marker's file name.

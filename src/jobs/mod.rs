@@ -30,14 +30,14 @@ pub use self::postgres::{PgTarget, SslMode};
 /// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]
 pub struct JobOptions {
-    pub lock: Option<Target>,
+    pub lock: Option<Backend>,
     pub lock_wait: Duration,
     /// `--max-time`: waiting for a lock spends it too.
     pub max_time: Option<Duration>,
     pub busy_exit: u8,
     pub once: Option<String>,
     /// Where `--once` markers live (the default directory when `--once` has no `--state`).
-    pub state: Option<Target>,
+    pub state: Option<Backend>,
     /// The command (or URL) being run, recorded in `--once` markers.
     pub command: Vec<String>,
 }
@@ -55,8 +55,8 @@ pub struct JobFlags<'a> {
 
 /// Whether the run goes ahead.
 pub enum Gate {
-    /// Go ahead; the locks stay held until `Held` is dropped.
-    Proceed(Held),
+    /// Go ahead; the locks stay held until `HeldLocks` is dropped.
+    Proceed(HeldLocks),
     /// Do not run: exit with `exit_code` after printing `message`.
     Skip { exit_code: i32, message: String },
     /// The run must stop before it began (a signal while connecting or waiting, or
@@ -78,7 +78,7 @@ impl std::error::Error for Interrupted {}
 
 /// Where a lock or the markers live.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum Backend {
     /// A lock file, or the directory of marker files.
     File(PathBuf),
     /// A PostgreSQL server (`postgres://…`, `#NAME` for a lock).
@@ -93,12 +93,12 @@ const STATE_ACCEPTS: &str = "expected a directory or postgres://USER@HOST:PORT/D
 ///
 /// `postgres://` and `postgresql://` URLs (any case) are PostgreSQL servers; any other
 /// `SCHEME://` is refused; everything else is a file path.
-pub fn parse_target(text: &str) -> Result<Target, String> {
+pub fn parse_target(text: &str) -> Result<Backend, String> {
     if text.is_empty() {
         return Err("empty target".into());
     }
     if let Some(rest) = postgres::strip_scheme(text) {
-        return postgres::parse_url(rest).map(Target::Postgres);
+        return postgres::parse_url(rest).map(Backend::Postgres);
     }
     if let Some(scheme) = url_scheme(text) {
         return Err(format!(
@@ -108,7 +108,7 @@ pub fn parse_target(text: &str) -> Result<Target, String> {
     if text.contains('\0') {
         return Err("a path cannot contain a NUL byte".into());
     }
-    Ok(Target::File(PathBuf::from(text)))
+    Ok(Backend::File(PathBuf::from(text)))
 }
 
 /// `SCHEME` when `text` starts with `SCHEME://` (RFC 3986 scheme characters).
@@ -122,13 +122,13 @@ fn url_scheme(text: &str) -> Option<&str> {
 }
 
 /// Parses `--lock TARGET`: a file path, or a PostgreSQL URL with `#NAME`.
-pub fn parse_lock_target(text: &str) -> Result<Target, String> {
+pub fn parse_lock_target(text: &str) -> Result<Backend, String> {
     let target = parse_target(text).map_err(|e| format!("--lock: {e}; {LOCK_ACCEPTS}"))?;
     match &target {
-        Target::Postgres(pg) if pg.name.is_none() => Err(format!(
+        Backend::Postgres(pg) if pg.name.is_none() => Err(format!(
             "--lock: {pg} names no lock; add #NAME, e.g. {pg}#nightly-report"
         )),
-        Target::File(path) if text.ends_with('/') => Err(format!(
+        Backend::File(path) if text.ends_with('/') => Err(format!(
             "--lock: {} is a directory path; expected a lock file path",
             path.display()
         )),
@@ -137,10 +137,10 @@ pub fn parse_lock_target(text: &str) -> Result<Target, String> {
 }
 
 /// Parses `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`.
-pub fn parse_state_target(text: &str) -> Result<Target, String> {
+pub fn parse_state_target(text: &str) -> Result<Backend, String> {
     let target = parse_target(text).map_err(|e| format!("--state: {e}; {STATE_ACCEPTS}"))?;
     match &target {
-        Target::Postgres(pg) if pg.name.is_some() => Err(format!(
+        Backend::Postgres(pg) if pg.name.is_some() => Err(format!(
             "--state: {pg} has a #NAME, which --state does not use (markers live in table {}); \
              {STATE_ACCEPTS}",
             postgres::MARKER_TABLE
@@ -179,10 +179,10 @@ impl JobOptions {
         let state = match (flags.state, flags.once) {
             (Some(text), _) => Some(parse_state_target(text).map_err(anyhow::Error::msg)?),
             // The default directory only matters with --once.
-            (None, Some(_)) => Some(Target::File(default_state_dir()?)),
+            (None, Some(_)) => Some(Backend::File(default_state_dir()?)),
             (None, None) => None,
         };
-        if let (Some(key), Some(Target::File(_))) = (flags.once, &state) {
+        if let (Some(key), Some(Backend::File(_))) = (flags.once, &state) {
             file::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
         Ok(JobOptions {
@@ -257,7 +257,7 @@ pub struct Marker {
 }
 
 /// The locks a proceeding run holds, and what it must record on success.
-pub struct Held {
+pub struct HeldLocks {
     // Dropped in this order: the checks, the key lock, then the single-instance lock.
     watches: Vec<Watch>,
     once: Option<OnceRun>,
@@ -336,7 +336,7 @@ struct OnceRun {
     command: Vec<String>,
 }
 
-impl Held {
+impl HeldLocks {
     /// Whether every lock is still held, checked now when a marker is about to be
     /// written (a success recorded without its lock could be done twice).
     pub fn confirm(&self) -> Result<(), String> {
@@ -394,18 +394,18 @@ pub fn host_name() -> String {
 }
 
 /// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
-fn open_lock(target: Target) -> anyhow::Result<Box<dyn Lock>> {
+fn open_lock(target: Backend) -> anyhow::Result<Box<dyn Lock>> {
     Ok(match target {
-        Target::File(path) => Box::new(file::FileLock::new(path)),
-        Target::Postgres(pg) => Box::new(postgres::PgLock::connect(pg)?),
+        Backend::File(path) => Box::new(file::FileLock::new(path)),
+        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg)?),
     })
 }
 
 /// Opens the backend for a `--state` target (creating the directory or table).
-fn open_store(target: Target) -> anyhow::Result<Box<dyn MarkerStore>> {
+fn open_store(target: Backend) -> anyhow::Result<Box<dyn MarkerStore>> {
     Ok(match target {
-        Target::File(dir) => Box::new(file::FileStore::open(dir)?),
-        Target::Postgres(pg) => Box::new(postgres::PgStore::connect(pg)?),
+        Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
+        Backend::Postgres(pg) => Box::new(postgres::PgStore::connect(pg)?),
     })
 }
 
@@ -429,7 +429,7 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
         }
         once = Some(OnceRun {
             store,
-            key: key.clone(),
+            key: key.to_string(),
             command: opts.command.clone(),
         });
     }
@@ -473,7 +473,7 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
             watches.push(Watch::start(place, liveness)?);
         }
     }
-    Ok(Gate::Proceed(Held {
+    Ok(Gate::Proceed(HeldLocks {
         watches,
         once,
         _lock: lock,
@@ -613,15 +613,15 @@ mod tests {
     fn file_paths_are_file_targets() {
         assert_eq!(
             parse_target("/run/lock/report.lock"),
-            Ok(Target::File("/run/lock/report.lock".into()))
+            Ok(Backend::File("/run/lock/report.lock".into()))
         );
         assert_eq!(
             parse_target("rel.lock"),
-            Ok(Target::File("rel.lock".into()))
+            Ok(Backend::File("rel.lock".into()))
         );
         assert_eq!(
             parse_target("dir:with:colons"),
-            Ok(Target::File("dir:with:colons".into()))
+            Ok(Backend::File("dir:with:colons".into()))
         );
     }
 
@@ -697,8 +697,8 @@ mod tests {
             ..flags()
         })
         .unwrap();
-        assert_eq!(opts.lock, Some(Target::File("/run/lock/x.lock".into())));
-        assert!(matches!(opts.state, Some(Target::Postgres(_))));
+        assert_eq!(opts.lock, Some(Backend::File("/run/lock/x.lock".into())));
+        assert!(matches!(opts.state, Some(Backend::Postgres(_))));
     }
 
     proptest::proptest! {

@@ -18,15 +18,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use reqwest::header::{HeaderMap, HeaderValue, IF_RANGE, RANGE, RETRY_AFTER};
+use reqwest::header::{HeaderValue, IF_RANGE, RANGE};
 use reqwest::{RequestBuilder, Response, Url};
 
-use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, StatusFacts, Transport};
-use crate::classify::{Class, Verdict};
+use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
+use crate::classify::{Class, Verdict, endings, wait};
 use crate::cli::Cli;
 use crate::engine::{AttemptContext, AttemptReport, Outcome, WaitHint};
 use crate::exec::RunInfo;
-use crate::exec::http_headers;
 use crate::exec::{Description, Executor};
 use crate::parse::human;
 use crate::{report, signals};
@@ -34,7 +33,7 @@ use crate::{report, signals};
 use crate::exit::ExitCode;
 use crate::io::spool::SpillError;
 use errors::Phase;
-use output::{Body, Destination, Held};
+use output::{Body, Destination, HeldResponse};
 use redirect::{Follow, Hop};
 use request::{RequestSpec, describe_headers, display_url};
 use resume::Resume;
@@ -56,7 +55,7 @@ pub struct HttpExecutor {
     rules: HttpRules,
     destination: Destination,
     include: bool,
-    held: Held,
+    held: HeldResponse,
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
@@ -124,7 +123,7 @@ impl HttpExecutor {
             rules,
             destination,
             include: cli.include,
-            held: Held::Nothing,
+            held: HeldResponse::Nothing,
             max_redirs: cli.max_redirs,
             max_retry_after: cli.max_retry_after,
             connect_timeout: cli.connect_timeout,
@@ -143,10 +142,10 @@ impl HttpExecutor {
         }
         out.extend(self.rules.describe());
         out.push(format!(
-            "Retry-After (and on 429 RateLimit-Reset, X-RateLimit-Reset, RateLimit t=) is obeyed up to {} \
-             (--max-retry-after); a longer wait ends the run",
+            "a wait the server asks for is obeyed up to {} (--max-retry-after); a longer wait ends the run",
             human(self.max_retry_after)
         ));
+        out.extend(wait::describe());
         out.push(match self.max_redirs {
             0 => "redirects are not followed (--max-redirs 0): a 3xx response is the result".into(),
             n => format!(
@@ -242,7 +241,7 @@ enum Attempted {
         status: u16,
         verdict: Verdict,
         hint: Option<WaitHint>,
-        held: Held,
+        held: HeldResponse,
     },
     Failed {
         kind: Transport,
@@ -316,20 +315,20 @@ impl Exchange<'_> {
             }
         };
         let status = response.status().as_u16();
-        let (facts, hint) = server_wait(response.headers(), status, SystemTime::now());
+        let (facts, hint) = wait::server_wait(response.headers(), status, SystemTime::now());
         let verdict = self.rules.status(&facts);
         let held = if verdict.class == Class::Success {
             match self.receive(&mut response, &heads, asked_from).await {
-                Ok(body) => Held::Body(body),
+                Ok(body) => HeldResponse::Body(body),
                 Err(failure) => return failure,
             }
         } else if self.fail_with_body && status >= 400 {
             match self.receive(&mut response, &heads, None).await {
-                Ok(body) => Held::FailedBody(body),
+                Ok(body) => HeldResponse::FailedBody(body),
                 Err(failure) => return failure,
             }
         } else {
-            Held::Failed {
+            HeldResponse::Failed {
                 status,
                 excerpt: read_excerpt(&mut response).await,
             }
@@ -544,75 +543,9 @@ async fn read_excerpt(response: &mut Response) -> String {
     output::excerpt(&bytes, EXCERPT_CHARS)
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The wait the server asked for, as the engine will quote it.
-fn hint(name: &str, value: &str, wait: Duration) -> WaitHint {
-    let value: String = value.trim().chars().take(100).collect();
-    WaitHint {
-        wait,
-        source: format!("{name}: {value}"),
-    }
-}
-
-/// Reads the rate-limit facts and the requested wait from a response's
-/// headers. Retry-After comes first; the rate-limit reset headers count on 429
-/// and on a rate-limited 403 only.
-fn server_wait(
-    headers: &HeaderMap,
-    status: u16,
-    now: SystemTime,
-) -> (StatusFacts, Option<WaitHint>) {
-    let rate_limited = status == 403
-        && ["x-ratelimit-remaining", "ratelimit-remaining"]
-            .iter()
-            .any(|n| header(headers, n).and_then(http_headers::rate_limit_remaining) == Some(0));
-    let mut facts = StatusFacts {
-        status,
-        retry_after: false,
-        rate_limited,
-    };
-    if let Some(raw) = headers.get(RETRY_AFTER) {
-        let text = String::from_utf8_lossy(raw.as_bytes());
-        match http_headers::retry_after(&text, now) {
-            Some(wait) => {
-                facts.retry_after = true;
-                if wait.is_zero() {
-                    report::verbose(1, &format!("Retry-After: {text} asks for no wait"));
-                    return (facts, None);
-                }
-                return (facts, Some(hint("Retry-After", &text, wait)));
-            }
-            None => report::verbose(
-                1,
-                &format!("ignored a malformed Retry-After: {}", text.trim()),
-            ),
-        }
-    }
-    if status != 429 && !rate_limited {
-        return (facts, None);
-    }
-    for name in ["RateLimit-Reset", "X-RateLimit-Reset"] {
-        if let Some(value) = header(headers, name) {
-            match http_headers::rate_limit_reset(value, now) {
-                Some(wait) if !wait.is_zero() => return (facts, Some(hint(name, value, wait))),
-                _ => {}
-            }
-        }
-    }
-    let field =
-        header(headers, "RateLimit").and_then(|v| Some((v, http_headers::rate_limit_field(v)?)));
-    if let Some((value, wait)) = field.filter(|(_, w)| !w.is_zero()) {
-        return (facts, Some(hint("RateLimit", value, wait)));
-    }
-    (facts, None)
-}
-
 impl Executor for HttpExecutor {
     fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
-        self.held = Held::Nothing;
+        self.held = HeldResponse::Nothing;
         *self.transfer.borrow_mut() = Transfer {
             method: self.spec.method.to_string(),
             url: self.spec.url.as_ref().map(display_url).unwrap_or_default(),
@@ -648,7 +581,7 @@ impl Executor for HttpExecutor {
     }
 
     fn discard(&mut self) {
-        self.held = Held::Nothing;
+        self.held = HeldResponse::Nothing;
     }
 
     fn describe(&self) -> Description {
@@ -718,7 +651,7 @@ impl HttpExecutor {
                         kind: "interrupted".into(),
                         message: format!("interrupted by {name}"),
                     },
-                    Verdict::permanent(format!("retry received {name}")),
+                    endings::INTERRUPTED_REQUEST.verdict(&[("signal", &name)]),
                     ExitCode::signal(signal),
                 );
                 report.interrupted_by = Some(signal);
@@ -730,7 +663,7 @@ impl HttpExecutor {
                         kind: "lock_lost".into(),
                         message: format!("abandoned: {lost}"),
                     },
-                    Verdict::permanent(format!("retry abandoned the request: {lost}")),
+                    endings::LOCK_LOST_REQUEST.verdict(&[("lost", &lost)]),
                     crate::exit::ExitCode::USAGE,
                 );
                 report.lock_lost = Some(lost);
@@ -746,64 +679,5 @@ fn error_message(report: &AttemptReport) -> String {
         _ if report.exit_code == 0 => String::new(),
         Outcome::Http { status } => format!("The requested URL returned error: {status}"),
         outcome => outcome.describe(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(*k, HeaderValue::from_static(v));
-        }
-        map
-    }
-
-    fn now() -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)
-    }
-
-    #[test]
-    fn retry_after_wins_over_rate_limit_headers() {
-        let h = headers(&[("retry-after", "7"), ("x-ratelimit-reset", "60")]);
-        let (facts, hint) = server_wait(&h, 429, now());
-        assert!(facts.retry_after);
-        let hint = hint.unwrap();
-        assert_eq!(hint.wait, Duration::from_secs(7));
-        assert_eq!(hint.source, "Retry-After: 7");
-    }
-
-    #[test]
-    fn rate_limit_reset_counts_on_429_and_limited_403_only() {
-        let h = headers(&[
-            ("x-ratelimit-reset", "1700000030"),
-            ("x-ratelimit-remaining", "0"),
-        ]);
-        assert_eq!(
-            server_wait(&h, 429, now()).1.unwrap().wait,
-            Duration::from_secs(30)
-        );
-        let (facts, hint) = server_wait(&h, 403, now());
-        assert!(facts.rate_limited);
-        assert_eq!(hint.unwrap().source, "X-RateLimit-Reset: 1700000030");
-        assert!(server_wait(&h, 503, now()).1.is_none());
-        let field = headers(&[("ratelimit", "\"default\";r=0;t=12")]);
-        assert_eq!(
-            server_wait(&field, 429, now()).1.unwrap().wait,
-            Duration::from_secs(12)
-        );
-    }
-
-    #[test]
-    fn malformed_or_past_retry_after_gives_no_hint() {
-        let bad = headers(&[("retry-after", "tomorrow")]);
-        let (facts, hint) = server_wait(&bad, 503, now());
-        assert!(!facts.retry_after && hint.is_none());
-        let past = headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]);
-        let (facts, hint) = server_wait(&past, 503, now());
-        assert!(facts.retry_after && hint.is_none());
     }
 }

@@ -1,20 +1,19 @@
 //! Exactly-once output. Each attempt's body is held — in a spool for stdout
 //! (memory, then an unnamed temporary file), or in a temporary file beside the
 //! `-o` target — and only the final attempt's is delivered: written to stdout, or
-//! renamed over the target. A failed final attempt delivers nothing (as `curl
+//! put in place of the target by the one durable replacement (`report::Replacement`). A failed final attempt delivers nothing (as `curl
 //! --fail` does), so stdout stays empty and the `-o` file keeps its old contents.
 
-use std::fs::{self, Permissions};
-use std::io::{self, BufWriter, Write};
+use std::fs;
+use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use tempfile::NamedTempFile;
 
 use crate::io::out::{Output, Stop, deliver_result};
 use crate::io::spool::Spool;
-use crate::report;
+use crate::report::{self, Replacement};
 
 /// Writes to an `-o` temporary file are gathered to this size: a decoded body
 /// arrives in chunks of a few KiB, and a write for each costs more than the decoding.
@@ -55,13 +54,9 @@ impl Destination {
     pub fn holder(&self) -> io::Result<Body> {
         Ok(match self {
             Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
-            Destination::File { path, .. } => Body::File(BufWriter::with_capacity(
-                FILE_BUFFER,
-                tempfile::Builder::new()
-                    .prefix(".retry-")
-                    .suffix(".part")
-                    .tempfile_in(report::parent_dir(path))?,
-            )),
+            Destination::File { path, .. } => {
+                Body::File(Replacement::new(path, ".part", FILE_BUFFER)?)
+            }
         })
     }
 }
@@ -69,7 +64,7 @@ impl Destination {
 /// One attempt's body while it arrives.
 pub enum Body {
     Spool(Spool),
-    File(BufWriter<NamedTempFile>),
+    File(Replacement),
 }
 
 impl Body {
@@ -83,17 +78,14 @@ impl Body {
     pub fn len(&self) -> u64 {
         match self {
             Body::Spool(spool) => spool.len(),
-            Body::File(file) => {
-                let written = file.get_ref().as_file().metadata().map_or(0, |m| m.len());
-                written + file.buffer().len() as u64
-            }
+            Body::File(file) => file.written(),
         }
     }
 }
 
 /// What the last attempt left to deliver.
 #[derive(Default)]
-pub enum Held {
+pub enum HeldResponse {
     #[default]
     Nothing,
     /// A complete successful body (with the head first, for -i).
@@ -104,17 +96,17 @@ pub enum Held {
     FailedBody(Body),
 }
 
-impl Held {
+impl HeldResponse {
     pub fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
         match self {
-            Held::Body(body) | Held::FailedBody(body) => body.deliver(destination),
-            Held::Failed { status, excerpt } => {
+            HeldResponse::Body(body) | HeldResponse::FailedBody(body) => body.deliver(destination),
+            HeldResponse::Failed { status, excerpt } => {
                 if !excerpt.is_empty() {
                     report::info(&format!("the server's HTTP {status} reply said: {excerpt}"));
                 }
                 Ok(())
             }
-            Held::Nothing => Ok(()),
+            HeldResponse::Nothing => Ok(()),
         }
     }
 }
@@ -125,11 +117,9 @@ impl Body {
             (Body::Spool(spool), Destination::Special(path)) => write_special(&spool, path),
             (Body::Spool(spool), _) => write_stdout(&spool),
             (Body::File(file), Destination::File { path, mode }) => {
-                let file = file
-                    .into_inner()
-                    .map_err(|e| anyhow::Error::new(e.into_error()))
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                persist(file, path, *mode)
+                // An existing target keeps its mode.
+                let mode = fs::metadata(path).map_or(*mode, |m| m.permissions().mode() & 0o7777);
+                file.commit(Some(mode))
             }
             (Body::File(_), _) => Ok(()),
         }
@@ -142,24 +132,10 @@ fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
 }
 
 fn write_special(spool: &Spool, path: &Path) -> anyhow::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
+    let mut file = report::open_in_place(path)?;
     spool
         .copy_to(&mut file)
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Renames the finished temporary file over the target: readers see the old
-/// file or the new one, never a part. An existing target keeps its mode.
-fn persist(file: NamedTempFile, path: &Path, mode: u32) -> anyhow::Result<()> {
-    let mode = fs::metadata(path).map_or(mode, |m| m.permissions().mode() & 0o7777);
-    fs::set_permissions(file.path(), Permissions::from_mode(mode))
-        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// The process umask (read by setting and restoring it; done once, before any

@@ -10,13 +10,12 @@ use std::io::{self, Write};
 
 use reqwest::Response;
 use reqwest::header::{CONTENT_RANGE, ETAG, HeaderValue, LAST_MODIFIED};
-use tempfile::NamedTempFile;
 
 use super::output::{Body, Destination};
-use crate::report;
+use crate::report::{self, Replacement};
 
 struct Partial {
-    file: std::io::BufWriter<NamedTempFile>,
+    file: Replacement,
     len: u64,
     /// What If-Range carries; `None` when the response gave nothing to check with.
     validator: Option<HeaderValue>,

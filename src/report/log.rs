@@ -1,15 +1,12 @@
-//! Everything retry says: stderr lines (text or JSON Lines), GitHub Actions
-//! annotations, and the `--report` file. The engine emits events; this module
-//! decides how they look. Messages from other modules go through `info`,
-//! `verbose` and `error` so that `-q`, `-v` and `--log-format` apply everywhere.
+//! How retry speaks: stderr lines (text or JSON Lines), GitHub Actions
+//! annotations, the events of a run as the engine emits them, and the JSON of
+//! the `--report` file. Where and how a file is written is `files`' job.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::classify::Class;
@@ -303,111 +300,6 @@ pub fn report_json(header: &ReportHeader<'_>, summary: &RunSummary) -> Value {
     })
 }
 
-/// Checks up front that `flag`'s file can be written (its directory exists and
-/// it is not a directory itself), so a bad path is a usage error (exit 125)
-/// before anything runs, not a surprise at the end.
-/// A URL as it may be shown anywhere (logs, JSON, the report, annotations, the
-/// dry run): any user information is `***`, since a user name can be a token
-/// as well as a password. Works on text that does not parse as a URL, too.
-pub fn redact_url(text: &str) -> String {
-    let Some(scheme_end) = text.find("://").map(|i| i + 3) else {
-        return text.to_string();
-    };
-    let rest = &text[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}***{}", &text[..scheme_end], &rest[at..]),
-        None => text.to_string(),
-    }
-}
-
-pub fn check_file_target(flag: &str, path: &Path) -> anyhow::Result<()> {
-    if path.as_os_str().is_empty() {
-        anyhow::bail!("{flag}: expected a file path");
-    }
-    if path.is_dir() {
-        anyhow::bail!(
-            "{flag}: {} is a directory; expected a file path",
-            path.display()
-        );
-    }
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        // A device or FIFO is written in place: opening it is the check (never blocking on a FIFO).
-        return match std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(nix::libc::O_NONBLOCK)
-            .open(path)
-        {
-            // A FIFO nobody reads yet: the reader may come by the end of the run.
-            Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => Ok(()),
-            opened => opened
-                .map(drop)
-                .with_context(|| format!("{flag}: cannot open {} for writing", path.display())),
-        };
-    }
-    let dir = parent_dir(path);
-    let meta = std::fs::metadata(&dir)
-        .with_context(|| format!("{flag}: cannot use directory {}", dir.display()))?;
-    anyhow::ensure!(
-        meta.is_dir(),
-        "{flag}: {} is not a directory",
-        dir.display()
-    );
-    // The file is written at the end, by rename: a file must be creatable beside it now.
-    probe_dir(&dir).with_context(|| format!("{flag}: cannot create a file in {}", dir.display()))
-}
-
-/// Creates and removes a file in `dir`: the operating system's own reason if it cannot.
-pub fn probe_dir(dir: &Path) -> std::io::Result<()> {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let probe = dir.join(format!(".retry-check-{}-{nanos}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)?;
-    std::fs::remove_file(&probe)
-}
-
-/// The directory that holds `path` (`.` for a bare file name).
-pub fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Writes `contents` to `path` atomically and durably: a temporary file in the
-/// same directory, fsync, rename over the target, fsync the directory. After it
-/// returns, the file survives a crash whole or not at all.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        // A device or FIFO (`--report /dev/stderr`, `/dev/null`): write in place, never rename over it.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        return file
-            .write_all(contents)
-            .with_context(|| format!("cannot write {}", path.display()));
-    }
-    let dir = parent_dir(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".retry-")
-        .tempfile_in(&dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(contents)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // The rename itself is durable only once the directory is synced.
-    std::fs::File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot sync directory {}", dir.display()))?;
-    Ok(())
-}
-
 pub fn write_report(
     path: &Path,
     header: &ReportHeader<'_>,
@@ -415,7 +307,7 @@ pub fn write_report(
 ) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec_pretty(&report_json(header, summary))?;
     text.push(b'\n');
-    write_atomically(path, &text)
+    super::files::write_atomically(path, &text)
 }
 
 #[cfg(test)]
@@ -423,51 +315,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn user_information_in_urls_is_redacted() {
-        assert_eq!(
-            redact_url("http://user:SECRET@127.0.0.1:8080/x?a=b@c"),
-            "http://***@127.0.0.1:8080/x?a=b@c"
-        );
-        assert_eq!(redact_url("https://tok@h/p"), "https://***@h/p");
-        assert_eq!(redact_url("https://a:b@c@h"), "https://***@h");
-        assert_eq!(redact_url("https://h/p@q"), "https://h/p@q");
-        assert_eq!(redact_url("not a url"), "not a url");
-    }
-
-    #[test]
     fn github_messages_are_escaped() {
         assert_eq!(github_escape("50%\nnext"), "50%25%0Anext");
-    }
-
-    #[test]
-    fn atomic_write_replaces_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.json");
-        write_atomically(&path, b"one").unwrap();
-        write_atomically(&path, b"two").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temporary file left"
-        );
-    }
-
-    #[test]
-    fn report_path_must_have_a_directory() {
-        assert!(check_file_target("--report", Path::new("/no/such/dir/r.json")).is_err());
-        assert!(check_file_target("--report", Path::new("r.json")).is_ok());
-        assert!(check_file_target("--report", Path::new("")).is_err());
-    }
-
-    #[test]
-    fn devices_are_written_in_place_not_renamed_over() {
-        write_atomically(Path::new("/dev/null"), b"{}").unwrap();
-        let meta = std::fs::metadata("/dev/null").unwrap();
-        use std::os::unix::fs::FileTypeExt;
-        assert!(
-            meta.file_type().is_char_device(),
-            "/dev/null must stay a device"
-        );
     }
 }

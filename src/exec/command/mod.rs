@@ -1,27 +1,27 @@
-//! Command mode: runs one attempt of a command in its own process group and
-//! supervises it — the `--timeout` / `--kill-after` escalation, forwarding of
-//! stopping signals, terminal hand-over for interactive commands, stdin replay and
-//! output scanning — then classifies how it ended.
+//! Command mode: starts one attempt of a command in its own process group, with
+//! stdin replay, and classifies how it ended (the rules are `classify::command`).
+//! Waiting for the process, its time limit and signals are `supervisor`'s; the
+//! pumps and the held stdout are `output`'s; the terminal hand-over is
+//! `terminal`'s.
+
+mod output;
+mod supervisor;
+mod terminal;
 
 use std::ffi::OsString;
-use std::io::{self, IsTerminal};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{self, SigHandler, Signal, killpg};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, getpgrp, getpid, getppid, setpgid, tcgetpgrp, tcsetpgrp};
+use nix::sys::signal::{self, SigHandler, Signal};
+use nix::unistd::{Pid, getpid, getppid, setpgid, tcsetpgrp};
 
-use crate::classify::command::{
-    CommandEnd, CommandRules, OutputFacts, OutputWatch, Stream, signal_name,
-};
+use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
 use crate::classify::profiles;
-use crate::classify::{Class, Verdict};
+use crate::classify::{Class, endings};
 use crate::config::CommandConfig;
 use crate::engine::{AttemptContext, AttemptReport, Outcome};
 use crate::exec::RunInfo;
@@ -29,11 +29,13 @@ use crate::exec::procs;
 use crate::exec::{Description, Executor};
 use crate::exit::ExitCode;
 use crate::io::Fault;
-use crate::io::out::{Output, Stop, deliver_result};
-use crate::io::pump::{Pump, Shared, Sink};
-use crate::io::spool::{self, Spool};
+use crate::io::pump::Shared;
+use crate::io::spool;
 use crate::io::stdin::StdinPlan;
 use crate::{report, signals};
+use output::{HeldStdout, Pumps, output_reader_gone};
+use supervisor::{Supervised, Supervisor};
+use terminal::{ignore_sigttou, in_terminal_foreground, reclaim_terminal, stdin_tty};
 
 /// How long output threads get to drain after the command exits before leftover
 /// processes that still hold the pipes are dealt with.
@@ -45,7 +47,7 @@ pub struct CommandExecutor {
     watch: Option<Arc<OutputWatch>>,
     stdin: StdinPlan,
     hold_stdout: bool,
-    held: Option<Held>,
+    held: Option<HeldStdout>,
     kill_after: Duration,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
@@ -77,10 +79,10 @@ impl CommandExecutor {
 
     /// The rules in force, in the order they are checked, for `--dry-run`.
     fn rules(&self) -> Vec<String> {
-        let mut out = vec![
-            "the command cannot be started (not found 127, not executable 126): permanent"
-                .to_string(),
-        ];
+        let mut out: Vec<String> = endings::COMMAND_FIRST
+            .iter()
+            .map(|rule| rule.describe())
+            .collect();
         for p in &self.stop_patterns {
             out.push(format!(
                 "a stdout/stderr line matches --stop-on-output {p:?}: permanent"
@@ -104,18 +106,7 @@ impl CommandExecutor {
         }
         let profile = self.rules.profile;
         for row in profile.rows {
-            let limit = row
-                .max_retries
-                .map(|m| format!(", at most {m} retries"))
-                .unwrap_or_default();
-            out.push(format!(
-                "{} exit {}{}: {}{limit} ({})",
-                profile.name,
-                code_list(row.codes),
-                describe_when(row.when),
-                row.class.as_str(),
-                row.why
-            ));
+            out.extend(row.describe(profile.name));
         }
         if profile.otherwise == profiles::Otherwise::Permanent {
             out.push(format!(
@@ -123,16 +114,8 @@ impl CommandExecutor {
                 profile.name
             ));
         }
-        for row in profiles::GENERIC_EXITS {
-            out.push(format!(
-                "exit {}: {} ({})",
-                code_list(row.codes),
-                row.class.as_str(),
-                row.why
-            ));
-        }
-        out.push("stopped by --timeout: transient (exit 124 if it is the last attempt)".into());
-        out.push("killed by a signal retry did not send: transient (SIGPIPE with the reader gone: permanent)".into());
+        out.extend(profiles::describe_generic());
+        out.extend(endings::COMMAND_LAST.iter().map(|rule| rule.describe()));
         out
     }
 
@@ -171,45 +154,6 @@ impl CommandExecutor {
         }
     }
 
-    fn start_pumps(
-        &self,
-        child: &mut std::process::Child,
-        facts: &Arc<Mutex<OutputFacts>>,
-        fault: &Arc<Fault>,
-    ) -> io::Result<Pumps> {
-        let shared = || Shared {
-            watch: self.watch.clone(),
-            facts: Arc::clone(facts),
-            fault: Arc::clone(fault),
-        };
-        let stdout = match child.stdout.take() {
-            Some(out) => {
-                let sink = if self.hold_stdout {
-                    Sink::Hold(Spool::new())
-                } else {
-                    Sink::Forward(1)
-                };
-                Some(Pump::start(
-                    OwnedFd::from(out),
-                    sink,
-                    Stream::Stdout,
-                    shared(),
-                )?)
-            }
-            None => None,
-        };
-        let stderr = match child.stderr.take() {
-            Some(err) => Some(Pump::start(
-                OwnedFd::from(err),
-                Sink::Forward(2),
-                Stream::Stderr,
-                shared(),
-            )?),
-            None => None,
-        };
-        Ok(Pumps { stdout, stderr })
-    }
-
     /// The attempt's report: how it ended, classified.
     fn report(
         &self,
@@ -220,10 +164,7 @@ impl CommandExecutor {
         let end = &supervised.end;
         let mut verdict = self.rules.classify(end, facts);
         if let Some(sig) = supervised.interrupted_by {
-            verdict = Verdict::permanent(format!(
-                "retry received {} and passed it to the command",
-                signal_name(sig)
-            ));
+            verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &signal_name(sig))]);
         }
         let (outcome, exit_code) = match end {
             CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
@@ -377,7 +318,12 @@ impl Executor for CommandExecutor {
             let _ = tcsetpgrp(stdin_tty(), pid);
         }
         let facts = Arc::new(Mutex::new(OutputFacts::default()));
-        let pumps = self.start_pumps(&mut child, &facts, &fault)?;
+        let shared = Shared {
+            watch: self.watch.clone(),
+            facts: Arc::clone(&facts),
+            fault: Arc::clone(&fault),
+        };
+        let pumps = Pumps::start(&mut child, self.hold_stdout, &shared)?;
         let supervised = Supervisor {
             pid,
             kill_after: self.kill_after,
@@ -422,32 +368,24 @@ impl Executor for CommandExecutor {
         let supervised = supervised?;
         stderr_done?;
         self.held = match stdout_file {
-            Some(file) => Some(Held::File(file)),
-            None => stdout_held?.map(Held::Spool),
+            Some(file) => Some(HeldStdout::File(file)),
+            None => stdout_held?.map(HeldStdout::Spool),
         };
         let mut facts = facts.lock().expect("facts").clone();
         facts.output_closed |= output_reader_gone();
         let mut report = self.report(ctx, &supervised, &facts);
         if let Some(lost) = lock_lost {
-            report.verdict = Verdict::permanent(format!("retry stopped the command: {lost}"));
+            report.verdict = endings::LOCK_LOST_COMMAND.verdict(&[("lost", &lost)]);
             report.lock_lost = Some(lost);
         }
         Ok(report)
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {
-        let Some(held) = self.held.take() else {
-            return Ok(());
-        };
-        let out = Output::new(1);
-        let written = match &held {
-            Held::Spool(spool) => spool.write_to(&out, Stop::Signals),
-            Held::File(file) => {
-                let len = file.metadata().map_or(0, |m| m.len());
-                out.write_file(file, len, Stop::Signals)
-            }
-        };
-        deliver_result(written, "the held stdout")
+        match self.held.take() {
+            Some(held) => held.deliver(),
+            None => Ok(()),
+        }
     }
 
     fn discard(&mut self) {
@@ -461,243 +399,4 @@ impl Executor for CommandExecutor {
             rules: self.rules(),
         }
     }
-}
-
-/// `2,64-78` for a list of inclusive ranges.
-fn code_list<T: std::fmt::Display + PartialEq>(codes: &[(T, T)]) -> String {
-    let parts: Vec<String> = codes
-        .iter()
-        .map(|(lo, hi)| {
-            if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}-{hi}")
-            }
-        })
-        .collect();
-    parts.join(",")
-}
-
-fn describe_when(when: profiles::When) -> String {
-    use profiles::When;
-    match when {
-        When::Always => String::new(),
-        When::StatusIn(ranges) => format!(" with stderr showing HTTP {}", code_list(ranges)),
-        When::AnyStatus => " with stderr showing any other HTTP status".into(),
-        When::NoStatus => " with no HTTP status on stderr".into(),
-        When::Shows(phrases) => format!(" with stderr showing {}", phrases.what),
-    }
-}
-
-/// One attempt's stdout, held until the engine says whether it is the final one.
-enum Held {
-    /// Scanned on its way in: memory, then a temporary file past 4 MiB.
-    Spool(Spool),
-    /// Written by the command straight into an unnamed temporary file.
-    File(std::fs::File),
-}
-
-/// The attempt's output pumps, if anything reads its output.
-struct Pumps {
-    stdout: Option<Pump>,
-    stderr: Option<Pump>,
-}
-
-impl Pumps {
-    /// Waits until both streams have ended, or `until`.
-    fn wait(&self, until: Instant) {
-        let running = || {
-            [&self.stdout, &self.stderr]
-                .iter()
-                .any(|p| p.as_ref().is_some_and(|p| !p.is_finished()))
-        };
-        while running() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    /// Stops both pumps: stderr's result, and stdout's spool when it is held.
-    fn stop(self) -> (io::Result<()>, io::Result<Option<Spool>>) {
-        let stderr = self.stderr.map(Pump::stop).transpose().map(|_| ());
-        let stdout = self.stdout.map(Pump::stop).transpose().map(Option::flatten);
-        (stderr, stdout)
-    }
-}
-
-struct Supervised {
-    end: CommandEnd,
-    timed_out: bool,
-    interrupted_by: Option<i32>,
-    ran: Duration,
-}
-
-/// Waits for one attempt's process, enforcing its time limit, passing on
-/// stopping signals to its process group, and stopping it when retry's own
-/// plumbing fails (`fault`).
-struct Supervisor<'a> {
-    pid: Pid,
-    kill_after: Duration,
-    foreground: bool,
-    fault: &'a Fault,
-}
-
-impl Supervisor<'_> {
-    fn run(&self, timeout: Option<Duration>) -> anyhow::Result<Supervised> {
-        let start = Instant::now();
-        let deadline = timeout.map(|t| start + t);
-        let mut timed_out = false;
-        let mut forwarded: Option<i32> = None;
-        let mut faulted = false;
-        let mut escalate_at: Option<Instant> = None;
-        let mut lock_lost = false;
-        loop {
-            match waitpid(
-                self.pid,
-                Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED),
-            ) {
-                Ok(WaitStatus::Exited(_, code)) => {
-                    return Ok(self.ended(CommandEnd::Exited(code), timed_out, forwarded, start));
-                }
-                Ok(WaitStatus::Signaled(_, sig, _)) => {
-                    let sig = sig as i32;
-                    let end = if timed_out {
-                        CommandEnd::TimedOut
-                    } else {
-                        CommandEnd::Signaled(sig)
-                    };
-                    let typed = self.foreground
-                        && forwarded.is_none()
-                        && !timed_out
-                        && is_keyboard_signal(sig);
-                    // Ctrl-C typed at the terminal reaches the command, not retry: it still means stop.
-                    let forwarded = if typed { Some(sig) } else { forwarded };
-                    return Ok(self.ended(end, timed_out, forwarded, start));
-                }
-                Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
-                Ok(_) => {}
-                Err(Errno::EINTR) => continue,
-                // retry's own failure: never passed off as the command's exit status.
-                Err(e) => {
-                    send(self.pid, Signal::SIGKILL as i32);
-                    return Err(anyhow::anyhow!(
-                        "cannot wait for the command (process {}): {e}",
-                        self.pid
-                    ));
-                }
-            }
-            // Adopted orphans that exited are reaped at once, so none lingers as a zombie.
-            procs::reap_adopted(Some(self.pid));
-            let now = Instant::now();
-            if !faulted && self.fault.get().is_some() {
-                faulted = true;
-                send(self.pid, Signal::SIGTERM as i32);
-                send(self.pid, Signal::SIGCONT as i32);
-                escalate_at.get_or_insert(now + self.kill_after);
-            }
-            if let Some(sig) = signals::pending() {
-                if forwarded.is_none() {
-                    forwarded = Some(sig);
-                    send(self.pid, sig);
-                    escalate_at.get_or_insert(now + self.kill_after);
-                } else if signals::take_repeat().is_some() {
-                    // A second signal: stop waiting politely.
-                    send(self.pid, Signal::SIGKILL as i32);
-                }
-            }
-            if !lock_lost && forwarded.is_none() && signals::lock_lost().is_some() {
-                // Without its lock the attempt must not go on: end it like a timeout.
-                lock_lost = true;
-                send(self.pid, Signal::SIGTERM as i32);
-                escalate_at.get_or_insert(now + self.kill_after);
-            }
-            if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)
-            {
-                timed_out = true;
-                send(self.pid, Signal::SIGTERM as i32);
-                // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
-                send(self.pid, Signal::SIGCONT as i32);
-                escalate_at = Some(now + self.kill_after);
-            }
-            if escalate_at.is_some_and(|t| now >= t) {
-                send(self.pid, Signal::SIGKILL as i32);
-                escalate_at = None;
-            }
-            let next = [deadline.filter(|_| !timed_out), escalate_at]
-                .into_iter()
-                .flatten()
-                .map(|t| t.saturating_duration_since(now))
-                .min()
-                .unwrap_or(Duration::from_secs(1))
-                .clamp(Duration::from_millis(1), Duration::from_secs(1));
-            if !signals::child_changed() {
-                signals::wait(next);
-            }
-        }
-    }
-
-    fn ended(
-        &self,
-        end: CommandEnd,
-        timed_out: bool,
-        forwarded: Option<i32>,
-        start: Instant,
-    ) -> Supervised {
-        Supervised {
-            end,
-            timed_out,
-            interrupted_by: forwarded,
-            ran: start.elapsed(),
-        }
-    }
-
-    /// The command was stopped from the terminal (Ctrl-Z): stop retry too, so the
-    /// shell gets its job back, and resume the command when retry is continued.
-    fn suspend(&self) {
-        reclaim_terminal();
-        let _ = signal::raise(Signal::SIGSTOP);
-        let _ = tcsetpgrp(stdin_tty(), self.pid);
-        let _ = killpg(self.pid, Signal::SIGCONT);
-    }
-}
-
-fn is_keyboard_signal(sig: i32) -> bool {
-    sig == Signal::SIGINT as i32 || sig == Signal::SIGQUIT as i32
-}
-
-fn send(pgid: Pid, sig: i32) {
-    if let Ok(sig) = Signal::try_from(sig) {
-        let _ = killpg(pgid, sig);
-    }
-}
-
-fn stdin_tty() -> BorrowedFd<'static> {
-    // fd 0 lives as long as the process.
-    unsafe { BorrowedFd::borrow_raw(0) }
-}
-
-fn in_terminal_foreground() -> bool {
-    io::stdin().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
-}
-
-/// retry must be able to take the terminal back from the background.
-fn ignore_sigttou() {
-    unsafe {
-        let _ = signal::signal(Signal::SIGTTOU, SigHandler::SigIgn);
-    }
-}
-
-fn reclaim_terminal() {
-    let _ = tcsetpgrp(stdin_tty(), getpgrp());
-}
-
-/// Whether retry's stdout or stderr is a pipe whose reader has gone.
-fn output_reader_gone() -> bool {
-    [1, 2].into_iter().any(|fd| {
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::empty())];
-        poll(&mut fds, PollTimeout::ZERO).is_ok()
-            && fds[0]
-                .revents()
-                .is_some_and(|r| r.contains(PollFlags::POLLERR))
-    })
 }

@@ -1,0 +1,164 @@
+//! Waits for one attempt's process group: enforces `--timeout` and the
+//! `--kill-after` escalation, passes retry's stopping signals on, stops the
+//! attempt when retry's own plumbing fails or its lock is lost, and follows a
+//! Ctrl-Z from the terminal. Starting the command, its output and how the
+//! ending is classified belong to the executor in `mod.rs`.
+
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{self, Signal, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, tcsetpgrp};
+
+use super::terminal::{reclaim_terminal, stdin_tty};
+use crate::classify::command::CommandEnd;
+use crate::exec::procs;
+use crate::io::Fault;
+use crate::signals;
+
+pub(super) struct Supervised {
+    pub end: CommandEnd,
+    pub timed_out: bool,
+    pub interrupted_by: Option<i32>,
+    pub ran: Duration,
+}
+
+/// Waits for one attempt's process, enforcing its time limit, passing on
+/// stopping signals to its process group, and stopping it when retry's own
+/// plumbing fails (`fault`).
+pub(super) struct Supervisor<'a> {
+    pub pid: Pid,
+    pub kill_after: Duration,
+    pub foreground: bool,
+    pub fault: &'a Fault,
+}
+
+impl Supervisor<'_> {
+    pub fn run(&self, timeout: Option<Duration>) -> anyhow::Result<Supervised> {
+        let start = Instant::now();
+        let deadline = timeout.map(|t| start + t);
+        let mut timed_out = false;
+        let mut forwarded: Option<i32> = None;
+        let mut faulted = false;
+        let mut escalate_at: Option<Instant> = None;
+        let mut lock_lost = false;
+        loop {
+            match waitpid(
+                self.pid,
+                Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED),
+            ) {
+                Ok(WaitStatus::Exited(_, code)) => {
+                    return Ok(self.ended(CommandEnd::Exited(code), timed_out, forwarded, start));
+                }
+                Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    let sig = sig as i32;
+                    let end = if timed_out {
+                        CommandEnd::TimedOut
+                    } else {
+                        CommandEnd::Signaled(sig)
+                    };
+                    let typed = self.foreground
+                        && forwarded.is_none()
+                        && !timed_out
+                        && is_keyboard_signal(sig);
+                    // Ctrl-C typed at the terminal reaches the command, not retry: it still means stop.
+                    let forwarded = if typed { Some(sig) } else { forwarded };
+                    return Ok(self.ended(end, timed_out, forwarded, start));
+                }
+                Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
+                Ok(_) => {}
+                Err(Errno::EINTR) => continue,
+                // retry's own failure: never passed off as the command's exit status.
+                Err(e) => {
+                    send(self.pid, Signal::SIGKILL as i32);
+                    return Err(anyhow::anyhow!(
+                        "cannot wait for the command (process {}): {e}",
+                        self.pid
+                    ));
+                }
+            }
+            // Adopted orphans that exited are reaped at once, so none lingers as a zombie.
+            procs::reap_adopted(Some(self.pid));
+            let now = Instant::now();
+            if !faulted && self.fault.get().is_some() {
+                faulted = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                send(self.pid, Signal::SIGCONT as i32);
+                escalate_at.get_or_insert(now + self.kill_after);
+            }
+            if let Some(sig) = signals::pending() {
+                if forwarded.is_none() {
+                    forwarded = Some(sig);
+                    send(self.pid, sig);
+                    escalate_at.get_or_insert(now + self.kill_after);
+                } else if signals::take_repeat().is_some() {
+                    // A second signal: stop waiting politely.
+                    send(self.pid, Signal::SIGKILL as i32);
+                }
+            }
+            if !lock_lost && forwarded.is_none() && signals::lock_lost().is_some() {
+                // Without its lock the attempt must not go on: end it like a timeout.
+                lock_lost = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                escalate_at.get_or_insert(now + self.kill_after);
+            }
+            if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)
+            {
+                timed_out = true;
+                send(self.pid, Signal::SIGTERM as i32);
+                // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
+                send(self.pid, Signal::SIGCONT as i32);
+                escalate_at = Some(now + self.kill_after);
+            }
+            if escalate_at.is_some_and(|t| now >= t) {
+                send(self.pid, Signal::SIGKILL as i32);
+                escalate_at = None;
+            }
+            let next = [deadline.filter(|_| !timed_out), escalate_at]
+                .into_iter()
+                .flatten()
+                .map(|t| t.saturating_duration_since(now))
+                .min()
+                .unwrap_or(Duration::from_secs(1))
+                .clamp(Duration::from_millis(1), Duration::from_secs(1));
+            if !signals::child_changed() {
+                signals::wait(next);
+            }
+        }
+    }
+
+    fn ended(
+        &self,
+        end: CommandEnd,
+        timed_out: bool,
+        forwarded: Option<i32>,
+        start: Instant,
+    ) -> Supervised {
+        Supervised {
+            end,
+            timed_out,
+            interrupted_by: forwarded,
+            ran: start.elapsed(),
+        }
+    }
+
+    /// The command was stopped from the terminal (Ctrl-Z): stop retry too, so the
+    /// shell gets its job back, and resume the command when retry is continued.
+    fn suspend(&self) {
+        reclaim_terminal();
+        let _ = signal::raise(Signal::SIGSTOP);
+        let _ = tcsetpgrp(stdin_tty(), self.pid);
+        let _ = killpg(self.pid, Signal::SIGCONT);
+    }
+}
+
+fn is_keyboard_signal(sig: i32) -> bool {
+    sig == Signal::SIGINT as i32 || sig == Signal::SIGQUIT as i32
+}
+
+fn send(pgid: Pid, sig: i32) {
+    if let Ok(sig) = Signal::try_from(sig) {
+        let _ = killpg(pgid, sig);
+    }
+}
