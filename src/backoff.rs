@@ -16,6 +16,19 @@ pub struct Schedule {
     pub jitter: JitterKind,
 }
 
+/// The flags' defaults: exponential from 1s, factor 2, capped at 30s, full jitter.
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            kind: BackoffKind::Exponential,
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(30),
+            factor: 2.0,
+            jitter: JitterKind::Full,
+        }
+    }
+}
+
 impl Schedule {
     /// The delay before retry `n` (1 = the sleep after the first attempt), before
     /// jitter and after the cap.

@@ -173,22 +173,13 @@ fn sleep_rows(policy: &Policy) -> (Vec<String>, Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::Schedule;
 
     #[test]
     fn table_lists_every_attempt_and_the_worst_case() {
         let policy = Policy {
             attempts: 4,
             timeout: Some(Duration::from_secs(10)),
-            max_time: None,
-            schedule: Schedule {
-                kind: BackoffKind::Exponential,
-                base: Duration::from_secs(1),
-                cap: Duration::from_secs(30),
-                factor: 2.0,
-                jitter: JitterKind::Full,
-            },
-            max_wait_hint: Duration::from_secs(300),
+            ..Policy::default()
         };
         let table = schedule_table(&policy);
         assert!(table.contains("2        0ms - 1s"), "{table}");
@@ -203,16 +194,7 @@ mod tests {
     fn a_huge_attempt_limit_gives_a_short_table_with_an_exact_worst_case() {
         let policy = Policy {
             attempts: u32::MAX,
-            timeout: None,
-            max_time: None,
-            schedule: Schedule {
-                kind: BackoffKind::Exponential,
-                base: Duration::from_secs(1),
-                cap: Duration::from_secs(30),
-                factor: 2.0,
-                jitter: JitterKind::Full,
-            },
-            max_wait_hint: Duration::from_secs(300),
+            ..Policy::default()
         };
         let table = schedule_table(&policy);
         assert!(table.lines().count() < 20, "{table}");

@@ -123,6 +123,19 @@ pub struct Policy {
     pub max_wait_hint: Duration,
 }
 
+/// The flags' defaults: 5 attempts, no time limits, the default schedule, Retry-After up to 5m.
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            attempts: 5,
+            timeout: None,
+            max_time: None,
+            schedule: Schedule::default(),
+            max_wait_hint: Duration::from_secs(300),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -478,7 +491,7 @@ fn plural(n: u32) -> &'static str {
 mod tests {
     use super::*;
     use crate::classify::Limit;
-    use crate::cli::{BackoffKind, JitterKind};
+    use crate::cli::JitterKind;
     use rand::SeedableRng;
     use std::cell::Cell;
     use std::rc::Rc;
@@ -579,16 +592,11 @@ mod tests {
     fn policy(attempts: u32, jitter: JitterKind) -> Policy {
         Policy {
             attempts,
-            timeout: None,
-            max_time: None,
             schedule: Schedule {
-                kind: BackoffKind::Exponential,
-                base: Duration::from_secs(1),
-                cap: Duration::from_secs(30),
-                factor: 2.0,
                 jitter,
+                ..Schedule::default()
             },
-            max_wait_hint: Duration::from_secs(300),
+            ..Policy::default()
         }
     }
 

@@ -161,21 +161,6 @@ pub fn wait_ready(fd: BorrowedFd<'_>, events: PollFlags) -> Result<(), i32> {
     }
 }
 
-/// Sleeps `d` unless a stopping signal arrives; returns it if one did.
-pub fn sleep(d: Duration) -> Result<(), i32> {
-    let end = Instant::now() + d;
-    loop {
-        if let Some(sig) = pending() {
-            return Err(sig);
-        }
-        let now = Instant::now();
-        if now >= end {
-            return Ok(());
-        }
-        wait(end - now);
-    }
-}
-
 /// Records that a lock the run holds was lost, and wakes any waiting thread. The
 /// first message wins.
 pub fn lose_lock(message: String) {
