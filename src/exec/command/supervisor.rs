@@ -162,3 +162,32 @@ fn send(pgid: Pid, sig: i32) {
         let _ = killpg(pgid, sig);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_that_fails_is_retrys_own_error_not_an_exit_status() {
+        // A process in a group of its own that is not our child (its parent, sh, has
+        // exited): waitpid fails with ECHILD, and the supervisor ends that group only.
+        let out = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $!"])
+            .output()
+            .unwrap();
+        let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let fault = Fault::default();
+        let supervised = Supervisor {
+            pid: Pid::from_raw(pid),
+            kill_after: Duration::from_millis(10),
+            foreground: false,
+            fault: &fault,
+        }
+        .run(None);
+        let err = supervised.err().expect("an error, not an exit status");
+        assert!(
+            err.to_string().contains("cannot wait for the command"),
+            "{err}"
+        );
+    }
+}
