@@ -8,7 +8,6 @@ pub mod classify;
 pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod curl;
 pub mod dry_run;
 pub mod engine;
 pub mod exec;
