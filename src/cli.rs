@@ -304,7 +304,7 @@ pub struct Cli {
 
     /// HTTP method; default GET, or POST when a body is given
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method_value, help_heading = HTTP)]
-    pub method: Option<String>,
+    pub method: Option<reqwest::Method>,
 
     /// Request header 'Name: value' (repeatable); @FILE reads header lines from FILE
     ///
@@ -708,13 +708,13 @@ fn is_token(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-fn method_value(text: &str) -> Result<String, String> {
-    if is_token(text) {
-        Ok(text.to_ascii_uppercase())
-    } else {
-        Err(format!(
+/// Parsed once, here: everything after the command line takes the `Method`.
+fn method_value(text: &str) -> Result<reqwest::Method, String> {
+    match reqwest::Method::from_bytes(text.to_ascii_uppercase().as_bytes()) {
+        Ok(method) if is_token(text) => Ok(method),
+        _ => Err(format!(
             "'{text}' is not an HTTP method; expected a token such as GET, POST or PUT"
-        ))
+        )),
     }
 }
 
