@@ -99,3 +99,76 @@ impl HttpConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::Method;
+    use reqwest::header::{AUTHORIZATION, HeaderName};
+
+    fn config(args: &[&str]) -> anyhow::Result<HttpConfig> {
+        let cli = crate::cli::parse(args.iter().copied()).expect("the flags parse");
+        let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
+        let url = cli.target[0].to_string_lossy().into_owned();
+        HttpConfig::from_cli(cli, url, key)
+    }
+
+    #[test]
+    fn values_arrive_typed() {
+        let c = config(&[
+            "retry",
+            "-X",
+            "patch",
+            "-D",
+            "-",
+            "--noproxy",
+            "*",
+            "-u",
+            "me:pw",
+            "--http2",
+            "--idempotency-key",
+            "auto",
+            "-d",
+            "a=1",
+            "https://h/p",
+        ])
+        .unwrap();
+        assert_eq!(c.request.method, Method::PATCH);
+        assert_eq!(c.rules.method, Method::PATCH);
+        assert!(c.rules.key_in_use);
+        assert_eq!(c.request.key, KeyChoice::Auto);
+        assert_eq!(
+            c.request.key_header,
+            Some(HeaderName::from_static("idempotency-key"))
+        );
+        assert_eq!(c.request.body.as_deref(), Some(&b"a=1"[..]));
+        assert!(c.request.headers.contains_key(AUTHORIZATION));
+        assert_eq!(c.request.shown_user.as_deref(), Some("me:***"));
+        assert_eq!(c.output.dump_header, Some(HeaderDump::Stdout));
+        assert!(matches!(c.client.proxy, ProxyChoice::Direct));
+        assert_eq!(
+            c.client.version,
+            HttpVersion::Http2 {
+                prior_knowledge: false
+            }
+        );
+    }
+
+    #[test]
+    fn the_run_key_goes_in_only_when_asked_for() {
+        let asked = config(&["retry", "--idempotency-key", "k1", "http://h/"]).unwrap();
+        let sent = asked.request.with_run_key("k1").unwrap();
+        assert_eq!(sent.headers["idempotency-key"], "k1");
+        let default = config(&["retry", "http://h/"]).unwrap();
+        assert!(default.request.key_header.is_none());
+        let sent = default.request.with_run_key("uuid").unwrap();
+        assert!(!sent.headers.contains_key("idempotency-key"));
+    }
+
+    #[test]
+    fn a_malformed_url_is_left_to_the_attempt() {
+        let c = config(&["retry", "http://"]).unwrap();
+        assert!(c.request.url.unwrap_err().starts_with("malformed URL"));
+        assert!(config(&["retry", "-u", "nopassword", "http://h/"]).is_err());
+    }
+}

@@ -2,7 +2,8 @@
 //! tokio runtime that exists only here, classifies how it ended (status,
 //! transport failure, method safety), reads the waits the server asks for, and
 //! holds the body until the engine says which attempt is final. The rules are
-//! tables in `classify::http`; header parsing is `exec::http_headers`.
+//! tables in `classify::http`; header parsing is `exec::http_headers`. What to
+//! send and how comes typed from `config::http`; this module never sees clap.
 
 mod client;
 mod errors;
