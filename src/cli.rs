@@ -1,7 +1,8 @@
 //! The clap definition: the one source of every flag, its help text, the man page
-//! and the shell completions. Values are parsed and checked here (see `parse`), so a
-//! bad value is refused before anything runs; turning flags into settings is
-//! `settings`' job.
+//! and the shell completions, with everything that runs before `config` (`curl`:
+//! curl's value parsers; `curl_words`: curl's refused options and aliases). A bad
+//! value is refused here, before anything runs; turning flags into typed settings
+//! is `config`'s job.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 use crate::parse::{self, CodeSet};
 
 pub mod curl;
+pub mod curl_words;
 use curl::{DataArg, ResolveEntry};
 
 const TIMING: &str = "Attempts and timing";
@@ -302,7 +304,7 @@ pub struct Cli {
 
     /// HTTP method; default GET, or POST when a body is given
     #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method_value, help_heading = HTTP)]
-    pub method: Option<String>,
+    pub method: Option<reqwest::Method>,
 
     /// Request header 'Name: value' (repeatable); @FILE reads header lines from FILE
     ///
@@ -706,13 +708,13 @@ fn is_token(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-fn method_value(text: &str) -> Result<String, String> {
-    if is_token(text) {
-        Ok(text.to_ascii_uppercase())
-    } else {
-        Err(format!(
+/// Parsed once, here: everything after the command line takes the `Method`.
+fn method_value(text: &str) -> Result<reqwest::Method, String> {
+    match reqwest::Method::from_bytes(text.to_ascii_uppercase().as_bytes()) {
+        Ok(method) if is_token(text) => Ok(method),
+        _ => Err(format!(
             "'{text}' is not an HTTP method; expected a token such as GET, POST or PUT"
-        ))
+        )),
     }
 }
 
@@ -792,12 +794,12 @@ where
     if args.iter().any(|a| a == "--help") {
         cmd = cmd.after_long_help(after_long_help());
     }
-    crate::curl::refuse_unknown_options(&mut cmd, &args)?;
+    curl_words::refuse_unknown_options(&mut cmd, &args)?;
     let matches = cmd.try_get_matches_from_mut(args)?;
-    crate::curl::refuse_other_mode(&cmd, &matches)?;
+    curl_words::refuse_other_mode(&cmd, &matches)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     cli.data_args = curl::data_args(&matches);
-    crate::curl::apply_aliases(&mut cli)?;
+    curl_words::apply_aliases(&mut cli)?;
     Ok(cli)
 }
 

@@ -8,7 +8,6 @@ pub mod classify;
 pub mod cli;
 pub mod clock;
 pub mod config;
-pub mod curl;
 pub mod dry_run;
 pub mod engine;
 pub mod exec;
@@ -81,7 +80,7 @@ fn fail(err: &anyhow::Error) -> i32 {
 fn executor(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
     Ok(match target {
         TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)),
-        TargetConfig::Http(config) => Box::new(HttpExecutor::new(&config.cli, &config.url, run)?),
+        TargetConfig::Http(config) => Box::new(HttpExecutor::new(*config, run)?),
     })
 }
 

@@ -447,7 +447,7 @@ pub struct StatusFacts {
 pub struct HttpRules {
     pub retry_on_status: Option<CodeSet>,
     pub stop_on_status: Option<CodeSet>,
-    pub method: String,
+    pub method: reqwest::Method,
     /// An idempotency key is sent, so the server can tell repeats apart.
     pub key_in_use: bool,
     pub retry_unsafe: bool,
@@ -459,7 +459,7 @@ pub struct HttpRules {
 impl HttpRules {
     /// Whether every transient failure may be retried, whatever the method.
     pub fn retries_are_safe(&self) -> bool {
-        is_idempotent(&self.method) || self.key_in_use || self.retry_unsafe
+        is_idempotent(self.method.as_str()) || self.key_in_use || self.retry_unsafe
     }
 
     pub fn status(&self, facts: &StatusFacts) -> Verdict {
@@ -564,7 +564,7 @@ impl HttpRules {
 
     fn describe_method(&self) -> String {
         let method = &self.method;
-        if is_idempotent(method) {
+        if is_idempotent(method.as_str()) {
             format!(
                 "method {method} is idempotent (RFC 9110 §9.2.2): every transient failure is retried"
             )
@@ -595,7 +595,7 @@ mod tests {
         HttpRules {
             retry_on_status: None,
             stop_on_status: None,
-            method: method.into(),
+            method: reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
             retry_all_errors: false,
             key_in_use: false,
             retry_unsafe: false,

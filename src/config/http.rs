@@ -1,17 +1,174 @@
-//! HTTP mode's settings.
+//! HTTP mode's settings, built once from the command line: the request (method,
+//! URL, headers, body), the classification rules' inputs, where the body goes,
+//! curl's output options and the client settings. A bad value is refused here,
+//! naming its flag; a malformed URL is left to the attempt (exit 3). Sending the
+//! request is `exec::http`'s job.
 
+mod body;
+mod client;
+mod request;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use self::client::{ClientSettings, Family, HttpVersion, ProxyChoice};
+pub use self::request::{ACCEPT_ENCODINGS, Request};
+use super::KeyChoice;
+use crate::classify::http::HttpRules;
 use crate::cli::Cli;
+use crate::exec::http::{Destination, WriteOut};
+use crate::report;
 
 pub struct HttpConfig {
+    /// The URL as given, for the report and the logs.
     pub url: String,
-    pub(crate) cli: Box<Cli>,
+    pub request: Request,
+    pub rules: HttpRules,
+    /// `-o FILE` (or `-O`), checked; stdout without it.
+    pub destination: Destination,
+    pub output: OutputOptions,
+    /// `-i`: the status line and headers go before the body.
+    pub include: bool,
+    pub max_redirs: u32,
+    pub max_retry_after: Duration,
+    pub client: ClientSettings,
+}
+
+/// curl's output options (-w, -D, --fail-with-body, -C -).
+pub struct OutputOptions {
+    pub write_out: Option<WriteOut>,
+    pub dump_header: Option<HeaderDump>,
+    pub fail_with_body: bool,
+    /// `-C -`: a body cut off is kept and the next attempt asks for the rest.
+    pub resume: bool,
+}
+
+/// `-D`: where the final response's headers go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderDump {
+    /// `-D -`.
+    Stdout,
+    File(PathBuf),
+}
+
+impl OutputOptions {
+    fn from_cli(cli: &Cli) -> anyhow::Result<OutputOptions> {
+        let write_out = cli.write_out.as_deref().map(WriteOut::new).transpose()?;
+        let dump_header = match cli.dump_header.as_deref() {
+            None => None,
+            Some(path) if path == "-" => Some(HeaderDump::Stdout),
+            Some(path) => {
+                report::check_file_target("-D/--dump-header", path)?;
+                Some(HeaderDump::File(path.to_path_buf()))
+            }
+        };
+        Ok(OutputOptions {
+            write_out,
+            dump_header,
+            fail_with_body: cli.fail_with_body,
+            resume: cli.continue_at.is_some(),
+        })
+    }
 }
 
 impl HttpConfig {
-    pub fn from_cli(cli: Cli, url: String) -> anyhow::Result<HttpConfig> {
+    /// `key` is `--idempotency-key` as read once by `Config`.
+    pub fn from_cli(cli: Cli, url: String, key: KeyChoice) -> anyhow::Result<HttpConfig> {
+        let destination = Destination::new(cli.output.as_deref())?;
+        let output = OutputOptions::from_cli(&cli)?;
+        let request = Request::from_cli(&cli, &url, key)?;
+        let rules = HttpRules {
+            retry_on_status: cli.retry_on_status.clone(),
+            stop_on_status: cli.stop_on_status.clone(),
+            method: request.method.clone(),
+            key_in_use: request.key_header.is_some(),
+            retry_unsafe: cli.retry_unsafe,
+            retry_all_errors: cli.retry_all_errors,
+        };
+        let client = ClientSettings::from_cli(&cli, request.url.as_ref().ok())?;
         Ok(HttpConfig {
             url,
-            cli: Box::new(cli),
+            request,
+            rules,
+            destination,
+            output,
+            include: cli.include,
+            max_redirs: cli.max_redirs,
+            max_retry_after: cli.max_retry_after,
+            client,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::Method;
+    use reqwest::header::{AUTHORIZATION, HeaderName};
+
+    fn config(args: &[&str]) -> anyhow::Result<HttpConfig> {
+        let cli = crate::cli::parse(args.iter().copied()).expect("the flags parse");
+        let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
+        let url = cli.target[0].to_string_lossy().into_owned();
+        HttpConfig::from_cli(cli, url, key)
+    }
+
+    #[test]
+    fn values_arrive_typed() {
+        let c = config(&[
+            "retry",
+            "-X",
+            "patch",
+            "-D",
+            "-",
+            "--noproxy",
+            "*",
+            "-u",
+            "me:pw",
+            "--http2",
+            "--idempotency-key",
+            "auto",
+            "-d",
+            "a=1",
+            "https://h/p",
+        ])
+        .unwrap();
+        assert_eq!(c.request.method, Method::PATCH);
+        assert_eq!(c.rules.method, Method::PATCH);
+        assert!(c.rules.key_in_use);
+        assert_eq!(c.request.key, KeyChoice::Auto);
+        assert_eq!(
+            c.request.key_header,
+            Some(HeaderName::from_static("idempotency-key"))
+        );
+        assert_eq!(c.request.body.as_deref(), Some(&b"a=1"[..]));
+        assert!(c.request.headers.contains_key(AUTHORIZATION));
+        assert_eq!(c.request.shown_user.as_deref(), Some("me:***"));
+        assert_eq!(c.output.dump_header, Some(HeaderDump::Stdout));
+        assert!(matches!(c.client.proxy, ProxyChoice::Direct));
+        assert_eq!(
+            c.client.version,
+            HttpVersion::Http2 {
+                prior_knowledge: false
+            }
+        );
+    }
+
+    #[test]
+    fn the_run_key_goes_in_only_when_asked_for() {
+        let asked = config(&["retry", "--idempotency-key", "k1", "http://h/"]).unwrap();
+        let sent = asked.request.with_run_key("k1").unwrap();
+        assert_eq!(sent.headers["idempotency-key"], "k1");
+        let default = config(&["retry", "http://h/"]).unwrap();
+        assert!(default.request.key_header.is_none());
+        let sent = default.request.with_run_key("uuid").unwrap();
+        assert!(!sent.headers.contains_key("idempotency-key"));
+    }
+
+    #[test]
+    fn a_malformed_url_is_left_to_the_attempt() {
+        let c = config(&["retry", "http://"]).unwrap();
+        assert!(c.request.url.unwrap_err().starts_with("malformed URL"));
+        assert!(config(&["retry", "-u", "nopassword", "http://h/"]).is_err());
     }
 }

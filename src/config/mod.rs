@@ -5,7 +5,7 @@
 //! running the attempts to the executors and the gate to `jobs`.
 
 mod command;
-mod http;
+pub mod http;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ pub struct Config {
 /// What the operands name, with that mode's settings.
 pub enum TargetConfig {
     Command(Box<CommandConfig>),
-    Http(HttpConfig),
+    Http(Box<HttpConfig>),
 }
 
 /// `--idempotency-key`: made once per run (`auto`) or given.
@@ -112,7 +112,7 @@ impl Config {
             max_wait_hint: cli.max_retry_after,
         };
         let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
-        let target = TargetConfig::from_cli(cli)?;
+        let target = TargetConfig::from_cli(cli, key)?;
         Ok(Config {
             target,
             policy,
@@ -157,7 +157,7 @@ impl Config {
 
 impl TargetConfig {
     /// A first operand starting with http:// or https:// is a request; anything else a command.
-    fn from_cli(cli: Cli) -> anyhow::Result<TargetConfig> {
+    fn from_cli(cli: Cli, key: KeyChoice) -> anyhow::Result<TargetConfig> {
         let first = cli.target.first().context("a COMMAND or URL is required")?;
         let lower = first.to_string_lossy().to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
@@ -173,7 +173,7 @@ impl TargetConfig {
             .to_str()
             .context("the URL is not valid UTF-8")?
             .to_string();
-        HttpConfig::from_cli(cli, url).map(TargetConfig::Http)
+        HttpConfig::from_cli(cli, url, key).map(|h| TargetConfig::Http(Box::new(h)))
     }
 }
 

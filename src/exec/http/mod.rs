@@ -2,10 +2,10 @@
 //! tokio runtime that exists only here, classifies how it ended (status,
 //! transport failure, method safety), reads the waits the server asks for, and
 //! holds the body until the engine says which attempt is final. The rules are
-//! tables in `classify::http`; header parsing is `exec::http_headers`.
+//! tables in `classify::http`; header parsing is `exec::http_headers`. What to
+//! send and how comes typed from `config::http`; this module never sees clap.
 
-mod body;
-pub mod curl;
+mod client;
 mod errors;
 mod output;
 mod redirect;
@@ -14,7 +14,6 @@ mod resume;
 mod writeout;
 
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -23,7 +22,7 @@ use reqwest::{RequestBuilder, Response, Url};
 
 use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
 use crate::classify::{Class, Verdict, endings, wait};
-use crate::cli::Cli;
+use crate::config::http::{HttpConfig, OutputOptions, Request};
 use crate::engine::{AttemptContext, AttemptReport, Outcome, WaitHint};
 use crate::exec::RunInfo;
 use crate::exec::{Description, Executor};
@@ -33,11 +32,13 @@ use crate::{report, signals};
 use crate::exit::ExitCode;
 use crate::io::spool::SpillError;
 use errors::Phase;
-use output::{Body, Destination, HeldResponse};
+pub use output::Destination;
+use output::{Body, HeldResponse};
 use redirect::{Follow, Hop};
-use request::{RequestSpec, describe_headers, display_url};
+use request::{describe_headers, display_url};
 use resume::Resume;
-use writeout::{Ending, Transfer, WriteOut};
+pub use writeout::WriteOut;
+use writeout::{Ending, Transfer};
 
 /// How often a running attempt checks for a stopping signal.
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
@@ -51,7 +52,7 @@ pub struct HttpExecutor {
     target: String,
     runtime: Box<tokio::runtime::Runtime>,
     client: reqwest::Client,
-    spec: Box<RequestSpec>,
+    spec: Box<Request>,
     rules: HttpRules,
     destination: Destination,
     include: bool,
@@ -59,7 +60,9 @@ pub struct HttpExecutor {
     max_redirs: u32,
     max_retry_after: Duration,
     connect_timeout: Option<Duration>,
-    curl: Box<CurlOutput>,
+    output: Box<OutputOptions>,
+    /// `-C -`: the part kept between attempts.
+    resume: Option<Resume>,
     /// What the latest attempt left for -w and -D.
     transfer: Box<RefCell<Transfer>>,
     /// How the latest attempt ended: exit status, error message, its number.
@@ -68,42 +71,10 @@ pub struct HttpExecutor {
     curl_notes: Vec<String>,
 }
 
-/// curl's output options (-w, -D, --fail-with-body, -C -).
-struct CurlOutput {
-    write_out: Option<WriteOut>,
-    dump_header: Option<PathBuf>,
-    fail_with_body: bool,
-    resume: Option<Resume>,
-}
-
-impl CurlOutput {
-    fn new(cli: &Cli) -> anyhow::Result<Self> {
-        let write_out = cli.write_out.as_deref().map(WriteOut::new).transpose()?;
-        if let Some(path) = cli.dump_header.as_deref().filter(|p| *p != "-") {
-            report::check_file_target("-D/--dump-header", path)?;
-        }
-        Ok(CurlOutput {
-            write_out,
-            dump_header: cli.dump_header.clone(),
-            fail_with_body: cli.fail_with_body,
-            resume: cli.continue_at.is_some().then(Resume::default),
-        })
-    }
-}
-
 impl HttpExecutor {
-    pub fn new(cli: &Cli, url: &str, info: &RunInfo) -> anyhow::Result<Self> {
-        let destination = Destination::new(cli.output.as_deref())?;
-        let curl = CurlOutput::new(cli)?;
-        let spec = RequestSpec::new(cli, url, info)?;
-        let rules = HttpRules {
-            retry_on_status: cli.retry_on_status.clone(),
-            stop_on_status: cli.stop_on_status.clone(),
-            method: spec.method.to_string(),
-            key_in_use: spec.key_in_use(),
-            retry_unsafe: cli.retry_unsafe,
-            retry_all_errors: cli.retry_all_errors,
-        };
+    /// Starts the runtime and builds the client; `info` holds the run's idempotency key.
+    pub fn new(config: HttpConfig, info: &RunInfo) -> anyhow::Result<Self> {
+        let spec = config.request.with_run_key(&info.idempotency_key)?;
         // reqwest is built without a default crypto provider; another part of
         // the program may have installed it already, which is just as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -113,24 +84,25 @@ impl HttpExecutor {
             .context("cannot start the HTTP runtime")?;
         let client = {
             let _guard = runtime.enter();
-            build_client(cli, spec.url.as_ref().ok())?
+            client::build(&config.client)?
         };
         Ok(HttpExecutor {
-            target: format!("HTTP {} {}", spec.method, report::redact_url(url)),
+            target: format!("HTTP {} {}", spec.method, report::redact_url(&config.url)),
             runtime: Box::new(runtime),
             client,
+            curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
             spec: Box::new(spec),
-            rules,
-            destination,
-            include: cli.include,
+            rules: config.rules,
+            destination: config.destination,
+            include: config.include,
             held: HeldResponse::Nothing,
-            max_redirs: cli.max_redirs,
-            max_retry_after: cli.max_retry_after,
-            connect_timeout: cli.connect_timeout,
-            curl: Box::new(curl),
+            max_redirs: config.max_redirs,
+            max_retry_after: config.max_retry_after,
+            connect_timeout: config.client.connect_timeout,
+            resume: config.output.resume.then(Resume::default),
+            output: Box::new(config.output),
             transfer: Box::default(),
             ending: (0, String::new(), 0),
-            curl_notes: curl::describe(cli),
         })
     }
 
@@ -177,13 +149,13 @@ impl HttpExecutor {
                 path.display()
             ),
         });
-        if self.curl.resume.is_some() {
+        if self.resume.is_some() {
             out.push(
                 "a body cut off is kept and the next attempt asks for the rest (-C -: Range, If-Range)"
                     .into(),
             );
         }
-        if self.curl.fail_with_body {
+        if self.output.fail_with_body {
             out.push("on giving up with a status >= 400, that response's body is output (--fail-with-body)".into());
         }
         out
@@ -222,19 +194,6 @@ impl HttpExecutor {
     }
 }
 
-fn build_client(cli: &Cli, url: Option<&Url>) -> anyhow::Result<reqwest::Client> {
-    // Redirects are followed by `redirect`, so that every response of a chain is seen.
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .referer(false)
-        .tls_danger_accept_invalid_certs(cli.insecure);
-    if let Some(t) = cli.connect_timeout {
-        builder = builder.connect_timeout(t);
-    }
-    builder = curl::client(cli, url, builder)?;
-    builder.build().context("cannot set up the HTTP client")
-}
-
 /// How one attempt ended, before it becomes a report.
 enum Attempted {
     Response {
@@ -262,7 +221,7 @@ enum Ended {
 /// What one attempt needs, borrowed from the executor.
 struct Exchange<'a> {
     client: &'a reqwest::Client,
-    spec: &'a RequestSpec,
+    spec: &'a Request,
     url: Url,
     rules: &'a HttpRules,
     destination: &'a Destination,
@@ -560,11 +519,11 @@ impl Executor for HttpExecutor {
 
     fn deliver(&mut self) -> anyhow::Result<()> {
         let transfer = self.transfer.take();
-        if let Some(path) = &self.curl.dump_header {
+        if let Some(path) = &self.output.dump_header {
             writeout::dump_headers(path, &transfer.heads)?;
         }
         std::mem::take(&mut self.held).deliver(&self.destination)?;
-        if let Some(format) = &self.curl.write_out {
+        if let Some(format) = &self.output.write_out {
             let (exit_code, error, number) = &self.ending;
             let ending = Ending {
                 exit_code: *exit_code,
@@ -609,8 +568,8 @@ impl HttpExecutor {
             destination: &self.destination,
             include: self.include,
             max_redirs: self.max_redirs,
-            fail_with_body: self.curl.fail_with_body,
-            resume: self.curl.resume.as_ref(),
+            fail_with_body: self.output.fail_with_body,
+            resume: self.resume.as_ref(),
             transfer: &self.transfer,
         };
         let started = Instant::now();

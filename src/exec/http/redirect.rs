@@ -10,7 +10,7 @@ use reqwest::header::{
 use reqwest::{Method, Response, Url};
 
 use super::errors::TooManyRedirects;
-use super::request::RequestSpec;
+use crate::config::http::Request;
 
 /// Redirect statuses that carry a Location to follow (RFC 9110 §15.4).
 const FOLLOWED: [u16; 5] = [301, 302, 303, 307, 308];
@@ -35,7 +35,7 @@ pub enum Follow {
 }
 
 impl Hop {
-    pub fn first(spec: &RequestSpec, url: Url) -> Hop {
+    pub fn first(spec: &Request, url: Url) -> Hop {
         Hop {
             url,
             method: spec.method.clone(),

@@ -4,11 +4,12 @@
 //! attempt's header blocks.
 
 use std::io::{self, Read, Write};
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use reqwest::header::HeaderMap;
+
+use crate::config::http::HeaderDump;
 
 /// What the final attempt left for `-w` and `-D`.
 #[derive(Default, Clone, Debug)]
@@ -203,16 +204,17 @@ fn flush(pieces: &mut Vec<Piece>, text: &mut Vec<u8>) {
 }
 
 /// `-D FILE` (or `-D -` for stdout): the final attempt's header blocks.
-pub fn dump_headers(path: &Path, heads: &[u8]) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        let mut out = io::stdout().lock();
-        return out
-            .write_all(heads)
-            .and_then(|()| out.flush())
-            .context("-D/--dump-header: cannot write to stdout");
+pub fn dump_headers(target: &HeaderDump, heads: &[u8]) -> anyhow::Result<()> {
+    match target {
+        HeaderDump::Stdout => {
+            let mut out = io::stdout().lock();
+            out.write_all(heads)
+                .and_then(|()| out.flush())
+                .context("-D/--dump-header: cannot write to stdout")
+        }
+        HeaderDump::File(path) => std::fs::write(path, heads)
+            .with_context(|| format!("-D/--dump-header: cannot write {}", path.display())),
     }
-    std::fs::write(path, heads)
-        .with_context(|| format!("-D/--dump-header: cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -374,7 +374,7 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
         cli.quiet = cli.quiet.max(level);
     }
     if cli.head {
-        cli.method = Some("HEAD".into());
+        cli.method = Some(reqwest::Method::HEAD);
         cli.include = true;
     }
     if cli.remote_name {

@@ -1,0 +1,129 @@
+//! The reqwest client, built from the typed `ClientSettings`: decoding,
+//! proxies, certificates, protocol versions, name resolution and Unix sockets;
+//! and what those settings (and `-u`) change, for `--dry-run`.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::Context;
+use reqwest::ClientBuilder;
+
+use crate::config::http::{ACCEPT_ENCODINGS, ClientSettings, Family, HttpVersion, ProxyChoice};
+
+/// The client every attempt uses.
+pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
+    // Redirects are followed by `redirect`, so that every response of a chain is seen.
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
+        .tls_danger_accept_invalid_certs(settings.insecure);
+    if let Some(t) = settings.connect_timeout {
+        builder = builder.connect_timeout(t);
+    }
+    builder = if settings.compressed {
+        builder.gzip(true).deflate(true).brotli(true).zstd(true)
+    } else {
+        // Without --compressed nothing is asked for and nothing is decoded, as with curl.
+        builder.no_gzip().no_deflate().no_brotli().no_zstd()
+    };
+    builder = proxies(&settings.proxy, builder);
+    if let Some(certs) = &settings.ca_certs {
+        builder = builder.tls_certs_only(certs.iter().cloned());
+    }
+    if let Some(identity) = &settings.identity {
+        builder = builder.identity(identity.clone());
+    }
+    builder = match settings.version {
+        HttpVersion::Any
+        | HttpVersion::Http2 {
+            prior_knowledge: false,
+        } => builder,
+        HttpVersion::Http1Only => builder.http1_only(),
+        HttpVersion::Http2 {
+            prior_knowledge: true,
+        } => builder.http2_prior_knowledge(),
+    };
+    for (host, addrs) in &settings.resolve {
+        builder = builder.resolve_to_addrs(host, addrs);
+    }
+    if let Some(family) = settings.family {
+        let local: IpAddr = match family {
+            Family::V4 => Ipv4Addr::UNSPECIFIED.into(),
+            Family::V6 => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        builder = builder
+            .dns_resolver(Arc::new(OneFamily(family)))
+            .local_address(local);
+    }
+    if let Some(path) = &settings.unix_socket {
+        builder = builder.unix_socket(path.as_path());
+    }
+    builder.build().context("cannot set up the HTTP client")
+}
+
+fn proxies(choice: &ProxyChoice, builder: ClientBuilder) -> ClientBuilder {
+    match choice {
+        ProxyChoice::Environment => builder,
+        ProxyChoice::Direct => builder.no_proxy(),
+        ProxyChoice::Given { proxy, .. } => builder.proxy(*proxy.clone()),
+        ProxyChoice::Listed(proxies) => proxies
+            .iter()
+            .fold(builder.no_proxy(), |b, proxy| b.proxy(proxy.clone())),
+    }
+}
+
+/// What curl's request options change, for `--dry-run`; secrets as `***`.
+pub fn describe(settings: &ClientSettings, shown_user: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(user) = shown_user {
+        out.push(format!(
+            "Basic authentication as {user} (-u); not sent to another host after a redirect"
+        ));
+    }
+    out.push(if settings.compressed {
+        format!("--compressed: Accept-Encoding: {ACCEPT_ENCODINGS}; the body is decoded")
+    } else {
+        "no Accept-Encoding is sent and the body is never decoded (--compressed asks and decodes)"
+            .into()
+    });
+    if let ProxyChoice::Given { url, .. } = &settings.proxy {
+        out.push(format!(
+            "proxy {} (-x) instead of the environment's",
+            crate::report::redact_url(url)
+        ));
+    }
+    if let Some(path) = &settings.unix_socket {
+        out.push(format!(
+            "connections go to the Unix socket {}",
+            path.display()
+        ));
+    }
+    match settings.version {
+        HttpVersion::Any => {}
+        HttpVersion::Http1Only => out.push("HTTP/1.1 only (--http1.1)".into()),
+        HttpVersion::Http2 { .. } => out.push("HTTP/2 (--http2): offered first by ALPN over https://, prior knowledge (h2c) over http://".into()),
+    }
+    out
+}
+
+/// `-4` / `-6`: the system resolver's answers of one address family only; a
+/// name with none is a resolve failure, as with curl.
+struct OneFamily(Family);
+
+impl reqwest::dns::Resolve for OneFamily {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let family = self.0;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|a| a.is_ipv4() == (family == Family::V4))
+                .collect();
+            if found.is_empty() {
+                let which = if family == Family::V4 { "IPv4" } else { "IPv6" };
+                return Err(format!("{host} has no {which} address").into());
+            }
+            Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
