@@ -5,7 +5,7 @@
 //! `terminal`'s.
 
 mod output;
-mod supervisor;
+pub(crate) mod supervisor;
 mod terminal;
 
 use std::ffi::OsString;
@@ -327,8 +327,10 @@ impl Executor for CommandExecutor {
         let supervised = Supervisor {
             pid,
             kill_after: self.kill_after,
+            signal_grace: self.kill_after,
             foreground: self.foreground,
             fault: &fault,
+            ends_on_lost_lock: true,
         }
         .run(ctx.timeout);
         if self.foreground {
