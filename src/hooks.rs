@@ -319,7 +319,11 @@ mod tests {
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.to_string_lossy().into_owned())
         };
-        assert_eq!(get("RETRY_DEPTH").as_deref(), Some("2"), "retry's own depth");
+        assert_eq!(
+            get("RETRY_DEPTH").as_deref(),
+            Some("2"),
+            "retry's own depth"
+        );
         assert_eq!(get("RETRY_EXIT_CODE").as_deref(), Some("22"));
         assert_eq!(get("RETRY_HTTP_STATUS").as_deref(), Some("503"));
         assert_eq!(get("RETRY_OUTCOME").as_deref(), Some("HTTP 503"));

@@ -362,8 +362,14 @@ mod tests {
             class(CommandEnd::Exited(6), Directive::Retry),
             Class::Transient
         );
-        assert_eq!(class(CommandEnd::Exited(0), Directive::Stop), Class::Permanent);
-        assert_eq!(class(CommandEnd::Exited(3), Directive::Success), Class::Success);
+        assert_eq!(
+            class(CommandEnd::Exited(0), Directive::Stop),
+            Class::Permanent
+        );
+        assert_eq!(
+            class(CommandEnd::Exited(3), Directive::Success),
+            Class::Success
+        );
         assert_eq!(
             class(CommandEnd::Signaled(9), Directive::Success),
             Class::Success

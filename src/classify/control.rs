@@ -141,7 +141,13 @@ mod tests {
 
     #[test]
     fn anything_else_is_refused() {
-        for text in ["again", "retry stop", "retry-after soon", "retry-after", "STOP"] {
+        for text in [
+            "again",
+            "retry stop",
+            "retry-after soon",
+            "retry-after",
+            "STOP",
+        ] {
             assert!(Directive::parse(text).is_err(), "{text}");
         }
     }

@@ -200,7 +200,11 @@ impl Watchdog {
                 mark(&mut state);
                 return true;
             }
-            state = self.wake.wait_timeout(state, until - now).expect("watchdog").0;
+            state = self
+                .wake
+                .wait_timeout(state, until - now)
+                .expect("watchdog")
+                .0;
         }
     }
 

@@ -4,6 +4,7 @@
 //! directory. What a directive means is `classify::control`'s.
 
 use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::classify::control::{self, Directive};
@@ -30,6 +31,7 @@ impl ControlFile {
         let base = base();
         let made = tempfile::Builder::new()
             .prefix("retry-control-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(&base)
             .and_then(|dir| std::fs::File::create_new(dir.path().join(NAME)).map(|_| dir));
         made.map(|dir| ControlFile { dir }).map_err(|e| {

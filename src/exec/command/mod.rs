@@ -21,8 +21,8 @@ use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::{Pid, getpid, getppid, setpgid, tcsetpgrp};
 
 use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
-use crate::classify::profiles;
 use crate::classify::control::DIRECTIVES;
+use crate::classify::profiles;
 use crate::classify::{Class, endings};
 use crate::config::CommandConfig;
 use crate::engine::{AttemptContext, AttemptReport, Outcome};
