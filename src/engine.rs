@@ -1,8 +1,9 @@
 //! The one retry loop, shared by every mode. It owns the policy (attempt limit,
 //! `--max-time` budget, backoff and jitter, server-requested waits, per-rule retry
 //! limits) and nothing else: running an attempt and classifying it is the
-//! executor's job, sleeping is the sleeper's, and the clock is injected so the
-//! loop is tested without sleeping.
+//! executor's job, sleeping is the sleeper's, running `--on-retry` beside the
+//! sleep is the retry hook's, and the clock is injected so the loop is tested
+//! without sleeping.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};

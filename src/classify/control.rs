@@ -31,7 +31,7 @@ pub static DIRECTIVES: [DirectiveRow; 4] = [
     DirectiveRow {
         words: "retry-after DUR",
         class: Class::Transient,
-        why: "wait at least DUR, as for Retry-After (capped by --max-retry-after)",
+        why: "wait at least DUR, spread as for Retry-After, up to --max-retry-after",
     },
     DirectiveRow {
         words: "retry",
