@@ -69,20 +69,25 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
     }
     let pid = Pid::from_raw(child.id() as i32);
     let watchdog = Arc::new(Watchdog::default());
-    let thread = {
-        let watchdog = Arc::clone(&watchdog);
-        let limit = spec.limit;
-        std::thread::Builder::new()
-            .name("hook-watchdog".into())
-            .spawn(move || watchdog.guard(pid, Instant::now() + limit))
-            .ok()
-    };
-    Ok(RunningHook {
-        pid,
-        watchdog,
-        thread,
-        limit: spec.limit,
-    })
+    let guard = Arc::clone(&watchdog);
+    let limit = spec.limit;
+    let thread = std::thread::Builder::new()
+        .name("hook-watchdog".into())
+        .spawn(move || guard.guard(pid, Instant::now() + limit));
+    match thread {
+        Ok(thread) => Ok(RunningHook {
+            pid,
+            watchdog,
+            thread: Some(thread),
+            limit,
+        }),
+        Err(e) => {
+            // A hook nothing would cut at its limit must not run at all.
+            let _ = killpg(pid, Signal::SIGKILL);
+            let _ = child.wait();
+            Err(HookEnd::Failed(format!("cannot watch its time limit: {e}")))
+        }
+    }
 }
 
 fn command(spec: &HookSpec<'_>) -> std::io::Result<Command> {
@@ -224,5 +229,53 @@ fn send(pgid: Pid, sigs: &[Signal], watchdog: &Watchdog) {
         for sig in sigs {
             let _ = killpg(pgid, *sig);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn sleeper() -> (std::process::Child, Pid) {
+        let child = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        (child, pid)
+    }
+
+    #[test]
+    fn the_watchdog_sends_sigterm_at_the_limit() {
+        let (mut child, pid) = sleeper();
+        let watchdog = Arc::new(Watchdog::default());
+        let guard = Arc::clone(&watchdog);
+        let start = Instant::now();
+        let thread = std::thread::spawn(move || {
+            guard.guard(pid, Instant::now() + Duration::from_millis(50))
+        });
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        assert!(watchdog.finish(), "it fired");
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_finished_watchdog_sends_nothing() {
+        let (mut child, pid) = sleeper();
+        let watchdog = Arc::new(Watchdog::default());
+        let guard = Arc::clone(&watchdog);
+        let thread = std::thread::spawn(move || {
+            guard.guard(pid, Instant::now() + Duration::from_millis(100))
+        });
+        assert!(!watchdog.finish());
+        thread.join().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(child.try_wait().unwrap().is_none(), "still running");
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
