@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -142,6 +142,10 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lock-wait' -x -d 
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'busy-exit' -x -d 'Exit status when skipped because the lock is busy'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'once' -x -d 'Skip if KEY already succeeded; record KEY after success'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'state' -x -a '(__fish_complete_directories)' -d 'Where --once markers live: a directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-retry' -x -d 'Run CMD with sh -c after a failed attempt that will be retried, during the sleep'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-give-up' -x -d 'Run CMD with sh -c after the last attempt failed, with the report JSON on stdin'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-success' -x -d 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hook-timeout' -x -d 'Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'q' -l 'quiet' -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'v' -l 'verbose' -d 'More on stderr (repeatable)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'log-format' -x -a 'text\\t\'Lines starting with "retry: "\' json\\t\'JSON Lines, one event per line\'' -d 'Format of stderr event lines'

@@ -22,6 +22,7 @@ const PROCESS: &str = "Process handling (command mode)";
 const HTTP: &str = "HTTP mode";
 const CURL: &str = "curl's options (HTTP mode)";
 const JOBS: &str = "Scheduled jobs";
+const HOOKS: &str = "Hooks";
 const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
@@ -94,6 +95,28 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          unless --allow-nested is given.",
     ),
     (
+        "RETRY_CONTROL",
+        "Set for the command: an empty file in a private directory (under $XDG_RUNTIME_DIR, else \
+         $TMPDIR, else /tmp). The command may write one directive to it: 'retry-after DUR' (transient; \
+         wait at least DUR, capped by --max-retry-after), 'retry' (transient), 'stop' (permanent) or \
+         'success' (exit 0 whatever the status). It is checked before every other rule; anything else \
+         is a warning and is ignored.",
+    ),
+    (
+        "RETRY_EXIT_CODE, RETRY_HTTP_STATUS",
+        "Set for hooks: the status retry would exit with (curl's code in HTTP mode), and the HTTP \
+         status when there was a response. Hooks also get the command's RETRY_* variables \
+         (RETRY_DEPTH is retry's own).",
+    ),
+    (
+        "RETRY_OUTCOME, RETRY_CLASS, RETRY_REASON",
+        "Set for hooks: how the last attempt ended, its class (success, transient, permanent) and why.",
+    ),
+    (
+        "RETRY_NEXT_DELAY_MS",
+        "Set for --on-retry: the backoff sleep before the next attempt, in milliseconds.",
+    ),
+    (
         "NO_COLOR",
         "When set and not empty, no colour on stderr or in --help.",
     ),
@@ -140,6 +163,10 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     (
         "retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report",
         "A cron job: one instance at a time, and at most one success a day.",
+    ),
+    (
+        "retry --on-give-up 'cat > /var/spool/retry/$(date +%s).json' --on-success 'curl -fsS https://hc-ping.com/UUID' -- ./nightly.sh",
+        "Failed work goes to a dead-letter directory as its report; a dead-man monitor hears of each success.",
     ),
     (
         "retry --dry-run -a 6 --delay 500ms --jitter equal -- make test",
@@ -582,6 +609,34 @@ pub struct Cli {
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
     pub state: Option<String>,
 
+    /// Run CMD with sh -c after a failed attempt that will be retried, during the sleep
+    ///
+    /// The next attempt starts when the sleep is over or CMD has ended, whichever is later;
+    /// both count towards --max-time. CMD gets RETRY_NEXT_DELAY_MS besides the variables
+    /// every hook gets (see Environment).
+    #[arg(long, value_name = "CMD", value_parser = hook_value, help_heading = HOOKS)]
+    pub on_retry: Option<String>,
+
+    /// Run CMD with sh -c after the last attempt failed, with the report JSON on stdin
+    ///
+    /// Runs when at least one attempt ran and the run ends without success for any reason
+    /// but a signal; never after a skip. How failed work reaches a queue to try later.
+    #[arg(long, value_name = "CMD", value_parser = hook_value, help_heading = HOOKS)]
+    pub on_give_up: Option<String>,
+
+    /// Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin
+    ///
+    /// How a dead-man monitor hears of success, e.g. curl -fsS https://hc-ping.com/UUID.
+    #[arg(long, value_name = "CMD", value_parser = hook_value, help_heading = HOOKS)]
+    pub on_success: Option<String>,
+
+    /// Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later
+    ///
+    /// A hook's output goes to stderr. A hook that fails or times out is a warning: it never
+    /// changes the exit status or a retry decision.
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "30s", value_parser = parse::positive_duration, help_heading = HOOKS)]
+    pub hook_timeout: Duration,
+
     /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
     #[arg(short = 'q', long, action = ArgAction::Count, conflicts_with = "verbose", help_heading = OUTPUT)]
     pub quiet: u8,
@@ -683,6 +738,15 @@ pub enum GenerateKind {
     Elvish,
     Powershell,
     Man,
+}
+
+/// A hook's shell command: run with `sh -c`, so any non-blank text.
+fn hook_value(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("expected a shell command, run with sh -c".into())
+    } else {
+        Ok(text.to_string())
+    }
 }
 
 fn continue_value(text: &str) -> Result<String, String> {

@@ -1,8 +1,9 @@
 //! The one retry loop, shared by every mode. It owns the policy (attempt limit,
 //! `--max-time` budget, backoff and jitter, server-requested waits, per-rule retry
 //! limits) and nothing else: running an attempt and classifying it is the
-//! executor's job, sleeping is the sleeper's, and the clock is injected so the
-//! loop is tested without sleeping.
+//! executor's job, sleeping is the sleeper's, running `--on-retry` beside the
+//! sleep is the retry hook's, and the clock is injected so the loop is tested
+//! without sleeping.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -66,8 +67,10 @@ impl Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaitHint {
     pub wait: Duration,
-    /// The header as the server sent it, quoted in messages.
+    /// The header as the server sent it (or the command's directive), quoted in messages.
     pub source: String,
+    /// Who asked, for messages: "the server" or "the command".
+    pub asked_by: &'static str,
 }
 
 /// What an executor reports about one attempt.
@@ -195,12 +198,42 @@ pub trait Events {
     fn event(&mut self, event: Event<'_>);
 }
 
+/// What `--on-retry` is told about the attempt that failed.
+pub struct RetryFacts<'a> {
+    pub record: &'a AttemptRecord,
+    pub limit: u32,
+    /// The status retry would exit with if this attempt were the last.
+    pub exit_code: i32,
+    pub next_delay: Duration,
+    /// What is left of `--max-time`: the hook may not run past it.
+    pub budget_left: Option<Duration>,
+}
+
+/// `--on-retry`, run inside the backoff sleep: started before the sleep and
+/// waited for after it, so the next attempt starts when both are over.
+pub trait RetryHook {
+    fn start(&mut self, facts: &RetryFacts<'_>);
+    /// Waits for the hook started last, if one runs; `Err` if the run must stop now.
+    fn wait(&mut self) -> Result<(), Stop>;
+}
+
+/// No `--on-retry`.
+pub struct NoRetryHook;
+
+impl RetryHook for NoRetryHook {
+    fn start(&mut self, _facts: &RetryFacts<'_>) {}
+    fn wait(&mut self) -> Result<(), Stop> {
+        Ok(())
+    }
+}
+
 /// Everything the loop needs from outside besides the executor.
 pub struct Env<'a> {
     pub clock: &'a dyn Clock,
     pub sleeper: &'a mut dyn Sleeper,
     pub rng: &'a mut ChaCha8Rng,
     pub events: &'a mut dyn Events,
+    pub retry_hook: &'a mut dyn RetryHook,
 }
 
 /// What to do after an attempt.
@@ -259,9 +292,21 @@ pub fn run(
                     next: Some(delay),
                 });
                 exec.discard();
-                if let Err(stop) = env.sleeper.sleep(delay, number + 1) {
+                let facts = RetryFacts {
+                    record,
+                    limit: policy.attempts,
+                    exit_code: report.exit_code,
+                    next_delay: delay,
+                    budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),
+                };
+                if let Err(stop) = sleep_with_hook(env, &facts, number + 1) {
                     let (exit_code, reason, message) = stopped_while_sleeping(stop);
                     return Ok(finish(records, exit_code, reason, message, start, env));
+                }
+                if deadline.is_some_and(|d| env.clock.now() >= d) {
+                    let message = budget_message(policy, "ran out during the --on-retry hook");
+                    let (code, reason) = (report.exit_code, StopReason::MaxTime);
+                    return Ok(finish(records, code, reason, message, start, env));
                 }
                 number += 1;
             }
@@ -303,6 +348,15 @@ pub fn run(
             }
         }
     }
+}
+
+/// The backoff sleep with `--on-retry` running beside it: over when both are.
+fn sleep_with_hook(env: &mut Env<'_>, facts: &RetryFacts<'_>, upcoming: u32) -> Result<(), Stop> {
+    env.retry_hook.start(facts);
+    let slept = env.sleeper.sleep(facts.next_delay, upcoming);
+    // A stop during the sleep reaches the hook too: waiting passes the signal on.
+    let waited = env.retry_hook.wait();
+    slept.and(waited)
 }
 
 /// Turns a verdict limited to N retries into a permanent one past N.
@@ -404,7 +458,8 @@ fn obey_hint(
         return Next::Stop(
             StopReason::RetryAfterTooLong,
             format!(
-                "the server asked to wait {} ({}), longer than --max-retry-after {}",
+                "{} asked to wait {} ({}), longer than --max-retry-after {}",
+                hint.asked_by,
                 human(hint.wait),
                 hint.source,
                 human(policy.max_wait_hint)
@@ -415,7 +470,8 @@ fn obey_hint(
         return Next::Stop(
             StopReason::RetryAfterTooLong,
             format!(
-                "the server asked to wait {} ({}), longer than the {} left of --max-time",
+                "{} asked to wait {} ({}), longer than the {} left of --max-time",
+                hint.asked_by,
                 human(hint.wait),
                 hint.source,
                 human(left)
@@ -536,6 +592,39 @@ mod tests {
         }
     }
 
+    /// An `--on-retry` hook that takes `took` of fake time from its start, which
+    /// runs beside the sleep: waiting for it moves the clock to its end if later.
+    struct FakeHook {
+        clock: FakeClock,
+        took: Option<Duration>,
+        started: Option<Duration>,
+        seen: Vec<(u32, Duration, Option<Duration>)>,
+        signal: bool,
+    }
+
+    impl RetryHook for FakeHook {
+        fn start(&mut self, facts: &RetryFacts<'_>) {
+            if self.took.is_some() {
+                self.started = Some(self.clock.now());
+                let n = facts.record.number;
+                self.seen.push((n, facts.next_delay, facts.budget_left));
+            }
+        }
+        fn wait(&mut self) -> Result<(), Stop> {
+            let (Some(took), Some(started)) = (self.took, self.started.take()) else {
+                return Ok(());
+            };
+            let end = started + took;
+            if end > self.clock.now() {
+                self.clock.advance(end - self.clock.now());
+            }
+            if self.signal {
+                return Err(Stop::Signal(2));
+            }
+            Ok(())
+        }
+    }
+
     /// Plays back a script of reports, each taking `took` of fake time.
     struct Scripted {
         clock: FakeClock,
@@ -605,6 +694,7 @@ mod tests {
         exec: Scripted,
         sleeper: FakeSleeper,
         events: Collect,
+        hook: FakeHook,
     }
 
     impl Harness {
@@ -625,6 +715,13 @@ mod tests {
                     lose_lock_on: None,
                 },
                 events: Collect::default(),
+                hook: FakeHook {
+                    clock: clock.clone(),
+                    took: None,
+                    started: None,
+                    seen: vec![],
+                    signal: false,
+                },
                 clock,
             }
         }
@@ -636,6 +733,7 @@ mod tests {
                 sleeper: &mut self.sleeper,
                 rng: &mut rng,
                 events: &mut self.events,
+                retry_hook: &mut self.hook,
             };
             run(&mut self.exec, policy, &mut env).unwrap()
         }
@@ -744,6 +842,7 @@ mod tests {
         r.wait_hint = Some(WaitHint {
             wait: Duration::from_secs(secs),
             source: format!("Retry-After: {secs}"),
+            asked_by: "the server",
         });
         r
     }
@@ -809,6 +908,7 @@ mod tests {
         r.wait_hint = Some(WaitHint {
             wait: Duration::from_secs(600),
             source: "Retry-After: 600".into(),
+            asked_by: "the server",
         });
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(3, JitterKind::None));
@@ -828,6 +928,7 @@ mod tests {
         r.wait_hint = Some(WaitHint {
             wait: Duration::from_secs(60),
             source: "Retry-After: 60".into(),
+            asked_by: "the server",
         });
         let mut h = Harness::new(vec![r]);
         let s = h.run(&p);
@@ -903,6 +1004,66 @@ mod tests {
             s.attempts.len(),
             1,
             "a 1s sleep does not fit in the 900ms left"
+        );
+    }
+
+    #[test]
+    fn a_retry_hook_shorter_than_the_sleep_changes_nothing() {
+        let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
+        h.hook.took = Some(Duration::from_millis(300));
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        // 0.1 + 1 + 0.1 + 2 + 0.1: the hooks ran inside the sleeps.
+        assert_eq!(s.elapsed, Duration::from_millis(3300));
+        let seen: Vec<_> = h.hook.seen.iter().map(|(n, d, _)| (*n, *d)).collect();
+        assert_eq!(
+            seen,
+            [(1, Duration::from_secs(1)), (2, Duration::from_secs(2))]
+        );
+    }
+
+    #[test]
+    fn a_retry_hook_longer_than_the_sleep_delays_the_next_attempt() {
+        let mut h = Harness::new(vec![fail(1), ok()]);
+        h.hook.took = Some(Duration::from_millis(2500));
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        // The second attempt starts when the hook ends (2.5s after the first ended), not after the 1s sleep.
+        assert_eq!(
+            s.attempts[1].started_at,
+            SystemTime::UNIX_EPOCH + Duration::from_millis(2600)
+        );
+        assert_eq!(s.attempts[0].delay, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_retry_hook_counts_towards_max_time() {
+        let mut p = policy(5, JitterKind::None);
+        p.max_time = Some(Duration::from_secs(2));
+        let mut h = Harness::new(vec![fail(4), ok()]);
+        h.hook.took = Some(Duration::from_secs(5));
+        let s = h.run(&p);
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::MaxTime, 4, 1)
+        );
+        assert!(s.message.contains("--on-retry hook"), "{}", s.message);
+        assert_eq!(
+            h.hook.seen[0].2,
+            Some(Duration::from_millis(1900)),
+            "the hook is told what is left of the budget"
+        );
+    }
+
+    #[test]
+    fn a_signal_during_a_retry_hook_stops_the_run() {
+        let mut h = Harness::new(vec![fail(1), ok()]);
+        h.hook.took = Some(Duration::from_millis(10));
+        h.hook.signal = true;
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::Signal, 130, 1)
         );
     }
 

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod exec;
 pub mod exit;
 pub mod generate;
+pub mod hooks;
 pub mod io;
 pub mod jobs;
 pub mod parse;
@@ -108,6 +109,7 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         idempotency_key: shown_key.as_deref(),
     };
     let report_path = config.report.as_deref();
+    let mut hooks = hooks::Hooks::new(config.hooks, &config.run, header.idempotency_key);
     // The run, and its --max-time budget, start before the wait for a lock.
     let clock = clock::SystemClock::new();
     let mut held = match jobs::prepare(&config.jobs)? {
@@ -144,13 +146,15 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         header: &header,
         clock: &clock,
     };
-    let mut summary = run_engine(exec.as_mut(), &engine_setup)?;
+    let mut summary = run_engine(exec.as_mut(), &engine_setup, &mut hooks)?;
     if summary.stopped_because == StopReason::Success {
         match held.confirm() {
             Ok(()) => held.record_success(&summary)?,
             Err(lost) => summary = lost_after_success(summary, &lost),
         }
     }
+    // After the marker, budget and circuit updates; before the report (SPEC: the order of a run).
+    let summary = hooks.after_run(summary, |s| report::report_json(&header, s));
     finish_report(report_path, &header, summary)
 }
 
@@ -187,7 +191,11 @@ struct EngineSetup<'a> {
     clock: &'a clock::SystemClock,
 }
 
-fn run_engine(exec: &mut dyn Executor, setup: &EngineSetup<'_>) -> anyhow::Result<RunSummary> {
+fn run_engine(
+    exec: &mut dyn Executor,
+    setup: &EngineSetup<'_>,
+    hooks: &mut hooks::Hooks,
+) -> anyhow::Result<RunSummary> {
     let seed = setup.seed.unwrap_or_else(rand::random);
     if report::shows(2) {
         report::verbose(
@@ -214,6 +222,7 @@ fn run_engine(exec: &mut dyn Executor, setup: &EngineSetup<'_>) -> anyhow::Resul
         sleeper: &mut sleeper,
         rng: &mut rng,
         events: &mut logger,
+        retry_hook: hooks,
     };
     engine::run(exec, setup.policy, &mut env)
 }

@@ -43,6 +43,9 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--state", "postgres://db.example/jobs#name"),
     ("--log-format", "xml"),
     ("--report", "/nonexistent-dir/report.json"),
+    ("--on-retry", ""),
+    ("--on-give-up", " "),
+    ("--hook-timeout", "0"),
     ("--retry", "-1"),
     ("--retry-delay", "soon"),
     ("--retry-max-time", "later"),
@@ -164,6 +167,10 @@ const COMMAND_ONLY: &[&str] = &[
 
 /// Options of both modes; every other option is a request option (HTTP mode).
 const BOTH: &[&str] = &[
+    "on-retry",
+    "on-give-up",
+    "on-success",
+    "hook-timeout",
     "attempts",
     "delay",
     "max-delay",
@@ -276,6 +283,10 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("log-format", &["--log-format", "json"]),
     ("report", &["--report", "{dir}/report.json"]),
     ("dry-run", &["--dry-run"]),
+    ("on-retry", &["--on-retry", "true"]),
+    ("on-give-up", &["--on-give-up", "true"]),
+    ("on-success", &["--on-success", "true"]),
+    ("hook-timeout", &["--hook-timeout", "5s"]),
 ];
 
 #[derive(Clone, Copy, PartialEq, Debug)]

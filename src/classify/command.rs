@@ -1,5 +1,5 @@
-//! Command-mode classification: the user's rules, then the profile, then the
-//! generic rules, first match wins (SPEC.md "Command mode / Classification").
+//! Command-mode classification: the command's own word (RETRY_CONTROL), the
+//! user's rules, then the profile, then the generic rules, first match wins (SPEC.md "Command mode / Classification").
 //! `OutputWatch` is what the output streams are scanned with; it records facts,
 //! and `CommandRules::classify` turns facts and the way the attempt ended into a
 //! verdict.
@@ -7,6 +7,7 @@
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
 use super::Class;
+use super::control::Directive;
 use super::profiles::{self, Otherwise, Profile, Row, Then, When};
 use super::{Verdict, endings};
 use crate::parse::CodeSet;
@@ -37,6 +38,8 @@ pub struct OutputFacts {
     pub shown: Vec<(&'static str, String)>,
     /// retry's own stdout or stderr is a pipe whose reader has gone.
     pub output_closed: bool,
+    /// What the command wrote to RETRY_CONTROL (rule 0).
+    pub control: Option<Directive>,
 }
 
 const SIGPIPE: i32 = nix::sys::signal::Signal::SIGPIPE as i32;
@@ -143,6 +146,9 @@ impl CommandRules {
     fn classify_end(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
         if let CommandEnd::NotRunnable { message, .. } = end {
             return endings::NOT_RUNNABLE.verdict(&[("error", message)]);
+        }
+        if let Some(directive) = &facts.control {
+            return directive.verdict();
         }
         if let Some(line) = &facts.stop_match {
             return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));
@@ -339,6 +345,34 @@ mod tests {
             exit(&r, 6),
             Class::Permanent,
             "--stop-on beats the curl profile"
+        );
+    }
+
+    #[test]
+    fn the_commands_own_word_comes_first() {
+        let mut r = rules(&profiles::CURL);
+        r.success_on = Some(exit_codes("6").unwrap());
+        let said = |directive: Directive| OutputFacts {
+            stop_match: Some("fatal".into()),
+            control: Some(directive),
+            ..Default::default()
+        };
+        let class = |end: CommandEnd, d| r.classify(&end, &said(d)).class;
+        assert_eq!(
+            class(CommandEnd::Exited(6), Directive::Retry),
+            Class::Transient
+        );
+        assert_eq!(
+            class(CommandEnd::Exited(0), Directive::Stop),
+            Class::Permanent
+        );
+        assert_eq!(
+            class(CommandEnd::Exited(3), Directive::Success),
+            Class::Success
+        );
+        assert_eq!(
+            class(CommandEnd::Signaled(9), Directive::Success),
+            Class::Success
         );
     }
 

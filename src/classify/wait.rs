@@ -89,6 +89,7 @@ fn hint(name: &str, value: &str, wait: Duration) -> WaitHint {
     WaitHint {
         wait,
         source: format!("{name}: {value}"),
+        asked_by: "the server",
     }
 }
 

@@ -5,6 +5,7 @@
 //! running the attempts to the executors and the gate to `jobs`.
 
 mod command;
+pub mod hooks;
 pub mod http;
 
 use std::io::IsTerminal;
@@ -14,6 +15,7 @@ use anyhow::Context;
 use serde_json::json;
 
 pub use self::command::CommandConfig;
+pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
 use crate::backoff::Schedule;
 use crate::cli::{Cli, LogFormat};
@@ -31,6 +33,7 @@ pub struct Config {
     /// Show a live countdown while sleeping (stderr is a terminal, text logs, not quiet).
     pub countdown: bool,
     pub jobs: JobOptions,
+    pub hooks: HookConfig,
     pub report: Option<PathBuf>,
     pub dry_run: bool,
     /// `--seed`, or `None` for a random one.
@@ -111,6 +114,7 @@ impl Config {
             },
             max_wait_hint: cli.max_retry_after,
         };
+        let hooks = HookConfig::from_cli(&cli);
         let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
         let target = TargetConfig::from_cli(cli, key)?;
         Ok(Config {
@@ -120,6 +124,7 @@ impl Config {
             log,
             countdown,
             jobs,
+            hooks,
             report,
             dry_run,
             seed,

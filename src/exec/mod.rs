@@ -2,6 +2,7 @@
 //! `RunInfo`, what every attempt of a run has in common.
 
 pub mod command;
+pub mod hook;
 pub mod http;
 pub mod http_headers;
 pub mod procs;

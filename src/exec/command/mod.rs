@@ -4,8 +4,9 @@
 //! pumps and the held stdout are `output`'s; the terminal hand-over is
 //! `terminal`'s.
 
+mod control;
 mod output;
-mod supervisor;
+pub(crate) mod supervisor;
 mod terminal;
 
 use std::ffi::OsString;
@@ -20,6 +21,7 @@ use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::{Pid, getpid, getppid, setpgid, tcsetpgrp};
 
 use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
+use crate::classify::control::DIRECTIVES;
 use crate::classify::profiles;
 use crate::classify::{Class, endings};
 use crate::config::CommandConfig;
@@ -33,6 +35,7 @@ use crate::io::pump::Shared;
 use crate::io::spool;
 use crate::io::stdin::StdinPlan;
 use crate::{report, signals};
+use control::ControlFile;
 use output::{HeldStdout, Pumps, output_reader_gone};
 use supervisor::{Supervised, Supervisor};
 use terminal::{ignore_sigttou, in_terminal_foreground, reclaim_terminal, stdin_tty};
@@ -55,6 +58,8 @@ pub struct CommandExecutor {
     foreground: bool,
     stop_patterns: Vec<String>,
     retry_patterns: Vec<String>,
+    /// Why RETRY_CONTROL could not be given, once said.
+    control_missing_said: bool,
 }
 
 impl CommandExecutor {
@@ -74,6 +79,7 @@ impl CommandExecutor {
             foreground,
             stop_patterns: config.stop_patterns,
             retry_patterns: config.retry_patterns,
+            control_missing_said: false,
         }
     }
 
@@ -83,6 +89,7 @@ impl CommandExecutor {
             .iter()
             .map(|rule| rule.describe())
             .collect();
+        out.extend(DIRECTIVES.iter().map(|row| row.describe()));
         for p in &self.stop_patterns {
             out.push(format!(
                 "a stdout/stderr line matches --stop-on-output {p:?}: permanent"
@@ -195,7 +202,12 @@ impl CommandExecutor {
         } else {
             exit_code
         };
+        let wait_hint = match (&facts.control, verdict.class) {
+            (Some(directive), Class::Transient) => directive.wait_hint(),
+            _ => None,
+        };
         let mut report = AttemptReport::new(outcome, verdict, exit_code);
+        report.wait_hint = wait_hint;
         report.interrupted_by = supervised.interrupted_by;
         report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
         report
@@ -206,6 +218,7 @@ impl CommandExecutor {
         ctx: &AttemptContext,
         stdin: Stdio,
         stdout_file: Option<&std::fs::File>,
+        control: Option<&ControlFile>,
     ) -> io::Result<Command> {
         let mut cmd = Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..]);
@@ -216,6 +229,11 @@ impl CommandExecutor {
         match ctx.budget_left {
             Some(left) => cmd.env("RETRY_DEADLINE_MS", left.as_millis().to_string()),
             None => cmd.env_remove("RETRY_DEADLINE_MS"),
+        };
+        // Never an outer retry's file: the directive would reach the wrong run.
+        match control {
+            Some(file) => cmd.env("RETRY_CONTROL", file.path()),
+            None => cmd.env_remove("RETRY_CONTROL"),
         };
         cmd.stdin(stdin);
         let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
@@ -255,6 +273,20 @@ impl CommandExecutor {
             cmd.process_group(0);
         }
         Ok(cmd)
+    }
+
+    /// This attempt's RETRY_CONTROL file; without one, -v says why (once).
+    fn control_file(&mut self) -> Option<ControlFile> {
+        match ControlFile::new() {
+            Ok(file) => Some(file),
+            Err(why) => {
+                if !self.control_missing_said {
+                    self.control_missing_said = true;
+                    report::verbose(1, &why);
+                }
+                None
+            }
+        }
     }
 
     fn spawn_failure(&self, err: &io::Error) -> AttemptReport {
@@ -298,7 +330,8 @@ impl Executor for CommandExecutor {
         let fault = Arc::new(Fault::default());
         let stdout_file = self.stdout_file();
         let (stdin, feeder) = self.stdin.prepare(&fault)?;
-        let mut cmd = self.command(ctx, stdin, stdout_file.as_ref())?;
+        let control = self.control_file();
+        let mut cmd = self.command(ctx, stdin, stdout_file.as_ref(), control.as_ref())?;
         if self.foreground {
             ignore_sigttou();
         }
@@ -327,8 +360,10 @@ impl Executor for CommandExecutor {
         let supervised = Supervisor {
             pid,
             kill_after: self.kill_after,
+            signal_grace: self.kill_after,
             foreground: self.foreground,
             fault: &fault,
+            ends_on_lost_lock: true,
         }
         .run(ctx.timeout);
         if self.foreground {
@@ -340,6 +375,7 @@ impl Executor for CommandExecutor {
             drain_until = drain_until.min(started + left);
         }
         pumps.wait(drain_until.min(Instant::now() + DRAIN_GRACE));
+        facts.lock().expect("facts").control = control.and_then(ControlFile::read);
         let preliminary = match &supervised {
             Ok(s) => {
                 self.rules

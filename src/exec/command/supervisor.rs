@@ -2,7 +2,8 @@
 //! `--kill-after` escalation, passes retry's stopping signals on, stops the
 //! attempt when retry's own plumbing fails or its lock is lost, and follows a
 //! Ctrl-Z from the terminal. Starting the command, its output and how the
-//! ending is classified belong to the executor in `mod.rs`.
+//! ending is classified belong to the executor in `mod.rs`; hooks are waited
+//! for the same way (`exec::hook`).
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use crate::exec::procs;
 use crate::io::Fault;
 use crate::signals;
 
-pub(super) struct Supervised {
+pub(crate) struct Supervised {
     pub end: CommandEnd,
     pub timed_out: bool,
     pub interrupted_by: Option<i32>,
@@ -27,11 +28,16 @@ pub(super) struct Supervised {
 /// Waits for one attempt's process, enforcing its time limit, passing on
 /// stopping signals to its process group, and stopping it when retry's own
 /// plumbing fails (`fault`).
-pub(super) struct Supervisor<'a> {
+pub(crate) struct Supervisor<'a> {
     pub pid: Pid,
     pub kill_after: Duration,
+    /// How long a process that got retry's stopping signal has before SIGKILL.
+    pub signal_grace: Duration,
     pub foreground: bool,
     pub fault: &'a Fault,
+    /// Stop the process when the run's lock is lost (an attempt must not go on
+    /// without it; a hook that reports the loss must).
+    pub ends_on_lost_lock: bool,
 }
 
 impl Supervisor<'_> {
@@ -91,13 +97,17 @@ impl Supervisor<'_> {
                 if forwarded.is_none() {
                     forwarded = Some(sig);
                     send(self.pid, sig);
-                    escalate_at.get_or_insert(now + self.kill_after);
+                    escalate_at.get_or_insert(now + self.signal_grace);
                 } else if signals::take_repeat().is_some() {
                     // A second signal: stop waiting politely.
                     send(self.pid, Signal::SIGKILL as i32);
                 }
             }
-            if !lock_lost && forwarded.is_none() && signals::lock_lost().is_some() {
+            if self.ends_on_lost_lock
+                && !lock_lost
+                && forwarded.is_none()
+                && signals::lock_lost().is_some()
+            {
                 // Without its lock the attempt must not go on: end it like a timeout.
                 lock_lost = true;
                 send(self.pid, Signal::SIGTERM as i32);

@@ -1,0 +1,30 @@
+//! The hooks' settings: which shell commands run after a failed attempt that
+//! will be retried, after giving up and after success, and their time limit.
+//! Running them is `hooks`' job.
+
+use std::time::Duration;
+
+use crate::cli::Cli;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HookConfig {
+    /// `--on-retry`: runs inside the backoff sleep.
+    pub on_retry: Option<String>,
+    /// `--on-give-up`: runs after the last attempt failed, the report on stdin.
+    pub on_give_up: Option<String>,
+    /// `--on-success`: runs after an attempt succeeded, the report on stdin.
+    pub on_success: Option<String>,
+    /// `--hook-timeout`: limit on each hook.
+    pub timeout: Duration,
+}
+
+impl HookConfig {
+    pub fn from_cli(cli: &Cli) -> HookConfig {
+        HookConfig {
+            on_retry: cli.on_retry.clone(),
+            on_give_up: cli.on_give_up.clone(),
+            on_success: cli.on_success.clone(),
+            timeout: cli.hook_timeout,
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! The hooks (SPEC "Hooks and the command's own word"): when each runs, what it
+//! is told (its environment and, after the run, the report JSON on stdin), and
+//! what its failure means: a warning, never another exit status or decision.
+//! `--on-retry` runs inside the engine's backoff sleep through
+//! [`RetryHook`]; `--on-success` and `--on-give-up` run from [`Hooks::after_run`].
+//! Starting and ending the process is `exec::hook`'s job.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::HookConfig;
+use crate::engine::{AttemptRecord, Outcome, RetryFacts, RetryHook, RunSummary, StopReason};
+use crate::exec::RunInfo;
+use crate::exec::hook::{self, HookEnd, HookSpec, RunningHook};
+use crate::exit::{ExitCode, signal_name};
+use crate::parse::human;
+use crate::report;
+use crate::signals::Stop;
+
+/// Variables a hook is told about the run. Every one is cleared first, so a
+/// hook never sees a value inherited from an outer retry that does not apply.
+const HOOK_VARS: &[&str] = &[
+    "RETRY_ATTEMPT",
+    "RETRY_ATTEMPTS",
+    "RETRY_IDEMPOTENCY_KEY",
+    "RETRY_DEADLINE_MS",
+    "RETRY_DEPTH",
+    "RETRY_EXIT_CODE",
+    "RETRY_HTTP_STATUS",
+    "RETRY_OUTCOME",
+    "RETRY_CLASS",
+    "RETRY_REASON",
+    "RETRY_NEXT_DELAY_MS",
+    // Attempts write directives there; a hook has no say in the classification.
+    "RETRY_CONTROL",
+];
+
+pub struct Hooks {
+    config: HookConfig,
+    depth: u32,
+    attempts: u32,
+    max_time: Option<Duration>,
+    /// The key, when the command sees it or the request sends it.
+    key: Option<String>,
+    /// Variables every hook gets that the run adds as it goes (RETRY_FENCING_TOKEN).
+    extra: Vec<(String, OsString)>,
+    running: Option<RunningHook>,
+}
+
+/// What one hook is about: the attempt it follows and the status retry would exit with.
+struct About<'a> {
+    last: &'a AttemptRecord,
+    exit_code: i32,
+    budget_left: Option<Duration>,
+}
+
+impl Hooks {
+    pub fn new(config: HookConfig, run: &RunInfo, key: Option<&str>) -> Hooks {
+        Hooks {
+            config,
+            depth: run.depth,
+            attempts: run.attempts,
+            max_time: run.max_time,
+            key: key.map(str::to_string),
+            extra: Vec::new(),
+            running: None,
+        }
+    }
+
+    /// Adds a variable every hook gets from now on, as the command gets it
+    /// (the fencing token once a lock yields one).
+    pub fn set_env(&mut self, name: &str, value: impl Into<OsString>) {
+        self.extra.retain(|(n, _)| n != name);
+        self.extra.push((name.to_string(), value.into()));
+    }
+
+    /// The environment of a hook about `about`: the command's RETRY_* variables
+    /// (RETRY_DEPTH is retry's own, so a retry inside a hook retries) and the
+    /// attempt's ending.
+    fn env(&self, about: &About<'_>) -> Vec<(String, OsString)> {
+        let last = about.last;
+        let mut env: Vec<(String, OsString)> = vec![
+            var("RETRY_ATTEMPT", last.number),
+            var("RETRY_ATTEMPTS", self.attempts),
+            var("RETRY_DEPTH", self.depth),
+            var("RETRY_EXIT_CODE", about.exit_code),
+            var("RETRY_OUTCOME", last.outcome.describe()),
+            var("RETRY_CLASS", last.class.as_str()),
+            var("RETRY_REASON", &last.reason),
+        ];
+        if let Some(key) = &self.key {
+            env.push(var("RETRY_IDEMPOTENCY_KEY", key));
+        }
+        if let Some(left) = about.budget_left {
+            env.push(var("RETRY_DEADLINE_MS", left.as_millis()));
+        }
+        if let Outcome::Http { status } = last.outcome {
+            env.push(var("RETRY_HTTP_STATUS", status));
+        }
+        env.extend(self.extra.iter().cloned());
+        env
+    }
+
+    /// Runs `--on-success` or `--on-give-up` for a finished run, with the report
+    /// as `--report` would write it now (`report`) on stdin. A signal during the
+    /// hook makes the run one stopped by that signal.
+    pub fn after_run(
+        &mut self,
+        summary: RunSummary,
+        report: impl FnOnce(&RunSummary) -> Value,
+    ) -> RunSummary {
+        let Some((flag, command)) = self.final_hook(&summary) else {
+            return summary;
+        };
+        let Some(last) = summary.attempts.last() else {
+            return summary;
+        };
+        let mut json = serde_json::to_vec_pretty(&report(&summary)).unwrap_or_default();
+        json.push(b'\n');
+        let about = About {
+            last,
+            exit_code: summary.exit_code,
+            budget_left: self.max_time.map(|t| t.saturating_sub(summary.elapsed)),
+        };
+        let spec = HookSpec {
+            command,
+            env: self.env(&about),
+            remove: HOOK_VARS,
+            stdin: Some(json),
+            limit: self.config.timeout,
+        };
+        let end = match hook::start(spec) {
+            Ok(running) => running.wait(),
+            Err(end) => end,
+        };
+        match settle(flag, &end) {
+            Some(sig) => interrupted(summary, flag, sig),
+            None => summary,
+        }
+    }
+
+    /// Which hook follows a run: never one stopped by a signal, skipped or refused
+    /// before any attempt ran.
+    fn final_hook(&self, summary: &RunSummary) -> Option<(&'static str, &str)> {
+        if summary.attempts.is_empty() {
+            return None;
+        }
+        match summary.stopped_because {
+            StopReason::Success => Some(("--on-success", self.config.on_success.as_deref()?)),
+            StopReason::Signal | StopReason::Skipped => None,
+            _ => Some(("--on-give-up", self.config.on_give_up.as_deref()?)),
+        }
+    }
+}
+
+impl RetryHook for Hooks {
+    fn start(&mut self, facts: &RetryFacts<'_>) {
+        let Some(command) = self.config.on_retry.as_deref() else {
+            return;
+        };
+        let about = About {
+            last: facts.record,
+            exit_code: facts.exit_code,
+            budget_left: facts.budget_left,
+        };
+        let mut env = self.env(&about);
+        env.push(var("RETRY_NEXT_DELAY_MS", facts.next_delay.as_millis()));
+        // The hook is part of the run: it may not outlast --max-time.
+        let limit = facts
+            .budget_left
+            .map_or(self.config.timeout, |left| left.min(self.config.timeout));
+        let spec = HookSpec {
+            command,
+            env,
+            remove: HOOK_VARS,
+            stdin: None,
+            limit,
+        };
+        match hook::start(spec) {
+            Ok(running) => self.running = Some(running),
+            Err(end) => {
+                settle("--on-retry", &end);
+            }
+        }
+    }
+
+    fn wait(&mut self) -> Result<(), Stop> {
+        let Some(running) = self.running.take() else {
+            return Ok(());
+        };
+        match settle("--on-retry", &running.wait()) {
+            Some(sig) => Err(Stop::Signal(sig)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn var(name: &str, value: impl ToString) -> (String, OsString) {
+    (name.to_string(), value.to_string().into())
+}
+
+/// Says how a hook ended when that is worth a word; the stopping signal, if
+/// retry received one during it.
+fn settle(flag: &str, end: &HookEnd) -> Option<i32> {
+    let warn = |what: String| {
+        report::notice(&format!(
+            "warning: the {flag} hook {what}; the run goes on as if it had succeeded"
+        ));
+    };
+    match end {
+        HookEnd::Exited(0) => report::verbose(1, &format!("the {flag} hook succeeded")),
+        HookEnd::Exited(code) => warn(format!("failed with exit status {code}")),
+        HookEnd::Signaled(sig) => warn(format!("was killed by {}", signal_name(*sig))),
+        HookEnd::TimedOut(limit) => warn(format!(
+            "ran out of time after {} and was stopped",
+            human(*limit)
+        )),
+        HookEnd::Failed(why) => warn(format!("could not run: {why}")),
+        HookEnd::Interrupted(sig) => return Some(*sig),
+    }
+    None
+}
+
+/// The run as it ends when retry is stopped by `sig` during a hook.
+fn interrupted(summary: RunSummary, flag: &str, sig: i32) -> RunSummary {
+    let exit_code = ExitCode::signal(sig);
+    let message = format!("interrupted by {} during the {flag} hook", signal_name(sig));
+    report::notice(&format!("{message}; exit status {exit_code}"));
+    RunSummary {
+        exit_code,
+        stopped_because: StopReason::Signal,
+        message,
+        ..summary
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Class;
+    use std::time::SystemTime;
+
+    fn summary(stopped_because: StopReason, attempts: usize) -> RunSummary {
+        let record = AttemptRecord {
+            number: 1,
+            started_at: SystemTime::UNIX_EPOCH,
+            duration: Duration::ZERO,
+            outcome: Outcome::Http { status: 503 },
+            class: Class::Transient,
+            reason: "HTTP 503".into(),
+            wait_hint: None,
+            delay: None,
+        };
+        RunSummary {
+            attempts: vec![record; attempts],
+            exit_code: 22,
+            stopped_because,
+            message: String::new(),
+            elapsed: Duration::from_secs(1),
+        }
+    }
+
+    fn hooks() -> Hooks {
+        let config = HookConfig {
+            on_retry: None,
+            on_give_up: Some("give-up".into()),
+            on_success: Some("ok".into()),
+            timeout: Duration::from_secs(30),
+        };
+        let run = RunInfo {
+            idempotency_key: "k".into(),
+            key_requested: false,
+            depth: 2,
+            nested: true,
+            attempts: 1,
+            max_time: Some(Duration::from_secs(5)),
+        };
+        Hooks::new(config, &run, None)
+    }
+
+    #[test]
+    fn give_up_follows_every_ending_but_success_signal_and_skip() {
+        let h = hooks();
+        let which = |reason, n| h.final_hook(&summary(reason, n)).map(|(flag, _)| flag);
+        assert_eq!(which(StopReason::Success, 1), Some("--on-success"));
+        for reason in [
+            StopReason::Permanent,
+            StopReason::Attempts,
+            StopReason::MaxTime,
+            StopReason::RetryAfterTooLong,
+            StopReason::LockLost,
+        ] {
+            assert_eq!(which(reason, 1), Some("--on-give-up"), "{reason:?}");
+        }
+        assert_eq!(which(StopReason::Signal, 1), None);
+        assert_eq!(which(StopReason::Skipped, 0), None);
+        assert_eq!(
+            which(StopReason::LockLost, 0),
+            None,
+            "no attempt ran: no hook"
+        );
+    }
+
+    #[test]
+    fn the_environment_is_the_commands_and_the_endings() {
+        let mut h = hooks();
+        h.set_env("RETRY_FENCING_TOKEN", "7");
+        let s = summary(StopReason::Attempts, 1);
+        let about = About {
+            last: &s.attempts[0],
+            exit_code: 22,
+            budget_left: Some(Duration::from_millis(1500)),
+        };
+        let env = h.env(&about);
+        let get = |name: &str| {
+            env.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(
+            get("RETRY_DEPTH").as_deref(),
+            Some("2"),
+            "retry's own depth"
+        );
+        assert_eq!(get("RETRY_EXIT_CODE").as_deref(), Some("22"));
+        assert_eq!(get("RETRY_HTTP_STATUS").as_deref(), Some("503"));
+        assert_eq!(get("RETRY_OUTCOME").as_deref(), Some("HTTP 503"));
+        assert_eq!(get("RETRY_CLASS").as_deref(), Some("transient"));
+        assert_eq!(get("RETRY_DEADLINE_MS").as_deref(), Some("1500"));
+        assert_eq!(get("RETRY_FENCING_TOKEN").as_deref(), Some("7"));
+        assert_eq!(get("RETRY_IDEMPOTENCY_KEY"), None, "a key not in use");
+        assert!(HOOK_VARS.contains(&"RETRY_CONTROL"));
+    }
+}

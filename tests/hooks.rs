@@ -1,0 +1,667 @@
+//! Hooks and the command's own word, end to end: `--on-retry`, `--on-give-up`,
+//! `--on-success` and `--hook-timeout` with real `sh` hooks (a dead-letter spool
+//! directory, a dead-man ping to a local HTTP server, hooks that hang, fail or
+//! are interrupted), and the `RETRY_CONTROL` directives a command writes.
+//! Processes are checked through `/proc`.
+
+#[path = "support/cmd.rs"]
+mod cmd;
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use cmd::{Scratch, alive, retry, run, run_cmd, status_of, wait_for_file};
+use http_server::{Reply, Server};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
+
+fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = FAST.to_vec();
+    v.extend_from_slice(extra);
+    v
+}
+
+/// `NAME=value` lines of a file written by `env`, as a map.
+fn env_file(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Process IDs written one a line by a hook.
+fn pids(text: &str) -> Vec<i32> {
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Waits until none of `pids` is alive, for up to `limit`.
+fn all_gone(pids: &[i32], limit: Duration) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if pids.iter().all(|p| !alive(*p)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+// ---- hooks ----
+
+#[test]
+fn a_give_up_hook_puts_the_report_in_a_dead_letter_directory() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path("spool")).unwrap();
+    let hook = format!("cat > '{}'/$(date +%s%N).json", s.p("spool"));
+    for _ in 0..2 {
+        let r = run(&args(&[
+            "-a",
+            "2",
+            "--on-give-up",
+            &hook,
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ]));
+        assert_eq!(r.status, 3, "the hook never changes the exit status");
+    }
+    let mut letters: Vec<_> = std::fs::read_dir(s.path("spool"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    letters.sort();
+    assert_eq!(letters.len(), 2, "one letter per run that gave up");
+    for letter in letters {
+        let report = json(&std::fs::read_to_string(&letter).unwrap());
+        assert_eq!(report["result"]["stopped_because"], "attempts");
+        assert_eq!(report["result"]["exit_code"], 3);
+        assert_eq!(report["attempts"].as_array().unwrap().len(), 2);
+        assert_eq!(report["target"], serde_json::json!(["sh", "-c", "exit 3"]));
+    }
+}
+
+#[test]
+fn a_success_hook_pings_a_dead_man_monitor() {
+    let server = Server::script(vec![Reply::ok("OK")]).expect_hits(1);
+    let ping = format!("curl -fsS {}", server.url("/ping/abc"));
+    let s = Scratch::new();
+    let job = s.script(
+        "job",
+        "echo run >> \"$D/count\"\n[ $(wc -l < \"$D/count\") -ge 2 ]",
+    );
+    let r = run(&args(&[
+        "--on-success",
+        &ping,
+        "--on-give-up",
+        "exit 9",
+        "--",
+        &job,
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, b"", "the hook's output never reaches stdout");
+    assert!(
+        r.stderr.contains("OK"),
+        "curl's output goes to stderr: {}",
+        r.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].method, "GET");
+    assert_eq!(requests[0].target, "/ping/abc");
+}
+
+#[test]
+fn no_success_hook_after_a_failure_and_no_give_up_hook_after_a_success() {
+    let s = Scratch::new();
+    let success = format!("echo s >> '{}'", s.p("success"));
+    let give_up = format!("echo g >> '{}'", s.p("give-up"));
+    let hooks = ["--on-success", &success, "--on-give-up", &give_up];
+    run(&args(&[&hooks[..], &["--", "true"]].concat()));
+    run(&args(&[&hooks[..], &["-a", "2", "--", "false"]].concat()));
+    run(&args(
+        &[&hooks[..], &["--stop-on", "4", "--", "sh", "-c", "exit 4"]].concat(),
+    ));
+    assert_eq!((s.count("success"), s.count("give-up")), (1, 2));
+}
+
+#[test]
+fn no_hook_after_a_skip() {
+    let s = Scratch::new();
+    let state = s.p("state");
+    let marker = format!("echo hook >> '{}'", s.p("hooks"));
+    let once = |cmd: &str| {
+        run(&args(&[
+            "--state",
+            &state,
+            "--once",
+            "k",
+            "--on-success",
+            &marker,
+            "--on-give-up",
+            &marker,
+            "--",
+            cmd,
+        ]))
+    };
+    assert_eq!(once("true").status, 0);
+    assert_eq!(s.count("hooks"), 1);
+    let skipped = once("false");
+    assert_eq!(skipped.status, 0, "{}", skipped.stderr);
+    assert_eq!(s.count("hooks"), 1, "a skipped run runs no hook");
+}
+
+#[test]
+fn a_hook_that_hangs_is_cut_at_the_timeout_with_all_its_processes() {
+    let s = Scratch::new();
+    // The hook and its child ignore SIGTERM: only the SIGKILL a second later ends them.
+    let hook = format!(
+        "trap '' TERM; echo $$ > '{p}'; sleep 30 & echo $! >> '{p}'; wait",
+        p = s.p("pids")
+    );
+    let r = run(&args(&[
+        "--hook-timeout",
+        "200ms",
+        "-a",
+        "1",
+        "--on-give-up",
+        &hook,
+        "--",
+        "sh",
+        "-c",
+        "exit 6",
+    ]));
+    assert_eq!(r.status, 6, "{}", r.stderr);
+    assert!(r.elapsed >= Duration::from_millis(1100), "{:?}", r.elapsed);
+    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
+    assert!(
+        r.stderr
+            .contains("--on-give-up hook ran out of time after 200ms"),
+        "{}",
+        r.stderr
+    );
+    let pids = pids(&s.read("pids"));
+    assert_eq!(pids.len(), 2);
+    assert!(
+        all_gone(&pids, Duration::from_secs(1)),
+        "{pids:?} outlived the hook"
+    );
+}
+
+#[test]
+fn a_hook_that_obeys_sigterm_ends_at_the_timeout() {
+    let s = Scratch::new();
+    let hook = format!("echo $$ > '{}'; sleep 30", s.p("pids"));
+    let r = run(&args(&[
+        "--hook-timeout",
+        "300ms",
+        "--on-success",
+        &hook,
+        "--",
+        "true",
+    ]));
+    assert_eq!(r.status, 0);
+    assert!(r.elapsed < Duration::from_millis(1500), "{:?}", r.elapsed);
+    assert!(r.stderr.contains("ran out of time"), "{}", r.stderr);
+    assert!(all_gone(&pids(&s.read("pids")), Duration::from_secs(1)));
+}
+
+#[test]
+fn a_hook_that_fails_is_only_a_warning() {
+    let r = run(&args(&["--on-success", "exit 7", "--", "true"]));
+    assert_eq!(r.status, 0);
+    assert!(
+        r.stderr
+            .contains("warning: the --on-success hook failed with exit status 7"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&args(&[
+        "-a",
+        "2",
+        "--on-give-up",
+        "exit 7",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]));
+    assert_eq!(r.status, 3);
+    assert!(
+        r.stderr.contains("--on-give-up hook failed"),
+        "{}",
+        r.stderr
+    );
+    let s = Scratch::new();
+    let job = s.script("job", "echo run >> \"$D/count\"\nexit 1");
+    let r = run(&args(&["-a", "3", "--on-retry", "exit 1", "--", &job]));
+    assert_eq!(
+        (r.status, s.count("count")),
+        (1, 3),
+        "a failed hook decides nothing"
+    );
+}
+
+#[test]
+fn hooks_get_the_commands_environment_and_the_ending() {
+    let s = Scratch::new();
+    let job = s.script(
+        "job",
+        "env | grep '^RETRY_' > \"$D/command.$RETRY_ATTEMPT\"\nexit 3",
+    );
+    let on_retry = format!("env > '{}'", s.p("on-retry"));
+    let on_give_up = format!("env > '{}'", s.p("on-give-up"));
+    let mut cmd = retry();
+    cmd.args(args(&[
+        "-a",
+        "2",
+        "--max-time",
+        "30s",
+        "--on-retry",
+        &on_retry,
+        "--on-give-up",
+        &on_give_up,
+        "--",
+        &job,
+    ]))
+    .env("RETRY_HTTP_STATUS", "999")
+    .env("RETRY_CONTROL", "/inherited");
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 3, "{}", r.stderr);
+    let command = env_file(&s.read("command.1"));
+    let retry_env = env_file(&s.read("on-retry"));
+    let give_up = env_file(&s.read("on-give-up"));
+    assert_eq!(retry_env["RETRY_ATTEMPT"], "1");
+    assert_eq!(give_up["RETRY_ATTEMPT"], "2");
+    for env in [&retry_env, &give_up] {
+        assert_eq!(env["RETRY_ATTEMPTS"], "2");
+        assert_eq!(
+            env["RETRY_IDEMPOTENCY_KEY"],
+            command["RETRY_IDEMPOTENCY_KEY"]
+        );
+        assert_eq!(
+            env["RETRY_DEPTH"], "0",
+            "retry's own depth, not the command's 1"
+        );
+        assert_eq!(env["RETRY_EXIT_CODE"], "3");
+        assert_eq!(env["RETRY_OUTCOME"], "exit status 3");
+        assert_eq!(env["RETRY_CLASS"], "transient");
+        assert_eq!(env["RETRY_REASON"], "non-zero exit status");
+        assert!(env["RETRY_DEADLINE_MS"].parse::<u64>().unwrap() <= 30_000);
+        assert!(
+            !env.contains_key("RETRY_HTTP_STATUS"),
+            "no response, no status"
+        );
+        assert!(
+            !env.contains_key("RETRY_CONTROL"),
+            "hooks have no RETRY_CONTROL"
+        );
+    }
+    assert_eq!(command["RETRY_DEPTH"], "1");
+    let delay: u64 = retry_env["RETRY_NEXT_DELAY_MS"].parse().unwrap();
+    assert!(delay <= 5, "{delay}");
+    assert!(!give_up.contains_key("RETRY_NEXT_DELAY_MS"));
+}
+
+#[test]
+fn hooks_in_http_mode_get_the_status_and_curls_exit_code() {
+    let server = Server::script(vec![Reply::status(503)]).expect_hits(2);
+    let s = Scratch::new();
+    let on_give_up = format!("env > '{}'", s.p("env"));
+    let r = run(&args(&[
+        "-a",
+        "2",
+        "--idempotency-key",
+        "key-1",
+        "--on-give-up",
+        &on_give_up,
+        &server.url("/x"),
+    ]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    let env = env_file(&s.read("env"));
+    assert_eq!(env["RETRY_HTTP_STATUS"], "503");
+    assert_eq!(env["RETRY_EXIT_CODE"], "22");
+    assert_eq!(env["RETRY_OUTCOME"], "HTTP 503");
+    assert_eq!(env["RETRY_ATTEMPT"], "2");
+    assert_eq!(env["RETRY_IDEMPOTENCY_KEY"], "key-1");
+}
+
+#[test]
+fn the_report_on_stdin_is_the_report_file() {
+    let s = Scratch::new();
+    let hook = format!("cat > '{}'", s.p("stdin.json"));
+    let r = run(&args(&[
+        "--report",
+        &s.p("report.json"),
+        "--on-success",
+        &hook,
+        "--",
+        "true",
+    ]));
+    assert_eq!(r.status, 0);
+    let from_stdin = json(&s.read("stdin.json"));
+    assert_eq!(from_stdin, json(&s.read("report.json")));
+    assert_eq!(from_stdin["result"]["stopped_because"], "success");
+}
+
+#[test]
+fn hook_output_goes_to_stderr_only() {
+    let r = run(&args(&[
+        "--hold-stdout",
+        "-a",
+        "2",
+        "--on-retry",
+        "echo retry-out; echo retry-err >&2",
+        "--on-success",
+        "echo success-out; echo success-err >&2",
+        "--",
+        "sh",
+        "-c",
+        "echo command-out; [ \"$RETRY_ATTEMPT\" = 2 ]",
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "command-out\n");
+    for line in ["retry-out", "retry-err", "success-out", "success-err"] {
+        assert!(r.stderr.contains(line), "{line} missing: {}", r.stderr);
+    }
+}
+
+/// Starts retry with a hook that records its process ID and then sleeps, and
+/// sends SIGTERM to retry once the hook runs.
+fn sigterm_during_hook(flag: &str, command: &[&str]) {
+    let s = Scratch::new();
+    let hook = format!("echo $$ > '{}'; sleep 30", s.p("hook"));
+    let mut child = retry()
+        .args(args(&["-a", "2", flag, &hook, "--"]))
+        .args(command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid: i32 = wait_for_file(&s.path("hook"), Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
+    let sent = Instant::now();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "retry did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = sent.elapsed();
+    assert_eq!(status_of(&status), 143, "{flag}");
+    assert!(
+        took < Duration::from_secs(1),
+        "{flag}: exited {took:?} after SIGTERM"
+    );
+    assert!(
+        all_gone(&[pid], Duration::from_millis(500)),
+        "{flag}: hook outlived retry"
+    );
+}
+
+#[test]
+fn sigterm_during_a_hook_exits_143_within_a_second() {
+    sigterm_during_hook("--on-give-up", &["false"]);
+    sigterm_during_hook("--on-success", &["true"]);
+    sigterm_during_hook("--on-retry", &["false"]);
+}
+
+#[test]
+fn a_retry_hook_that_outlasts_the_sleep_delays_the_next_attempt() {
+    let s = Scratch::new();
+    let job = s.script("job", "date +%s%N >> \"$D/starts\"\nexit 1");
+    let r = run(&args(&["-a", "2", "--on-retry", "sleep 0.6", "--", &job]));
+    assert_eq!(r.status, 1);
+    let starts: Vec<u128> = s
+        .read("starts")
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let gap = Duration::from_nanos((starts[1] - starts[0]) as u64);
+    assert!(gap >= Duration::from_millis(600), "{gap:?}");
+    assert!(gap < Duration::from_secs(3), "{gap:?}");
+}
+
+#[test]
+fn a_retry_hook_counts_towards_max_time() {
+    let r = run(&args(&[
+        "-a",
+        "5",
+        "--max-time",
+        "500ms",
+        "--on-retry",
+        "sleep 5",
+        "--",
+        "false",
+    ]));
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+    assert!(r.stderr.contains("--max-time"), "{}", r.stderr);
+}
+
+#[test]
+fn hook_flags_refuse_bad_values_naming_the_flag() {
+    for (flag, value) in [
+        ("--hook-timeout", "0"),
+        ("--hook-timeout", "soon"),
+        ("--on-retry", " "),
+    ] {
+        let r = run(&[flag, value, "--", "true"]);
+        assert_eq!(r.status, 125, "{flag} {value:?}");
+        assert!(r.stderr.contains(flag), "{}", r.stderr);
+    }
+}
+
+// ---- RETRY_CONTROL ----
+
+/// A command that writes `directive` to RETRY_CONTROL, counts its runs and exits `code`.
+fn says(s: &Scratch, directive: &str, code: i32) -> String {
+    s.script(
+        "job",
+        &format!(
+            "date +%s%N >> \"$D/count\"\nprintf '%s\\n' '{directive}' > \"$RETRY_CONTROL\"\nexit {code}"
+        ),
+    )
+}
+
+#[test]
+fn control_retry_makes_a_success_transient_and_the_status_1() {
+    let s = Scratch::new();
+    let r = run(&args(&["-a", "3", "--", &says(&s, "retry", 0)]));
+    assert_eq!((r.status, s.count("count")), (1, 3), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("wrote \"retry\" to RETRY_CONTROL"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn control_retry_comes_before_stop_on() {
+    let s = Scratch::new();
+    let r = run(&args(&[
+        "-a",
+        "2",
+        "--stop-on",
+        "4",
+        "--",
+        &says(&s, "retry", 4),
+    ]));
+    assert_eq!((r.status, s.count("count")), (4, 2));
+}
+
+#[test]
+fn control_stop_ends_the_run_with_the_commands_status() {
+    let s = Scratch::new();
+    let r = run(&args(&["--", &says(&s, "stop", 75)]));
+    assert_eq!(
+        (r.status, s.count("count")),
+        (75, 1),
+        "75 would be retried otherwise"
+    );
+    let s = Scratch::new();
+    let r = run(&args(&["--", &says(&s, "stop", 0)]));
+    assert_eq!(
+        (r.status, s.count("count")),
+        (1, 1),
+        "a failed attempt never exits 0"
+    );
+}
+
+#[test]
+fn control_success_exits_0_whatever_the_status() {
+    let s = Scratch::new();
+    let report = s.p("report.json");
+    let r = run(&args(&["--report", &report, "--", &says(&s, "success", 3)]));
+    assert_eq!((r.status, s.count("count")), (0, 1), "{}", r.stderr);
+    let report = json(&s.read("report.json"));
+    assert_eq!(report["attempts"][0]["class"], "success");
+    assert_eq!(report["attempts"][0]["outcome"]["code"], 3);
+}
+
+#[test]
+fn control_retry_after_waits_at_least_that_long() {
+    let s = Scratch::new();
+    let r = run(&args(&[
+        "-a",
+        "2",
+        "--jitter",
+        "none",
+        "--",
+        &says(&s, "retry-after 400ms", 1),
+    ]));
+    assert_eq!(r.status, 1);
+    let starts: Vec<u128> = s
+        .read("count")
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let gap = Duration::from_nanos((starts[1] - starts[0]) as u64);
+    assert!(gap >= Duration::from_millis(400), "{gap:?}");
+    assert!(gap < Duration::from_secs(2), "{gap:?}");
+}
+
+#[test]
+fn control_retry_after_past_the_cap_ends_the_run() {
+    let s = Scratch::new();
+    let report = s.p("report.json");
+    let r = run(&args(&[
+        "--max-retry-after",
+        "1s",
+        "--report",
+        &report,
+        "--",
+        &says(&s, "retry-after 1m", 0),
+    ]));
+    assert_eq!((r.status, s.count("count")), (1, 1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the command asked to wait 1m"),
+        "{}",
+        r.stderr
+    );
+    let report = json(&s.read("report.json"));
+    assert_eq!(report["result"]["stopped_because"], "retry_after_too_long");
+}
+
+#[test]
+fn control_garbage_is_a_warning_and_ignored() {
+    let s = Scratch::new();
+    let r = run(&args(&["--", &says(&s, "please retry", 0)]));
+    assert_eq!((r.status, s.count("count")), (0, 1));
+    assert!(
+        r.stderr
+            .contains("warning: RETRY_CONTROL ignored: \"please retry\" is not a directive"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn control_file_is_empty_private_and_removed_after_the_attempt() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path("runtime")).unwrap();
+    let job = s.script(
+        "job",
+        "echo \"$RETRY_CONTROL\" >> \"$D/paths\"\n[ -f \"$RETRY_CONTROL\" ] && [ ! -s \"$RETRY_CONTROL\" ] || exit 64\nstat -c %a \"$(dirname \"$RETRY_CONTROL\")\" >> \"$D/modes\"\nexit 1",
+    );
+    let mut cmd = retry();
+    cmd.args(args(&["-a", "2", "--", &job]))
+        .env("XDG_RUNTIME_DIR", s.path("runtime"));
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    let paths: Vec<String> = s.read("paths").lines().map(str::to_string).collect();
+    assert_eq!(paths.len(), 2);
+    for path in &paths {
+        assert!(path.starts_with(&s.p("runtime")), "{path}");
+        assert!(
+            !std::path::Path::new(path).exists(),
+            "{path} was left behind"
+        );
+    }
+    assert_eq!(s.read("modes"), "700\n700\n");
+    assert_eq!(std::fs::read_dir(s.path("runtime")).unwrap().count(), 0);
+}
+
+#[test]
+fn control_falls_back_to_tmpdir() {
+    let s = Scratch::new();
+    let job = s.script("job", "echo \"$RETRY_CONTROL\" > \"$D/path\"");
+    let mut cmd = retry();
+    cmd.args(["--", &job])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("TMPDIR", s.dir.path());
+    assert_eq!(run_cmd(&mut cmd).status, 0);
+    assert!(
+        s.read("path").starts_with(&s.p("retry-control-")),
+        "{}",
+        s.read("path")
+    );
+}
+
+#[test]
+fn without_a_private_directory_the_attempt_runs_without_control() {
+    let s = Scratch::new();
+    let job = s.script(
+        "job",
+        "echo \"${RETRY_CONTROL-unset}\" > \"$D/seen\"\nexit 0",
+    );
+    let mut cmd = retry();
+    cmd.args(["-v", "--", &job])
+        .env("XDG_RUNTIME_DIR", s.path("missing"))
+        .env("RETRY_CONTROL", "/an/outer/retry's/file");
+    let r = run_cmd(&mut cmd);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(s.read("seen"), "unset\n");
+    assert!(
+        r.stderr
+            .contains("cannot make a private directory for RETRY_CONTROL under"),
+        "{}",
+        r.stderr
+    );
+    let quiet = run_cmd(
+        retry()
+            .args(["--", &job])
+            .env("XDG_RUNTIME_DIR", s.path("missing")),
+    );
+    assert!(
+        !quiet.stderr.contains("RETRY_CONTROL"),
+        "-v only: {}",
+        quiet.stderr
+    );
+}
