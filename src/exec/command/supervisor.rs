@@ -190,8 +190,10 @@ mod tests {
         let supervised = Supervisor {
             pid: Pid::from_raw(pid),
             kill_after: Duration::from_millis(10),
+            signal_grace: Duration::from_millis(10),
             foreground: false,
             fault: &fault,
+            ends_on_lost_lock: true,
         }
         .run(None);
         let err = supervised.err().expect("an error, not an exit status");
