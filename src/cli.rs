@@ -690,9 +690,10 @@ where
         cmd = cmd.after_long_help(after_long_help());
     }
     crate::curl::refuse_unknown_options(&mut cmd, &args)?;
-    let matches = cmd.try_get_matches_from_mut(args)?;
+    let mut matches = cmd.try_get_matches_from_mut(args)?;
     crate::curl::refuse_other_mode(&cmd, &matches)?;
-    let mut cli = Cli::from_arg_matches(&matches)?;
+    // `_mut` takes the values out instead of cloning every match first.
+    let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
     crate::curl::apply_aliases(&mut cli)?;
     Ok(cli)
 }

@@ -586,8 +586,12 @@ impl Supervisor<'_> {
                     ));
                 }
             }
-            // Adopted orphans that exited are reaped at once, so none lingers as a zombie.
-            procs::reap_adopted(Some(self.pid));
+            // Adopted orphans that exited are reaped at once, so none lingers as a zombie; only
+            // a SIGCHLD says one may have, and the /proc scan costs more than the rest of start-up.
+            let child_changed = signals::child_changed();
+            if child_changed || !signals::installed() {
+                procs::reap_adopted(Some(self.pid));
+            }
             let now = Instant::now();
             if !faulted && self.fault.get().is_some() {
                 faulted = true;
@@ -630,7 +634,7 @@ impl Supervisor<'_> {
                 .min()
                 .unwrap_or(Duration::from_secs(1))
                 .clamp(Duration::from_millis(1), Duration::from_secs(1));
-            if !signals::child_changed() {
+            if !child_changed {
                 signals::wait(next);
             }
         }
@@ -677,7 +681,8 @@ fn stdin_tty() -> BorrowedFd<'static> {
 }
 
 fn in_terminal_foreground() -> bool {
-    io::stdin().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
+    // Not io::stdin(): its first use allocates an 8 KiB buffer that start-up does not need.
+    stdin_tty().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
 }
 
 /// retry must be able to take the terminal back from the background.
