@@ -859,10 +859,13 @@ where
         cmd = cmd.after_long_help(after_long_help());
     }
     curl_words::refuse_unknown_options(&mut cmd, &args)?;
-    let matches = cmd.try_get_matches_from_mut(args)?;
+    let mut matches = cmd.try_get_matches_from_mut(args)?;
     curl_words::refuse_other_mode(&cmd, &matches)?;
-    let mut cli = Cli::from_arg_matches(&matches)?;
-    cli.data_args = curl::data_args(&matches);
+    // The body options in command-line order, read before the values are taken out.
+    let data_args = curl::data_args(&matches);
+    // `_mut` takes the values out instead of cloning every match first.
+    let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
+    cli.data_args = data_args;
     curl_words::apply_aliases(&mut cli)?;
     Ok(cli)
 }

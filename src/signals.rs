@@ -104,6 +104,11 @@ pub fn take_repeat() -> Option<i32> {
         .map(|(sig, _)| *sig)
 }
 
+/// Whether the handlers are installed (without them no SIGCHLD is noticed).
+pub fn installed() -> bool {
+    STATE.get().is_some()
+}
+
 /// Whether a SIGCHLD arrived since the last call.
 pub fn child_changed() -> bool {
     STATE

@@ -477,6 +477,42 @@ fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
 }
 
 #[test]
+fn an_orphan_that_exits_mid_attempt_is_reaped_while_the_attempt_runs() {
+    let s = Scratch::new();
+    // The subshell exits at once, so `sleep 0.2` is orphaned to retry (the subreaper).
+    let mut child = retry()
+        .args([
+            "-a",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "(sleep 0.2 & echo $! > \"$0\"); sleep 3",
+            &s.p("orphan"),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let orphan: i32 = wait_for_file(&s.path("orphan"), Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(2);
+    while Path::new(&format!("/proc/{orphan}")).exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let gone = !Path::new(&format!("/proc/{orphan}")).exists();
+    let still_running = child.try_wait().unwrap().is_none();
+    let (status, _) = wait_exit(&mut child, Duration::from_secs(10));
+    assert!(still_running, "the attempt ended before the check");
+    assert!(
+        gone,
+        "the exited orphan {orphan} was left a zombie during the attempt"
+    );
+    assert_eq!(status, 0);
+}
+
+#[test]
 fn a_stopped_attempt_ends_at_its_timeout_not_at_kill_after() {
     let mut cmd = retry();
     cmd.args([

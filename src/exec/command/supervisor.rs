@@ -84,8 +84,12 @@ impl Supervisor<'_> {
                     ));
                 }
             }
-            // Adopted orphans that exited are reaped at once, so none lingers as a zombie.
-            procs::reap_adopted(Some(self.pid));
+            // Adopted orphans that exited are reaped at once, so none lingers as a zombie; only
+            // a SIGCHLD says one may have, and the /proc scan costs more than the rest of start-up.
+            let child_changed = signals::child_changed();
+            if child_changed || !signals::installed() {
+                procs::reap_adopted(Some(self.pid));
+            }
             let now = Instant::now();
             if !faulted && self.fault.get().is_some() {
                 faulted = true;
@@ -132,7 +136,7 @@ impl Supervisor<'_> {
                 .min()
                 .unwrap_or(Duration::from_secs(1))
                 .clamp(Duration::from_millis(1), Duration::from_secs(1));
-            if !signals::child_changed() {
+            if !child_changed {
                 signals::wait(next);
             }
         }

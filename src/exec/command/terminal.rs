@@ -3,7 +3,7 @@
 //! attempt. The child's side (its own group in the foreground) is set up where
 //! the command is built, in `mod.rs`.
 
-use std::io::{self, IsTerminal};
+use std::io::IsTerminal;
 use std::os::fd::BorrowedFd;
 
 use nix::sys::signal::{self, SigHandler, Signal};
@@ -14,7 +14,8 @@ pub(super) fn stdin_tty() -> BorrowedFd<'static> {
 }
 
 pub(super) fn in_terminal_foreground() -> bool {
-    io::stdin().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
+    // Not io::stdin(): its first use allocates a buffer that start-up does not need.
+    stdin_tty().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
 }
 
 /// retry must be able to take the terminal back from the background.
