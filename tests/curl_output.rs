@@ -7,11 +7,9 @@
 //! the case of header names, so `-i`, `-I` and `-D` print them in lower case (as
 //! HTTP/2 does), where curl prints them as received.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
-#[path = "support/curl.rs"]
-mod curl;
+use crate::support::curl;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -4,11 +4,9 @@
 //! print the same bytes with the same exit status. Bad values, command mode,
 //! masking of `-u` and multipart replay are checked on retry alone.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
-#[path = "support/curl.rs"]
-mod curl;
+use crate::support::curl;
 
 use std::io::Write;
 use std::path::Path;

@@ -5,10 +5,8 @@
 //! (polling the child), never when a pipe that a leftover holds reached EOF,
 //! and checks processes through `/proc`.
 
-#[path = "support/cmd.rs"]
-mod cmd;
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::cmd;
+use crate::support::http_server;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

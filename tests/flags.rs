@@ -143,8 +143,7 @@ fn usage_errors_are_125_too() {
 
 // ---- Options that belong to one mode, and curl options retry does not take ----
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
 use clap::CommandFactory;
 use http_server::{Reply, Server};

@@ -2,8 +2,7 @@
 //! server-requested waits, method safety and idempotency keys, injected faults,
 //! exactly-once output, request options, redirects and proxies.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -2,8 +2,7 @@
 //! a real PostgreSQL server. The "work" is a shell command that appends a line to a
 //! counter file, so "done exactly once" is a line count.
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

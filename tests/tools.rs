@@ -3,12 +3,9 @@
 //! local sshd, git against a git daemon that starts late. Each test checks how
 //! many attempts `retry` made, which is what the profile decides.
 
-#[path = "support/cmd.rs"]
-mod cmd;
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/tools.rs"]
-mod tools;
+use crate::support::cmd;
+use crate::support::http_server;
+use crate::support::tools;
 
 use std::fs;
 use std::process::{Child, Command, Stdio};

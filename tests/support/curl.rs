@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use crate::http_server::{Reply, Request, Server};
+use crate::support::http_server::{Reply, Request, Server};
 
 pub const RETRY: &str = env!("CARGO_BIN_EXE_retry");
 
