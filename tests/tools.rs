@@ -3,7 +3,7 @@
 //! local sshd, git against a git daemon that starts late. Each test checks how
 //! many attempts `retry` made, which is what the profile decides.
 
-use crate::support::cmd;
+use crate::support;
 use crate::support::http_server;
 use crate::support::tools;
 
@@ -11,8 +11,8 @@ use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cmd::{Run, Scratch, finish, retry, run_cmd};
 use http_server::{Reply, Server};
+use support::{Run, Scratch, retry};
 use tools::{Daemon, NoSshd, free_port, keygen, must_run, wait_for_port};
 
 /// How many attempts the run made, from retry's own "attempt N/M" lines.
@@ -86,8 +86,7 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
         .args(["--", "rsync", &url, &dest])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     std::thread::sleep(Duration::from_millis(1000));
     nix::sys::signal::killpg(
@@ -96,7 +95,7 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
     )
     .unwrap();
     holder.wait().unwrap();
-    let r = finish(child.wait_with_output().unwrap(), start);
+    let r = Run::of(child.wait_with_output().unwrap(), start);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(attempts(&r) >= 3, "{}", r.stderr);
     assert!(
@@ -110,11 +109,10 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
 #[test]
 fn rsync_23_for_a_missing_source_is_not_retried() {
     let s = Scratch::new();
-    let r = run_cmd(
-        retry()
-            .args(["--delay", "10ms", "--", "rsync"])
-            .args([&s.p("missing/file"), &s.p("copy")]),
-    );
+    let r = retry()
+        .args(["--delay", "10ms", "--", "rsync"])
+        .args([&s.p("missing/file"), &s.p("copy")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (23, 1), "{}", r.stderr);
     assert!(
         r.stderr.contains("No such file or directory"),
@@ -129,7 +127,9 @@ fn rsync_23_from_the_daemon_for_a_missing_file_is_not_retried() {
     let s = Scratch::new();
     let daemon = tools::rsync_daemon(s.dir.path());
     let url = format!("rsync://127.0.0.1:{}/mod/nothing-here", daemon.port);
-    let r = run_cmd(retry().args(["--delay", "10ms", "--", "rsync", &url, &s.p("copy")]));
+    let r = retry()
+        .args(["--delay", "10ms", "--", "rsync", &url, &s.p("copy")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (23, 1), "{}", r.stderr);
 }
 
@@ -154,7 +154,9 @@ fn rsync_23_for_an_unreadable_source_is_not_retried() {
     } else {
         secret.display().to_string()
     };
-    let r = run_cmd(retry().args(["--delay", "10ms", "--", "rsync", &source, &s.p("copy")]));
+    let r = retry()
+        .args(["--delay", "10ms", "--", "rsync", &source, &s.p("copy")])
+        .run();
     assert_eq!(
         (r.status, attempts(&r)),
         (23, 1),
@@ -171,14 +173,10 @@ fn rsync_23_for_an_unreadable_source_is_not_retried() {
 fn wget_quiet_503_gets_two_retries() {
     let server = Server::handler(|_, _| Reply::status(503)).expect_hits(3);
     let s = Scratch::new();
-    let r = run_cmd(retry().current_dir(s.dir.path()).args([
-        "--delay",
-        "10ms",
-        "--",
-        "wget",
-        "-q",
-        &server.url("/x"),
-    ]));
+    let r = retry()
+        .current_dir(s.dir.path())
+        .args(["--delay", "10ms", "--", "wget", "-q", &server.url("/x")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (8, 3), "{}", r.stderr);
     assert!(r.stderr.contains("retried at most twice"), "{}", r.stderr);
 }
@@ -187,25 +185,25 @@ fn wget_quiet_503_gets_two_retries() {
 fn wget_shows_the_status_without_quiet() {
     let server = Server::handler(|_, _| Reply::status(503)).expect_hits(4);
     let s = Scratch::new();
-    let r = run_cmd(retry().current_dir(s.dir.path()).args([
-        "-a",
-        "4",
-        "--delay",
-        "10ms",
-        "--",
-        "wget",
-        &server.url("/x"),
-    ]));
+    let r = retry()
+        .current_dir(s.dir.path())
+        .args([
+            "-a",
+            "4",
+            "--delay",
+            "10ms",
+            "--",
+            "wget",
+            &server.url("/x"),
+        ])
+        .run();
     assert_eq!((r.status, attempts(&r)), (8, 4), "{}", r.stderr);
     assert!(r.stderr.contains("stderr shows HTTP 503"), "{}", r.stderr);
     let gone = Server::handler(|_, _| Reply::status(404)).expect_hits(1);
-    let r = run_cmd(retry().current_dir(s.dir.path()).args([
-        "--delay",
-        "10ms",
-        "--",
-        "wget",
-        &gone.url("/x"),
-    ]));
+    let r = retry()
+        .current_dir(s.dir.path())
+        .args(["--delay", "10ms", "--", "wget", &gone.url("/x")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (8, 1), "{}", r.stderr);
 }
 
@@ -243,7 +241,7 @@ fn ssh_through_retry(port: u16, key: &str, host_keys: &[&str]) -> Run {
         .args(["-i", key, "-p", &port])
         .args(host_keys)
         .args([&format!("{user}@127.0.0.1"), "true"]);
-    run_cmd(&mut cmd)
+    cmd.run()
 }
 
 #[test]
@@ -345,8 +343,7 @@ fn git_against_a_daemon_that_starts_late_succeeds() {
         .args(["--", "git", "ls-remote", &url])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     std::thread::sleep(Duration::from_secs(1));
     let daemon = tools::git_daemon(s.dir.path(), port);
     assert!(
@@ -354,7 +351,7 @@ fn git_against_a_daemon_that_starts_late_succeeds() {
         "git daemon did not listen: {}",
         daemon.log_text()
     );
-    let r = finish(child.wait_with_output().unwrap(), start);
+    let r = Run::of(child.wait_with_output().unwrap(), start);
     assert_eq!(
         r.status,
         0,

@@ -6,7 +6,7 @@ use super::*;
 fn max_time_cuts_the_attempt_and_stops_the_run() {
     let s = Scratch::new();
     let job = s.script("job", "echo run >> \"$D/count\"; exec sleep 20");
-    let r = run(&args(&["--max-time", "600ms", &job]));
+    let r = run(&fast(&["--max-time", "600ms", &job]));
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 1);
     assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
@@ -103,7 +103,7 @@ fn report_records_every_attempt() {
     let s = Scratch::new();
     let job = exits(&s, &[75, 0]);
     let report = s.p("report.json");
-    let r = run(&args(&["--report", &report, &job]));
+    let r = run(&fast(&["--report", &report, &job]));
     assert_eq!(r.status, 0);
     let v: serde_json::Value = serde_json::from_str(&s.read("report.json")).unwrap();
     assert_eq!(v["version"], 1);
@@ -129,7 +129,7 @@ fn report_is_written_on_failure_and_on_signals() {
     let s = Scratch::new();
     let job = exits(&s, &[2]);
     let report = s.p("fail.json");
-    run(&args(&["-a", "2", "--report", &report, &job]));
+    run(&fast(&["-a", "2", "--report", &report, &job]));
     let v: serde_json::Value = serde_json::from_str(&s.read("fail.json")).unwrap();
     assert_eq!(v["result"]["stopped_because"], "attempts");
     assert_eq!(v["result"]["exit_code"], 2);
@@ -139,8 +139,7 @@ fn report_is_written_on_failure_and_on_signals() {
     let mut child = retry()
         .args(["--report", &report, &job])
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for_file(&s.path("ready"), Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(100));
     nix::sys::signal::kill(
@@ -148,7 +147,7 @@ fn report_is_written_on_failure_and_on_signals() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert_eq!(cmd::status_of(&child.wait().unwrap()), 143);
+    assert_eq!(support::status_of(&child.wait().unwrap()), 143);
     let v: serde_json::Value = serde_json::from_str(&s.read("sig.json")).unwrap();
     assert_eq!(v["result"]["stopped_because"], "signal");
     assert_eq!(v["result"]["exit_code"], 143);
@@ -158,16 +157,16 @@ fn report_is_written_on_failure_and_on_signals() {
 fn quiet_and_verbose() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run(&args(&["-a", "2", "-q", &job]));
+    let r = run(&fast(&["-a", "2", "-q", &job]));
     assert!(!r.stderr.contains("attempt 1/2"), "{}", r.stderr);
     assert!(
         r.stderr.contains("gave up"),
         "-q keeps the last word: {}",
         r.stderr
     );
-    let r = run(&args(&["-a", "2", "-qq", &job]));
+    let r = run(&fast(&["-a", "2", "-qq", &job]));
     assert_eq!(r.stderr, "");
-    let r = run(&args(&["-a", "1", "-v", &job]));
+    let r = run(&fast(&["-a", "1", "-v", &job]));
     assert!(r.stderr.contains("profile generic"), "{}", r.stderr);
     assert!(r.stderr.contains("idempotency key"), "{}", r.stderr);
 }
@@ -176,7 +175,7 @@ fn quiet_and_verbose() {
 fn json_log_lines() {
     let s = Scratch::new();
     let job = exits(&s, &[1, 0]);
-    let r = run(&args(&["--log-format", "json", &job]));
+    let r = run(&fast(&["--log-format", "json", &job]));
     assert_eq!(r.status, 0);
     let events: Vec<serde_json::Value> = r
         .stderr
@@ -197,11 +196,10 @@ fn json_log_lines() {
 fn github_actions_annotations() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run_cmd(
-        retry()
-            .args(args(&["-a", "2", &job]))
-            .env("GITHUB_ACTIONS", "true"),
-    );
+    let r = retry()
+        .args(fast(&["-a", "2", &job]))
+        .env("GITHUB_ACTIONS", "true")
+        .run();
     assert_eq!(
         r.stderr
             .matches("::warning title=retry::attempt 1/2 failed")
@@ -218,7 +216,7 @@ fn github_actions_annotations() {
         "{}",
         r.stderr
     );
-    let r = run(&args(&["-a", "2", &job]));
+    let r = run(&fast(&["-a", "2", &job]));
     assert!(!r.stderr.contains("::warning"), "{}", r.stderr);
 }
 
@@ -241,7 +239,7 @@ fn countdown_on_a_terminal() {
     let job = exits(&s, &[1, 0]);
     let inner = format!(
         "{} --delay 1500ms --jitter none -- {} 2> /dev/tty",
-        cmd::BIN,
+        support::BIN,
         job
     );
     let mut child = std::process::Command::new("script")
@@ -266,7 +264,7 @@ fn hold_stdout_with_output_rules_still_passes_one_attempt() {
         "job",
         "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"",
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--hold-stdout",
         "--retry-on-output",
         "try later",
@@ -290,7 +288,10 @@ fn stdin_replay_forced_on_a_regular_file_keeps_what_was_read() {
         ),
     );
     let file = std::fs::File::open(&input).unwrap();
-    let r = run_cmd(retry().args(args(&["--stdin", "replay", &job])).stdin(file));
+    let r = retry()
+        .args(fast(&["--stdin", "replay", &job]))
+        .stdin(file)
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(s.read("seen"), "payload\n");
 }
@@ -300,7 +301,7 @@ fn colour_on_a_terminal_and_never_with_no_color() {
     let s = Scratch::new();
     let job = exits(&s, &[1, 0]);
     let through_pty = |no_color: bool| {
-        let inner = format!("{} --delay 1ms -- {}", cmd::BIN, job);
+        let inner = format!("{} --delay 1ms -- {}", support::BIN, job);
         let mut c = std::process::Command::new("script");
         c.args(["-qec", &inner, "/dev/null"])
             .env_remove("RETRY_DEPTH")
@@ -332,15 +333,14 @@ fn sigpipe_from_a_vanished_reader_is_not_retried() {
     let job = s.script("job", "echo run >> \"$D/count\"; exec yes");
     let line = format!(
         "{{ {} --delay 1ms -- {job}; echo $? > {}; }} | head -n 1",
-        cmd::BIN,
+        support::BIN,
         s.p("status")
     );
-    let r = run_cmd(
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(line)
-            .env_remove("RETRY_DEPTH"),
-    );
+    let r = support::Invocation::of("sh")
+        .arg("-c")
+        .arg(line)
+        .env_remove("RETRY_DEPTH")
+        .run();
     assert_eq!(r.stdout_text(), "y\n");
     assert_eq!(s.read("status").trim(), "141", "{}", r.stderr);
     assert_eq!(s.count("count"), 1, "{}", r.stderr);

@@ -6,7 +6,7 @@ use super::*;
 fn stop_on_list_with_ranges() {
     let s = Scratch::new();
     let job = exits(&s, &[65]);
-    let r = run(&args(&["--stop-on", "2,60-70", &job]));
+    let r = run(&fast(&["--stop-on", "2,60-70", &job]));
     assert_eq!((r.status, s.count("count")), (65, 1));
     assert!(r.stderr.contains("--stop-on"), "{}", r.stderr);
 }
@@ -15,7 +15,7 @@ fn stop_on_list_with_ranges() {
 fn retry_on_makes_other_codes_permanent() {
     let s = Scratch::new();
     let job = exits(&s, &[3, 4, 1, 0]);
-    let r = run(&args(&["--retry-on", "3-4", &job]));
+    let r = run(&fast(&["--retry-on", "3-4", &job]));
     assert_eq!((r.status, s.count("count")), (1, 3), "{}", r.stderr);
     assert!(r.stderr.contains("not in --retry-on"), "{}", r.stderr);
 }
@@ -24,7 +24,7 @@ fn retry_on_makes_other_codes_permanent() {
 fn success_on_accepts_listed_codes() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run(&args(&["--success-on", "0,1", &job]));
+    let r = run(&fast(&["--success-on", "0,1", &job]));
     assert_eq!((r.status, s.count("count")), (0, 1), "{}", r.stderr);
 }
 
@@ -32,7 +32,7 @@ fn success_on_accepts_listed_codes() {
 fn sysexits_tempfail_retried_usage_not() {
     let s = Scratch::new();
     let job = exits(&s, &[75, 75, 64]);
-    let r = run(&args(&[&job]));
+    let r = run(&fast(&[&job]));
     assert_eq!((r.status, s.count("count")), (64, 3), "{}", r.stderr);
 }
 
@@ -43,7 +43,7 @@ fn stop_on_output_beats_everything() {
         "job",
         "echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75",
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--stop-on-output",
         "FATAL",
         "--retry-on",
@@ -66,12 +66,12 @@ fn retry_on_output_retries_even_exit_zero_and_never_reports_success() {
         "job",
         "echo run >> \"$D/count\"; echo 'warning: try again later'",
     );
-    let r = run(&args(&["-a", "3", "--retry-on-output", "try again", &job]));
+    let r = run(&fast(&["-a", "3", "--retry-on-output", "try again", &job]));
     assert_eq!(s.count("count"), 3);
     assert_eq!(r.status, 1, "a failed run must not exit 0: {}", r.stderr);
     let s2 = Scratch::new();
     let ok = s2.script("job", "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -ge 2 ] && echo done || echo 'try again'");
-    let r = run(&args(&["--retry-on-output", "try again", &ok]));
+    let r = run(&fast(&["--retry-on-output", "try again", &ok]));
     assert_eq!((r.status, s2.count("count")), (0, 2));
 }
 
@@ -82,7 +82,7 @@ fn output_stays_complete_and_in_order_while_scanned() {
         "job",
         "i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done",
     );
-    let r = run(&args(&["--retry-on-output", "never-printed", &job]));
+    let r = run(&fast(&["--retry-on-output", "never-printed", &job]));
     assert_eq!(r.status, 0);
     let expected: String = (0..2000).map(|i| format!("line {i}\n")).collect();
     assert_eq!(r.stdout_text(), expected);
@@ -93,10 +93,9 @@ fn scanned_output_streams_live() {
     let s = Scratch::new();
     let job = s.script("job", "echo first; sleep 3; echo last");
     let mut child = retry()
-        .args(args(&["--stop-on-output", "nothing", &job]))
+        .args(fast(&["--stop-on-output", "nothing", &job]))
         .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
@@ -129,7 +128,7 @@ fn curl_profile_reads_the_status_from_stderr() {
         "curl: (22) The requested URL returned error: 503",
         22,
     );
-    let r = run(&args(&["-a", "3", &curl, "-f", "http://x"]));
+    let r = run(&fast(&["-a", "3", &curl, "-f", "http://x"]));
     assert_eq!((r.status, s.count("count")), (22, 3), "{}", r.stderr);
     assert!(r.stderr.contains("HTTP 503"), "{}", r.stderr);
 
@@ -140,7 +139,7 @@ fn curl_profile_reads_the_status_from_stderr() {
         "curl: (22) The requested URL returned error: 404",
         22,
     );
-    let r = run(&args(&["-a", "3", &curl]));
+    let r = run(&fast(&["-a", "3", &curl]));
     assert_eq!((r.status, s.count("count")), (22, 1), "{}", r.stderr);
 
     let s = Scratch::new();
@@ -150,7 +149,7 @@ fn curl_profile_reads_the_status_from_stderr() {
         "curl: (22) The requested URL returned error: 500",
         22,
     );
-    let r = run(&args(&["-a", "10", &curl]));
+    let r = run(&fast(&["-a", "10", &curl]));
     assert_eq!(
         (r.status, s.count("count")),
         (22, 3),
@@ -160,7 +159,7 @@ fn curl_profile_reads_the_status_from_stderr() {
 
     let s = Scratch::new();
     let curl = fake_tool(&s, "curl", "curl: (6) Could not resolve host: x", 6);
-    let r = run(&args(&["-a", "2", &curl]));
+    let r = run(&fast(&["-a", "2", &curl]));
     assert_eq!(s.count("count"), 2);
     assert_eq!(r.status, 6);
 }
@@ -174,7 +173,7 @@ fn profile_override_and_generic_fallback() {
         "curl: (22) The requested URL returned error: 404",
         22,
     );
-    let r = run(&args(&["-a", "3", "--profile", "curl", &tool]));
+    let r = run(&fast(&["-a", "3", "--profile", "curl", &tool]));
     assert_eq!(s.count("count"), 1, "{}", r.stderr);
     let s = Scratch::new();
     let curl = fake_tool(
@@ -183,7 +182,7 @@ fn profile_override_and_generic_fallback() {
         "curl: (22) The requested URL returned error: 404",
         22,
     );
-    let r = run(&args(&["-a", "3", "--profile", "generic", &curl]));
+    let r = run(&fast(&["-a", "3", "--profile", "generic", &curl]));
     assert_eq!(s.count("count"), 3, "{}", r.stderr);
 }
 
@@ -191,7 +190,7 @@ fn profile_override_and_generic_fallback() {
 fn ssh_wget_git_profiles() {
     let s = Scratch::new();
     let ssh = fake_tool(&s, "ssh", "remote command failed", 1);
-    run(&args(&["-a", "3", &ssh]));
+    run(&fast(&["-a", "3", &ssh]));
     assert_eq!(s.count("count"), 1, "ssh exit 1 is the remote command's");
     let s = Scratch::new();
     let ssh = fake_tool(
@@ -200,11 +199,11 @@ fn ssh_wget_git_profiles() {
         "ssh: connect to host x port 22: Connection refused",
         255,
     );
-    run(&args(&["-a", "3", &ssh]));
+    run(&fast(&["-a", "3", &ssh]));
     assert_eq!(s.count("count"), 3);
     let s = Scratch::new();
     let wget = fake_tool(&s, "wget", "2026-01-01 ERROR 503: Service Unavailable.", 8);
-    run(&args(&["-a", "3", &wget]));
+    run(&fast(&["-a", "3", &wget]));
     assert_eq!(s.count("count"), 3);
     let s = Scratch::new();
     let git = fake_tool(
@@ -213,10 +212,10 @@ fn ssh_wget_git_profiles() {
         "fatal: unable to access 'https://x/': Could not resolve host: x",
         128,
     );
-    run(&args(&["-a", "3", &git]));
+    run(&fast(&["-a", "3", &git]));
     assert_eq!(s.count("count"), 3);
     let s = Scratch::new();
     let git = fake_tool(&s, "git", "fatal: not a git repository", 128);
-    run(&args(&["-a", "3", &git]));
+    run(&fast(&["-a", "3", &git]));
     assert_eq!(s.count("count"), 1);
 }

@@ -9,7 +9,7 @@ fn child_environment() {
         "job",
         "echo \"$RETRY_ATTEMPT $RETRY_ATTEMPTS $RETRY_IDEMPOTENCY_KEY $RETRY_DEPTH ${RETRY_DEADLINE_MS:-none}\" >> \"$D/env\"; [ $RETRY_ATTEMPT -ge 3 ]",
     );
-    let r = run(&args(&["-a", "4", &job]));
+    let r = run(&fast(&["-a", "4", &job]));
     assert_eq!(r.status, 0);
     let lines: Vec<Vec<String>> = s
         .read("env")
@@ -35,7 +35,7 @@ fn deadline_and_given_key_reach_the_child() {
         "job",
         "echo \"$RETRY_DEADLINE_MS $RETRY_IDEMPOTENCY_KEY\" > \"$D/env\"",
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--max-time",
         "10s",
         "--idempotency-key",
@@ -54,7 +54,7 @@ fn deadline_and_given_key_reach_the_child() {
 fn nested_retry_makes_one_attempt_and_says_so_once() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run_cmd(retry().args(args(&[&job])).env("RETRY_DEPTH", "1"));
+    let r = retry().args(fast(&[&job])).env("RETRY_DEPTH", "1").run();
     assert_eq!((r.status, s.count("count")), (1, 1));
     assert_eq!(
         r.stderr.matches("inside another retry").count(),
@@ -65,16 +65,18 @@ fn nested_retry_makes_one_attempt_and_says_so_once() {
 
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run_cmd(
-        retry()
-            .args(args(&["-a", "3", "--allow-nested", &job]))
-            .env("RETRY_DEPTH", "1"),
-    );
+    let r = retry()
+        .args(fast(&["-a", "3", "--allow-nested", &job]))
+        .env("RETRY_DEPTH", "1")
+        .run();
     assert_eq!(s.count("count"), 3, "{}", r.stderr);
 
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run_cmd(retry().args(args(&["-q", &job])).env("RETRY_DEPTH", "2"));
+    let r = retry()
+        .args(fast(&["-q", &job]))
+        .env("RETRY_DEPTH", "2")
+        .run();
     assert!(!r.stderr.contains("inside another retry"), "{}", r.stderr);
 }
 
@@ -82,10 +84,10 @@ fn nested_retry_makes_one_attempt_and_says_so_once() {
 fn retry_inside_retry_does_not_multiply_attempts() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "3",
-        cmd::BIN,
+        support::BIN,
         "--delay",
         "1ms",
         "-a",

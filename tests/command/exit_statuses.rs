@@ -6,7 +6,7 @@ use super::*;
 fn success_after_transient_failures() {
     let s = Scratch::new();
     let job = exits(&s, &[1, 1, 0]);
-    let r = run(&args(&["--", &job]));
+    let r = run(&fast(&["--", &job]));
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(s.count("count"), 3);
     assert!(r.stderr.contains("attempt 3/5 succeeded"), "{}", r.stderr);
@@ -16,7 +16,7 @@ fn success_after_transient_failures() {
 fn gives_up_with_the_last_status() {
     let s = Scratch::new();
     let job = exits(&s, &[3, 4, 9]);
-    let r = run(&args(&["-a", "3", &job]));
+    let r = run(&fast(&["-a", "3", &job]));
     assert_eq!(r.status, 9);
     assert_eq!(s.count("count"), 3);
     assert!(
@@ -30,7 +30,7 @@ fn gives_up_with_the_last_status() {
 fn death_by_signal_is_128_plus_n_and_retried() {
     let s = Scratch::new();
     let job = s.script("job", "echo run >> \"$D/count\"; kill -KILL $$");
-    let r = run(&args(&["-a", "2", &job]));
+    let r = run(&fast(&["-a", "2", &job]));
     assert_eq!(r.status, 137, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
     assert!(r.stderr.contains("SIGKILL"), "{}", r.stderr);
@@ -40,7 +40,7 @@ fn death_by_signal_is_128_plus_n_and_retried() {
 fn timeout_is_124_and_transient() {
     let s = Scratch::new();
     let job = s.script("job", "echo run >> \"$D/count\"; exec sleep 10");
-    let r = run(&args(&["-a", "2", "-t", "200ms", &job]));
+    let r = run(&fast(&["-a", "2", "-t", "200ms", &job]));
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
     assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
@@ -48,7 +48,7 @@ fn timeout_is_124_and_transient() {
 
 #[test]
 fn not_found_is_127_and_not_retried() {
-    let r = run(&args(&["/definitely/not/here"]));
+    let r = run(&fast(&["/definitely/not/here"]));
     assert_eq!(r.status, 127);
     assert_eq!(
         r.stderr.matches("attempt 1/5 failed").count(),
@@ -63,7 +63,7 @@ fn not_found_is_127_and_not_retried() {
 fn not_executable_is_126_and_not_retried() {
     let s = Scratch::new();
     let path = s.write("plain", b"echo hi\n");
-    let r = run(&args(&[path.to_str().unwrap()]));
+    let r = run(&fast(&[path.to_str().unwrap()]));
     assert_eq!(r.status, 126, "{}", r.stderr);
     assert!(!r.stderr.contains("attempt 2/"), "{}", r.stderr);
 }
@@ -72,7 +72,7 @@ fn not_executable_is_126_and_not_retried() {
 fn exit_127_from_the_command_is_permanent() {
     let s = Scratch::new();
     let job = exits(&s, &[127]);
-    let r = run(&args(&[&job]));
+    let r = run(&fast(&[&job]));
     assert_eq!((r.status, s.count("count")), (127, 1));
 }
 

@@ -4,15 +4,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::cmd::{self, Scratch, alive, retry, run, run_cmd, wait_for_file};
-
-const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
-
-fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v: Vec<&str> = FAST.to_vec();
-    v.extend_from_slice(extra);
-    v
-}
+use crate::support::{self, Scratch, alive, fast, retry, run, wait_for_file};
 
 /// A script that counts its runs and exits with the status listed for that run
 /// (the last one repeats).

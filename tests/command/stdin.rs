@@ -9,7 +9,7 @@ fn regular_file_is_rewound_to_its_starting_offset() {
     let job = s.script("job", "cat >> \"$D/seen\"; echo >> \"$D/seen\"; echo run >> \"$D/count\"; [ $(wc -l < \"$D/count\") -ge 3 ]");
     let mut file = std::fs::File::open(&input).unwrap();
     file.seek(SeekFrom::Start(10)).unwrap();
-    let r = run_cmd(retry().args(args(&[&job])).stdin(file));
+    let r = retry().args(fast(&[&job])).stdin(file).run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(s.read("seen"), "abcdef\nabcdef\nabcdef\n");
 }
@@ -25,11 +25,10 @@ fn pipe_over_ten_mib_is_replayed_to_every_attempt() {
         "cksum >> \"$D/sums\"; echo run >> \"$D/count\"; [ $(wc -l < \"$D/count\") -ge 3 ]",
     );
     let mut child = retry()
-        .args(args(&[&job]))
+        .args(fast(&[&job]))
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&data);
@@ -70,11 +69,7 @@ fn partial_reads_are_continued_on_replay() {
         "job",
         "echo run >> \"$D/count\"\nif [ $(wc -l < \"$D/count\") -eq 1 ]; then head -n 1 > /dev/null; exit 1; fi\ncat > \"$D/seen\"",
     );
-    let mut child = retry()
-        .args(args(&[&job]))
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = retry().args(fast(&[&job])).stdin(Stdio::piped()).spawn();
     child
         .stdin
         .take()
@@ -88,12 +83,11 @@ fn partial_reads_are_continued_on_replay() {
 #[test]
 fn endless_input_does_not_hang() {
     let s = Scratch::new();
-    let r = run_cmd(
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("yes | {} --delay 1ms -- head -n 1", cmd::BIN))
-            .env_remove("RETRY_DEPTH"),
-    );
+    let r = support::Invocation::of("sh")
+        .arg("-c")
+        .arg(format!("yes | {} --delay 1ms -- head -n 1", support::BIN))
+        .env_remove("RETRY_DEPTH")
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "y\n");
     drop(s);
@@ -106,8 +100,7 @@ fn stdin_null_and_inherit_overrides() {
     let mut child = retry()
         .args(["--stdin", "null", &job])
         .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // retry may be gone before the write: it never reads this pipe.
     let _ = child.stdin.take().unwrap().write_all(b"hidden\n");
     assert!(child.wait().unwrap().success());
@@ -118,10 +111,9 @@ fn stdin_null_and_inherit_overrides() {
         "echo run >> \"$D/count2\"; cat >> \"$D/seen2\"; [ $(wc -l < \"$D/count2\") -ge 2 ]",
     );
     let mut child = retry()
-        .args(args(&["--stdin", "inherit", &job]))
+        .args(fast(&["--stdin", "inherit", &job]))
         .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     child.stdin.take().unwrap().write_all(b"once\n").unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(s.read("seen2"), "once\n", "inherited stdin is not replayed");

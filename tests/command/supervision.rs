@@ -9,7 +9,7 @@ fn child_runs_in_its_own_process_group() {
         "job",
         "ps -o pgid= -p $$ | tr -d ' ' > \"$D/pgid\"; echo $$ > \"$D/pid\"",
     );
-    let r = run(&args(&[&job]));
+    let r = run(&fast(&[&job]));
     assert_eq!(r.status, 0);
     assert_eq!(s.read("pgid").trim(), s.read("pid").trim());
 }
@@ -21,7 +21,7 @@ fn timeout_kills_the_whole_group_with_escalation() {
         "job",
         "sleep 60 & echo $! >> \"$D/kids\"\ntrap '' TERM\necho run >> \"$D/count\"\nwhile :; do sleep 0.05; done",
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "2",
         "-t",
@@ -51,7 +51,7 @@ fn timeout_kills_the_whole_group_with_escalation() {
 fn leftovers_of_a_failed_attempt_are_ended() {
     let s = Scratch::new();
     let job = s.script("job", "sleep 60 & echo $! >> \"$D/kids\"; exit 1");
-    let r = run(&args(&["-a", "2", &job]));
+    let r = run(&fast(&["-a", "2", &job]));
     assert_eq!(r.status, 1);
     std::thread::sleep(Duration::from_millis(100));
     for pid in s.read("kids").lines() {
@@ -69,15 +69,14 @@ fn signal_is_forwarded(sig: nix::sys::signal::Signal) {
         "sleep 60 & echo $! >> \"$D/kids\"\necho run >> \"$D/count\"\necho $$ > \"$D/ready\"\nwait",
     );
     let mut child = retry()
-        .args(args(&["-a", "5", &job]))
+        .args(fast(&["-a", "5", &job]))
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for_file(&s.path("ready"), Duration::from_secs(5));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
     let start = Instant::now();
     let status = child.wait().unwrap();
-    assert_eq!(cmd::status_of(&status), 128 + sig as i32, "{sig:?}");
+    assert_eq!(support::status_of(&status), 128 + sig as i32, "{sig:?}");
     assert!(
         start.elapsed() < Duration::from_secs(4),
         "{:?}",
@@ -120,8 +119,7 @@ fn signal_during_backoff_exits_at_once() {
     let mut child = retry()
         .args(["--delay", "20s", "--jitter", "none", &job])
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for_file(&s.path("ready"), Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(200));
     let start = Instant::now();
@@ -131,7 +129,7 @@ fn signal_during_backoff_exits_at_once() {
     )
     .unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(cmd::status_of(&status), 143);
+    assert_eq!(support::status_of(&status), 143);
     assert!(
         start.elapsed() < Duration::from_secs(1),
         "{:?}",
@@ -145,7 +143,7 @@ fn interactive_command_reads_the_terminal() {
     // `script` gives retry a real pseudo-terminal as its controlling terminal.
     let s = Scratch::new();
     let job = s.script("job", "read answer; echo \"got:$answer\" > \"$D/answer\"");
-    let inner = format!("{} -- {}", cmd::BIN, job);
+    let inner = format!("{} -- {}", support::BIN, job);
     let mut child = std::process::Command::new("script")
         .args(["-qec", &inner, "/dev/null"])
         .env_remove("RETRY_DEPTH")
@@ -173,7 +171,7 @@ fn ctrl_c_at_the_terminal_stops_an_interactive_run() {
     );
     let inner = format!(
         "{} -- {}; echo \"status:$?\" > {}",
-        cmd::BIN,
+        support::BIN,
         job,
         s.p("status")
     );

@@ -2,8 +2,12 @@
 //! counting scripts, the HTTP server, the curl conformance harness, PostgreSQL and
 //! the third-party tool daemons.
 
-pub mod cmd;
 pub mod curl;
 pub mod http_server;
 pub mod postgres;
+pub mod run;
+pub mod scratch;
 pub mod tools;
+
+pub use run::{BIN, FAST, Invocation, Run, fast, retry, run, status_of};
+pub use scratch::{Scratch, alive, wait_for_file};
