@@ -197,3 +197,14 @@ pub fn status_of(status: &ExitStatus) -> i32 {
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
+
+/// What the hidden `retry --generate KIND` prints (a completion script, the man page).
+pub fn generated(kind: &str) -> Vec<u8> {
+    let out = retry().args(["--generate", kind]).run();
+    assert_eq!(out.status, 0, "retry --generate {kind}: {}", out.stderr);
+    assert!(
+        !out.stdout.is_empty(),
+        "retry --generate {kind} printed nothing"
+    );
+    out.stdout
+}
