@@ -389,7 +389,11 @@ fn unsupported_curl_options_exit_125_naming_them_without_the_double_dash_tip() {
     let mut failures = Vec::new();
     for (args, says) in UNSUPPORTED {
         for mode in [Mode::Http, Mode::Command] {
-            let Refusal { status, stderr, ran } = run_in(mode, args, Some(&server));
+            let Refusal {
+                status,
+                stderr,
+                ran,
+            } = run_in(mode, args, Some(&server));
             let name = args[0].split('=').next().unwrap();
             let named = stderr.contains(name) || (name.len() > 2 && !name.starts_with("--"));
             if status != 125

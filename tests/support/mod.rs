@@ -9,5 +9,5 @@ pub mod run;
 pub mod scratch;
 pub mod tools;
 
-pub use run::{BIN, FAST, Invocation, Run, fast, generated, retry, run, status_of};
+pub use run::{BIN, Invocation, Run, fast, generated, retry, run, status_of, wait_for_run};
 pub use scratch::{Scratch, alive, wait_for_file};

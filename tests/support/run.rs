@@ -129,11 +129,6 @@ impl Invocation {
         self
     }
 
-    /// The command underneath, for what this builder does not name.
-    pub fn command(&mut self) -> &mut Command {
-        &mut self.command
-    }
-
     /// Starts the program and returns at once; stdin is fed as with [`Self::run`].
     pub fn spawn(&mut self) -> Child {
         let mut child = self.command.spawn().expect("start the program");
@@ -145,6 +140,12 @@ impl Invocation {
             });
         }
         child
+    }
+
+    /// Starts the program with stdout and stderr captured, for a test that signals
+    /// or waits on it itself (see [`wait_for_run`]).
+    pub fn start(&mut self) -> Child {
+        self.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
     }
 
     /// Runs the program to completion, capturing stdout and stderr unless a test
@@ -189,6 +190,15 @@ impl Run {
     pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
+}
+
+/// Waits for a child from [`Invocation::start`]; `elapsed` is the time spent waiting.
+pub fn wait_for_run(child: Child) -> Run {
+    let start = Instant::now();
+    Run::of(
+        child.wait_with_output().expect("wait for the program"),
+        start,
+    )
 }
 
 /// Exit code, or 128+N for death by signal N (the shell's convention).

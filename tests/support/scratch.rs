@@ -56,17 +56,15 @@ impl Scratch {
     }
 }
 
-/// Whether process `pid` still exists (and is not a zombie).
+/// Whether process `pid` still exists and is not a zombie (or dead, state X).
 pub fn alive(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
 }
 
 /// Waits until `path` exists and holds a line, for up to `limit`.
