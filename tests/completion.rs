@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::generated;
+use crate::support::{Terminal, generated, terminal};
 
 const BASH_COMPLETION: &str = "/usr/share/bash-completion/bash_completion";
 
@@ -163,8 +163,7 @@ struct Pty {
 
 impl Pty {
     fn spawn(mut cmd: Command) -> Pty {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
+        let Terminal { master, slave } = terminal();
         let child = cmd
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -172,7 +171,6 @@ impl Pty {
             .spawn()
             .unwrap();
         drop(cmd);
-        let master = std::fs::File::from(pty.master);
         let mut reader = master.try_clone().unwrap();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];

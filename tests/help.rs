@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::process::Stdio;
 
-use crate::support::{Invocation, retry};
+use crate::support::{Invocation, Terminal, retry, terminal};
 
 /// `retry ARGS` with colour left to the terminal (a colour TERM, no colour
 /// variables), or turned off with NO_COLOR=1.
@@ -28,12 +28,11 @@ fn piped(args: &[&str], no_color: bool) -> String {
 
 /// Runs retry with stdout on a pseudo-terminal and returns what it wrote there.
 fn on_terminal(args: &[&str], no_color: bool) -> String {
-    let pty = nix::pty::openpty(None, None).unwrap();
+    let Terminal { mut master, slave } = terminal();
     let mut cmd = asking_for(args, no_color);
-    let mut child = cmd.stdout(Stdio::from(pty.slave)).spawn();
+    let mut child = cmd.stdout(Stdio::from(slave)).spawn();
     // The builder holds the terminal's other end until dropped; reading needs it closed.
     drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
     let mut text = Vec::new();
     let mut buf = [0u8; 8192];
     // Reading the master ends with EIO once the child has closed the terminal.

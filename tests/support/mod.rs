@@ -7,7 +7,9 @@ pub mod http_server;
 pub mod postgres;
 pub mod run;
 pub mod scratch;
+pub mod terminal;
 pub mod tools;
 
 pub use run::{BIN, Invocation, Run, fast, generated, retry, run, status_of, wait_for_run};
 pub use scratch::{Scratch, alive, wait_for_file};
+pub use terminal::{Terminal, terminal};
