@@ -138,12 +138,8 @@ fn stdin_that_cannot_spill_stops_the_attempt_instead_of_truncating_it() {
         "the command saw a truncated stdin: {:?}",
         r.stdout_text()
     );
-    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("No such file or directory"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("/nonexistent");
+    r.assert_stderr_has("No such file or directory");
 }
 
 #[test]
@@ -178,12 +174,8 @@ fn a_full_temporary_directory_stops_the_attempt_with_the_os_reason() {
         "the command saw a truncated stdin: {:?}",
         r.stdout_text()
     );
-    assert!(r.stderr.contains("No space left on device"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&fs.path().display().to_string()),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("No space left on device");
+    r.assert_stderr_has(&fs.path().display().to_string());
 }
 
 #[test]
@@ -210,8 +202,8 @@ fn held_stdout_without_a_temporary_directory_stays_in_memory_until_4_mib() {
     let r = big.run();
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    assert!(r.stderr.contains("--hold-stdout"), "{}", r.stderr);
-    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+    r.assert_stderr_has("--hold-stdout");
+    r.assert_stderr_has("/nonexistent");
     assert_eq!(
         r.stderr.matches("attempt 2").count(),
         0,
@@ -229,7 +221,7 @@ fn an_http_body_that_cannot_spill_is_retrys_own_error() {
     let r = cmd.run();
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+    r.assert_stderr_has("/nonexistent");
 }
 
 // ---- readers that go away or stall; pipes held by background processes ----
@@ -487,21 +479,17 @@ fn a_url_password_is_never_written_anywhere() {
     ]));
     let r = cmd.run();
     assert_eq!(r.status, 22, "{}", r.stderr);
-    assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
+    r.assert_stderr_lacks("SECRETPW");
     let written = s.read("r.json");
     assert!(written.contains("***@127.0.0.1"), "{written}");
     assert!(!written.contains("SECRETPW"), "{written}");
     let mut text = retry();
     text.args(fast(&["-a", "2", "-vv", &url]));
     let r = text.run();
-    assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
+    r.assert_stderr_lacks("SECRETPW");
     let dry = retry().args(["--dry-run", &url]).run();
-    assert!(
-        !dry.stdout_text().contains("SECRETPW"),
-        "{}",
-        dry.stdout_text()
-    );
-    assert!(dry.stdout_text().contains("***@"), "{}", dry.stdout_text());
+    dry.assert_stdout_lacks("SECRETPW");
+    dry.assert_stdout_has("***@");
 }
 
 fn refuses_before_running(flag: &str, target: &Path, reason: &str) {
@@ -516,8 +504,8 @@ fn refuses_before_running(flag: &str, target: &Path, reason: &str) {
     };
     let r = cmd.run();
     assert_eq!(r.status, 125, "{}", r.stderr);
-    assert!(r.stderr.contains(flag), "{}", r.stderr);
-    assert!(r.stderr.contains(reason), "{}", r.stderr);
+    r.assert_stderr_has(flag);
+    r.assert_stderr_has(reason);
     assert!(!PathBuf::from(&marker).exists(), "the command ran");
 }
 

@@ -28,11 +28,7 @@ fn unavailable_twice_then_ok_prints_the_body_once() {
     let r = run(&fast(&[&server.url("/")]));
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "hello\n");
-    assert!(
-        r.stderr.contains("attempt 1/5 failed: HTTP 503"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("attempt 1/5 failed: HTTP 503");
 }
 
 #[test]
@@ -131,7 +127,7 @@ fn retry_after_past_the_cap_ends_the_run_quoting_the_header() {
         Server::script(vec![Reply::status(503).header("Retry-After", "120")]).expect_hits(1);
     let r = run(&fast(&["--max-retry-after", "5s", &server.url("/")]));
     assert_eq!(r.status, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("Retry-After: 120"), "{}", r.stderr);
+    r.assert_stderr_has("Retry-After: 120");
     assert!(r.elapsed < Duration::from_secs(5));
 }
 
@@ -141,7 +137,7 @@ fn retry_after_past_the_budget_ends_the_run() {
         Server::script(vec![Reply::status(429).header("Retry-After", "30")]).expect_hits(1);
     let r = run(&fast(&["--max-time", "3s", &server.url("/")]));
     assert_eq!(r.status, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("left of --max-time"), "{}", r.stderr);
+    r.assert_stderr_has("left of --max-time");
 }
 
 #[test]
@@ -163,7 +159,7 @@ fn internal_error_forever_is_tried_three_times() {
     let server = Server::script(vec![Reply::status(500)]).expect_hits(3);
     let r = run(&fast(&["-a", "10", &server.url("/")]));
     assert_eq!(r.status, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("already retried 2 times"), "{}", r.stderr);
+    r.assert_stderr_has("already retried 2 times");
 }
 
 #[test]
@@ -172,7 +168,7 @@ fn not_found_is_permanent_and_its_body_is_quoted() {
     let r = run(&fast(&[&server.url("/missing")]));
     assert_eq!(r.status, 22, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    assert!(r.stderr.contains("no such page"), "{}", r.stderr);
+    r.assert_stderr_has("no such page");
 }
 
 #[test]
@@ -180,8 +176,8 @@ fn post_without_a_key_is_not_retried_and_says_why() {
     let server = Server::script(vec![Reply::status(503)]).expect_hits(1);
     let r = run(&fast(&["-d", "x=1", &server.url("/")]));
     assert_eq!(r.status, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("--idempotency-key auto"), "{}", r.stderr);
-    assert!(r.stderr.contains("POST is not idempotent"), "{}", r.stderr);
+    r.assert_stderr_has("--idempotency-key auto");
+    r.assert_stderr_has("POST is not idempotent");
     let req = &server.requests()[0];
     assert_eq!(req.method, "POST");
     assert_eq!(req.header("idempotency-key"), None);
@@ -281,7 +277,7 @@ fn refused_connection_exits_7_after_every_attempt() {
     let url = format!("http://127.0.0.1:{}/", dead_port());
     let r = run(&fast(&["-a", "3", &url]));
     assert_eq!(r.status, 7, "{}", r.stderr);
-    assert!(r.stderr.contains("attempt 3/3 failed"), "{}", r.stderr);
+    r.assert_stderr_has("attempt 3/3 failed");
 }
 
 #[test]
@@ -289,7 +285,7 @@ fn post_is_retried_when_the_connection_was_refused() {
     let url = format!("http://127.0.0.1:{}/", dead_port());
     let r = run(&fast(&["-a", "2", "-d", "x", &url]));
     assert_eq!(r.status, 7, "{}", r.stderr);
-    assert!(r.stderr.contains("attempt 2/2 failed"), "{}", r.stderr);
+    r.assert_stderr_has("attempt 2/2 failed");
 }
 
 #[test]
@@ -438,9 +434,9 @@ fn headers_from_a_file_are_sent_and_their_values_never_logged() {
     assert_eq!(req.header("Authorization"), Some("Bearer s3cret-token"));
     assert_eq!(req.header("X-Trace"), Some("seven"));
     assert_eq!(req.header("Cookie"), Some("id=c00kie"));
-    assert!(r.stderr.contains("authorization"), "{}", r.stderr);
-    assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
-    assert!(!r.stderr.contains("c00kie"), "{}", r.stderr);
+    r.assert_stderr_has("authorization");
+    r.assert_stderr_lacks("s3cret");
+    r.assert_stderr_lacks("c00kie");
 }
 
 #[test]
@@ -453,10 +449,10 @@ fn header_values_are_not_shown_at_v() {
         &server.url("/"),
     ]));
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("x-api-key"), "{}", r.stderr);
-    assert!(!r.stderr.contains("hidden-value"), "{}", r.stderr);
-    assert!(r.stderr.contains("request: GET"), "{}", r.stderr);
-    assert!(r.stderr.contains("200 OK"), "{}", r.stderr);
+    r.assert_stderr_has("x-api-key");
+    r.assert_stderr_lacks("hidden-value");
+    r.assert_stderr_has("request: GET");
+    r.assert_stderr_has("200 OK");
 }
 
 #[test]
@@ -606,19 +602,15 @@ fn max_redirs_zero_returns_the_redirect() {
     let server = Server::script(vec![Reply::status(302).header("Location", "/x")]).expect_hits(1);
     let r = run(&fast(&["--max-redirs", "0", "-i", &server.url("/")]));
     assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(
-        r.stdout_text().contains("location: /x"),
-        "{}",
-        r.stdout_text()
-    );
+    r.assert_stdout_has("location: /x");
 }
 
 #[test]
 fn a_malformed_url_exits_3_without_retrying() {
     let r = run(&fast(&["-a", "3", "http://[::1/"]));
     assert_eq!(r.status, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("malformed URL"), "{}", r.stderr);
-    assert!(!r.stderr.contains("attempt 2"), "{}", r.stderr);
+    r.assert_stderr_has("malformed URL");
+    r.assert_stderr_lacks("attempt 2");
 }
 
 #[test]
@@ -761,7 +753,7 @@ fn an_unknown_certificate_is_permanent_and_exits_60() {
     let server = Server::tls_script(vec![Reply::ok("secret")]).expect_hits(0);
     let r = run(&fast(&["-a", "3", &server.https_url("/")]));
     assert_eq!(r.status, 60, "{}", r.stderr);
-    assert!(!r.stderr.contains("attempt 2"), "{}", r.stderr);
+    r.assert_stderr_lacks("attempt 2");
     assert!(r.stdout.is_empty());
 }
 

@@ -162,11 +162,7 @@ fn concurrent_runs_with_one_once_key_do_the_work_once() {
         .run();
     assert_eq!(again.status, 0);
     assert_eq!(dir.count(), 1);
-    assert!(
-        again.stderr.contains("already succeeded at"),
-        "{}",
-        again.stderr
-    );
+    again.assert_stderr_has("already succeeded at");
 }
 
 #[test]
@@ -247,7 +243,7 @@ fn lock_wait_waits_for_the_holder_then_runs() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
     assert!(started.elapsed() >= Duration::from_millis(500), "it waited");
-    assert!(out.stderr.contains("waiting up to 30s"), "{}", out.stderr);
+    out.assert_stderr_has("waiting up to 30s");
 }
 
 #[test]
@@ -268,7 +264,7 @@ fn lock_wait_gives_up_when_the_lock_stays_busy() {
     assert_eq!(dir.count(), 0);
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
     assert!(waited < Duration::from_secs(10), "{waited:?}");
-    assert!(out.stderr.contains("after waiting 300ms"), "{}", out.stderr);
+    out.assert_stderr_has("after waiting 300ms");
 }
 
 #[test]
@@ -693,11 +689,7 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
 
     let again = once("nightly").args(dir.work(0.0)).run();
     assert_eq!(again.status, 0);
-    assert!(
-        again.stderr.contains("already succeeded at"),
-        "{}",
-        again.stderr
-    );
+    again.assert_stderr_has("already succeeded at");
     assert_eq!(dir.count(), 1);
 
     client
@@ -753,7 +745,7 @@ fn tls_follows_the_sslmode_in_the_url() {
             Some(_) => assert_eq!(out.status, 0, "{url}: {}", out.stderr),
             None => {
                 assert_eq!(out.status, 125, "{url}: {}", out.stderr);
-                assert!(out.stderr.contains("cannot connect"), "{}", out.stderr);
+                out.assert_stderr_has("cannot connect");
             }
         }
         let _ = std::fs::remove_file(dir.path("ready"));
@@ -987,11 +979,7 @@ fn a_terminated_once_key_backend_stops_the_run() {
     assert_eq!(pg.terminate("retry --once"), 1);
     let (out, _) = exit_within(holder, Duration::from_secs(10));
     assert_lock_lost(&out, pid, &report);
-    assert!(
-        out.stderr.contains("the lock on --once key \"nightly\""),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr_has("the lock on --once key \"nightly\"");
 }
 
 #[test]
@@ -1069,7 +1057,7 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
     assert_eq!(out.status, 125, "{}", out.stderr);
-    assert!(out.stderr.contains("was lost"), "{}", out.stderr);
+    out.assert_stderr_has("was lost");
     assert_eq!(
         read_report(&report)["result"]["stopped_because"],
         "lock_lost"
@@ -1133,7 +1121,7 @@ fn a_signal_while_connecting_stops_retry_within_a_second() {
         let (out, took) = exit_within(child, Duration::from_secs(10));
         assert_eq!(out.status, status, "{}", out.stderr);
         assert!(took < Duration::from_secs(1), "{took:?}");
-        assert!(out.stderr.contains("while connecting"), "{}", out.stderr);
+        out.assert_stderr_has("while connecting");
         assert_eq!(read_report(&report)["result"]["stopped_because"], "signal");
     }
     assert_eq!(dir.count(), 0);
@@ -1183,7 +1171,7 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
         "{:?}",
         started.elapsed()
     );
-    assert!(out.stderr.contains("--max-time"), "{}", out.stderr);
+    out.assert_stderr_has("--max-time");
     assert_eq!(dir.count(), 0);
     drop(holder);
 
@@ -1224,18 +1212,14 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
         .args(["--", "true"])
         .run();
     assert_eq!(out.status, 125);
-    assert!(out.stderr.contains("200 characters"), "{}", out.stderr);
+    out.assert_stderr_has("200 characters");
     // A file marker's name is limited in bytes, and says so.
     let out = bare_retry(&dir)
         .args(["--dry-run", "--once", &accented])
         .args(["--", "true"])
         .run();
     assert_eq!(out.status, 125);
-    assert!(
-        out.stderr.contains("bytes after escaping"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr_has("bytes after escaping");
 }
 
 /// A TCP relay to `port` on loopback that can be made to stop passing bytes in
@@ -1366,7 +1350,7 @@ fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
     std::fs::write(dir.path("go"), "").unwrap();
     let (out, _) = exit_within(holder, Duration::from_secs(10));
     assert_eq!(out.status, 125, "{}", out.stderr);
-    assert!(out.stderr.contains("was lost"), "{}", out.stderr);
+    out.assert_stderr_has("was lost");
     assert_eq!(
         read_report(&report)["result"]["stopped_because"],
         "lock_lost"

@@ -114,12 +114,8 @@ fn rsync_23_for_a_missing_source_is_not_retried() {
         .args([&s.p("missing/file"), &s.p("copy")])
         .run();
     assert_eq!((r.status, attempts(&r)), (23, 1), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("No such file or directory"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("permanent"), "{}", r.stderr);
+    r.assert_stderr_has("No such file or directory");
+    r.assert_stderr_has("permanent");
 }
 
 #[test]
@@ -164,7 +160,7 @@ fn rsync_23_for_an_unreadable_source_is_not_retried() {
         r.stderr,
         daemon.log_text()
     );
-    assert!(r.stderr.contains("Permission denied"), "{}", r.stderr);
+    r.assert_stderr_has("Permission denied");
 }
 
 // ---- wget ----
@@ -178,7 +174,7 @@ fn wget_quiet_503_gets_two_retries() {
         .args(["--delay", "10ms", "--", "wget", "-q", &server.url("/x")])
         .run();
     assert_eq!((r.status, attempts(&r)), (8, 3), "{}", r.stderr);
-    assert!(r.stderr.contains("retried at most twice"), "{}", r.stderr);
+    r.assert_stderr_has("retried at most twice");
 }
 
 #[test]
@@ -198,7 +194,7 @@ fn wget_shows_the_status_without_quiet() {
         ])
         .run();
     assert_eq!((r.status, attempts(&r)), (8, 4), "{}", r.stderr);
-    assert!(r.stderr.contains("stderr shows HTTP 503"), "{}", r.stderr);
+    r.assert_stderr_has("stderr shows HTTP 503");
     let gone = Server::handler(|_, _| Reply::status(404)).expect_hits(1);
     let r = retry()
         .current_dir(s.dir.path())
@@ -264,8 +260,8 @@ fn ssh_with_a_refused_key_is_not_retried() {
         r.stderr,
         sshd.log_text()
     );
-    assert!(r.stderr.contains("Permission denied"), "{}", r.stderr);
-    assert!(r.stderr.contains("permanent"), "{}", r.stderr);
+    r.assert_stderr_has("Permission denied");
+    r.assert_stderr_has("permanent");
 }
 
 #[test]
@@ -295,11 +291,7 @@ fn ssh_to_a_changed_host_key_is_not_retried() {
         &["-o", "StrictHostKeyChecking=yes", "-o", &known],
     );
     assert_eq!((r.status, attempts(&r)), (255, 1), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("REMOTE HOST IDENTIFICATION HAS CHANGED"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("REMOTE HOST IDENTIFICATION HAS CHANGED");
 }
 
 #[test]
@@ -313,7 +305,7 @@ fn ssh_to_a_closed_port_is_retried() {
         &["-o", "StrictHostKeyChecking=no", "-o", &known],
     );
     assert_eq!((r.status, attempts(&r)), (255, 3), "{}", r.stderr);
-    assert!(r.stderr.contains("Connection refused"), "{}", r.stderr);
+    r.assert_stderr_has("Connection refused");
 }
 
 // ---- git ----

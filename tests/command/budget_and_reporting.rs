@@ -5,12 +5,12 @@ use super::*;
 #[test]
 fn max_time_cuts_the_attempt_and_stops_the_run() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"; exec sleep 20");
+    let job = s.job("echo run >> \"$D/count\"; exec sleep 20");
     let r = run(&fast(&["--max-time", "600ms", &job]));
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 1);
     assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
-    assert!(r.stderr.contains("--max-time"), "{}", r.stderr);
+    r.assert_stderr_has("--max-time");
 }
 
 #[test]
@@ -28,7 +28,7 @@ fn max_time_refuses_a_sleep_that_would_end_past_it() {
     ]);
     assert_eq!((r.status, s.count("count")), (1, 1));
     assert!(r.elapsed < Duration::from_secs(1), "{:?}", r.elapsed);
-    assert!(r.stderr.contains("--max-time"), "{}", r.stderr);
+    r.assert_stderr_has("--max-time");
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn same_seed_same_delays() {
 #[test]
 fn dry_run_prints_the_schedule_and_runs_nothing() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"");
+    let job = s.job("echo run >> \"$D/count\"");
     let r = run(&[
         "--dry-run",
         "-a",
@@ -91,11 +91,7 @@ fn dry_run_prints_the_schedule_and_runs_nothing() {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
     }
     let r = run(&["--dry-run", "curl", "-fsS", "http://127.0.0.1:9/"]);
-    assert!(
-        r.stdout_text().contains("profile:     curl"),
-        "{}",
-        r.stdout_text()
-    );
+    r.assert_stdout_has("profile:     curl");
 }
 
 #[test]
@@ -158,7 +154,7 @@ fn quiet_and_verbose() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);
     let r = run(&fast(&["-a", "2", "-q", &job]));
-    assert!(!r.stderr.contains("attempt 1/2"), "{}", r.stderr);
+    r.assert_stderr_lacks("attempt 1/2");
     assert!(
         r.stderr.contains("gave up"),
         "-q keeps the last word: {}",
@@ -167,8 +163,8 @@ fn quiet_and_verbose() {
     let r = run(&fast(&["-a", "2", "-qq", &job]));
     assert_eq!(r.stderr, "");
     let r = run(&fast(&["-a", "1", "-v", &job]));
-    assert!(r.stderr.contains("profile generic"), "{}", r.stderr);
-    assert!(r.stderr.contains("idempotency key"), "{}", r.stderr);
+    r.assert_stderr_has("profile generic");
+    r.assert_stderr_has("idempotency key");
 }
 
 #[test]
@@ -217,7 +213,7 @@ fn github_actions_annotations() {
         r.stderr
     );
     let r = run(&fast(&["-a", "2", &job]));
-    assert!(!r.stderr.contains("::warning"), "{}", r.stderr);
+    r.assert_stderr_lacks("::warning");
 }
 
 #[test]
@@ -260,10 +256,7 @@ fn countdown_on_a_terminal() {
 #[test]
 fn hold_stdout_with_output_rules_still_passes_one_attempt() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"",
-    );
+    let job = s.job("echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"");
     let r = run(&fast(&[
         "--hold-stdout",
         "--retry-on-output",
@@ -330,7 +323,7 @@ fn colour_on_a_terminal_and_never_with_no_color() {
 #[test]
 fn sigpipe_from_a_vanished_reader_is_not_retried() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"; exec yes");
+    let job = s.job("echo run >> \"$D/count\"; exec yes");
     let line = format!(
         "{{ {} --delay 1ms -- {job}; echo $? > {}; }} | head -n 1",
         support::BIN,
@@ -344,9 +337,5 @@ fn sigpipe_from_a_vanished_reader_is_not_retried() {
     assert_eq!(r.stdout_text(), "y\n");
     assert_eq!(s.read("status").trim(), "141", "{}", r.stderr);
     assert_eq!(s.count("count"), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("reader of its output went away"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("reader of its output went away");
 }

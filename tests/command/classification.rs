@@ -8,7 +8,7 @@ fn stop_on_list_with_ranges() {
     let job = exits(&s, &[65]);
     let r = run(&fast(&["--stop-on", "2,60-70", &job]));
     assert_eq!((r.status, s.count("count")), (65, 1));
-    assert!(r.stderr.contains("--stop-on"), "{}", r.stderr);
+    r.assert_stderr_has("--stop-on");
 }
 
 #[test]
@@ -17,7 +17,7 @@ fn retry_on_makes_other_codes_permanent() {
     let job = exits(&s, &[3, 4, 1, 0]);
     let r = run(&fast(&["--retry-on", "3-4", &job]));
     assert_eq!((r.status, s.count("count")), (1, 3), "{}", r.stderr);
-    assert!(r.stderr.contains("not in --retry-on"), "{}", r.stderr);
+    r.assert_stderr_has("not in --retry-on");
 }
 
 #[test]
@@ -39,10 +39,7 @@ fn sysexits_tempfail_retried_usage_not() {
 #[test]
 fn stop_on_output_beats_everything() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75",
-    );
+    let job = s.job("echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75");
     let r = run(&fast(&[
         "--stop-on-output",
         "FATAL",
@@ -62,15 +59,12 @@ fn stop_on_output_beats_everything() {
 #[test]
 fn retry_on_output_retries_even_exit_zero_and_never_reports_success() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo run >> \"$D/count\"; echo 'warning: try again later'",
-    );
+    let job = s.job("echo run >> \"$D/count\"; echo 'warning: try again later'");
     let r = run(&fast(&["-a", "3", "--retry-on-output", "try again", &job]));
     assert_eq!(s.count("count"), 3);
     assert_eq!(r.status, 1, "a failed run must not exit 0: {}", r.stderr);
     let s2 = Scratch::new();
-    let ok = s2.script("job", "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -ge 2 ] && echo done || echo 'try again'");
+    let ok = s2.job("echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -ge 2 ] && echo done || echo 'try again'");
     let r = run(&fast(&["--retry-on-output", "try again", &ok]));
     assert_eq!((r.status, s2.count("count")), (0, 2));
 }
@@ -78,10 +72,7 @@ fn retry_on_output_retries_even_exit_zero_and_never_reports_success() {
 #[test]
 fn output_stays_complete_and_in_order_while_scanned() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done",
-    );
+    let job = s.job("i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done");
     let r = run(&fast(&["--retry-on-output", "never-printed", &job]));
     assert_eq!(r.status, 0);
     let expected: String = (0..2000).map(|i| format!("line {i}\n")).collect();
@@ -91,7 +82,7 @@ fn output_stays_complete_and_in_order_while_scanned() {
 #[test]
 fn scanned_output_streams_live() {
     let s = Scratch::new();
-    let job = s.script("job", "echo first; sleep 3; echo last");
+    let job = s.job("echo first; sleep 3; echo last");
     let mut child = retry()
         .args(fast(&["--stop-on-output", "nothing", &job]))
         .stdout(Stdio::piped())
@@ -130,7 +121,7 @@ fn curl_profile_reads_the_status_from_stderr() {
     );
     let r = run(&fast(&["-a", "3", &curl, "-f", "http://x"]));
     assert_eq!((r.status, s.count("count")), (22, 3), "{}", r.stderr);
-    assert!(r.stderr.contains("HTTP 503"), "{}", r.stderr);
+    r.assert_stderr_has("HTTP 503");
 
     let s = Scratch::new();
     let curl = fake_tool(

@@ -5,10 +5,7 @@ use super::*;
 #[test]
 fn child_environment() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo \"$RETRY_ATTEMPT $RETRY_ATTEMPTS $RETRY_IDEMPOTENCY_KEY $RETRY_DEPTH ${RETRY_DEADLINE_MS:-none}\" >> \"$D/env\"; [ $RETRY_ATTEMPT -ge 3 ]",
-    );
+    let job = s.job("echo \"$RETRY_ATTEMPT $RETRY_ATTEMPTS $RETRY_IDEMPOTENCY_KEY $RETRY_DEPTH ${RETRY_DEADLINE_MS:-none}\" >> \"$D/env\"; [ $RETRY_ATTEMPT -ge 3 ]");
     let r = run(&fast(&["-a", "4", &job]));
     assert_eq!(r.status, 0);
     let lines: Vec<Vec<String>> = s
@@ -31,10 +28,7 @@ fn child_environment() {
 #[test]
 fn deadline_and_given_key_reach_the_child() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo \"$RETRY_DEADLINE_MS $RETRY_IDEMPOTENCY_KEY\" > \"$D/env\"",
-    );
+    let job = s.job("echo \"$RETRY_DEADLINE_MS $RETRY_IDEMPOTENCY_KEY\" > \"$D/env\"");
     let r = run(&fast(&[
         "--max-time",
         "10s",
@@ -77,7 +71,7 @@ fn nested_retry_makes_one_attempt_and_says_so_once() {
         .args(fast(&["-q", &job]))
         .env("RETRY_DEPTH", "2")
         .run();
-    assert!(!r.stderr.contains("inside another retry"), "{}", r.stderr);
+    r.assert_stderr_lacks("inside another retry");
 }
 
 #[test]

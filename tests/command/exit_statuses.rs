@@ -9,7 +9,7 @@ fn success_after_transient_failures() {
     let r = run(&fast(&["--", &job]));
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(s.count("count"), 3);
-    assert!(r.stderr.contains("attempt 3/5 succeeded"), "{}", r.stderr);
+    r.assert_stderr_has("attempt 3/5 succeeded");
 }
 
 #[test]
@@ -19,27 +19,23 @@ fn gives_up_with_the_last_status() {
     let r = run(&fast(&["-a", "3", &job]));
     assert_eq!(r.status, 9);
     assert_eq!(s.count("count"), 3);
-    assert!(
-        r.stderr.contains("gave up after 3 attempts"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("gave up after 3 attempts");
 }
 
 #[test]
 fn death_by_signal_is_128_plus_n_and_retried() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"; kill -KILL $$");
+    let job = s.job("echo run >> \"$D/count\"; kill -KILL $$");
     let r = run(&fast(&["-a", "2", &job]));
     assert_eq!(r.status, 137, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
-    assert!(r.stderr.contains("SIGKILL"), "{}", r.stderr);
+    r.assert_stderr_has("SIGKILL");
 }
 
 #[test]
 fn timeout_is_124_and_transient() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"; exec sleep 10");
+    let job = s.job("echo run >> \"$D/count\"; exec sleep 10");
     let r = run(&fast(&["-a", "2", "-t", "200ms", &job]));
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
@@ -56,7 +52,7 @@ fn not_found_is_127_and_not_retried() {
         "{}",
         r.stderr
     );
-    assert!(!r.stderr.contains("attempt 2/"), "{}", r.stderr);
+    r.assert_stderr_lacks("attempt 2/");
 }
 
 #[test]
@@ -65,7 +61,7 @@ fn not_executable_is_126_and_not_retried() {
     let path = s.write("plain", b"echo hi\n");
     let r = run(&fast(&[path.to_str().unwrap()]));
     assert_eq!(r.status, 126, "{}", r.stderr);
-    assert!(!r.stderr.contains("attempt 2/"), "{}", r.stderr);
+    r.assert_stderr_lacks("attempt 2/");
 }
 
 #[test]
@@ -79,7 +75,7 @@ fn exit_127_from_the_command_is_permanent() {
 #[test]
 fn usage_errors_are_125_and_name_the_flag() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"");
+    let job = s.job("echo run >> \"$D/count\"");
     for (bad, flag) in [
         (vec!["--attempts", "0", &job], "--attempts"),
         (vec!["--delay", "soon", &job], "--delay"),
@@ -103,10 +99,10 @@ fn usage_errors_are_125_and_name_the_flag() {
 #[test]
 fn report_path_in_a_missing_directory_is_125_before_running() {
     let s = Scratch::new();
-    let job = s.script("job", "echo run >> \"$D/count\"");
+    let job = s.job("echo run >> \"$D/count\"");
     let r = run(&["--report", "/no/such/dir/r.json", &job]);
     assert_eq!(r.status, 125, "{}", r.stderr);
-    assert!(r.stderr.contains("--report"), "{}", r.stderr);
+    r.assert_stderr_has("--report");
     assert_eq!(s.count("count"), 0);
 }
 

@@ -6,7 +6,7 @@ use super::*;
 fn regular_file_is_rewound_to_its_starting_offset() {
     let s = Scratch::new();
     let input = s.write("input", b"0123456789abcdef");
-    let job = s.script("job", "cat >> \"$D/seen\"; echo >> \"$D/seen\"; echo run >> \"$D/count\"; [ $(wc -l < \"$D/count\") -ge 3 ]");
+    let job = s.job("cat >> \"$D/seen\"; echo >> \"$D/seen\"; echo run >> \"$D/count\"; [ $(wc -l < \"$D/count\") -ge 3 ]");
     let mut file = std::fs::File::open(&input).unwrap();
     file.seek(SeekFrom::Start(10)).unwrap();
     let r = retry().args(fast(&[&job])).stdin(file).run();
@@ -20,10 +20,8 @@ fn pipe_over_ten_mib_is_replayed_to_every_attempt() {
     let data: Vec<u8> = (0..12 * 1024 * 1024u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    let job = s.script(
-        "job",
-        "cksum >> \"$D/sums\"; echo run >> \"$D/count\"; [ $(wc -l < \"$D/count\") -ge 3 ]",
-    );
+    let job =
+        s.job("cksum >> \"$D/sums\"; echo run >> \"$D/count\"; [ $(wc -l < \"$D/count\") -ge 3 ]");
     let mut child = retry()
         .args(fast(&[&job]))
         .stdin(Stdio::piped())
@@ -65,10 +63,7 @@ fn pipe_over_ten_mib_is_replayed_to_every_attempt() {
 fn partial_reads_are_continued_on_replay() {
     let s = Scratch::new();
     // The first attempt reads one line and fails; the second must see all three.
-    let job = s.script(
-        "job",
-        "echo run >> \"$D/count\"\nif [ $(wc -l < \"$D/count\") -eq 1 ]; then head -n 1 > /dev/null; exit 1; fi\ncat > \"$D/seen\"",
-    );
+    let job = s.job("echo run >> \"$D/count\"\nif [ $(wc -l < \"$D/count\") -eq 1 ]; then head -n 1 > /dev/null; exit 1; fi\ncat > \"$D/seen\"");
     let mut child = retry().args(fast(&[&job])).stdin(Stdio::piped()).spawn();
     child
         .stdin
@@ -96,7 +91,7 @@ fn endless_input_does_not_hang() {
 #[test]
 fn stdin_null_and_inherit_overrides() {
     let s = Scratch::new();
-    let job = s.script("job", "cat > \"$D/seen\"");
+    let job = s.job("cat > \"$D/seen\"");
     let mut child = retry()
         .args(["--stdin", "null", &job])
         .stdin(Stdio::piped())

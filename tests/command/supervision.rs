@@ -5,10 +5,7 @@ use super::*;
 #[test]
 fn child_runs_in_its_own_process_group() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "ps -o pgid= -p $$ | tr -d ' ' > \"$D/pgid\"; echo $$ > \"$D/pid\"",
-    );
+    let job = s.job("ps -o pgid= -p $$ | tr -d ' ' > \"$D/pgid\"; echo $$ > \"$D/pid\"");
     let r = run(&fast(&[&job]));
     assert_eq!(r.status, 0);
     assert_eq!(s.read("pgid").trim(), s.read("pid").trim());
@@ -17,10 +14,7 @@ fn child_runs_in_its_own_process_group() {
 #[test]
 fn timeout_kills_the_whole_group_with_escalation() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "sleep 60 & echo $! >> \"$D/kids\"\ntrap '' TERM\necho run >> \"$D/count\"\nwhile :; do sleep 0.05; done",
-    );
+    let job = s.job("sleep 60 & echo $! >> \"$D/kids\"\ntrap '' TERM\necho run >> \"$D/count\"\nwhile :; do sleep 0.05; done");
     let r = run(&fast(&[
         "-a",
         "2",
@@ -50,7 +44,7 @@ fn timeout_kills_the_whole_group_with_escalation() {
 #[test]
 fn leftovers_of_a_failed_attempt_are_ended() {
     let s = Scratch::new();
-    let job = s.script("job", "sleep 60 & echo $! >> \"$D/kids\"; exit 1");
+    let job = s.job("sleep 60 & echo $! >> \"$D/kids\"; exit 1");
     let r = run(&fast(&["-a", "2", &job]));
     assert_eq!(r.status, 1);
     std::thread::sleep(Duration::from_millis(100));
@@ -64,8 +58,7 @@ fn leftovers_of_a_failed_attempt_are_ended() {
 
 fn signal_is_forwarded(sig: nix::sys::signal::Signal) {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
+    let job = s.job(
         "sleep 60 & echo $! >> \"$D/kids\"\necho run >> \"$D/count\"\necho $$ > \"$D/ready\"\nwait",
     );
     let mut child = retry()
@@ -112,10 +105,7 @@ fn sigquit_is_forwarded() {
 #[test]
 fn signal_during_backoff_exits_at_once() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo run >> \"$D/count\"; echo x > \"$D/ready\"; exit 1",
-    );
+    let job = s.job("echo run >> \"$D/count\"; echo x > \"$D/ready\"; exit 1");
     let mut child = retry()
         .args(["--delay", "20s", "--jitter", "none", &job])
         .stderr(Stdio::piped())
@@ -142,7 +132,7 @@ fn signal_during_backoff_exits_at_once() {
 fn interactive_command_reads_the_terminal() {
     // `script` gives retry a real pseudo-terminal as its controlling terminal.
     let s = Scratch::new();
-    let job = s.script("job", "read answer; echo \"got:$answer\" > \"$D/answer\"");
+    let job = s.job("read answer; echo \"got:$answer\" > \"$D/answer\"");
     let inner = format!("{} -- {}", support::BIN, job);
     let mut child = std::process::Command::new("script")
         .args(["-qec", &inner, "/dev/null"])
@@ -165,10 +155,7 @@ fn interactive_command_reads_the_terminal() {
 #[test]
 fn ctrl_c_at_the_terminal_stops_an_interactive_run() {
     let s = Scratch::new();
-    let job = s.script(
-        "job",
-        "echo run >> \"$D/count\"; echo ready > \"$D/ready\"; sleep 30",
-    );
+    let job = s.job("echo run >> \"$D/count\"; echo ready > \"$D/ready\"; sleep 30");
     let inner = format!(
         "{} -- {}; echo \"status:$?\" > {}",
         support::BIN,

@@ -346,18 +346,10 @@ impl Compared {
 
     /// As `assert_same_requests`, ignoring the named headers on both sides.
     pub fn assert_same_requests_except(&self, headers: &[&str]) {
-        let curl: Vec<Normal> = self
-            .curl
-            .normal()
-            .iter()
-            .map(|n| n.without(headers))
-            .collect();
-        let retry: Vec<Normal> = self
-            .retry
-            .normal()
-            .iter()
-            .map(|n| n.without(headers))
-            .collect();
+        let without = |side: &Side| -> Vec<Normal> {
+            side.normal().iter().map(|n| n.without(headers)).collect()
+        };
+        let (curl, retry) = (without(&self.curl), without(&self.retry));
         assert!(
             !curl.is_empty(),
             "curl sent no request\n{}",

@@ -190,6 +190,32 @@ impl Run {
     pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
+
+    /// Fails, quoting stdout, unless stdout contains `text`.
+    #[track_caller]
+    pub fn assert_stdout_has(&self, text: &str) {
+        let stdout = self.stdout_text();
+        assert!(stdout.contains(text), "{stdout}");
+    }
+
+    /// Fails, quoting stdout, if stdout contains `text`.
+    #[track_caller]
+    pub fn assert_stdout_lacks(&self, text: &str) {
+        let stdout = self.stdout_text();
+        assert!(!stdout.contains(text), "{stdout}");
+    }
+
+    /// Fails, quoting stderr, unless stderr contains `text`.
+    #[track_caller]
+    pub fn assert_stderr_has(&self, text: &str) {
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+
+    /// Fails, quoting stderr, if stderr contains `text`.
+    #[track_caller]
+    pub fn assert_stderr_lacks(&self, text: &str) {
+        assert!(!self.stderr.contains(text), "{}", self.stderr);
+    }
 }
 
 /// Waits for a child from [`Invocation::start`]; `elapsed` is the time spent waiting.

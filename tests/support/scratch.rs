@@ -37,6 +37,11 @@ impl Scratch {
         path.to_string_lossy().into_owned()
     }
 
+    /// The script `job`, the command most tests retry.
+    pub fn job(&self, body: &str) -> String {
+        self.script("job", body)
+    }
+
     /// How many lines the file `name` has (0 if missing): one per run.
     pub fn count(&self, name: &str) -> usize {
         fs::read_to_string(self.path(name))
