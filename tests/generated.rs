@@ -1,5 +1,5 @@
 //! The committed completions and man page must match what `retry --generate KIND`
-//! prints now. `UPDATE_GENERATED=1 cargo test --test generated` rewrites them.
+//! prints now. `UPDATE_GENERATED=1 cargo test --test tests generated::` rewrites them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,7 +38,7 @@ fn committed_files_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "stale generated files: {}\nregenerate them with: UPDATE_GENERATED=1 cargo test --test generated",
+        "stale generated files: {}\nregenerate them with: UPDATE_GENERATED=1 cargo test --test tests generated::",
         stale.join(", ")
     );
 }
