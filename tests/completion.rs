@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{Terminal, generated, terminal};
+
 const BASH_COMPLETION: &str = "/usr/share/bash-completion/bash_completion";
 
 /// `gitfoo`'s own completion in each shell: two options retry does not have.
@@ -50,7 +52,7 @@ impl Fixture {
             ("zsh", "zsh/_retry"),
             ("fish", "retry.fish"),
         ] {
-            std::fs::write(dir.path().join(file), generate(kind)).unwrap();
+            std::fs::write(dir.path().join(file), generated(kind)).unwrap();
         }
         std::fs::write(dir.path().join("report-here.json"), "").unwrap();
         Fixture { dir }
@@ -68,15 +70,6 @@ impl Fixture {
             std::env::var("PATH").unwrap_or_default()
         )
     }
-}
-
-fn generate(kind: &str) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_retry"))
-        .args(["--generate", kind])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "retry --generate {kind} failed");
-    out.stdout
 }
 
 /// Whether `shell` can run here; when it cannot, says so (or fails in CI).
@@ -170,8 +163,7 @@ struct Pty {
 
 impl Pty {
     fn spawn(mut cmd: Command) -> Pty {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
+        let Terminal { master, slave } = terminal();
         let child = cmd
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -179,7 +171,6 @@ impl Pty {
             .spawn()
             .unwrap();
         drop(cmd);
-        let master = std::fs::File::from(pty.master);
         let mut reader = master.try_clone().unwrap();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
@@ -400,7 +391,7 @@ fn nothing_follows_a_url() {
 #[test]
 fn generate_is_never_offered() {
     for kind in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let script = String::from_utf8(generate(kind)).unwrap();
+        let script = String::from_utf8(generated(kind)).unwrap();
         assert!(
             !script.contains("--generate"),
             "{kind} script offers --generate"

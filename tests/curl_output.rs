@@ -7,16 +7,15 @@
 //! the case of header names, so `-i`, `-I` and `-D` print them in lower case (as
 //! HTTP/2 does), where curl prints them as received.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
-#[path = "support/curl.rs"]
-mod curl;
+use crate::support::curl;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use curl::{Case, Compared, RETRY, Side};
+use crate::support::{Invocation, Run, retry, run};
+use curl::{Case, Compared, Side};
 use http_server::{Reply, Request, Server};
 use sha2::{Digest, Sha256};
 
@@ -237,7 +236,7 @@ fn write_out_time_total_is_seconds_with_six_decimals() {
 #[test]
 fn write_out_counts_retries() {
     let server = Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("x")]);
-    let out = retry(&[
+    let out = run(&[
         "--delay",
         "1ms",
         "-w",
@@ -251,9 +250,9 @@ fn write_out_counts_retries() {
 
 #[test]
 fn write_out_refuses_an_unknown_variable() {
-    let out = retry(&["-w", "%{time_connect}", "http://127.0.0.1:9/"]);
-    assert_eq!(out.status.code(), Some(125));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run(&["-w", "%{time_connect}", "http://127.0.0.1:9/"]);
+    assert_eq!(out.status, 125);
+    let stderr = out.stderr;
     assert!(
         stderr.contains("-w/--write-out") && stderr.contains("time_connect"),
         "{stderr}"
@@ -323,7 +322,7 @@ fn retry_all_errors_retries_a_404_like_curl() {
 #[test]
 fn retry_all_errors_does_not_repeat_a_post_without_a_key() {
     let server = Server::script(vec![Reply::status(404)]).expect_hits(1);
-    let out = retry(&[
+    let out = run(&[
         "--retry",
         "3",
         "--retry-all-errors",
@@ -331,13 +330,13 @@ fn retry_all_errors_does_not_repeat_a_post_without_a_key() {
         "x",
         &server.url("/"),
     ]);
-    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(out.status, 22);
 }
 
 #[test]
 fn retry_family_is_retrys_own_schedule() {
     let url = "http://127.0.0.1:9/";
-    let curl_words = retry(&[
+    let curl_words = run(&[
         "--dry-run",
         "--retry",
         "3",
@@ -347,7 +346,7 @@ fn retry_family_is_retrys_own_schedule() {
         "30",
         url,
     ]);
-    let own_words = retry(&[
+    let own_words = run(&[
         "--dry-run",
         "-a",
         "4",
@@ -359,7 +358,7 @@ fn retry_family_is_retrys_own_schedule() {
         "30",
         url,
     ]);
-    assert_eq!(curl_words.status.code(), Some(0));
+    assert_eq!(curl_words.status, 0);
     assert_eq!(curl_words.stdout, own_words.stdout);
 }
 
@@ -376,10 +375,10 @@ fn retry_connrefused_retries_a_refused_connection_like_curl() {
         "--retry-connrefused",
         &url,
     ];
-    let curl = Command::new("curl").args(args).output().unwrap();
-    let ours = retry(&args);
-    assert_eq!(curl.status.code(), Some(7));
-    assert_eq!(ours.status.code(), Some(7));
+    let curl = Invocation::of("curl").args(args).run();
+    let ours = run(&args);
+    assert_eq!(curl.status, 7);
+    assert_eq!(ours.status, 7);
 }
 
 #[test]
@@ -397,27 +396,14 @@ fn retry_options_conflict_with_retrys_own() {
     ] {
         let mut all = args.to_vec();
         all.push("http://127.0.0.1:9/");
-        let out = retry(&all);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+        let out = run(&all);
+        let stderr = out.stderr;
+        assert_eq!(out.status, 125, "{args:?}: {stderr}");
         assert!(
             names.iter().all(|n| stderr.contains(n)),
             "{args:?}: {stderr}"
         );
     }
-}
-
-fn retry_command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(RETRY);
-    for var in curl::CLEARED_ENV {
-        cmd.env_remove(var);
-    }
-    cmd.args(args).env("NO_COLOR", "1");
-    cmd
-}
-
-fn retry(args: &[&str]) -> Output {
-    retry_command(args).output().unwrap()
 }
 
 const SIZE: usize = 50 * 1024 * 1024;
@@ -462,30 +448,25 @@ fn continue_at_resumes_a_cut_off_body() {
     let server = Server::handler(resumable(body.clone()));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.bin");
-    let child = retry_command(&[
-        "--delay",
-        "1ms",
-        "-C",
-        "-",
-        "-o",
-        file.to_str().unwrap(),
-        &server.url("/big"),
-    ])
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let child = retry()
+        .args([
+            "--delay",
+            "1ms",
+            "-C",
+            "-",
+            "-o",
+            file.to_str().unwrap(),
+            &server.url("/big"),
+        ])
+        .stderr(Stdio::piped())
+        .spawn();
     let waited = Instant::now();
     while server.hits() < 2 && waited.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(!file.exists(), "FILE appeared before the body was complete");
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Run::of(child.wait_with_output().unwrap(), waited);
+    assert_eq!(out.status, 0, "{}", out.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one cut-off transfer, one for the rest");
     assert_eq!(requests[0].header("range"), None);
@@ -510,7 +491,7 @@ fn continue_at_starts_again_when_the_server_sends_everything() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = retry(&[
+    let out = run(&[
         "--delay",
         "1ms",
         "-C",
@@ -519,12 +500,7 @@ fn continue_at_starts_again_when_the_server_sends_everything() {
         file.to_str().unwrap(),
         &server.url("/"),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(server.requests()[1].header("range"), Some("bytes=5-"));
     assert_eq!(std::fs::read(&file).unwrap(), b"abcdefghij");
 }
@@ -537,7 +513,7 @@ fn continue_at_without_a_validator_does_not_resume() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = retry(&[
+    let out = run(&[
         "--delay",
         "1ms",
         "-C",
@@ -546,7 +522,7 @@ fn continue_at_without_a_validator_does_not_resume() {
         file.to_str().unwrap(),
         &server.url("/"),
     ]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status, 0);
     assert_eq!(server.requests()[1].header("range"), None);
     assert_eq!(std::fs::read(&file).unwrap(), b"0123456789");
 }
@@ -560,9 +536,9 @@ fn continue_at_needs_dash_and_an_output_file() {
     ] {
         let mut all = args.to_vec();
         all.push("http://127.0.0.1:9/x");
-        let out = retry(&all);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+        let out = run(&all);
+        let stderr = out.stderr;
+        assert_eq!(out.status, 125, "{args:?}: {stderr}");
         assert!(
             stderr.contains(says) && stderr.contains("--continue-at"),
             "{args:?}: {stderr}"

@@ -4,33 +4,17 @@
 //! print the same bytes with the same exit status. Bad values, command mode,
 //! masking of `-u` and multipart replay are checked on retry alone.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
-#[path = "support/curl.rs"]
-mod curl;
+use crate::support::curl;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
+use crate::support::{Invocation, fast, run};
 use curl::{Case, Recorder};
 use http_server::{Reply, Request, Server, UnixServer, dead_port};
-
-fn retry(args: &[&str]) -> Output {
-    let mut cmd = Command::new(curl::RETRY);
-    cmd.args(["--delay", "1ms", "--max-delay", "5ms"])
-        .args(args);
-    for var in curl::CLEARED_ENV {
-        cmd.env_remove(var);
-    }
-    cmd.stdin(Stdio::null()).output().expect("run retry")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn plain_get_matches_curl() {
@@ -236,15 +220,15 @@ fn form_body_is_replayed_byte_for_byte_on_every_attempt() {
     let file = dir.path().join("f.bin");
     std::fs::write(&file, (0..=255u8).collect::<Vec<_>>()).unwrap();
     let field = format!("f=@{}", file.display());
-    let out = retry(&[
+    let out = run(&fast(&[
         "--retry-unsafe",
         "-F",
         "a=1",
         "-F",
         &field,
         &server.url("/"),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    ]));
+    assert_eq!(out.status, 0, "{}", out.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     for r in &requests[1..] {
@@ -351,12 +335,8 @@ fn noproxy_bypasses_the_given_proxy_like_curl() {
 /// with openssl in `dir`.
 fn make_certificates(dir: &Path) {
     let ssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("run openssl");
-        assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+        let out = Invocation::of("openssl").args(args).current_dir(dir).run();
+        assert_eq!(out.status, 0, "openssl {args:?}: {}", out.stderr);
     };
     let ec = [
         "-newkey",
@@ -667,8 +647,11 @@ fn http2_over_http_is_prior_knowledge() {
     assert_eq!(versions.lock().unwrap().len(), 2);
     // retry's server saw HTTP/2 from the first byte.
     let s = H2Server::start();
-    let out = retry(&["--http2", &format!("http://127.0.0.1:{}/two", s.port)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&fast(&[
+        "--http2",
+        &format!("http://127.0.0.1:{}/two", s.port),
+    ]));
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(s.versions(), ["HTTP/2.0"]);
 }
 
@@ -686,13 +669,13 @@ fn http2_over_https_is_negotiated_by_alpn_like_curl() {
         .run();
     c.assert_same();
     let s = H2Server::start_with(Some(config));
-    let out = retry(&[
+    let out = run(&fast(&[
         "--http2",
         "--cacert",
         &ca,
         &format!("https://127.0.0.1:{}/alpn", s.port),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    ]));
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(s.versions(), ["HTTP/2.0"]);
 }
 
@@ -703,8 +686,11 @@ fn http1_1_pins_http_1_1_like_curl() {
         .run();
     c.assert_same();
     let s = H2Server::start();
-    let out = retry(&["--http1.1", &format!("http://127.0.0.1:{}/one", s.port)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&fast(&[
+        "--http1.1",
+        &format!("http://127.0.0.1:{}/one", s.port),
+    ]));
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(s.versions(), ["HTTP/1.1"]);
 }
 
@@ -792,9 +778,9 @@ fn bad_values_exit_125_naming_the_flag_and_send_nothing() {
     for (args, flag) in cases {
         let mut all: Vec<&str> = args.to_vec();
         all.push(&url);
-        let out = retry(&all);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        let out = run(&fast(&all));
+        let err = &out.stderr;
+        assert_eq!(out.status, 125, "{args:?}: {err}");
         assert!(err.contains(flag), "{args:?} should name {flag}: {err}");
         assert!(
             !err.contains("nopassword"),
@@ -833,9 +819,9 @@ fn request_options_are_refused_in_command_mode() {
     for (args, flag) in options {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--", "touch", marker]);
-        let out = retry(&all);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        let out = run(&fast(&all));
+        let err = &out.stderr;
+        assert_eq!(out.status, 125, "{args:?}: {err}");
         assert!(
             err.contains(flag)
                 && err.contains("of HTTP mode")
@@ -864,12 +850,12 @@ fn user_credentials_are_masked_in_every_output() {
         let mut args: Vec<&str> = secret_args.to_vec();
         args.extend_from_slice(extra);
         args.push(&url);
-        let out = retry(&args);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = run(&fast(&args));
+        assert_eq!(out.status, 0, "{}", out.stderr);
         runs.push(format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
-            stderr(&out)
+            out.stderr
         ));
     }
     runs.push(std::fs::read_to_string(&report).unwrap());
@@ -904,8 +890,8 @@ fn user_credentials_are_not_sent_to_another_host_after_a_redirect() {
     let other = Server::script(vec![Reply::ok("elsewhere")]);
     let elsewhere = format!("http://localhost:{}/landing", other.port());
     let origin = Server::script(vec![Reply::status(302).header("Location", &elsewhere)]);
-    let out = retry(&["-u", "alice:hunter2", &origin.url("/start")]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&fast(&["-u", "alice:hunter2", &origin.url("/start")]));
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(out.stdout, b"elsewhere");
     assert!(origin.requests()[0].header("authorization").is_some());
     assert_eq!(other.requests()[0].header("authorization"), None);

@@ -5,28 +5,16 @@
 //! (polling the child), never when a pipe that a leftover holds reached EOF,
 //! and checks processes through `/proc`.
 
-#[path = "support/cmd.rs"]
-mod cmd;
-#[path = "support/http_server.rs"]
-mod http_server;
-
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cmd::{Scratch, alive, retry, run_cmd, status_of, wait_for_file};
+use crate::support::http_server;
+use crate::support::{self, Scratch, alive, fast, retry, status_of, wait_for_file};
 use http_server::{Reply, Server};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-
-const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
-
-fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v: Vec<&str> = FAST.to_vec();
-    v.extend_from_slice(extra);
-    v
-}
 
 /// Waits for retry itself to exit, for at most `limit`: its status and when.
 fn wait_exit(child: &mut Child, limit: Duration) -> (i32, Duration) {
@@ -122,23 +110,8 @@ fn token() -> String {
 
 // ---- stdin recording and spools without a usable $TMPDIR ----
 
-fn pipe_into_retry(input: Vec<u8>, tmpdir: &Path, extra: &[&str]) -> cmd::Run {
-    let mut child = retry()
-        .args(extra)
-        .env("TMPDIR", tmpdir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let start = Instant::now();
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    cmd::finish(output, start)
+fn pipe_into_retry(input: Vec<u8>, tmpdir: &Path, extra: &[&str]) -> support::Run {
+    retry().args(extra).env("TMPDIR", tmpdir).input(input).run()
 }
 
 #[test]
@@ -165,12 +138,8 @@ fn stdin_that_cannot_spill_stops_the_attempt_instead_of_truncating_it() {
         "the command saw a truncated stdin: {:?}",
         r.stdout_text()
     );
-    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("No such file or directory"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("/nonexistent");
+    r.assert_stderr_has("No such file or directory");
 }
 
 #[test]
@@ -205,12 +174,8 @@ fn a_full_temporary_directory_stops_the_attempt_with_the_os_reason() {
         "the command saw a truncated stdin: {:?}",
         r.stdout_text()
     );
-    assert!(r.stderr.contains("No space left on device"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&fs.path().display().to_string()),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("No space left on device");
+    r.assert_stderr_has(&fs.path().display().to_string());
 }
 
 #[test]
@@ -219,7 +184,7 @@ fn held_stdout_without_a_temporary_directory_stays_in_memory_until_4_mib() {
     small
         .env("TMPDIR", "/nonexistent")
         .args(["--hold-stdout", "--", "sh", "-c", "echo small"]);
-    let r = run_cmd(&mut small);
+    let r = small.run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "small\n");
 
@@ -234,11 +199,11 @@ fn held_stdout_without_a_temporary_directory_stays_in_memory_until_4_mib() {
         "6000000",
         "/dev/zero",
     ]);
-    let r = run_cmd(&mut big);
+    let r = big.run();
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    assert!(r.stderr.contains("--hold-stdout"), "{}", r.stderr);
-    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+    r.assert_stderr_has("--hold-stdout");
+    r.assert_stderr_has("/nonexistent");
     assert_eq!(
         r.stderr.matches("attempt 2").count(),
         0,
@@ -253,10 +218,10 @@ fn an_http_body_that_cannot_spill_is_retrys_own_error() {
     let server = Server::script(vec![Reply::status(200).body(&body)]).expect_hits(1);
     let mut cmd = retry();
     cmd.env("TMPDIR", "/nonexistent").arg(server.url("/big"));
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    assert!(r.stderr.contains("/nonexistent"), "{}", r.stderr);
+    r.assert_stderr_has("/nonexistent");
 }
 
 // ---- readers that go away or stall; pipes held by background processes ----
@@ -264,11 +229,10 @@ fn an_http_body_that_cannot_spill_is_retrys_own_error() {
 #[test]
 fn a_reader_that_goes_away_ends_the_run_under_output_rules() {
     let mut child = retry()
-        .args(args(&["--retry-on-output", "X", "--", "yes"]))
+        .args(fast(&["--retry-on-output", "X", "--", "yes"]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut lines = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     for _ in 0..2 {
@@ -309,8 +273,7 @@ fn a_background_process_holding_the_pipe_cannot_hold_the_run_past_max_time() {
         ])
         .stdout(out)
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let (status, took) = wait_exit(&mut child, Duration::from_secs(7));
     assert_eq!(status, 0);
     assert!(took < Duration::from_millis(3600), "took {took:?}");
@@ -332,8 +295,7 @@ fn leftover_output_is_read_for_at_most_kill_after() {
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let (status, took) = wait_exit(&mut child, Duration::from_secs(7));
     assert_eq!(status, 0);
     assert!(took < Duration::from_secs(2), "took {took:?}");
@@ -354,8 +316,7 @@ fn a_signal_ends_the_run_while_the_held_output_waits_for_a_stalled_reader() {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for_file(&s.path("done"), Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
     assert!(
@@ -385,8 +346,7 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
             &s.p("pid"),
         ])
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let pid: i32 = wait_for_file(&s.path("pid"), Duration::from_secs(5))
         .trim()
         .parse()
@@ -398,7 +358,9 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(!alive(pid), "the attempt outlived a SIGKILLed retry");
-    let r = run_cmd(retry().args(["--lock", &lock, "--", "echo", "second"]));
+    let r = retry()
+        .args(["--lock", &lock, "--", "echo", "second"])
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "second\n");
 }
@@ -419,7 +381,7 @@ fn a_process_that_left_the_group_is_ended_with_its_failed_attempt() {
         "-c",
         "setsid sleep 1051 & sleep 1052",
     ]);
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_none_left(&t);
 }
@@ -428,7 +390,7 @@ fn a_process_that_left_the_group_is_ended_with_its_failed_attempt() {
 fn a_double_fork_that_escapes_is_ended_when_the_attempt_fails() {
     let t = token();
     let mut cmd = retry();
-    cmd.env("RETRY_TEST_TOKEN", &t).args(args(&[
+    cmd.env("RETRY_TEST_TOKEN", &t).args(fast(&[
         "-a",
         "2",
         "--",
@@ -436,7 +398,7 @@ fn a_double_fork_that_escapes_is_ended_when_the_attempt_fails() {
         "-c",
         "(setsid sh -c 'sleep 1053' &) ; exit 3",
     ]));
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 3, "{}", r.stderr);
     assert_none_left(&t);
 }
@@ -452,7 +414,7 @@ fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
         return;
     }
     let mut child = Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", cmd::BIN])
+        .args(["--pid", "--fork", "--mount-proc", support::BIN])
         .args([
             "-a",
             "2",
@@ -527,7 +489,7 @@ fn a_stopped_attempt_ends_at_its_timeout_not_at_kill_after() {
         "-c",
         "kill -STOP $$; sleep 30",
     ]);
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
 }
@@ -541,7 +503,7 @@ fn a_url_password_is_never_written_anywhere() {
     let url = server.url("/x").replace("http://", "http://user:SECRETPW@");
     let report = s.p("r.json");
     let mut cmd = retry();
-    cmd.env("GITHUB_ACTIONS", "true").args(args(&[
+    cmd.env("GITHUB_ACTIONS", "true").args(fast(&[
         "-a",
         "2",
         "-vv",
@@ -551,23 +513,19 @@ fn a_url_password_is_never_written_anywhere() {
         &report,
         &url,
     ]));
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 22, "{}", r.stderr);
-    assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
+    r.assert_stderr_lacks("SECRETPW");
     let written = s.read("r.json");
     assert!(written.contains("***@127.0.0.1"), "{written}");
     assert!(!written.contains("SECRETPW"), "{written}");
     let mut text = retry();
-    text.args(args(&["-a", "2", "-vv", &url]));
-    let r = run_cmd(&mut text);
-    assert!(!r.stderr.contains("SECRETPW"), "{}", r.stderr);
-    let dry = run_cmd(retry().args(["--dry-run", &url]));
-    assert!(
-        !dry.stdout_text().contains("SECRETPW"),
-        "{}",
-        dry.stdout_text()
-    );
-    assert!(dry.stdout_text().contains("***@"), "{}", dry.stdout_text());
+    text.args(fast(&["-a", "2", "-vv", &url]));
+    let r = text.run();
+    r.assert_stderr_lacks("SECRETPW");
+    let dry = retry().args(["--dry-run", &url]).run();
+    dry.assert_stdout_lacks("SECRETPW");
+    dry.assert_stdout_has("***@");
 }
 
 fn refuses_before_running(flag: &str, target: &Path, reason: &str) {
@@ -580,10 +538,10 @@ fn refuses_before_running(flag: &str, target: &Path, reason: &str) {
         "--state" => cmd.args(["--once", "k", "--state", &target, "--", "touch", &marker]),
         _ => cmd.args([flag, &target, "--", "touch", &marker]),
     };
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 125, "{}", r.stderr);
-    assert!(r.stderr.contains(flag), "{}", r.stderr);
-    assert!(r.stderr.contains(reason), "{}", r.stderr);
+    r.assert_stderr_has(flag);
+    r.assert_stderr_has(reason);
     assert!(!PathBuf::from(&marker).exists(), "the command ran");
 }
 
@@ -607,7 +565,7 @@ fn unwritable_report_output_and_state_targets_are_refused_before_anything_runs()
 fn a_huge_attempt_limit_makes_a_short_dry_run() {
     let mut cmd = retry();
     cmd.args(["--dry-run", "-a", "4294967295", "--", "true"]);
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stdout_text().lines().count() < 80, "{}", r.stdout_text());
     assert!(r.elapsed < Duration::from_secs(2), "took {:?}", r.elapsed);
@@ -646,7 +604,7 @@ fn stress_run(rng: &mut impl rand::Rng, n: usize) {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
+    let mut child = cmd.spawn();
     let mut out = child.stdout.take().unwrap();
     let read = std::thread::spawn(move || {
         let mut buf = vec![0u8; 4096];

@@ -2,7 +2,10 @@
 //! message that names the flag, and the command (which would create a marker file)
 //! never started.
 
-use std::process::Command;
+use clap::CommandFactory;
+
+use crate::support::http_server::{self, Reply, Server};
+use crate::support::retry;
 
 /// (flag, bad value).
 const BAD_VALUES: &[(&str, &str)] = &[
@@ -54,30 +57,14 @@ const BAD_VALUES: &[(&str, &str)] = &[
 ];
 
 struct Refusal {
-    status: Option<i32>,
+    status: i32,
     stderr: String,
     ran: bool,
 }
 
+/// `retry ARGS -- <marker command>`: what it exits with and whether the command ran.
 fn run_with(args: &[&str]) -> Refusal {
-    let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("ran");
-    // PEM files for the samples of --cacert, --cert and --key.
-    std::fs::write(dir.path().join("cert.pem"), http_server::TEST_CERT).unwrap();
-    std::fs::write(dir.path().join("key.pem"), http_server::TEST_KEY).unwrap();
-    let touch = format!("touch '{}'", marker.display());
-    let out = Command::new(env!("CARGO_BIN_EXE_retry"))
-        .args(args)
-        .args(["--", "sh", "-c", &touch])
-        .env("NO_COLOR", "1")
-        .env_remove("RETRY_DEPTH")
-        .output()
-        .unwrap();
-    Refusal {
-        status: out.status.code(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        ran: marker.exists(),
-    }
+    run_in(Mode::Command, args, None)
 }
 
 /// The long name clap uses in its message for a short flag.
@@ -95,7 +82,7 @@ fn long_name(flag: &str) -> &str {
 #[test]
 fn the_marker_command_runs_when_values_are_good() {
     let ok = run_with(&["-a", "1"]);
-    assert_eq!(ok.status, Some(0), "{}", ok.stderr);
+    assert_eq!(ok.status, 0, "{}", ok.stderr);
     assert!(ok.ran, "the probe command did not run");
 }
 
@@ -116,7 +103,7 @@ fn bad_values_exit_125_name_the_flag_and_run_nothing() {
         for form in forms {
             let r = run_with(form);
             let named = r.stderr.contains(long_name(flag));
-            if r.status != Some(125) || !named || r.ran || r.stderr.trim().is_empty() {
+            if r.status != 125 || !named || r.ran || r.stderr.trim().is_empty() {
                 failures.push(format!(
                     "{form:?}: exit {:?}, ran: {}, stderr: {}",
                     r.status,
@@ -138,19 +125,13 @@ fn usage_errors_are_125_too() {
         &["--attempts"],
     ] {
         let r = run_with(args);
-        assert_eq!(r.status, Some(125), "{args:?}: {}", r.stderr);
+        assert_eq!(r.status, 125, "{args:?}: {}", r.stderr);
         assert!(!r.ran, "{args:?} ran the command");
         assert!(r.stderr.contains("error"), "{args:?}: {}", r.stderr);
     }
 }
 
 // ---- Options that belong to one mode, and curl options retry does not take ----
-
-#[path = "support/http_server.rs"]
-mod http_server;
-
-use clap::CommandFactory;
-use http_server::{Reply, Server};
 
 /// SPEC "Options that belong to one mode": the command-mode options.
 const COMMAND_ONLY: &[&str] = &[
@@ -295,9 +276,9 @@ enum Mode {
     Http,
 }
 
-/// Runs `retry ARGS TARGET` in its own directory: the marker command, or a GET of
-/// the server's /file.txt. Returns (status, stderr, whether the target ran).
-fn run_in(mode: Mode, args: &[&str], server: &Server) -> (Option<i32>, String, bool) {
+/// Runs `retry ARGS TARGET` in its own directory (`{dir}` in ARGS): TARGET is the
+/// marker command, or a GET of the server's /file.txt.
+fn run_in(mode: Mode, args: &[&str], server: Option<&Server>) -> Refusal {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     // PEM files for the samples of --cacert, --cert and --key.
@@ -308,29 +289,23 @@ fn run_in(mode: Mode, args: &[&str], server: &Server) -> (Option<i32>, String, b
         .iter()
         .map(|a| a.replace("{dir}", &dir.path().to_string_lossy()))
         .collect();
-    let hits = server.hits();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
-    cmd.args(&args).current_dir(dir.path());
+    let hits = server.map_or(0, Server::hits);
+    let mut cmd = retry();
+    cmd.args(&args).current_dir(dir.path()).env("NO_COLOR", "1");
     match mode {
         Mode::Command => cmd.args(["--", "sh", "-c", &touch]),
-        Mode::Http => cmd.arg(server.url("/file.txt")),
+        Mode::Http => cmd.arg(server.expect("a server for HTTP mode").url("/file.txt")),
     };
-    let out = cmd
-        .env("NO_COLOR", "1")
-        .env_remove("RETRY_DEPTH")
-        .env_remove("http_proxy")
-        .env_remove("HTTP_PROXY")
-        .output()
-        .unwrap();
+    let out = cmd.run();
     let ran = match mode {
         Mode::Command => marker.exists(),
-        Mode::Http => server.hits() > hits,
+        Mode::Http => server.is_some_and(|s| s.hits() > hits),
     };
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    Refusal {
+        status: out.status,
+        stderr: out.stderr,
         ran,
-    )
+    }
 }
 
 fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
@@ -343,10 +318,14 @@ fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
     };
     let mut failures = Vec::new();
     for mode in [Mode::Command, Mode::Http] {
-        let (status, stderr, ran) = run_in(mode, sample, server);
+        let Refusal {
+            status,
+            stderr,
+            ran,
+        } = run_in(mode, sample, Some(server));
         let stderr = stderr.trim();
         if own.contains(&mode) {
-            if status == Some(125) {
+            if status == 125 {
                 failures.push(format!("{sample:?} refused in {mode:?} mode: {stderr}"));
             }
             continue;
@@ -356,7 +335,7 @@ fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
             Mode::Http => "HTTP mode",
         };
         let named = stderr.contains(&format!("--{long}")) && stderr.contains(mode_name);
-        if status != Some(125) || !named || ran {
+        if status != 125 || !named || ran {
             failures.push(format!(
                 "{sample:?} in {mode:?} mode: exit {status:?}, ran: {ran}, stderr: {stderr}"
             ));
@@ -388,7 +367,7 @@ fn every_option_is_accepted_in_its_mode_and_refused_in_the_other() {
 #[test]
 fn output_in_command_mode_is_refused_not_ignored() {
     let r = run_with(&["-o", "x"]);
-    assert_eq!(r.status, Some(125), "{}", r.stderr);
+    assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(!r.ran);
     assert!(
         r.stderr.contains("-o/--output") && r.stderr.contains("HTTP mode"),
@@ -421,10 +400,14 @@ fn unsupported_curl_options_exit_125_naming_them_without_the_double_dash_tip() {
     let mut failures = Vec::new();
     for (args, says) in UNSUPPORTED {
         for mode in [Mode::Http, Mode::Command] {
-            let (status, stderr, ran) = run_in(mode, args, &server);
+            let Refusal {
+                status,
+                stderr,
+                ran,
+            } = run_in(mode, args, Some(&server));
             let name = args[0].split('=').next().unwrap();
             let named = stderr.contains(name) || (name.len() > 2 && !name.starts_with("--"));
-            if status != Some(125)
+            if status != 125
                 || !named
                 || !stderr.contains(says)
                 || ran
@@ -444,16 +427,7 @@ fn unsupported_curl_options_exit_125_naming_them_without_the_double_dash_tip() {
 #[test]
 fn grouped_curl_short_flags_work() {
     let server = Server::script(vec![Reply::ok("fine")]).expect_hits(1);
-    let out = Command::new(env!("CARGO_BIN_EXE_retry"))
-        .args(["-fsSL", &server.url("/")])
-        .env_remove("RETRY_DEPTH")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = retry().args(["-fsSL", &server.url("/")]).run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(out.stdout, b"fine");
 }

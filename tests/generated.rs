@@ -1,8 +1,10 @@
 //! The committed completions and man page must match what `retry --generate KIND`
-//! prints now. `UPDATE_GENERATED=1 cargo test --test generated` rewrites them.
+//! prints now. `UPDATE_GENERATED=1 cargo test --test tests generated::` rewrites them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::support::generated;
 
 const GENERATED: &[(&str, &str)] = &[
     ("bash", "completions/retry.bash"),
@@ -13,23 +15,6 @@ const GENERATED: &[(&str, &str)] = &[
     ("man", "man/retry.1"),
 ];
 
-fn generate(kind: &str) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_retry"))
-        .args(["--generate", kind])
-        .output()
-        .expect("run retry --generate");
-    assert!(
-        out.status.success(),
-        "retry --generate {kind} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !out.stdout.is_empty(),
-        "retry --generate {kind} printed nothing"
-    );
-    out.stdout
-}
-
 fn committed(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -39,7 +24,7 @@ fn committed_files_are_current() {
     let update = std::env::var_os("UPDATE_GENERATED").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
     for (kind, path) in GENERATED {
-        let fresh = generate(kind);
+        let fresh = generated(kind);
         let file = committed(path);
         if std::fs::read(&file).ok().as_deref() == Some(fresh.as_slice()) {
             continue;
@@ -53,7 +38,7 @@ fn committed_files_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "stale generated files: {}\nregenerate them with: UPDATE_GENERATED=1 cargo test --test generated",
+        "stale generated files: {}\nregenerate them with: UPDATE_GENERATED=1 cargo test --test tests generated::",
         stale.join(", ")
     );
 }
@@ -61,7 +46,7 @@ fn committed_files_are_current() {
 #[test]
 fn completions_offer_the_flags() {
     for (kind, _) in &GENERATED[..5] {
-        let text = String::from_utf8(generate(kind)).unwrap();
+        let text = String::from_utf8(generated(kind)).unwrap();
         for flag in ["attempts", "max-delay", "jitter", "retry-on-status", "once"] {
             assert!(text.contains(flag), "{kind} completion lacks --{flag}");
         }
@@ -78,7 +63,7 @@ fn man_page_renders() {
     }
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("retry.1");
-    std::fs::write(&page, generate("man")).unwrap();
+    std::fs::write(&page, generated("man")).unwrap();
     let out = Command::new("man")
         .arg("--warnings")
         .arg("-l")

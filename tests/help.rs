@@ -2,42 +2,37 @@
 //! on a terminal and never with NO_COLOR.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-fn retry() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
+use crate::support::{Invocation, Terminal, retry, terminal};
+
+/// `retry ARGS` with colour left to the terminal (a colour TERM, no colour
+/// variables), or turned off with NO_COLOR=1.
+fn asking_for(args: &[&str], no_color: bool) -> Invocation {
+    let mut cmd = retry();
     for var in ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE"] {
         cmd.env_remove(var);
     }
-    cmd.env("TERM", "xterm-256color");
+    cmd.env("TERM", "xterm-256color").args(args);
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
     cmd
 }
 
 fn piped(args: &[&str], no_color: bool) -> String {
-    let mut cmd = retry();
-    if no_color {
-        cmd.env("NO_COLOR", "1");
-    }
-    let out = cmd.args(args).output().unwrap();
-    assert!(out.status.success(), "retry {args:?} exit {:?}", out.status);
+    let out = asking_for(args, no_color).run();
+    assert_eq!(out.status, 0, "retry {args:?}: {}", out.stderr);
     String::from_utf8(out.stdout).unwrap()
 }
 
 /// Runs retry with stdout on a pseudo-terminal and returns what it wrote there.
 fn on_terminal(args: &[&str], no_color: bool) -> String {
-    let pty = nix::pty::openpty(None, None).unwrap();
-    let mut cmd = retry();
-    if no_color {
-        cmd.env("NO_COLOR", "1");
-    }
-    let mut child = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(pty.slave))
-        .spawn()
-        .unwrap();
+    let Terminal { mut master, slave } = terminal();
+    let mut cmd = asking_for(args, no_color);
+    let mut child = cmd.stdout(Stdio::from(slave)).spawn();
+    // The builder holds the terminal's other end until dropped; reading needs it closed.
     drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
     let mut text = Vec::new();
     let mut buf = [0u8; 8192];
     // Reading the master ends with EIO once the child has closed the terminal.

@@ -2,76 +2,16 @@
 //! server-requested waits, method safety and idempotency keys, injected faults,
 //! exactly-once output, request options, redirects and proxies.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+use crate::support::http_server;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::{Run, fast, retry, run};
 use http_server::{Reply, Request, Server, dead_port};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retry");
-
-/// Environment that would change how requests travel or how many attempts run.
-const CLEARED: &[&str] = &[
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "RETRY_DEPTH",
-    "GITHUB_ACTIONS",
-];
-
-struct Run {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-    elapsed: Duration,
-}
-
-impl Run {
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["--delay", "1ms", "--max-delay", "5ms"])
-        .args(args);
-    for var in CLEARED {
-        cmd.env_remove(var);
-    }
-    cmd.stdin(Stdio::null());
-    cmd
-}
-
-fn finish(output: Output, start: Instant) -> Run {
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: output.stdout,
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed: start.elapsed(),
-    }
-}
-
-fn run(args: &[&str]) -> Run {
-    run_with(args, |_| {})
-}
-
-fn run_with(args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
-    let mut cmd = command(args);
-    setup(&mut cmd);
-    let start = Instant::now();
-    finish(cmd.output().expect("run retry"), start)
-}
 
 fn gap(requests: &[Request], i: usize) -> Duration {
     requests[i + 1].at.duration_since(requests[i].at)
@@ -85,14 +25,10 @@ fn unavailable_twice_then_ok_prints_the_body_once() {
         Reply::ok("hello\n"),
     ])
     .expect_hits(3);
-    let r = run(&[&server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout(), "hello\n");
-    assert!(
-        r.stderr.contains("attempt 1/5 failed: HTTP 503"),
-        "{}",
-        r.stderr
-    );
+    let r = run(&fast(&[&server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "hello\n");
+    r.assert_stderr_has("attempt 1/5 failed: HTTP 503");
 }
 
 #[test]
@@ -102,8 +38,13 @@ fn retry_after_seconds_is_honoured() {
         Reply::ok("done"),
     ])
     .expect_hits(2);
-    let r = run(&[&server.url("/")]);
-    assert_eq!((r.code, r.stdout().as_str()), (0, "done"), "{}", r.stderr);
+    let r = run(&fast(&[&server.url("/")]));
+    assert_eq!(
+        (r.status, r.stdout_text().as_str()),
+        (0, "done"),
+        "{}",
+        r.stderr
+    );
     let waited = gap(&server.requests(), 0);
     assert!(
         waited >= Duration::from_millis(1000) && waited < Duration::from_secs(4),
@@ -123,8 +64,8 @@ fn rate_limit_headers_on_429_set_the_wait() {
             Reply::ok("done"),
         ])
         .expect_hits(2);
-        let r = run(&["--report", "/dev/null", &server.url("/")]);
-        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let r = run(&fast(&["--report", "/dev/null", &server.url("/")]));
+        assert_eq!(r.status, 0, "{name}: {}", r.stderr);
         let waited = gap(&server.requests(), 0);
         assert!(
             waited >= Duration::from_millis(1000) && waited < Duration::from_secs(4),
@@ -143,8 +84,8 @@ fn retry_after_takes_precedence_over_rate_limit_reset() {
         Reply::ok("done"),
     ])
     .expect_hits(2);
-    let r = run(&[&server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&[&server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(gap(&server.requests(), 0) < Duration::from_secs(4));
 }
 
@@ -156,8 +97,8 @@ fn retry_after_http_date_is_honoured() {
         Reply::ok("done"),
     ])
     .expect_hits(2);
-    let r = run(&[&server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&[&server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     // The date has whole seconds: the wait is between 1 and 2 s, plus the spread.
     let waited = gap(&server.requests(), 0);
     assert!(
@@ -174,8 +115,8 @@ fn retry_after_in_the_past_or_malformed_means_normal_backoff() {
             Reply::ok("done"),
         ])
         .expect_hits(2);
-        let r = run(&[&server.url("/")]);
-        assert_eq!(r.code, 0, "{}", r.stderr);
+        let r = run(&fast(&[&server.url("/")]));
+        assert_eq!(r.status, 0, "{}", r.stderr);
         assert!(gap(&server.requests(), 0) < Duration::from_millis(900));
     }
 }
@@ -184,9 +125,9 @@ fn retry_after_in_the_past_or_malformed_means_normal_backoff() {
 fn retry_after_past_the_cap_ends_the_run_quoting_the_header() {
     let server =
         Server::script(vec![Reply::status(503).header("Retry-After", "120")]).expect_hits(1);
-    let r = run(&["--max-retry-after", "5s", &server.url("/")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("Retry-After: 120"), "{}", r.stderr);
+    let r = run(&fast(&["--max-retry-after", "5s", &server.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    r.assert_stderr_has("Retry-After: 120");
     assert!(r.elapsed < Duration::from_secs(5));
 }
 
@@ -194,9 +135,9 @@ fn retry_after_past_the_cap_ends_the_run_quoting_the_header() {
 fn retry_after_past_the_budget_ends_the_run() {
     let server =
         Server::script(vec![Reply::status(429).header("Retry-After", "30")]).expect_hits(1);
-    let r = run(&["--max-time", "3s", &server.url("/")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("left of --max-time"), "{}", r.stderr);
+    let r = run(&fast(&["--max-time", "3s", &server.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    r.assert_stderr_has("left of --max-time");
 }
 
 #[test]
@@ -208,35 +149,35 @@ fn rate_limited_403_waits_for_the_reset() {
         Reply::ok("done"),
     ])
     .expect_hits(2);
-    let r = run(&["--report", "/dev/null", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["--report", "/dev/null", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(gap(&server.requests(), 0) >= Duration::from_millis(1000));
 }
 
 #[test]
 fn internal_error_forever_is_tried_three_times() {
     let server = Server::script(vec![Reply::status(500)]).expect_hits(3);
-    let r = run(&["-a", "10", &server.url("/")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("already retried 2 times"), "{}", r.stderr);
+    let r = run(&fast(&["-a", "10", &server.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    r.assert_stderr_has("already retried 2 times");
 }
 
 #[test]
 fn not_found_is_permanent_and_its_body_is_quoted() {
     let server = Server::script(vec![Reply::status(404).body(b"no such page\r\n")]).expect_hits(1);
-    let r = run(&[&server.url("/missing")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
+    let r = run(&fast(&[&server.url("/missing")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    assert!(r.stderr.contains("no such page"), "{}", r.stderr);
+    r.assert_stderr_has("no such page");
 }
 
 #[test]
 fn post_without_a_key_is_not_retried_and_says_why() {
     let server = Server::script(vec![Reply::status(503)]).expect_hits(1);
-    let r = run(&["-d", "x=1", &server.url("/")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
-    assert!(r.stderr.contains("--idempotency-key auto"), "{}", r.stderr);
-    assert!(r.stderr.contains("POST is not idempotent"), "{}", r.stderr);
+    let r = run(&fast(&["-d", "x=1", &server.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    r.assert_stderr_has("--idempotency-key auto");
+    r.assert_stderr_has("POST is not idempotent");
     let req = &server.requests()[0];
     assert_eq!(req.method, "POST");
     assert_eq!(req.header("idempotency-key"), None);
@@ -250,8 +191,8 @@ fn post_is_retried_on_429_and_on_503_with_retry_after() {
         Reply::ok("ok"),
     ])
     .expect_hits(3);
-    let r = run(&["-d", "x=1", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["-d", "x=1", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
 }
 
 #[test]
@@ -273,16 +214,16 @@ fn post_with_a_key_is_retried_and_takes_effect_once() {
         }
     })
     .expect_hits(3);
-    let r = run(&[
+    let r = run(&fast(&[
         "-v",
         "--idempotency-key",
         "auto",
         "-d",
         "amount=5",
         &server.url("/charges"),
-    ]);
+    ]));
     assert_eq!(
-        (r.code, r.stdout().as_str()),
+        (r.status, r.stdout_text().as_str()),
         (0, "charged"),
         "{}",
         r.stderr
@@ -307,7 +248,7 @@ fn post_with_a_key_is_retried_and_takes_effect_once() {
 #[test]
 fn idempotency_key_value_and_header_name_are_used_as_given() {
     let server = Server::script(vec![Reply::status(502), Reply::ok("")]).expect_hits(2);
-    let r = run(&[
+    let r = run(&fast(&[
         "-X",
         "PATCH",
         "--idempotency-key",
@@ -315,8 +256,8 @@ fn idempotency_key_value_and_header_name_are_used_as_given() {
         "--idempotency-header",
         "X-Request-Id",
         &server.url("/"),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     for req in server.requests() {
         assert_eq!(req.header("X-Request-Id"), Some("order-42"));
         assert_eq!(req.header("Idempotency-Key"), None);
@@ -327,24 +268,24 @@ fn idempotency_key_value_and_header_name_are_used_as_given() {
 #[test]
 fn retry_unsafe_retries_post_without_a_key() {
     let server = Server::script(vec![Reply::status(502), Reply::ok("")]).expect_hits(2);
-    let r = run(&["--retry-unsafe", "-d", "x", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["--retry-unsafe", "-d", "x", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
 }
 
 #[test]
 fn refused_connection_exits_7_after_every_attempt() {
     let url = format!("http://127.0.0.1:{}/", dead_port());
-    let r = run(&["-a", "3", &url]);
-    assert_eq!(r.code, 7, "{}", r.stderr);
-    assert!(r.stderr.contains("attempt 3/3 failed"), "{}", r.stderr);
+    let r = run(&fast(&["-a", "3", &url]));
+    assert_eq!(r.status, 7, "{}", r.stderr);
+    r.assert_stderr_has("attempt 3/3 failed");
 }
 
 #[test]
 fn post_is_retried_when_the_connection_was_refused() {
     let url = format!("http://127.0.0.1:{}/", dead_port());
-    let r = run(&["-a", "2", "-d", "x", &url]);
-    assert_eq!(r.code, 7, "{}", r.stderr);
-    assert!(r.stderr.contains("attempt 2/2 failed"), "{}", r.stderr);
+    let r = run(&fast(&["-a", "2", "-d", "x", &url]));
+    assert_eq!(r.status, 7, "{}", r.stderr);
+    r.assert_stderr_has("attempt 2/2 failed");
 }
 
 #[test]
@@ -354,8 +295,8 @@ fn a_reply_slower_than_the_timeout_exits_28() {
         Box::new(Reply::ok("late")),
     )])
     .expect_hits(2);
-    let r = run(&["-a", "2", "-t", "300ms", &server.url("/")]);
-    assert_eq!(r.code, 28, "{}", r.stderr);
+    let r = run(&fast(&["-a", "2", "-t", "300ms", &server.url("/")]));
+    assert_eq!(r.status, 28, "{}", r.stderr);
     assert!(r.stdout.is_empty());
     assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
 }
@@ -370,9 +311,9 @@ fn a_body_cut_off_is_retried_and_never_printed() {
         Reply::ok("complete"),
     ])
     .expect_hits(2);
-    let r = run(&[&server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout(), "complete");
+    let r = run(&fast(&[&server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "complete");
 }
 
 #[test]
@@ -382,16 +323,16 @@ fn a_body_cut_off_every_time_exits_56_with_nothing_printed() {
         body: b"partial".to_vec(),
     }])
     .expect_hits(2);
-    let r = run(&["-a", "2", &server.url("/")]);
-    assert_eq!(r.code, 56, "{}", r.stderr);
+    let r = run(&fast(&["-a", "2", &server.url("/")]));
+    assert_eq!(r.status, 56, "{}", r.stderr);
     assert!(r.stdout.is_empty());
 }
 
 #[test]
 fn an_empty_reply_exits_52() {
     let server = Server::script(vec![Reply::Close]).expect_hits(2);
-    let r = run(&["-a", "2", &server.url("/")]);
-    assert_eq!(r.code, 52, "{}", r.stderr);
+    let r = run(&fast(&["-a", "2", &server.url("/")]));
+    assert_eq!(r.status, 52, "{}", r.stderr);
 }
 
 #[test]
@@ -409,14 +350,14 @@ fn output_file_is_untouched_on_failure_and_replaced_on_success() {
         Reply::status(503).body(b"down"),
     ])
     .expect_hits(2);
-    let r = run(&["-a", "2", "-o", out, &failing.url("/")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
+    let r = run(&fast(&["-a", "2", "-o", out, &failing.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
     assert_eq!(entries(dir.path()), ["page.html"]);
 
     let working = Server::script(vec![Reply::status(502), Reply::ok("new")]).expect_hits(2);
-    let r = run(&["-o", out, &working.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["-o", out, &working.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stdout.is_empty());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
     assert_eq!(entries(dir.path()), ["page.html"]);
@@ -445,16 +386,16 @@ fn output_files_get_the_mode_a_redirection_would() {
     let dir = tempfile::tempdir().unwrap();
     let new = dir.path().join("new");
     let server = Server::script(vec![Reply::ok("one")]).expect_hits(1);
-    let r = run(&["-o", new.to_str().unwrap(), &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["-o", new.to_str().unwrap(), &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(mode_of(&new), 0o666 & !umask());
 
     let kept = dir.path().join("kept");
     std::fs::write(&kept, "old").unwrap();
     std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
     let server = Server::script(vec![Reply::ok("two")]).expect_hits(1);
-    let r = run(&["-o", kept.to_str().unwrap(), &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["-o", kept.to_str().unwrap(), &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(
         (mode_of(&kept), std::fs::read_to_string(&kept).unwrap()),
         (0o640, "two".to_string())
@@ -465,8 +406,8 @@ fn output_files_get_the_mode_a_redirection_would() {
 #[test]
 fn output_to_a_missing_directory_is_a_usage_error() {
     let server = Server::script(vec![Reply::ok("")]).expect_hits(0);
-    let r = run(&["-o", "/no/such/dir/file", &server.url("/")]);
-    assert_eq!(r.code, 125, "{}", r.stderr);
+    let r = run(&fast(&["-o", "/no/such/dir/file", &server.url("/")]));
+    assert_eq!(r.status, 125, "{}", r.stderr);
 }
 
 #[test]
@@ -480,42 +421,47 @@ fn headers_from_a_file_are_sent_and_their_values_never_logged() {
     .unwrap();
     let server = Server::script(vec![Reply::ok("")]).expect_hits(1);
     let arg = format!("@{}", file.display());
-    let r = run(&[
+    let r = run(&fast(&[
         "-vv",
         "-H",
         &arg,
         "-H",
         "Cookie: id=c00kie",
         &server.url("/"),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     let req = &server.requests()[0];
     assert_eq!(req.header("Authorization"), Some("Bearer s3cret-token"));
     assert_eq!(req.header("X-Trace"), Some("seven"));
     assert_eq!(req.header("Cookie"), Some("id=c00kie"));
-    assert!(r.stderr.contains("authorization"), "{}", r.stderr);
-    assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
-    assert!(!r.stderr.contains("c00kie"), "{}", r.stderr);
+    r.assert_stderr_has("authorization");
+    r.assert_stderr_lacks("s3cret");
+    r.assert_stderr_lacks("c00kie");
 }
 
 #[test]
 fn header_values_are_not_shown_at_v() {
     let server = Server::script(vec![Reply::ok("")]).expect_hits(1);
-    let r = run(&["-v", "-H", "X-Api-Key: hidden-value", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("x-api-key"), "{}", r.stderr);
-    assert!(!r.stderr.contains("hidden-value"), "{}", r.stderr);
-    assert!(r.stderr.contains("request: GET"), "{}", r.stderr);
-    assert!(r.stderr.contains("200 OK"), "{}", r.stderr);
+    let r = run(&fast(&[
+        "-v",
+        "-H",
+        "X-Api-Key: hidden-value",
+        &server.url("/"),
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    r.assert_stderr_has("x-api-key");
+    r.assert_stderr_lacks("hidden-value");
+    r.assert_stderr_has("request: GET");
+    r.assert_stderr_has("200 OK");
 }
 
 #[test]
 fn a_bad_header_is_refused_before_anything_is_sent() {
     let server = Server::script(vec![Reply::ok("")]).expect_hits(0);
-    let r = run(&["-H", "no colon here", &server.url("/")]);
-    assert_eq!(r.code, 125, "{}", r.stderr);
-    let r = run(&["-H", "@/no/such/file", &server.url("/")]);
-    assert_eq!(r.code, 125, "{}", r.stderr);
+    let r = run(&fast(&["-H", "no colon here", &server.url("/")]));
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    let r = run(&fast(&["-H", "@/no/such/file", &server.url("/")]));
+    assert_eq!(r.status, 125, "{}", r.stderr);
 }
 
 #[test]
@@ -529,8 +475,14 @@ fn body_from_a_file_is_sent_byte_identically_every_attempt() {
     let server =
         Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("")]).expect_hits(3);
     let arg = format!("@{}", file.display());
-    let r = run(&["-X", "PUT", "--data-binary", &arg, &server.url("/upload")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&[
+        "-X",
+        "PUT",
+        "--data-binary",
+        &arg,
+        &server.url("/upload"),
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     for req in server.requests() {
         assert_eq!(req.method, "PUT");
         assert_eq!(req.body, bytes);
@@ -540,18 +492,11 @@ fn body_from_a_file_is_sent_byte_identically_every_attempt() {
 #[test]
 fn body_from_stdin_is_read_once() {
     let server = Server::script(vec![Reply::status(502), Reply::ok("")]).expect_hits(2);
-    let mut cmd = command(&["-X", "PUT", "-d", "@-", &server.url("/")]);
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"from stdin").unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let r = retry()
+        .args(fast(&["-X", "PUT", "-d", "@-", &server.url("/")]))
+        .input("from stdin")
+        .run();
+    assert_eq!(r.status, 0, "{}", r.stderr);
     for req in server.requests() {
         assert_eq!(req.body, b"from stdin");
     }
@@ -560,8 +505,8 @@ fn body_from_stdin_is_read_once() {
 #[test]
 fn json_sets_its_headers() {
     let server = Server::script(vec![Reply::ok("{}")]).expect_hits(1);
-    let r = run(&["--json", r#"{"a":1}"#, &server.url("/api")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["--json", r#"{"a":1}"#, &server.url("/api")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     let req = &server.requests()[0];
     assert_eq!(req.method, "POST");
     assert_eq!(req.header("Content-Type"), Some("application/json"));
@@ -573,9 +518,9 @@ fn json_sets_its_headers() {
 fn include_prints_the_status_line_and_headers_first() {
     let server =
         Server::script(vec![Reply::ok("body").header("X-Served-By", "test")]).expect_hits(1);
-    let r = run(&["-i", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let out = r.stdout();
+    let r = run(&fast(&["-i", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let out = r.stdout_text();
     assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
     assert!(out.contains("x-served-by: test\r\n"), "{out}");
     assert!(out.ends_with("\r\n\r\nbody"), "{out}");
@@ -584,11 +529,11 @@ fn include_prints_the_status_line_and_headers_first() {
 #[test]
 fn status_overrides_replace_the_built_in_classes() {
     let server = Server::script(vec![Reply::status(404), Reply::ok("")]).expect_hits(2);
-    let r = run(&["--retry-on-status", "404", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&["--retry-on-status", "404", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     let server = Server::script(vec![Reply::status(503)]).expect_hits(1);
-    let r = run(&["--stop-on-status", "503", &server.url("/")]);
-    assert_eq!(r.code, 22, "{}", r.stderr);
+    let r = run(&fast(&["--stop-on-status", "503", &server.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
 }
 
 #[test]
@@ -597,7 +542,7 @@ fn credentials_are_dropped_across_a_cross_host_redirect() {
     let target = format!("http://localhost:{}/landing", landing.port());
     let origin =
         Server::script(vec![Reply::status(302).header("Location", &target)]).expect_hits(1);
-    let r = run(&[
+    let r = run(&fast(&[
         "-H",
         "Authorization: Bearer secret",
         "-H",
@@ -605,8 +550,13 @@ fn credentials_are_dropped_across_a_cross_host_redirect() {
         "-H",
         "X-Other: kept",
         &origin.url("/start"),
-    ]);
-    assert_eq!((r.code, r.stdout().as_str()), (0, "landed"), "{}", r.stderr);
+    ]));
+    assert_eq!(
+        (r.status, r.stdout_text().as_str()),
+        (0, "landed"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(
         origin.requests()[0].header("Authorization"),
         Some("Bearer secret")
@@ -627,8 +577,12 @@ fn credentials_stay_on_a_same_host_redirect() {
         }
     })
     .expect_hits(2);
-    let r = run(&["-H", "Authorization: Bearer secret", &server.url("/start")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&[
+        "-H",
+        "Authorization: Bearer secret",
+        &server.url("/start"),
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(
         server.requests()[1].header("Authorization"),
         Some("Bearer secret")
@@ -639,24 +593,24 @@ fn credentials_stay_on_a_same_host_redirect() {
 fn too_many_redirects_exits_47() {
     let server =
         Server::script(vec![Reply::status(302).header("Location", "/again")]).expect_hits(3);
-    let r = run(&["--max-redirs", "2", &server.url("/")]);
-    assert_eq!(r.code, 47, "{}", r.stderr);
+    let r = run(&fast(&["--max-redirs", "2", &server.url("/")]));
+    assert_eq!(r.status, 47, "{}", r.stderr);
 }
 
 #[test]
 fn max_redirs_zero_returns_the_redirect() {
     let server = Server::script(vec![Reply::status(302).header("Location", "/x")]).expect_hits(1);
-    let r = run(&["--max-redirs", "0", "-i", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout().contains("location: /x"), "{}", r.stdout());
+    let r = run(&fast(&["--max-redirs", "0", "-i", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    r.assert_stdout_has("location: /x");
 }
 
 #[test]
 fn a_malformed_url_exits_3_without_retrying() {
-    let r = run(&["-a", "3", "http://[::1/"]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("malformed URL"), "{}", r.stderr);
-    assert!(!r.stderr.contains("attempt 2"), "{}", r.stderr);
+    let r = run(&fast(&["-a", "3", "http://[::1/"]));
+    assert_eq!(r.status, 3, "{}", r.stderr);
+    r.assert_stderr_has("malformed URL");
+    r.assert_stderr_lacks("attempt 2");
 }
 
 #[test]
@@ -668,14 +622,14 @@ fn report_carries_status_retry_after_and_key() {
     .expect_hits(2);
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let r = run(&[
+    let r = run(&fast(&[
         "--idempotency-key",
         "auto",
         "--report",
         report.to_str().unwrap(),
         &server.url("/"),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(doc["mode"], "http");
@@ -700,14 +654,14 @@ fn json_log_carries_status_retry_after_and_key() {
         Reply::ok("ok"),
     ])
     .expect_hits(2);
-    let r = run(&[
+    let r = run(&fast(&[
         "--log-format",
         "json",
         "--idempotency-key",
         "key-7",
         &server.url("/"),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     let failed = r
         .stderr
         .lines()
@@ -724,11 +678,13 @@ fn proxy_from_the_environment_is_used() {
     let proxy = Server::script(vec![Reply::ok("via proxy")]).expect_hits(1);
     // The origin is a dead local port: only the proxy can answer.
     let origin = format!("http://localhost:{}/path", dead_port());
-    let r = run_with(&[&origin], |cmd| {
-        cmd.env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.port()));
-    });
+    let r = retry()
+        .fast()
+        .arg(&origin)
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", proxy.port()))
+        .run();
     assert_eq!(
-        (r.code, r.stdout().as_str()),
+        (r.status, r.stdout_text().as_str()),
         (0, "via proxy"),
         "{}",
         r.stderr
@@ -739,19 +695,26 @@ fn proxy_from_the_environment_is_used() {
 #[test]
 fn no_proxy_bypasses_the_proxy() {
     let server = Server::script(vec![Reply::ok("direct")]).expect_hits(1);
-    let r = run_with(&[&server.url("/")], |cmd| {
-        cmd.env("HTTP_PROXY", format!("http://127.0.0.1:{}", dead_port()))
-            .env("NO_PROXY", "127.0.0.1");
-    });
-    assert_eq!((r.code, r.stdout().as_str()), (0, "direct"), "{}", r.stderr);
+    let r = retry()
+        .fast()
+        .arg(server.url("/"))
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", dead_port()))
+        .env("NO_PROXY", "127.0.0.1")
+        .run();
+    assert_eq!(
+        (r.status, r.stdout_text().as_str()),
+        (0, "direct"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
 fn dry_run_lists_the_http_rules_and_sends_nothing() {
     let server = Server::script(vec![Reply::ok("")]).expect_hits(0);
-    let r = run(&["--dry-run", "-X", "POST", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let out = r.stdout();
+    let r = run(&fast(&["--dry-run", "-X", "POST", &server.url("/")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let out = r.stdout_text();
     assert!(out.contains("status 503: transient"), "{out}");
     assert!(out.contains("POST is not idempotent"), "{out}");
     assert!(out.contains("--max-retry-after"), "{out}");
@@ -764,10 +727,13 @@ fn a_signal_during_a_request_stops_at_once() {
         Box::new(Reply::ok("late")),
     )])
     .expect_hits(1);
-    let mut cmd = command(&[&server.url("/")]);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
-    let child = cmd.spawn().unwrap();
+    let child = retry()
+        .fast()
+        .arg(server.url("/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
     while server.hits() == 0 && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -776,8 +742,8 @@ fn a_signal_during_a_request_stops_at_once() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let r = finish(child.wait_with_output().unwrap(), start);
-    assert_eq!(r.code, 143, "{}", r.stderr);
+    let r = Run::of(child.wait_with_output().unwrap(), start);
+    assert_eq!(r.status, 143, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
     assert!(r.stdout.is_empty());
 }
@@ -785,18 +751,18 @@ fn a_signal_during_a_request_stops_at_once() {
 #[test]
 fn an_unknown_certificate_is_permanent_and_exits_60() {
     let server = Server::tls_script(vec![Reply::ok("secret")]).expect_hits(0);
-    let r = run(&["-a", "3", &server.https_url("/")]);
-    assert_eq!(r.code, 60, "{}", r.stderr);
-    assert!(!r.stderr.contains("attempt 2"), "{}", r.stderr);
+    let r = run(&fast(&["-a", "3", &server.https_url("/")]));
+    assert_eq!(r.status, 60, "{}", r.stderr);
+    r.assert_stderr_lacks("attempt 2");
     assert!(r.stdout.is_empty());
 }
 
 #[test]
 fn insecure_skips_the_certificate_check() {
     let server = Server::tls_script(vec![Reply::status(503), Reply::ok("over tls")]).expect_hits(2);
-    let r = run(&["-k", &server.https_url("/")]);
+    let r = run(&fast(&["-k", &server.https_url("/")]));
     assert_eq!(
-        (r.code, r.stdout().as_str()),
+        (r.status, r.stdout_text().as_str()),
         (0, "over tls"),
         "{}",
         r.stderr
@@ -806,8 +772,8 @@ fn insecure_skips_the_certificate_check() {
 #[test]
 fn a_tls_handshake_cut_off_is_retried_and_exits_35() {
     let server = Server::hang_up().expect_hits(2);
-    let r = run(&["-a", "2", &server.https_url("/")]);
-    assert_eq!(r.code, 35, "{}", r.stderr);
+    let r = run(&fast(&["-a", "2", &server.https_url("/")]));
+    assert_eq!(r.status, 35, "{}", r.stderr);
 }
 
 #[test]
@@ -822,8 +788,8 @@ fn a_large_body_is_delivered_whole_once() {
         Reply::status(200).body(&body),
     ])
     .expect_hits(2);
-    let r = run(&[&server.url("/big")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&[&server.url("/big")]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(r.stdout == body, "stdout has {} bytes", r.stdout.len());
 }
 
@@ -831,8 +797,14 @@ fn a_large_body_is_delivered_whole_once() {
 fn output_and_report_to_a_device_write_in_place() {
     use std::os::unix::fs::FileTypeExt;
     let server = Server::script(vec![Reply::ok("body")]).expect_hits(1);
-    let r = run(&["-o", "/dev/null", "--report", "/dev/null", &server.url("/")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&fast(&[
+        "-o",
+        "/dev/null",
+        "--report",
+        "/dev/null",
+        &server.url("/"),
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
     let meta = std::fs::metadata("/dev/null").unwrap();
     assert!(
         meta.file_type().is_char_device(),

@@ -2,11 +2,11 @@
 //! a real PostgreSQL server. The "work" is a shell command that appends a line to a
 //! counter file, so "done exactly once" is a line count.
 
-#[path = "support/postgres.rs"]
-mod postgres;
+use crate::support::postgres;
+use crate::support::{Invocation, Run, alive, retry, wait_for_run};
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -42,12 +42,9 @@ impl Dir {
     }
 
     /// `retry` with fast retries, its state under this directory and no outer retry.
-    fn retry(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
-        cmd.env_remove("RETRY_DEPTH")
-            .env("XDG_STATE_HOME", self.path("xdg"))
-            .env("NO_COLOR", "1")
-            .args(["--delay", "1ms", "--max-delay", "5ms"]);
+    fn retry(&self) -> Invocation {
+        let mut cmd = bare_retry(self);
+        cmd.fast();
         cmd
     }
 
@@ -71,22 +68,6 @@ impl Dir {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().expect("run retry")
-}
-
-fn spawn(cmd: &mut Command) -> Child {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn retry")
 }
 
 /// A process group that is killed when dropped (lock holders, orphaned commands).
@@ -119,20 +100,22 @@ fn flock_holding(dir: &Dir, lock: &Path, script: &str) -> Group {
 }
 
 /// Starts `CROWD` copies of `cmd` at once and waits for them all.
-fn crowd(make: impl Fn() -> Command) -> Vec<Output> {
-    let children: Vec<Child> = (0..CROWD).map(|_| spawn(&mut make())).collect();
-    children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect()
+fn crowd(make: impl Fn() -> Invocation) -> Vec<Run> {
+    let children: Vec<Child> = (0..CROWD).map(|_| make().start()).collect();
+    children.into_iter().map(wait_for_run).collect()
 }
 
 #[test]
 fn a_lock_is_held_for_the_run_and_its_file_is_kept() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
-    let out = run(dir.retry().arg("--lock").arg(&lock).args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
     assert!(lock.exists(), "the lock file is never removed");
 }
@@ -148,12 +131,9 @@ fn concurrent_runs_with_one_lock_do_the_work_once() {
     });
     assert_eq!(dir.count(), 1, "exactly one run did the work");
     for out in &outs {
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        assert_eq!(out.status, 0, "{}", out.stderr);
     }
-    let skipped = outs
-        .iter()
-        .filter(|o| stderr(o).contains("is busy"))
-        .count();
+    let skipped = outs.iter().filter(|o| o.stderr.contains("is busy")).count();
     assert_eq!(skipped, CROWD - 1);
 }
 
@@ -171,21 +151,18 @@ fn concurrent_runs_with_one_once_key_do_the_work_once() {
     });
     assert_eq!(dir.count(), 1, "exactly one run did the work");
     for out in &outs {
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        assert_eq!(out.status, 0, "{}", out.stderr);
     }
-    let again = run(dir
+    let again = dir
         .retry()
         .args(["--once", "nightly"])
         .arg("--state")
         .arg(&state)
-        .args(dir.work(0.0)));
-    assert_eq!(again.status.code(), Some(0));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(again.status, 0);
     assert_eq!(dir.count(), 1);
-    assert!(
-        stderr(&again).contains("already succeeded at"),
-        "{}",
-        stderr(&again)
-    );
+    again.assert_stderr_has("already succeeded at");
 }
 
 #[test]
@@ -203,7 +180,7 @@ fn runs_waiting_on_a_once_key_find_the_winners_marker() {
     assert_eq!(dir.count(), 1);
     let done = outs
         .iter()
-        .filter(|o| o.status.code() == Some(0) && stderr(o).contains("already succeeded"))
+        .filter(|o| o.status == 0 && o.stderr.contains("already succeeded"))
         .count();
     assert_eq!(done, CROWD - 1, "the others waited, then saw the marker");
 }
@@ -213,15 +190,16 @@ fn a_lock_held_by_flock_makes_retry_skip_with_the_busy_exit() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
     let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--busy-exit", "75"])
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 75, "{}", out.stderr);
     assert_eq!(dir.count(), 0, "no attempt runs");
-    let text = stderr(&out);
+    let text = out.stderr;
     assert!(
         text.contains("skipped") && text.contains(&lock.display().to_string()),
         "{text}"
@@ -234,14 +212,15 @@ fn the_busy_exit_defaults_to_zero_and_the_report_says_skipped() {
     let lock = dir.path("job.lock");
     let report = dir.path("report.json");
     let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .arg("--report")
         .arg(&report)
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(report["result"]["stopped_because"], "skipped");
@@ -254,20 +233,17 @@ fn lock_wait_waits_for_the_holder_then_runs() {
     let lock = dir.path("job.lock");
     let _holder = flock_holding(&dir, &lock, "sleep 1");
     let started = Instant::now();
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--lock-wait", "30s"])
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
     assert!(started.elapsed() >= Duration::from_millis(500), "it waited");
-    assert!(
-        stderr(&out).contains("waiting up to 30s"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert_stderr_has("waiting up to 30s");
 }
 
 #[test]
@@ -276,22 +252,19 @@ fn lock_wait_gives_up_when_the_lock_stays_busy() {
     let lock = dir.path("job.lock");
     let _holder = flock_holding(&dir, &lock, "exec sleep 60");
     let started = Instant::now();
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--lock-wait", "300ms", "--busy-exit", "3"])
-        .args(dir.work(0.0)));
+        .args(dir.work(0.0))
+        .run();
     let waited = started.elapsed();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(out.status, 3, "{}", out.stderr);
     assert_eq!(dir.count(), 0);
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
     assert!(waited < Duration::from_secs(10), "{waited:?}");
-    assert!(
-        stderr(&out).contains("after waiting 300ms"),
-        "{}",
-        stderr(&out)
-    );
+    out.assert_stderr_has("after waiting 300ms");
 }
 
 #[test]
@@ -299,18 +272,18 @@ fn a_signal_while_waiting_for_a_lock_stops_retry_at_once() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
     let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let child = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .args(["--lock-wait", "60s"])
-            .args(dir.work(0.0)),
-    );
+    let child = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "60s"])
+        .args(dir.work(0.0))
+        .start();
     std::thread::sleep(Duration::from_millis(300));
     let sent = Instant::now();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let out = wait_for_run(child);
+    assert_eq!(out.status, 130, "{}", out.stderr);
     assert!(sent.elapsed() < Duration::from_secs(3));
     assert_eq!(dir.count(), 0);
 }
@@ -320,12 +293,12 @@ fn sigkill_of_the_holder_frees_the_lock_even_with_its_command_still_running() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
     let _reap = reap_command(&dir);
-    let mut holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .args(long_command(&dir)),
-    );
+    let mut holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(long_command(&dir))
+        .start();
     dir.wait_for("ready");
     // Only wait for the exit: the orphaned command keeps the pipes open.
     holder.kill().unwrap();
@@ -338,8 +311,13 @@ fn sigkill_of_the_holder_frees_the_lock_even_with_its_command_still_running() {
         .status()
         .unwrap();
     assert!(free.success(), "the lock is free once its holder is gone");
-    let out = run(dir.retry().arg("--lock").arg(&lock).args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
 }
 
@@ -398,13 +376,13 @@ fn a_failed_run_records_nothing_and_the_next_run_tries_again() {
             .arg(dir.counter());
         cmd
     };
-    let out = run(&mut failing(&dir));
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let out = failing(&dir).run();
+    assert_eq!(out.status, 3, "{}", out.stderr);
     assert_eq!(dir.count(), 2);
     let left: Vec<_> = std::fs::read_dir(&state).unwrap().flatten().collect();
     assert!(left.is_empty(), "no marker and no lock file left: {left:?}");
-    let out = run(&mut failing(&dir));
-    assert_eq!(out.status.code(), Some(3));
+    let out = failing(&dir).run();
+    assert_eq!(out.status, 3);
     assert_eq!(dir.count(), 4, "the key was not recorded, so it ran again");
 }
 
@@ -413,25 +391,26 @@ fn a_killed_run_records_nothing() {
     let dir = Dir::new();
     let state = dir.path("state");
     let _reap = reap_command(&dir);
-    let mut child = spawn(
-        dir.retry()
-            .args(["--once", "k"])
-            .arg("--state")
-            .arg(&state)
-            .args(long_command(&dir)),
-    );
+    let mut child = dir
+        .retry()
+        .args(["--once", "k"])
+        .arg("--state")
+        .arg(&state)
+        .args(long_command(&dir))
+        .start();
     dir.wait_for("ready");
     // Only wait for the exit: the orphaned command keeps the pipes open.
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!state.join("k.json").exists());
-    let out = run(dir
+    let out = dir
         .retry()
         .args(["--once", "k"])
         .arg("--state")
         .arg(&state)
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1, "the killed run's key was free to run again");
     assert!(state.join("k.json").exists());
 }
@@ -439,11 +418,12 @@ fn a_killed_run_records_nothing() {
 #[test]
 fn a_marker_is_json_named_after_its_key() {
     let dir = Dir::new();
-    let out = run(dir
+    let out = dir
         .retry()
         .args(["--once", "report/2024-05-01 eu"])
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     // Default state directory: $XDG_STATE_HOME/retry.
     let path = dir.path("xdg/retry/report%2F2024-05-01%20eu.json");
     let marker: serde_json::Value =
@@ -456,12 +436,13 @@ fn a_marker_is_json_named_after_its_key() {
     let at = marker["succeeded_at"].as_str().unwrap();
     assert!(humantime::parse_rfc3339(at).is_ok(), "{at}");
 
-    let again = run(dir
+    let again = dir
         .retry()
         .args(["--once", "report/2024-05-01 eu"])
-        .args(dir.work(0.0)));
-    assert_eq!(again.status.code(), Some(0));
-    let text = stderr(&again);
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(again.status, 0);
+    let text = again.stderr;
     assert!(
         text.contains(&format!("already succeeded at {at}")),
         "{text}"
@@ -472,13 +453,14 @@ fn a_marker_is_json_named_after_its_key() {
 #[test]
 fn without_xdg_state_home_markers_go_under_home() {
     let dir = Dir::new();
-    let out = run(dir
+    let out = dir
         .retry()
         .env_remove("XDG_STATE_HOME")
         .env("HOME", dir.path("home"))
         .args(["--once", "k"])
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(dir.path("home/.local/state/retry/k.json").exists());
 }
 
@@ -499,9 +481,9 @@ fn bad_targets_are_refused_before_anything_runs() {
         ),
         (vec!["--once", "k", "--state", "ftp://h/x"], "--state"),
     ] {
-        let out = run(dir.retry().args(&args).args(dir.work(0.0)));
-        assert_eq!(out.status.code(), Some(125), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
+        let out = dir.retry().args(&args).args(dir.work(0.0)).run();
+        assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(flag), "{args:?}: {}", out.stderr);
     }
     assert_eq!(dir.count(), 0);
 }
@@ -510,12 +492,13 @@ fn bad_targets_are_refused_before_anything_runs() {
 fn a_state_path_that_is_a_file_is_a_usage_error() {
     let dir = Dir::new();
     std::fs::write(dir.path("file"), "").unwrap();
-    let out = run(dir
+    let out = dir
         .retry()
         .args(["--once", "k", "--state"])
         .arg(dir.path("file"))
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 125, "{}", out.stderr);
     assert_eq!(dir.count(), 0);
 }
 
@@ -535,9 +518,9 @@ fn an_unreachable_server_is_exit_125_and_the_command_does_not_run() {
         vec!["--lock".to_string(), format!("{url}#nightly")],
         vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
     ] {
-        let out = run(dir.retry().args(&args).args(dir.work(0.0)));
-        assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
-        let text = stderr(&out);
+        let out = dir.retry().args(&args).args(dir.work(0.0)).run();
+        assert_eq!(out.status, 125, "{}", out.stderr);
+        let text = out.stderr;
         assert!(
             text.contains("cannot connect to postgres://app@127.0.0.1"),
             "{text}"
@@ -558,16 +541,21 @@ fn two_runs_compete_for_one_advisory_lock() {
     let dir = Dir::new();
     let lock = pg.url("#nightly-report");
     let ready = dir.path("ready");
-    let first = spawn(dir.retry().arg("--lock").arg(&lock).args([
-        "--",
-        "sh",
-        "-c",
-        &format!(
-            "echo run >> '{}'; touch '{}'; sleep 2",
-            dir.counter().display(),
-            ready.display()
-        ),
-    ]));
+    let first = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo run >> '{}'; touch '{}'; sleep 2",
+                dir.counter().display(),
+                ready.display()
+            ),
+        ])
+        .start();
     dir.wait_for("ready");
 
     // The lock is findable in pg_locks with the key expression the README gives.
@@ -585,26 +573,27 @@ fn two_runs_compete_for_one_advisory_lock() {
         .get(0);
     assert_eq!(holders, 1);
 
-    let second = run(dir
+    let second = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--busy-exit", "9"])
-        .args(dir.work(0.0)));
-    assert_eq!(second.status.code(), Some(9), "{}", stderr(&second));
-    assert!(stderr(&second).contains("nightly-report") && stderr(&second).contains("busy"));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(second.status, 9, "{}", second.stderr);
+    assert!(second.stderr.contains("nightly-report") && second.stderr.contains("busy"));
 
-    let first = first.wait_with_output().unwrap();
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let first = wait_for_run(first);
+    assert_eq!(first.status, 0, "{}", first.stderr);
     assert_eq!(dir.count(), 1, "only the holder ran");
 
-    let third = run(dir.retry().arg("--lock").arg(&lock).args(dir.work(0.0)));
-    assert_eq!(
-        third.status.code(),
-        Some(0),
-        "released at exit: {}",
-        stderr(&third)
-    );
+    let third = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(third.status, 0, "released at exit: {}", third.stderr);
     assert_eq!(dir.count(), 2);
 }
 
@@ -621,7 +610,7 @@ fn a_crowd_on_one_advisory_lock_does_the_work_once() {
         cmd
     });
     for out in &outs {
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        assert_eq!(out.status, 0, "{}", out.stderr);
     }
     assert_eq!(dir.count(), 1);
 }
@@ -634,24 +623,25 @@ fn sigkill_of_the_holder_frees_the_advisory_lock() {
     let dir = Dir::new();
     let lock = pg.url("#killed");
     let _reap = reap_command(&dir);
-    let mut holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .args(long_command(&dir)),
-    );
+    let mut holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(long_command(&dir))
+        .start();
     dir.wait_for("ready");
     // Only wait for the exit: the orphaned command keeps the pipes open.
     holder.kill().unwrap();
     holder.wait().unwrap();
     // The server frees a session lock when it sees the connection close.
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--lock-wait", "10s"])
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
 }
 
@@ -669,8 +659,8 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
         cmd.args(["--once", key, "--state", &state]);
         cmd
     };
-    let failed = run(once("broken").args(["-a", "1", "--", "false"]));
-    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    let failed = once("broken").args(["-a", "1", "--", "false"]).run();
+    assert_eq!(failed.status, 1, "{}", failed.stderr);
 
     let outs = crowd(|| {
         let mut cmd = once("nightly");
@@ -678,7 +668,7 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
         cmd
     });
     for out in &outs {
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        assert_eq!(out.status, 0, "{}", out.stderr);
     }
     assert_eq!(dir.count(), 1, "exactly one of the crowd ran");
 
@@ -697,20 +687,16 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
     assert!(row.get::<_, String>("command").starts_with("sh -c"));
     assert_eq!(row.get::<_, i32>("attempts"), 1);
 
-    let again = run(once("nightly").args(dir.work(0.0)));
-    assert_eq!(again.status.code(), Some(0));
-    assert!(
-        stderr(&again).contains("already succeeded at"),
-        "{}",
-        stderr(&again)
-    );
+    let again = once("nightly").args(dir.work(0.0)).run();
+    assert_eq!(again.status, 0);
+    again.assert_stderr_has("already succeeded at");
     assert_eq!(dir.count(), 1);
 
     client
         .execute("DELETE FROM retry_once WHERE key = 'nightly'", &[])
         .unwrap();
-    let after_delete = run(once("nightly").args(dir.work(0.0)));
-    assert_eq!(after_delete.status.code(), Some(0));
+    let after_delete = once("nightly").args(dir.work(0.0)).run();
+    assert_eq!(after_delete.status, 0);
     assert_eq!(dir.count(), 2, "deleting the row lets the job run again");
 }
 
@@ -748,17 +734,18 @@ fn tls_follows_the_sslmode_in_the_url() {
         ),
     ];
     for (url, tls) in cases {
-        let out = run(dir
+        let out = dir
             .retry()
             .arg("--lock")
             .arg(&url)
             .args(["--", "sh", "-c", "touch \"$1\"; sleep 0.5", "sh"])
-            .arg(dir.path("ready")));
+            .arg(dir.path("ready"))
+            .run();
         match tls {
-            Some(_) => assert_eq!(out.status.code(), Some(0), "{url}: {}", stderr(&out)),
+            Some(_) => assert_eq!(out.status, 0, "{url}: {}", out.stderr),
             None => {
-                assert_eq!(out.status.code(), Some(125), "{url}: {}", stderr(&out));
-                assert!(stderr(&out).contains("cannot connect"), "{}", stderr(&out));
+                assert_eq!(out.status, 125, "{url}: {}", out.stderr);
+                out.assert_stderr_has("cannot connect");
             }
         }
         let _ = std::fs::remove_file(dir.path("ready"));
@@ -766,13 +753,13 @@ fn tls_follows_the_sslmode_in_the_url() {
 
     // While a run holds the lock, the server shows whether its connection uses TLS.
     let ssl_of = |url: &str| {
-        let child = spawn(
-            dir.retry()
-                .arg("--lock")
-                .arg(url)
-                .args(["--", "sh", "-c", "touch \"$1\"; sleep 1", "sh"])
-                .arg(dir.path("ready")),
-        );
+        let child = dir
+            .retry()
+            .arg("--lock")
+            .arg(url)
+            .args(["--", "sh", "-c", "touch \"$1\"; sleep 1", "sh"])
+            .arg(dir.path("ready"))
+            .start();
         dir.wait_for("ready");
         let ssl: bool = pg
             .client()
@@ -783,7 +770,7 @@ fn tls_follows_the_sslmode_in_the_url() {
             )
             .unwrap()
             .get(0);
-        assert_eq!(child.wait_with_output().unwrap().status.code(), Some(0));
+        assert_eq!(wait_for_run(child).status, 0);
         let _ = std::fs::remove_file(dir.path("ready"));
         ssl
     };
@@ -797,28 +784,29 @@ fn sslmode_require_fails_against_a_server_without_tls() {
         return;
     };
     let dir = Dir::new();
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(pg.url("?sslmode=require#a"))
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 125, "{}", out.stderr);
     assert_eq!(dir.count(), 0);
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(pg.url("?sslmode=prefer#a"))
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
 }
 
 // Faults: a lock lost while held, a server that never answers, and the budget.
 
 /// `retry` without the fast-retry defaults of `Dir::retry`, for runs that set their own.
-fn bare_retry(dir: &Dir) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retry"));
-    cmd.env_remove("RETRY_DEPTH")
-        .env("XDG_STATE_HOME", dir.path("xdg"))
+fn bare_retry(dir: &Dir) -> Invocation {
+    let mut cmd = retry();
+    cmd.env("XDG_STATE_HOME", dir.path("xdg"))
         .env("NO_COLOR", "1");
     cmd
 }
@@ -847,34 +835,23 @@ fn command_pid(dir: &Dir) -> i32 {
         .unwrap()
 }
 
-/// Whether `pid` is a live process (a zombie is not).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
-            Some(state != 'Z' && state != 'X')
-        })
-        .unwrap_or(false)
-}
-
 /// Waits for `child` to exit within `limit` (killing it and failing otherwise);
 /// returns its output and how long the wait took.
-fn exit_within(mut child: Child, limit: Duration) -> (Output, Duration) {
+fn exit_within(mut child: Child, limit: Duration) -> (Run, Duration) {
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let out = wait_for_run(child);
             panic!(
                 "retry still running after {limit:?}; stderr:\n{}",
-                stderr(&out)
+                out.stderr
             );
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     let took = start.elapsed();
-    (child.wait_with_output().unwrap(), took)
+    (wait_for_run(child), took)
 }
 
 fn read_report(path: &Path) -> serde_json::Value {
@@ -883,9 +860,9 @@ fn read_report(path: &Path) -> serde_json::Value {
 
 /// What every lost lock must lead to: exit 125 with a line saying so, the command
 /// ended, the report saying `lock_lost`.
-fn assert_lock_lost(out: &Output, pid: i32, report: &Path) {
-    let text = stderr(out);
-    assert_eq!(out.status.code(), Some(125), "{text}");
+fn assert_lock_lost(out: &Run, pid: i32, report: &Path) {
+    let text = &out.stderr;
+    assert_eq!(out.status, 125, "{text}");
     assert!(text.contains("was lost"), "{text}");
     assert!(!alive(pid), "the command (pid {pid}) was stopped");
     let report = read_report(report);
@@ -903,27 +880,28 @@ fn a_server_restart_loses_the_advisory_lock_and_stops_the_run() {
     let lock = pg.url("#restarted");
     let report = dir.path("report.json");
     let _reap = reap_command(&dir);
-    let holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .arg("--report")
-            .arg(&report)
-            .args(watched_command(&dir)),
-    );
+    let holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .arg("--report")
+        .arg(&report)
+        .args(watched_command(&dir))
+        .start();
     dir.wait_for("ready");
     let pid = command_pid(&dir);
     assert!(alive(pid));
     pg.restart();
     let (out, _) = exit_within(holder, Duration::from_secs(10));
     assert_lock_lost(&out, pid, &report);
-    let second = run(dir
+    let second = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--lock-wait", "5s"])
-        .args(dir.work(0.0)));
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(second.status, 0, "{}", second.stderr);
     assert_eq!(dir.count(), 2, "the second locker got in");
 }
 
@@ -938,16 +916,16 @@ fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
     let state = pg.url("");
     let report = dir.path("report.json");
     let _reap = reap_command(&dir);
-    let holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .args(["--once", "k", "--state", &state])
-            .arg("--report")
-            .arg(&report)
-            .args(["--kill-after", "1s"])
-            .args(watched_command(&dir)),
-    );
+    let holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--once", "k", "--state", &state])
+        .arg("--report")
+        .arg(&report)
+        .args(["--kill-after", "1s"])
+        .args(watched_command(&dir))
+        .start();
     dir.wait_for("ready");
     let pid = command_pid(&dir);
     assert_eq!(pg.terminate("retry --lock terminated"), 1);
@@ -959,7 +937,7 @@ fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
         terminated.elapsed()
     );
     assert_lock_lost(&out, pid, &report);
-    let text = stderr(&out);
+    let text = out.stderr;
     assert!(
         text.contains("lock postgres://postgres@127.0.0.1"),
         "{text}"
@@ -970,13 +948,14 @@ fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
         .unwrap()
         .get(0);
     assert_eq!(markers, 0, "a run that lost its lock records nothing");
-    let second = run(dir
+    let second = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--once", "k", "--state", &state])
-        .args(dir.work(0.0)));
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(second.status, 0, "{}", second.stderr);
     assert_eq!(dir.count(), 2, "the second locker got in and did the work");
 }
 
@@ -988,23 +967,19 @@ fn a_terminated_once_key_backend_stops_the_run() {
     let dir = Dir::new();
     let report = dir.path("report.json");
     let _reap = reap_command(&dir);
-    let holder = spawn(
-        dir.retry()
-            .args(["--once", "nightly", "--state", &pg.url("")])
-            .arg("--report")
-            .arg(&report)
-            .args(watched_command(&dir)),
-    );
+    let holder = dir
+        .retry()
+        .args(["--once", "nightly", "--state", &pg.url("")])
+        .arg("--report")
+        .arg(&report)
+        .args(watched_command(&dir))
+        .start();
     dir.wait_for("ready");
     let pid = command_pid(&dir);
     assert_eq!(pg.terminate("retry --once"), 1);
     let (out, _) = exit_within(holder, Duration::from_secs(10));
     assert_lock_lost(&out, pid, &report);
-    assert!(
-        stderr(&out).contains("the lock on --once key \"nightly\""),
-        "{}",
-        stderr(&out)
-    );
+    out.assert_stderr_has("the lock on --once key \"nightly\"");
 }
 
 #[test]
@@ -1015,30 +990,29 @@ fn a_lock_lost_during_a_backoff_sleep_ends_the_run_at_once() {
     };
     let dir = Dir::new();
     let report = dir.path("report.json");
-    let holder = spawn(
-        bare_retry(&dir)
-            .arg("--lock")
-            .arg(pg.url("#sleeper"))
-            .args(["-a", "5", "--delay", "30s", "--jitter", "none"])
-            .arg("--report")
-            .arg(&report)
-            .args([
-                "--",
-                "sh",
-                "-c",
-                &format!(
-                    "echo run >> '{}'; touch '{}'; exit 1",
-                    dir.counter().display(),
-                    dir.path("ready").display()
-                ),
-            ]),
-    );
+    let holder = bare_retry(&dir)
+        .arg("--lock")
+        .arg(pg.url("#sleeper"))
+        .args(["-a", "5", "--delay", "30s", "--jitter", "none"])
+        .arg("--report")
+        .arg(&report)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo run >> '{}'; touch '{}'; exit 1",
+                dir.counter().display(),
+                dir.path("ready").display()
+            ),
+        ])
+        .start();
     dir.wait_for("ready");
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(pg.terminate("retry --lock sleeper"), 1);
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
-    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert_eq!(out.status, 125, "{}", out.stderr);
     let report = read_report(&report);
     assert_eq!(report["result"]["stopped_because"], "lock_lost");
     assert_eq!(report["attempts"].as_array().unwrap().len(), 1);
@@ -1067,14 +1041,13 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
     let dir = Dir::new();
     let report = dir.path("report.json");
     let port = silent_listener();
-    let holder = spawn(
-        bare_retry(&dir)
-            .arg("--lock")
-            .arg(pg.url("#http"))
-            .arg("--report")
-            .arg(&report)
-            .arg(format!("http://127.0.0.1:{port}/slow")),
-    );
+    let holder = bare_retry(&dir)
+        .arg("--lock")
+        .arg(pg.url("#http"))
+        .arg("--report")
+        .arg(&report)
+        .arg(format!("http://127.0.0.1:{port}/slow"))
+        .start();
     // The request is in flight once the lock's connection shows up.
     let deadline = Instant::now() + Duration::from_secs(10);
     while pg.terminate("retry --lock http") == 0 {
@@ -1083,8 +1056,8 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
     }
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
-    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
-    assert!(stderr(&out).contains("was lost"), "{}", stderr(&out));
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    out.assert_stderr_has("was lost");
     assert_eq!(
         read_report(&report)["result"]["stopped_because"],
         "lock_lost"
@@ -1100,10 +1073,10 @@ fn connect_timeout_bounds_the_whole_startup() {
         vec!["--lock".to_string(), format!("{url}#x")],
         vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
     ] {
-        let child = spawn(bare_retry(&dir).args(&args).args(dir.work(0.0)));
+        let child = bare_retry(&dir).args(&args).args(dir.work(0.0)).start();
         let (out, took) = exit_within(child, Duration::from_secs(15));
-        let text = stderr(&out);
-        assert_eq!(out.status.code(), Some(125), "{text}");
+        let text = out.stderr;
+        assert_eq!(out.status, 125, "{text}");
         assert!(
             took >= Duration::from_millis(900) && took < Duration::from_secs(4),
             "{took:?}"
@@ -1137,23 +1110,18 @@ fn a_signal_while_connecting_stops_retry_within_a_second() {
         ),
     ] {
         let report = dir.path("report.json");
-        let child = spawn(
-            bare_retry(&dir)
-                .args(&args)
-                .arg("--report")
-                .arg(&report)
-                .args(dir.work(0.0)),
-        );
+        let child = bare_retry(&dir)
+            .args(&args)
+            .arg("--report")
+            .arg(&report)
+            .args(dir.work(0.0))
+            .start();
         std::thread::sleep(Duration::from_millis(500));
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let (out, took) = exit_within(child, Duration::from_secs(10));
-        assert_eq!(out.status.code(), Some(status), "{}", stderr(&out));
+        assert_eq!(out.status, status, "{}", out.stderr);
         assert!(took < Duration::from_secs(1), "{took:?}");
-        assert!(
-            stderr(&out).contains("while connecting"),
-            "{}",
-            stderr(&out)
-        );
+        out.assert_stderr_has("while connecting");
         assert_eq!(read_report(&report)["result"]["stopped_because"], "signal");
     }
     assert_eq!(dir.count(), 0);
@@ -1165,19 +1133,19 @@ fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
     let lock = dir.path("job.lock");
     let report = dir.path("report.json");
     let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let child = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .args(["--lock-wait", "60s"])
-            .arg("--report")
-            .arg(&report)
-            .args(dir.work(0.0)),
-    );
+    let child = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--lock-wait", "60s"])
+        .arg("--report")
+        .arg(&report)
+        .args(dir.work(0.0))
+        .start();
     std::thread::sleep(Duration::from_millis(300));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let (out, _) = exit_within(child, Duration::from_secs(3));
-    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert_eq!(out.status, 143, "{}", out.stderr);
     let report = read_report(&report);
     assert_eq!(report["result"]["stopped_because"], "signal", "{report}");
     assert_eq!(report["result"]["exit_code"], 143);
@@ -1190,33 +1158,35 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
     // Busy for good: the wait ends with the budget, not with --lock-wait.
     let holder = flock_holding(&dir, &lock, "exec sleep 60");
     let started = Instant::now();
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--lock-wait", "20s", "--max-time", "1s"])
-        .args(dir.work(0.0)));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .args(dir.work(0.0))
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
         started.elapsed()
     );
-    assert!(stderr(&out).contains("--max-time"), "{}", stderr(&out));
+    out.assert_stderr_has("--max-time");
     assert_eq!(dir.count(), 0);
     drop(holder);
 
     // Busy for a while: the attempt gets only what the wait left of the budget.
     std::fs::remove_file(dir.path("holder-ready")).unwrap();
     let _holder = flock_holding(&dir, &lock, "sleep 1");
-    let out = run(dir
+    let out = dir
         .retry()
         .arg("--lock")
         .arg(&lock)
         .args(["--lock-wait", "20s", "--max-time", "3s"])
-        .args(["--", "sh", "-c", "echo $RETRY_DEADLINE_MS"]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let left: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        .args(["--", "sh", "-c", "echo $RETRY_DEADLINE_MS"])
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let left: u64 = out.stdout_text().trim().parse().unwrap();
     assert!(
         left <= 2_300,
         "about 1s of the 3s budget went on the wait: {left}ms left"
@@ -1228,30 +1198,28 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
     let dir = Dir::new();
     let state = "postgres://u@127.0.0.1:1/db";
     let accented = "é".repeat(200);
-    let out = run(bare_retry(&dir)
+    let out = bare_retry(&dir)
         .args(["--dry-run", "--once", &accented, "--state", state])
-        .args(["--", "true"]));
+        .args(["--", "true"])
+        .run();
     assert_eq!(
-        out.status.code(),
-        Some(0),
+        out.status, 0,
         "200 characters (400 bytes) is within the limit: {}",
-        stderr(&out)
+        out.stderr
     );
-    let out = run(bare_retry(&dir)
+    let out = bare_retry(&dir)
         .args(["--dry-run", "--once", &"é".repeat(201), "--state", state])
-        .args(["--", "true"]));
-    assert_eq!(out.status.code(), Some(125));
-    assert!(stderr(&out).contains("200 characters"), "{}", stderr(&out));
+        .args(["--", "true"])
+        .run();
+    assert_eq!(out.status, 125);
+    out.assert_stderr_has("200 characters");
     // A file marker's name is limited in bytes, and says so.
-    let out = run(bare_retry(&dir)
+    let out = bare_retry(&dir)
         .args(["--dry-run", "--once", &accented])
-        .args(["--", "true"]));
-    assert_eq!(out.status.code(), Some(125));
-    assert!(
-        stderr(&out).contains("bytes after escaping"),
-        "{}",
-        stderr(&out)
-    );
+        .args(["--", "true"])
+        .run();
+    assert_eq!(out.status, 125);
+    out.assert_stderr_has("bytes after escaping");
 }
 
 /// A TCP relay to `port` on loopback that can be made to stop passing bytes in
@@ -1327,14 +1295,14 @@ fn a_network_cut_loses_the_lock_within_the_check_bound() {
     );
     let report = dir.path("report.json");
     let _reap = reap_command(&dir);
-    let holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(&lock)
-            .arg("--report")
-            .arg(&report)
-            .args(watched_command(&dir)),
-    );
+    let holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(&lock)
+        .arg("--report")
+        .arg(&report)
+        .args(watched_command(&dir))
+        .start();
     dir.wait_for("ready");
     let pid = command_pid(&dir);
     relay.cut();
@@ -1353,24 +1321,24 @@ fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
     };
     let dir = Dir::new();
     let report = dir.path("report.json");
-    let holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(pg.url("#close-call"))
-            .args(["--once", "k", "--state", &pg.url("")])
-            .arg("--report")
-            .arg(&report)
-            .args([
-                "--",
-                "sh",
-                "-c",
-                &format!(
-                    "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
-                    dir.path("ready").display(),
-                    dir.path("go").display()
-                ),
-            ]),
-    );
+    let holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(pg.url("#close-call"))
+        .args(["--once", "k", "--state", &pg.url("")])
+        .arg("--report")
+        .arg(&report)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
+                dir.path("ready").display(),
+                dir.path("go").display()
+            ),
+        ])
+        .start();
     dir.wait_for("ready");
     assert_eq!(pg.terminate("retry --lock close-call"), 1);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -1381,8 +1349,8 @@ fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
     // The command succeeds at once, most likely before the next periodic check.
     std::fs::write(dir.path("go"), "").unwrap();
     let (out, _) = exit_within(holder, Duration::from_secs(10));
-    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
-    assert!(stderr(&out).contains("was lost"), "{}", stderr(&out));
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    out.assert_stderr_has("was lost");
     assert_eq!(
         read_report(&report)["result"]["stopped_because"],
         "lock_lost"
@@ -1405,25 +1373,25 @@ fn a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lo
     let dir = Dir::new();
     let report = dir.path("report.json");
     let _reap = reap_command(&dir);
-    let holder = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(pg.url("#stubborn"))
-            .args(["--kill-after", "1s"])
-            .arg("--report")
-            .arg(&report)
-            .args([
-                "--",
-                "sh",
-                "-c",
-                &format!(
-                    "trap '' TERM; echo $$ > '{}'; touch '{}'; exec >/dev/null 2>&1; \
+    let holder = dir
+        .retry()
+        .arg("--lock")
+        .arg(pg.url("#stubborn"))
+        .args(["--kill-after", "1s"])
+        .arg("--report")
+        .arg(&report)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "trap '' TERM; echo $$ > '{}'; touch '{}'; exec >/dev/null 2>&1; \
                      while :; do sleep 0.1; done",
-                    dir.path("command.pid").display(),
-                    dir.path("ready").display()
-                ),
-            ]),
-    );
+                dir.path("command.pid").display(),
+                dir.path("ready").display()
+            ),
+        ])
+        .start();
     dir.wait_for("ready");
     let pid = command_pid(&dir);
     assert_eq!(pg.terminate("retry --lock stubborn"), 1);
@@ -1443,24 +1411,24 @@ fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
     let dir = Dir::new();
     let state = pg.url("");
     let _reap = reap_command(&dir);
-    let mut first = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(pg.url("#first"))
-            .args(["--once", "k", "--state", &state])
-            .args(watched_command(&dir)),
-    );
+    let mut first = dir
+        .retry()
+        .arg("--lock")
+        .arg(pg.url("#first"))
+        .args(["--once", "k", "--state", &state])
+        .args(watched_command(&dir))
+        .start();
     dir.wait_for("ready");
     let report = dir.path("report.json");
-    let waiting = spawn(
-        dir.retry()
-            .arg("--lock")
-            .arg(pg.url("#second"))
-            .args(["--once", "k", "--state", &state, "--lock-wait", "30s"])
-            .arg("--report")
-            .arg(&report)
-            .args(dir.work(0.0)),
-    );
+    let waiting = dir
+        .retry()
+        .arg("--lock")
+        .arg(pg.url("#second"))
+        .args(["--once", "k", "--state", &state, "--lock-wait", "30s"])
+        .arg("--report")
+        .arg(&report)
+        .args(dir.work(0.0))
+        .start();
     // Only once the second run holds its own lock is it waiting for the key's.
     let deadline = Instant::now() + Duration::from_secs(10);
     while !pg.holds_advisory_lock("retry --lock second") {
@@ -1473,11 +1441,12 @@ fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
     assert_eq!(pg.terminate("retry --lock second"), 1);
     let (out, took) = exit_within(waiting, Duration::from_secs(10));
     assert!(took < Duration::from_secs(5), "{took:?}");
-    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert_eq!(out.status, 125, "{}", out.stderr);
     assert!(
-        stderr(&out).contains("while waiting for the lock on --once key"),
+        out.stderr
+            .contains("while waiting for the lock on --once key"),
         "{}",
-        stderr(&out)
+        out.stderr
     );
     assert_eq!(
         read_report(&report)["result"]["stopped_because"],

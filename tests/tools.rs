@@ -3,19 +3,16 @@
 //! local sshd, git against a git daemon that starts late. Each test checks how
 //! many attempts `retry` made, which is what the profile decides.
 
-#[path = "support/cmd.rs"]
-mod cmd;
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/tools.rs"]
-mod tools;
+use crate::support;
+use crate::support::http_server;
+use crate::support::tools;
 
 use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cmd::{Run, Scratch, finish, retry, run_cmd};
 use http_server::{Reply, Server};
+use support::{Run, Scratch, retry};
 use tools::{Daemon, NoSshd, free_port, keygen, must_run, wait_for_port};
 
 /// How many attempts the run made, from retry's own "attempt N/M" lines.
@@ -89,8 +86,7 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
         .args(["--", "rsync", &url, &dest])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     std::thread::sleep(Duration::from_millis(1000));
     nix::sys::signal::killpg(
@@ -99,7 +95,7 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
     )
     .unwrap();
     holder.wait().unwrap();
-    let r = finish(child.wait_with_output().unwrap(), start);
+    let r = Run::of(child.wait_with_output().unwrap(), start);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(attempts(&r) >= 3, "{}", r.stderr);
     assert!(
@@ -113,18 +109,13 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
 #[test]
 fn rsync_23_for_a_missing_source_is_not_retried() {
     let s = Scratch::new();
-    let r = run_cmd(
-        retry()
-            .args(["--delay", "10ms", "--", "rsync"])
-            .args([&s.p("missing/file"), &s.p("copy")]),
-    );
+    let r = retry()
+        .args(["--delay", "10ms", "--", "rsync"])
+        .args([&s.p("missing/file"), &s.p("copy")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (23, 1), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("No such file or directory"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("permanent"), "{}", r.stderr);
+    r.assert_stderr_has("No such file or directory");
+    r.assert_stderr_has("permanent");
 }
 
 #[test]
@@ -132,7 +123,9 @@ fn rsync_23_from_the_daemon_for_a_missing_file_is_not_retried() {
     let s = Scratch::new();
     let daemon = tools::rsync_daemon(s.dir.path());
     let url = format!("rsync://127.0.0.1:{}/mod/nothing-here", daemon.port);
-    let r = run_cmd(retry().args(["--delay", "10ms", "--", "rsync", &url, &s.p("copy")]));
+    let r = retry()
+        .args(["--delay", "10ms", "--", "rsync", &url, &s.p("copy")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (23, 1), "{}", r.stderr);
 }
 
@@ -157,7 +150,9 @@ fn rsync_23_for_an_unreadable_source_is_not_retried() {
     } else {
         secret.display().to_string()
     };
-    let r = run_cmd(retry().args(["--delay", "10ms", "--", "rsync", &source, &s.p("copy")]));
+    let r = retry()
+        .args(["--delay", "10ms", "--", "rsync", &source, &s.p("copy")])
+        .run();
     assert_eq!(
         (r.status, attempts(&r)),
         (23, 1),
@@ -165,7 +160,7 @@ fn rsync_23_for_an_unreadable_source_is_not_retried() {
         r.stderr,
         daemon.log_text()
     );
-    assert!(r.stderr.contains("Permission denied"), "{}", r.stderr);
+    r.assert_stderr_has("Permission denied");
 }
 
 // ---- wget ----
@@ -174,41 +169,37 @@ fn rsync_23_for_an_unreadable_source_is_not_retried() {
 fn wget_quiet_503_gets_two_retries() {
     let server = Server::handler(|_, _| Reply::status(503)).expect_hits(3);
     let s = Scratch::new();
-    let r = run_cmd(retry().current_dir(s.dir.path()).args([
-        "--delay",
-        "10ms",
-        "--",
-        "wget",
-        "-q",
-        &server.url("/x"),
-    ]));
+    let r = retry()
+        .current_dir(s.dir.path())
+        .args(["--delay", "10ms", "--", "wget", "-q", &server.url("/x")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (8, 3), "{}", r.stderr);
-    assert!(r.stderr.contains("retried at most twice"), "{}", r.stderr);
+    r.assert_stderr_has("retried at most twice");
 }
 
 #[test]
 fn wget_shows_the_status_without_quiet() {
     let server = Server::handler(|_, _| Reply::status(503)).expect_hits(4);
     let s = Scratch::new();
-    let r = run_cmd(retry().current_dir(s.dir.path()).args([
-        "-a",
-        "4",
-        "--delay",
-        "10ms",
-        "--",
-        "wget",
-        &server.url("/x"),
-    ]));
+    let r = retry()
+        .current_dir(s.dir.path())
+        .args([
+            "-a",
+            "4",
+            "--delay",
+            "10ms",
+            "--",
+            "wget",
+            &server.url("/x"),
+        ])
+        .run();
     assert_eq!((r.status, attempts(&r)), (8, 4), "{}", r.stderr);
-    assert!(r.stderr.contains("stderr shows HTTP 503"), "{}", r.stderr);
+    r.assert_stderr_has("stderr shows HTTP 503");
     let gone = Server::handler(|_, _| Reply::status(404)).expect_hits(1);
-    let r = run_cmd(retry().current_dir(s.dir.path()).args([
-        "--delay",
-        "10ms",
-        "--",
-        "wget",
-        &gone.url("/x"),
-    ]));
+    let r = retry()
+        .current_dir(s.dir.path())
+        .args(["--delay", "10ms", "--", "wget", &gone.url("/x")])
+        .run();
     assert_eq!((r.status, attempts(&r)), (8, 1), "{}", r.stderr);
 }
 
@@ -246,7 +237,7 @@ fn ssh_through_retry(port: u16, key: &str, host_keys: &[&str]) -> Run {
         .args(["-i", key, "-p", &port])
         .args(host_keys)
         .args([&format!("{user}@127.0.0.1"), "true"]);
-    run_cmd(&mut cmd)
+    cmd.run()
 }
 
 #[test]
@@ -269,8 +260,8 @@ fn ssh_with_a_refused_key_is_not_retried() {
         r.stderr,
         sshd.log_text()
     );
-    assert!(r.stderr.contains("Permission denied"), "{}", r.stderr);
-    assert!(r.stderr.contains("permanent"), "{}", r.stderr);
+    r.assert_stderr_has("Permission denied");
+    r.assert_stderr_has("permanent");
 }
 
 #[test]
@@ -300,11 +291,7 @@ fn ssh_to_a_changed_host_key_is_not_retried() {
         &["-o", "StrictHostKeyChecking=yes", "-o", &known],
     );
     assert_eq!((r.status, attempts(&r)), (255, 1), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("REMOTE HOST IDENTIFICATION HAS CHANGED"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("REMOTE HOST IDENTIFICATION HAS CHANGED");
 }
 
 #[test]
@@ -318,7 +305,7 @@ fn ssh_to_a_closed_port_is_retried() {
         &["-o", "StrictHostKeyChecking=no", "-o", &known],
     );
     assert_eq!((r.status, attempts(&r)), (255, 3), "{}", r.stderr);
-    assert!(r.stderr.contains("Connection refused"), "{}", r.stderr);
+    r.assert_stderr_has("Connection refused");
 }
 
 // ---- git ----
@@ -348,8 +335,7 @@ fn git_against_a_daemon_that_starts_late_succeeds() {
         .args(["--", "git", "ls-remote", &url])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     std::thread::sleep(Duration::from_secs(1));
     let daemon = tools::git_daemon(s.dir.path(), port);
     assert!(
@@ -357,7 +343,7 @@ fn git_against_a_daemon_that_starts_late_succeeds() {
         "git daemon did not listen: {}",
         daemon.log_text()
     );
-    let r = finish(child.wait_with_output().unwrap(), start);
+    let r = Run::of(child.wait_with_output().unwrap(), start);
     assert_eq!(
         r.status,
         0,

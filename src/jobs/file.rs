@@ -297,15 +297,6 @@ mod tests {
         }
     }
 
-    proptest::proptest! {
-        #[test]
-        fn any_key_round_trips_through_its_file_name(key in "\\PC{1,40}") {
-            let name = format!("{}.json", escape_key(&key));
-            proptest::prop_assert!(!name.contains('/') && !name.starts_with('.'));
-            proptest::prop_assert_eq!(key_from_file_name(&name), Some(key));
-        }
-    }
-
     #[test]
     fn long_keys_are_refused_before_they_reach_the_file_system() {
         assert!(check_key(&"k".repeat(200)).is_ok());

@@ -21,31 +21,12 @@
 
 #![allow(dead_code)]
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use crate::http_server::{Reply, Request, Server};
-
-pub const RETRY: &str = env!("CARGO_BIN_EXE_retry");
-
-/// Environment that would change where requests go or how many attempts run.
-pub const CLEARED_ENV: &[&str] = &[
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "CURL_HOME",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "RETRY_DEPTH",
-    "GITHUB_ACTIONS",
-];
+use crate::support::http_server::{Reply, Request, Server};
+use crate::support::run::Invocation;
 
 /// What a side's server recorded; anything that listens and records can be one.
 pub trait Recorder {
@@ -153,7 +134,7 @@ impl Case {
     /// Runs curl, then retry, each against a fresh server.
     pub fn run(&self) -> Compared {
         let curl = self.side("curl", &["-q"]);
-        let retry = self.side(RETRY, &self.retry_prefix);
+        let retry = self.side(super::BIN, &self.retry_prefix);
         Compared { curl, retry }
     }
 
@@ -169,15 +150,18 @@ impl Case {
             .iter()
             .map(|a| fill(a, port, dir.path()))
             .collect();
-        let mut cmd = Command::new(program);
-        cmd.args(prefix.iter().map(AsRef::as_ref))
+        let mut client = Invocation::of(program);
+        client
+            .args(prefix.iter().map(AsRef::as_ref))
             .args(&args)
             .current_dir(dir.path());
-        for var in CLEARED_ENV {
-            cmd.env_remove(var);
+        for (name, value) in &self.env {
+            client.env(name, value);
         }
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        let output = run_with_stdin(cmd, self.stdin.as_deref());
+        if let Some(bytes) = &self.stdin {
+            client.input(bytes.clone());
+        }
+        let run = client.run();
         // The server records a request before answering it, so all are in.
         let requests = server.requests();
         drop(server);
@@ -186,12 +170,9 @@ impl Case {
             args,
             requests,
             port,
-            status: output
-                .status
-                .code()
-                .unwrap_or_else(|| 128 + output.status.signal().unwrap_or(0)),
-            stdout: output.stdout,
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            status: run.status,
+            stdout: run.stdout,
+            stderr: run.stderr,
             dir,
         }
     }
@@ -209,25 +190,6 @@ fn fill(arg: &str, port: u16, dir: &Path) -> String {
         .replace("{https}", &format!("https://127.0.0.1:{port}"))
         .replace("{port}", &port.to_string())
         .replace("{dir}", &dir.to_string_lossy())
-}
-
-fn run_with_stdin(mut cmd: Command, stdin: Option<&[u8]>) -> std::process::Output {
-    use std::io::Write;
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    let mut child = cmd.spawn().expect("start the client");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        let bytes = bytes.to_vec();
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&bytes);
-        });
-    }
-    child.wait_with_output().expect("wait for the client")
 }
 
 /// One client's run: what its server received and what it printed.
@@ -384,18 +346,10 @@ impl Compared {
 
     /// As `assert_same_requests`, ignoring the named headers on both sides.
     pub fn assert_same_requests_except(&self, headers: &[&str]) {
-        let curl: Vec<Normal> = self
-            .curl
-            .normal()
-            .iter()
-            .map(|n| n.without(headers))
-            .collect();
-        let retry: Vec<Normal> = self
-            .retry
-            .normal()
-            .iter()
-            .map(|n| n.without(headers))
-            .collect();
+        let without = |side: &Side| -> Vec<Normal> {
+            side.normal().iter().map(|n| n.without(headers)).collect()
+        };
+        let (curl, retry) = (without(&self.curl), without(&self.retry));
         assert!(
             !curl.is_empty(),
             "curl sent no request\n{}",

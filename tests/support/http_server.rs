@@ -160,18 +160,12 @@ impl Server {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let requests = Arc::clone(&requests);
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let requests = Arc::clone(&requests);
-                    let handler = Arc::clone(&handler);
-                    let mode = mode.clone();
-                    std::thread::spawn(move || serve(mode, stream, &requests, &*handler));
-                }
+            let accept = move || listener.accept().map(|(stream, _)| stream);
+            accept_until(&stop, accept, move |stream| {
+                let requests = Arc::clone(&requests);
+                let handler = Arc::clone(&handler);
+                let mode = mode.clone();
+                std::thread::spawn(move || serve(mode, stream, &requests, &*handler));
             })
         };
         Server {
@@ -242,16 +236,10 @@ impl UnixServer {
         let handler: Arc<Handler> = Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone());
         let thread = {
             let requests = Arc::clone(&requests);
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(mut stream) = stream else { continue };
-                    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                    let _ = exchange(&mut stream, &requests, &*handler);
-                }
+            let accept = move || listener.accept().map(|(stream, _)| stream);
+            accept_until(&stop, accept, move |mut stream| {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = exchange(&mut stream, &requests, &*handler);
             })
         };
         UnixServer {
@@ -276,6 +264,27 @@ impl Drop for UnixServer {
         }
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// A thread that accepts connections and hands each to `each` until `stop` is set
+/// (the owner sets it, then connects once to wake the accept).
+fn accept_until<S: Send + 'static>(
+    stop: &Arc<AtomicBool>,
+    accept: impl Fn() -> std::io::Result<S> + Send + 'static,
+    each: impl Fn(S) + Send + 'static,
+) -> JoinHandle<()> {
+    let stop = Arc::clone(stop);
+    std::thread::spawn(move || {
+        loop {
+            let conn = accept();
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            if let Ok(conn) = conn {
+                each(conn);
+            }
+        }
+    })
 }
 
 /// A port on 127.0.0.1 that nothing listens on (bound, then released).

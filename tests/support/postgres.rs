@@ -223,15 +223,7 @@ impl Postgres {
                     self.path("sock/server.key").display()
                 ));
             }
-            let out = self
-                .server_command("pg_ctl")
-                .arg("-D")
-                .arg(self.path("data"))
-                .arg("-l")
-                .arg(self.path("sock/server.log"))
-                .args(["-w", "-t", "60", "-o", &settings, "start"])
-                .output()
-                .expect("run pg_ctl start");
+            let out = self.pg_ctl(&["-w", "-t", "60", "-o", &settings, "start"]);
             if out.status.success() {
                 return;
             }
@@ -243,18 +235,22 @@ impl Postgres {
         panic!("PostgreSQL did not start:\n{log}");
     }
 
-    /// `pg_ctl restart -m fast`: every connection is closed (and every session lock
-    /// freed); returns once the server accepts connections again.
-    pub fn restart(&self) {
-        let out = self
-            .server_command("pg_ctl")
+    /// `pg_ctl -D DATA -l LOG ARGS` as the server's user.
+    fn pg_ctl(&self, args: &[&str]) -> Output {
+        self.server_command("pg_ctl")
             .arg("-D")
             .arg(self.path("data"))
             .arg("-l")
             .arg(self.path("sock/server.log"))
-            .args(["-m", "fast", "-w", "-t", "60", "restart"])
+            .args(args)
             .output()
-            .expect("run pg_ctl restart");
+            .unwrap_or_else(|e| panic!("run pg_ctl {args:?}: {e}"))
+    }
+
+    /// `pg_ctl restart -m fast`: every connection is closed (and every session lock
+    /// freed); returns once the server accepts connections again.
+    pub fn restart(&self) {
+        let out = self.pg_ctl(&["-m", "fast", "-w", "-t", "60", "restart"]);
         check("pg_ctl restart", &out);
     }
 

@@ -1,67 +1,12 @@
-//! Running the real `retry` binary against small `sh` scripts that count their
-//! runs in a temporary directory.
+//! Scratch directories with small `sh` scripts that count their runs, and waits
+//! on the processes and files those scripts leave.
 #![allow(dead_code)]
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
-
-/// A `retry` command with a clean environment for these tests: no nesting, no
-/// CI annotations, fast backoff unless a test says otherwise.
-pub fn retry() -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env_remove("RETRY_DEPTH")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("RETRY_ATTEMPT")
-        .stdin(Stdio::null());
-    cmd
-}
-
-pub struct Run {
-    /// Exit code, or 128+N for death by signal N.
-    pub status: i32,
-    pub stdout: Vec<u8>,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
-impl Run {
-    pub fn stdout_text(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-}
-
-pub fn status_of(output: &std::process::ExitStatus) -> i32 {
-    output
-        .code()
-        .unwrap_or_else(|| 128 + output.signal().unwrap_or(0))
-}
-
-pub fn finish(output: Output, start: Instant) -> Run {
-    Run {
-        status: status_of(&output.status),
-        stdout: output.stdout,
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed: start.elapsed(),
-    }
-}
-
-/// Runs `retry ARGS` to completion.
-pub fn run(args: &[&str]) -> Run {
-    run_cmd(retry().args(args))
-}
-
-pub fn run_cmd(cmd: &mut Command) -> Run {
-    let start = Instant::now();
-    let output = cmd.output().expect("run retry");
-    finish(output, start)
-}
 
 /// A temporary directory with helpers for counting scripts.
 pub struct Scratch {
@@ -92,6 +37,11 @@ impl Scratch {
         path.to_string_lossy().into_owned()
     }
 
+    /// The script `job`, the command most tests retry.
+    pub fn job(&self, body: &str) -> String {
+        self.script("job", body)
+    }
+
     /// How many lines the file `name` has (0 if missing): one per run.
     pub fn count(&self, name: &str) -> usize {
         fs::read_to_string(self.path(name))
@@ -111,17 +61,15 @@ impl Scratch {
     }
 }
 
-/// Whether process `pid` still exists (and is not a zombie).
+/// Whether process `pid` still exists and is not a zombie (or dead, state X).
 pub fn alive(pid: i32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
 }
 
 /// Waits until `path` exists and holds a line, for up to `limit`.

@@ -1,0 +1,186 @@
+//! Command mode: process supervision.
+
+use super::*;
+
+#[test]
+fn child_runs_in_its_own_process_group() {
+    let s = Scratch::new();
+    let job = s.job("ps -o pgid= -p $$ | tr -d ' ' > \"$D/pgid\"; echo $$ > \"$D/pid\"");
+    let r = run(&fast(&[&job]));
+    assert_eq!(r.status, 0);
+    assert_eq!(s.read("pgid").trim(), s.read("pid").trim());
+}
+
+#[test]
+fn timeout_kills_the_whole_group_with_escalation() {
+    let s = Scratch::new();
+    let job = s.job("sleep 60 & echo $! >> \"$D/kids\"\ntrap '' TERM\necho run >> \"$D/count\"\nwhile :; do sleep 0.05; done");
+    let r = run(&fast(&[
+        "-a",
+        "2",
+        "-t",
+        "300ms",
+        "--kill-after",
+        "300ms",
+        &job,
+    ]));
+    assert_eq!(r.status, 124, "{}", r.stderr);
+    assert_eq!(s.count("count"), 2);
+    assert!(
+        r.elapsed >= Duration::from_millis(1200),
+        "SIGKILL came after --kill-after: {:?}",
+        r.elapsed
+    );
+    assert!(r.elapsed < Duration::from_secs(8), "{:?}", r.elapsed);
+    std::thread::sleep(Duration::from_millis(100));
+    for pid in s.read("kids").lines() {
+        assert!(
+            !alive(pid.parse().unwrap()),
+            "grandchild {pid} outlived its attempt"
+        );
+    }
+}
+
+#[test]
+fn leftovers_of_a_failed_attempt_are_ended() {
+    let s = Scratch::new();
+    let job = s.job("sleep 60 & echo $! >> \"$D/kids\"; exit 1");
+    let r = run(&fast(&["-a", "2", &job]));
+    assert_eq!(r.status, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    for pid in s.read("kids").lines() {
+        assert!(
+            !alive(pid.parse().unwrap()),
+            "grandchild {pid} outlived its failed attempt"
+        );
+    }
+}
+
+fn signal_is_forwarded(sig: nix::sys::signal::Signal) {
+    let s = Scratch::new();
+    let job = s.job(
+        "sleep 60 & echo $! >> \"$D/kids\"\necho run >> \"$D/count\"\necho $$ > \"$D/ready\"\nwait",
+    );
+    let mut child = retry()
+        .args(fast(&["-a", "5", &job]))
+        .stderr(Stdio::piped())
+        .spawn();
+    wait_for_file(&s.path("ready"), Duration::from_secs(5));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    let start = Instant::now();
+    let status = child.wait().unwrap();
+    assert_eq!(support::status_of(&status), 128 + sig as i32, "{sig:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(s.count("count"), 1, "no further attempt after {sig:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    for pid in s.read("kids").lines() {
+        assert!(!alive(pid.parse().unwrap()), "grandchild outlived {sig:?}");
+    }
+}
+
+#[test]
+fn sigint_is_forwarded() {
+    signal_is_forwarded(nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
+fn sigterm_is_forwarded() {
+    signal_is_forwarded(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn sighup_is_forwarded() {
+    signal_is_forwarded(nix::sys::signal::Signal::SIGHUP);
+}
+
+#[test]
+fn sigquit_is_forwarded() {
+    signal_is_forwarded(nix::sys::signal::Signal::SIGQUIT);
+}
+
+#[test]
+fn signal_during_backoff_exits_at_once() {
+    let s = Scratch::new();
+    let job = s.job("echo run >> \"$D/count\"; echo x > \"$D/ready\"; exit 1");
+    let mut child = retry()
+        .args(["--delay", "20s", "--jitter", "none", &job])
+        .stderr(Stdio::piped())
+        .spawn();
+    wait_for_file(&s.path("ready"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(support::status_of(&status), 143);
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(s.count("count"), 1);
+}
+
+#[test]
+fn interactive_command_reads_the_terminal() {
+    // `script` gives retry a real pseudo-terminal as its controlling terminal.
+    let s = Scratch::new();
+    let job = s.job("read answer; echo \"got:$answer\" > \"$D/answer\"");
+    let inner = format!("{} -- {}", support::BIN, job);
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env_remove("RETRY_DEPTH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    std::thread::sleep(Duration::from_millis(500));
+    child.stdin.as_mut().unwrap().write_all(b"yes\n").unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) && s.read("answer").is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(s.read("answer"), "got:yes\n");
+}
+
+#[test]
+fn ctrl_c_at_the_terminal_stops_an_interactive_run() {
+    let s = Scratch::new();
+    let job = s.job("echo run >> \"$D/count\"; echo ready > \"$D/ready\"; sleep 30");
+    let inner = format!(
+        "{} -- {}; echo \"status:$?\" > {}",
+        support::BIN,
+        job,
+        s.p("status")
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env_remove("RETRY_DEPTH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script(1)");
+    wait_for_file(&s.path("ready"), Duration::from_secs(5));
+    // script(1) can drop a keystroke that comes while it is still starting up
+    // (seen on a loaded machine, the job already in the foreground): press Ctrl-C
+    // again, as a person would, until the run ends.
+    let end = Instant::now() + Duration::from_secs(10);
+    while !s.path("status").exists() && Instant::now() < end {
+        child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let text = wait_for_file(&s.path("status"), Duration::from_secs(5));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(text.trim(), "status:130");
+    assert_eq!(s.count("count"), 1);
+}

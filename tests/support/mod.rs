@@ -1,0 +1,15 @@
+//! What every feature module shares: running the binary, scratch directories and
+//! counting scripts, the HTTP server, the curl conformance harness, PostgreSQL and
+//! the third-party tool daemons.
+
+pub mod curl;
+pub mod http_server;
+pub mod postgres;
+pub mod run;
+pub mod scratch;
+pub mod terminal;
+pub mod tools;
+
+pub use run::{BIN, Invocation, Run, fast, generated, retry, run, status_of, wait_for_run};
+pub use scratch::{Scratch, alive, wait_for_file};
+pub use terminal::{Terminal, terminal};

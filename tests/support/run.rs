@@ -1,0 +1,246 @@
+//! The one way the tests start a program: an [`Invocation`] (arguments, environment,
+//! stdin) that runs to a [`Run`]. `retry()` starts one for the binary under test.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+
+/// Backoff that keeps a test fast: 1 ms growing to at most 5 ms.
+pub const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
+
+/// Environment that would change where requests go, how many attempts run or
+/// what retry prints (nesting, CI annotations, proxies, curl's own settings).
+pub const CLEARED_ENV: &[&str] = &[
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "CURL_HOME",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "RETRY_DEPTH",
+    "RETRY_ATTEMPT",
+    "GITHUB_ACTIONS",
+];
+
+/// `retry` with the environment of [`CLEARED_ENV`] removed and an empty stdin.
+pub fn retry() -> Invocation {
+    Invocation::of(BIN)
+}
+
+/// Runs `retry ARGS` to completion.
+pub fn run(args: &[&str]) -> Run {
+    retry().args(args).run()
+}
+
+/// [`FAST`] followed by `extra`: the arguments of a quick run.
+pub fn fast<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = FAST.to_vec();
+    v.extend_from_slice(extra);
+    v
+}
+
+/// A program about to run, built up like `std::process::Command`.
+pub struct Invocation {
+    command: Command,
+    input: Option<Vec<u8>>,
+    /// Whether a test chose where stdout and stderr go; `run` captures them otherwise.
+    stdout_chosen: bool,
+    stderr_chosen: bool,
+}
+
+impl Invocation {
+    /// `program` with a cleared environment and an empty stdin.
+    pub fn of(program: impl AsRef<OsStr>) -> Invocation {
+        let mut command = Command::new(program);
+        for var in CLEARED_ENV {
+            command.env_remove(var);
+        }
+        command.stdin(Stdio::null());
+        Invocation {
+            command,
+            input: None,
+            stdout_chosen: false,
+            stderr_chosen: false,
+        }
+    }
+
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
+        self.command.arg(arg);
+        self
+    }
+
+    pub fn args<S: AsRef<OsStr>>(&mut self, args: impl IntoIterator<Item = S>) -> &mut Self {
+        self.command.args(args);
+        self
+    }
+
+    /// Adds [`FAST`] backoff.
+    pub fn fast(&mut self) -> &mut Self {
+        self.args(FAST)
+    }
+
+    pub fn env(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.command.env(name, value);
+        self
+    }
+
+    pub fn env_remove(&mut self, name: impl AsRef<OsStr>) -> &mut Self {
+        self.command.env_remove(name);
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.command.current_dir(dir);
+        self
+    }
+
+    pub fn stdin(&mut self, stdin: impl Into<Stdio>) -> &mut Self {
+        self.command.stdin(stdin);
+        self
+    }
+
+    pub fn stdout(&mut self, stdout: impl Into<Stdio>) -> &mut Self {
+        self.command.stdout(stdout);
+        self.stdout_chosen = true;
+        self
+    }
+
+    pub fn stderr(&mut self, stderr: impl Into<Stdio>) -> &mut Self {
+        self.command.stderr(stderr);
+        self.stderr_chosen = true;
+        self
+    }
+
+    /// Bytes for the program's stdin, written from a thread so a large input
+    /// cannot block the run.
+    pub fn input(&mut self, bytes: impl Into<Vec<u8>>) -> &mut Self {
+        self.input = Some(bytes.into());
+        self.command.stdin(Stdio::piped());
+        self
+    }
+
+    /// Starts the program and returns at once; stdin is fed as with [`Self::run`].
+    pub fn spawn(&mut self) -> Child {
+        let mut child = self.command.spawn().expect("start the program");
+        if let Some(bytes) = self.input.clone() {
+            let mut pipe = child.stdin.take().expect("piped stdin");
+            std::thread::spawn(move || {
+                // A program that exits without reading all of it is not an error here.
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        child
+    }
+
+    /// Starts the program with stdout and stderr captured, for a test that signals
+    /// or waits on it itself (see [`wait_for_run`]).
+    pub fn start(&mut self) -> Child {
+        self.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+    }
+
+    /// Runs the program to completion, capturing stdout and stderr unless a test
+    /// sent them elsewhere.
+    pub fn run(&mut self) -> Run {
+        let start = Instant::now();
+        if !self.stdout_chosen {
+            self.command.stdout(Stdio::piped());
+        }
+        if !self.stderr_chosen {
+            self.command.stderr(Stdio::piped());
+        }
+        let output = self
+            .spawn()
+            .wait_with_output()
+            .expect("wait for the program");
+        Run::of(output, start)
+    }
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code, or 128+N for death by signal N.
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// A run from a child's output; `start` is when the child was started.
+    pub fn of(output: Output, start: Instant) -> Run {
+        Run {
+            status: status_of(&output.status),
+            stdout: output.stdout,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            elapsed: start.elapsed(),
+        }
+    }
+
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Fails, quoting stdout, unless stdout contains `text`.
+    #[track_caller]
+    pub fn assert_stdout_has(&self, text: &str) {
+        let stdout = self.stdout_text();
+        assert!(stdout.contains(text), "{stdout}");
+    }
+
+    /// Fails, quoting stdout, if stdout contains `text`.
+    #[track_caller]
+    pub fn assert_stdout_lacks(&self, text: &str) {
+        let stdout = self.stdout_text();
+        assert!(!stdout.contains(text), "{stdout}");
+    }
+
+    /// Fails, quoting stderr, unless stderr contains `text`.
+    #[track_caller]
+    pub fn assert_stderr_has(&self, text: &str) {
+        assert!(self.stderr.contains(text), "{}", self.stderr);
+    }
+
+    /// Fails, quoting stderr, if stderr contains `text`.
+    #[track_caller]
+    pub fn assert_stderr_lacks(&self, text: &str) {
+        assert!(!self.stderr.contains(text), "{}", self.stderr);
+    }
+}
+
+/// Waits for a child from [`Invocation::start`]; `elapsed` is the time spent waiting.
+pub fn wait_for_run(child: Child) -> Run {
+    let start = Instant::now();
+    Run::of(
+        child.wait_with_output().expect("wait for the program"),
+        start,
+    )
+}
+
+/// Exit code, or 128+N for death by signal N (the shell's convention).
+pub fn status_of(status: &ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// What the hidden `retry --generate KIND` prints (a completion script, the man page).
+pub fn generated(kind: &str) -> Vec<u8> {
+    let out = retry().args(["--generate", kind]).run();
+    assert_eq!(out.status, 0, "retry --generate {kind}: {}", out.stderr);
+    assert!(
+        !out.stdout.is_empty(),
+        "retry --generate {kind} printed nothing"
+    );
+    out.stdout
+}

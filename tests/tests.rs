@@ -1,0 +1,40 @@
+//! The integration tests: one crate, built once, that drives the real `retry` binary.
+//!
+//! Adding a feature's tests: write `tests/FEATURE.rs` (or `tests/FEATURE/mod.rs` with
+//! one file per section once it grows past a few hundred lines) and declare it below
+//! as `mod FEATURE;`. Cargo does not discover files in `tests/` on its own
+//! (`autotests = false`): a file not declared here is not built.
+//!
+//! Use `crate::support` instead of writing helpers again:
+//! - `retry()` starts an [`Invocation`](support::Invocation) of the binary with a clean
+//!   environment (no nesting, CI or proxy variables) and an empty stdin; chain `.args`,
+//!   `.fast()` (1 ms backoff), `.env`, `.input(bytes)`, `.current_dir`, then `.run()`
+//!   for a [`Run`](support::Run) (`status` is the exit code or 128+signal, `stdout`,
+//!   `stderr`, `elapsed`), or `.start()` and `wait_for_run(child)` for a run the test
+//!   signals or watches. `run(args)` and `fast(args)` are the short forms;
+//!   `Invocation::of(program)` runs another program the same way.
+//! - `Scratch` holds counting `sh` scripts (`script`, `count`, `read`); `alive(pid)` and
+//!   `wait_for_file` watch what they leave behind.
+//! - `http_server::Server` answers on 127.0.0.1 from a script and counts its hits;
+//!   `curl::Case` runs curl and retry side by side against it.
+//! - `postgres::start(test)` gives a private PostgreSQL server (or skips, unless
+//!   RETRY_TEST_REQUIRE_POSTGRES=1); `tools` has rsync, git and ssh daemons.
+//!
+//! Tests in this crate run in parallel threads of one process: a test must not change
+//! process-wide state (the current directory, environment variables, signal handlers);
+//! give the child what it needs through the `Invocation` instead.
+
+mod support;
+
+mod command;
+mod completion;
+mod curl_output;
+mod curl_request;
+mod faults;
+mod flags;
+mod generated;
+mod help;
+mod http;
+mod jobs;
+mod props;
+mod tools;
