@@ -453,8 +453,7 @@ fn an_orphan_that_exits_mid_attempt_is_reaped_while_the_attempt_runs() {
             &s.p("orphan"),
         ])
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let orphan: i32 = wait_for_file(&s.path("orphan"), Duration::from_secs(5))
         .trim()
         .parse()

@@ -4,28 +4,15 @@
 //! are interrupted), and the `RETRY_CONTROL` directives a command writes.
 //! Processes are checked through `/proc`.
 
-#[path = "support/cmd.rs"]
-mod cmd;
-#[path = "support/http_server.rs"]
-mod http_server;
-
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cmd::{Scratch, alive, retry, run, run_cmd, status_of, wait_for_file};
-use http_server::{Reply, Server};
+use crate::support::http_server::{Reply, Server};
+use crate::support::{Scratch, alive, fast, retry, run, status_of, wait_for_file};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
-
-const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
-
-fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v: Vec<&str> = FAST.to_vec();
-    v.extend_from_slice(extra);
-    v
-}
 
 /// `NAME=value` lines of a file written by `env`, as a map.
 fn env_file(text: &str) -> HashMap<String, String> {
@@ -64,7 +51,7 @@ fn a_give_up_hook_puts_the_report_in_a_dead_letter_directory() {
     std::fs::create_dir(s.path("spool")).unwrap();
     let hook = format!("cat > '{}'/$(date +%s%N).json", s.p("spool"));
     for _ in 0..2 {
-        let r = run(&args(&[
+        let r = run(&fast(&[
             "-a",
             "2",
             "--on-give-up",
@@ -100,7 +87,7 @@ fn a_success_hook_pings_a_dead_man_monitor() {
         "job",
         "echo run >> \"$D/count\"\n[ $(wc -l < \"$D/count\") -ge 2 ]",
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--on-success",
         &ping,
         "--on-give-up",
@@ -126,9 +113,9 @@ fn no_success_hook_after_a_failure_and_no_give_up_hook_after_a_success() {
     let success = format!("echo s >> '{}'", s.p("success"));
     let give_up = format!("echo g >> '{}'", s.p("give-up"));
     let hooks = ["--on-success", &success, "--on-give-up", &give_up];
-    run(&args(&[&hooks[..], &["--", "true"]].concat()));
-    run(&args(&[&hooks[..], &["-a", "2", "--", "false"]].concat()));
-    run(&args(
+    run(&fast(&[&hooks[..], &["--", "true"]].concat()));
+    run(&fast(&[&hooks[..], &["-a", "2", "--", "false"]].concat()));
+    run(&fast(
         &[&hooks[..], &["--stop-on", "4", "--", "sh", "-c", "exit 4"]].concat(),
     ));
     assert_eq!((s.count("success"), s.count("give-up")), (1, 2));
@@ -140,7 +127,7 @@ fn no_hook_after_a_skip() {
     let state = s.p("state");
     let marker = format!("echo hook >> '{}'", s.p("hooks"));
     let once = |cmd: &str| {
-        run(&args(&[
+        run(&fast(&[
             "--state",
             &state,
             "--once",
@@ -168,7 +155,7 @@ fn a_hook_that_hangs_is_cut_at_the_timeout_with_all_its_processes() {
         "trap '' TERM; echo $$ > '{p}'; sleep 30 & echo $! >> '{p}'; wait",
         p = s.p("pids")
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--hook-timeout",
         "200ms",
         "-a",
@@ -201,7 +188,7 @@ fn a_hook_that_hangs_is_cut_at_the_timeout_with_all_its_processes() {
 fn a_hook_that_obeys_sigterm_ends_at_the_timeout() {
     let s = Scratch::new();
     let hook = format!("echo $$ > '{}'; sleep 30", s.p("pids"));
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--hook-timeout",
         "300ms",
         "--on-success",
@@ -217,7 +204,7 @@ fn a_hook_that_obeys_sigterm_ends_at_the_timeout() {
 
 #[test]
 fn a_hook_that_fails_is_only_a_warning() {
-    let r = run(&args(&["--on-success", "exit 7", "--", "true"]));
+    let r = run(&fast(&["--on-success", "exit 7", "--", "true"]));
     assert_eq!(r.status, 0);
     assert!(
         r.stderr
@@ -225,7 +212,7 @@ fn a_hook_that_fails_is_only_a_warning() {
         "{}",
         r.stderr
     );
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "2",
         "--on-give-up",
@@ -243,7 +230,7 @@ fn a_hook_that_fails_is_only_a_warning() {
     );
     let s = Scratch::new();
     let job = s.script("job", "echo run >> \"$D/count\"\nexit 1");
-    let r = run(&args(&["-a", "3", "--on-retry", "exit 1", "--", &job]));
+    let r = run(&fast(&["-a", "3", "--on-retry", "exit 1", "--", &job]));
     assert_eq!(
         (r.status, s.count("count")),
         (1, 3),
@@ -261,7 +248,7 @@ fn hooks_get_the_commands_environment_and_the_ending() {
     let on_retry = format!("env > '{}'", s.p("on-retry"));
     let on_give_up = format!("env > '{}'", s.p("on-give-up"));
     let mut cmd = retry();
-    cmd.args(args(&[
+    cmd.args(fast(&[
         "-a",
         "2",
         "--max-time",
@@ -275,7 +262,7 @@ fn hooks_get_the_commands_environment_and_the_ending() {
     ]))
     .env("RETRY_HTTP_STATUS", "999")
     .env("RETRY_CONTROL", "/inherited");
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 3, "{}", r.stderr);
     let command = env_file(&s.read("command.1"));
     let retry_env = env_file(&s.read("on-retry"));
@@ -317,7 +304,7 @@ fn hooks_in_http_mode_get_the_status_and_curls_exit_code() {
     let server = Server::script(vec![Reply::status(503)]).expect_hits(2);
     let s = Scratch::new();
     let on_give_up = format!("env > '{}'", s.p("env"));
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "2",
         "--idempotency-key",
@@ -339,7 +326,7 @@ fn hooks_in_http_mode_get_the_status_and_curls_exit_code() {
 fn the_report_on_stdin_is_the_report_file() {
     let s = Scratch::new();
     let hook = format!("cat > '{}'", s.p("stdin.json"));
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--report",
         &s.p("report.json"),
         "--on-success",
@@ -355,7 +342,7 @@ fn the_report_on_stdin_is_the_report_file() {
 
 #[test]
 fn hook_output_goes_to_stderr_only() {
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--hold-stdout",
         "-a",
         "2",
@@ -381,12 +368,11 @@ fn sigterm_during_hook(flag: &str, command: &[&str]) {
     let s = Scratch::new();
     let hook = format!("echo $$ > '{}'; sleep 30", s.p("hook"));
     let mut child = retry()
-        .args(args(&["-a", "2", flag, &hook, "--"]))
+        .args(fast(&["-a", "2", flag, &hook, "--"]))
         .args(command)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let pid: i32 = wait_for_file(&s.path("hook"), Duration::from_secs(5))
         .trim()
         .parse()
@@ -426,7 +412,7 @@ fn sigterm_during_a_hook_exits_143_within_a_second() {
 fn a_retry_hook_that_outlasts_the_sleep_delays_the_next_attempt() {
     let s = Scratch::new();
     let job = s.script("job", "date +%s%N >> \"$D/starts\"\nexit 1");
-    let r = run(&args(&["-a", "2", "--on-retry", "sleep 0.6", "--", &job]));
+    let r = run(&fast(&["-a", "2", "--on-retry", "sleep 0.6", "--", &job]));
     assert_eq!(r.status, 1);
     let starts: Vec<u128> = s
         .read("starts")
@@ -440,7 +426,7 @@ fn a_retry_hook_that_outlasts_the_sleep_delays_the_next_attempt() {
 
 #[test]
 fn a_retry_hook_counts_towards_max_time() {
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "5",
         "--max-time",
@@ -483,7 +469,7 @@ fn says(s: &Scratch, directive: &str, code: i32) -> String {
 #[test]
 fn control_retry_makes_a_success_transient_and_the_status_1() {
     let s = Scratch::new();
-    let r = run(&args(&["-a", "3", "--", &says(&s, "retry", 0)]));
+    let r = run(&fast(&["-a", "3", "--", &says(&s, "retry", 0)]));
     assert_eq!((r.status, s.count("count")), (1, 3), "{}", r.stderr);
     assert!(
         r.stderr.contains("wrote \"retry\" to RETRY_CONTROL"),
@@ -495,7 +481,7 @@ fn control_retry_makes_a_success_transient_and_the_status_1() {
 #[test]
 fn control_retry_comes_before_stop_on() {
     let s = Scratch::new();
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "2",
         "--stop-on",
@@ -509,14 +495,14 @@ fn control_retry_comes_before_stop_on() {
 #[test]
 fn control_stop_ends_the_run_with_the_commands_status() {
     let s = Scratch::new();
-    let r = run(&args(&["--", &says(&s, "stop", 75)]));
+    let r = run(&fast(&["--", &says(&s, "stop", 75)]));
     assert_eq!(
         (r.status, s.count("count")),
         (75, 1),
         "75 would be retried otherwise"
     );
     let s = Scratch::new();
-    let r = run(&args(&["--", &says(&s, "stop", 0)]));
+    let r = run(&fast(&["--", &says(&s, "stop", 0)]));
     assert_eq!(
         (r.status, s.count("count")),
         (1, 1),
@@ -528,7 +514,7 @@ fn control_stop_ends_the_run_with_the_commands_status() {
 fn control_success_exits_0_whatever_the_status() {
     let s = Scratch::new();
     let report = s.p("report.json");
-    let r = run(&args(&["--report", &report, "--", &says(&s, "success", 3)]));
+    let r = run(&fast(&["--report", &report, "--", &says(&s, "success", 3)]));
     assert_eq!((r.status, s.count("count")), (0, 1), "{}", r.stderr);
     let report = json(&s.read("report.json"));
     assert_eq!(report["attempts"][0]["class"], "success");
@@ -538,7 +524,7 @@ fn control_success_exits_0_whatever_the_status() {
 #[test]
 fn control_retry_after_waits_at_least_that_long() {
     let s = Scratch::new();
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "-a",
         "2",
         "--jitter",
@@ -561,7 +547,7 @@ fn control_retry_after_waits_at_least_that_long() {
 fn control_retry_after_past_the_cap_ends_the_run() {
     let s = Scratch::new();
     let report = s.p("report.json");
-    let r = run(&args(&[
+    let r = run(&fast(&[
         "--max-retry-after",
         "1s",
         "--report",
@@ -582,7 +568,7 @@ fn control_retry_after_past_the_cap_ends_the_run() {
 #[test]
 fn control_garbage_is_a_warning_and_ignored() {
     let s = Scratch::new();
-    let r = run(&args(&["--", &says(&s, "please retry", 0)]));
+    let r = run(&fast(&["--", &says(&s, "please retry", 0)]));
     assert_eq!((r.status, s.count("count")), (0, 1));
     assert!(
         r.stderr
@@ -601,9 +587,9 @@ fn control_file_is_empty_private_and_removed_after_the_attempt() {
         "echo \"$RETRY_CONTROL\" >> \"$D/paths\"\n[ -f \"$RETRY_CONTROL\" ] && [ ! -s \"$RETRY_CONTROL\" ] || exit 64\nstat -c %a \"$(dirname \"$RETRY_CONTROL\")\" >> \"$D/modes\"\nexit 1",
     );
     let mut cmd = retry();
-    cmd.args(args(&["-a", "2", "--", &job]))
+    cmd.args(fast(&["-a", "2", "--", &job]))
         .env("XDG_RUNTIME_DIR", s.path("runtime"));
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 1, "{}", r.stderr);
     let paths: Vec<String> = s.read("paths").lines().map(str::to_string).collect();
     assert_eq!(paths.len(), 2);
@@ -626,7 +612,7 @@ fn control_falls_back_to_tmpdir() {
     cmd.args(["--", &job])
         .env_remove("XDG_RUNTIME_DIR")
         .env("TMPDIR", s.dir.path());
-    assert_eq!(run_cmd(&mut cmd).status, 0);
+    assert_eq!(cmd.run().status, 0);
     assert!(
         s.read("path").starts_with(&s.p("retry-control-")),
         "{}",
@@ -645,7 +631,7 @@ fn without_a_private_directory_the_attempt_runs_without_control() {
     cmd.args(["-v", "--", &job])
         .env("XDG_RUNTIME_DIR", s.path("missing"))
         .env("RETRY_CONTROL", "/an/outer/retry's/file");
-    let r = run_cmd(&mut cmd);
+    let r = cmd.run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(s.read("seen"), "unset\n");
     assert!(
@@ -654,11 +640,10 @@ fn without_a_private_directory_the_attempt_runs_without_control() {
         "{}",
         r.stderr
     );
-    let quiet = run_cmd(
-        retry()
-            .args(["--", &job])
-            .env("XDG_RUNTIME_DIR", s.path("missing")),
-    );
+    let quiet = retry()
+        .args(["--", &job])
+        .env("XDG_RUNTIME_DIR", s.path("missing"))
+        .run();
     assert!(
         !quiet.stderr.contains("RETRY_CONTROL"),
         "-v only: {}",

@@ -34,6 +34,7 @@ mod faults;
 mod flags;
 mod generated;
 mod help;
+mod hooks;
 mod http;
 mod jobs;
 mod props;
