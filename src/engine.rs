@@ -201,7 +201,6 @@ pub trait Events {
 /// What `--on-retry` is told about the attempt that failed.
 pub struct RetryFacts<'a> {
     pub record: &'a AttemptRecord,
-    pub limit: u32,
     /// The status retry would exit with if this attempt were the last.
     pub exit_code: i32,
     pub next_delay: Duration,
@@ -215,16 +214,6 @@ pub trait RetryHook {
     fn start(&mut self, facts: &RetryFacts<'_>);
     /// Waits for the hook started last, if one runs; `Err` if the run must stop now.
     fn wait(&mut self) -> Result<(), Stop>;
-}
-
-/// No `--on-retry`.
-pub struct NoRetryHook;
-
-impl RetryHook for NoRetryHook {
-    fn start(&mut self, _facts: &RetryFacts<'_>) {}
-    fn wait(&mut self) -> Result<(), Stop> {
-        Ok(())
-    }
 }
 
 /// Everything the loop needs from outside besides the executor.
@@ -294,7 +283,6 @@ pub fn run(
                 exec.discard();
                 let facts = RetryFacts {
                     record,
-                    limit: policy.attempts,
                     exit_code: report.exit_code,
                     next_delay: delay,
                     budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),

@@ -44,8 +44,6 @@ pub struct Hooks {
     max_time: Option<Duration>,
     /// The key, when the command sees it or the request sends it.
     key: Option<String>,
-    /// Variables every hook gets that the run adds as it goes (RETRY_FENCING_TOKEN).
-    extra: Vec<(String, OsString)>,
     running: Option<RunningHook>,
 }
 
@@ -64,16 +62,8 @@ impl Hooks {
             attempts: run.attempts,
             max_time: run.max_time,
             key: key.map(str::to_string),
-            extra: Vec::new(),
             running: None,
         }
-    }
-
-    /// Adds a variable every hook gets from now on, as the command gets it
-    /// (the fencing token once a lock yields one).
-    pub fn set_env(&mut self, name: &str, value: impl Into<OsString>) {
-        self.extra.retain(|(n, _)| n != name);
-        self.extra.push((name.to_string(), value.into()));
     }
 
     /// The environment of a hook about `about`: the command's RETRY_* variables
@@ -99,7 +89,6 @@ impl Hooks {
         if let Outcome::Http { status } = last.outcome {
             env.push(var("RETRY_HTTP_STATUS", status));
         }
-        env.extend(self.extra.iter().cloned());
         env
     }
 
@@ -305,8 +294,7 @@ mod tests {
 
     #[test]
     fn the_environment_is_the_commands_and_the_endings() {
-        let mut h = hooks();
-        h.set_env("RETRY_FENCING_TOKEN", "7");
+        let h = hooks();
         let s = summary(StopReason::Attempts, 1);
         let about = About {
             last: &s.attempts[0],
@@ -329,7 +317,6 @@ mod tests {
         assert_eq!(get("RETRY_OUTCOME").as_deref(), Some("HTTP 503"));
         assert_eq!(get("RETRY_CLASS").as_deref(), Some("transient"));
         assert_eq!(get("RETRY_DEADLINE_MS").as_deref(), Some("1500"));
-        assert_eq!(get("RETRY_FENCING_TOKEN").as_deref(), Some("7"));
         assert_eq!(get("RETRY_IDEMPOTENCY_KEY"), None, "a key not in use");
         assert!(HOOK_VARS.contains(&"RETRY_CONTROL"));
     }

@@ -3,22 +3,46 @@
 //! executor for the target, pass the scheduled-job gate, run the one retry loop,
 //! write the report, and turn the outcome into an exit status.
 
-pub mod backoff;
-pub mod classify;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod dry_run;
-pub mod engine;
-pub mod exec;
-pub mod exit;
-pub mod generate;
-pub mod hooks;
-pub mod io;
-pub mod jobs;
-pub mod parse;
-pub mod report;
-pub mod signals;
+mod backoff;
+mod classify;
+mod cli;
+mod clock;
+mod config;
+mod dry_run;
+mod engine;
+mod exec;
+mod exit;
+mod generate;
+mod hooks;
+mod io;
+mod jobs;
+mod parse;
+mod report;
+mod signals;
+
+/// The clap definition, for tests that walk every option.
+pub use cli::Cli;
+
+/// The parsers of outside input (flag values, lock and state targets, marker file
+/// names, HTTP header lines and wait headers), public for the property tests.
+pub mod parsers {
+    pub use crate::parse::{attempts, duration, exit_codes, factor, positive_duration, statuses};
+
+    /// `--lock` and `--state` targets, and `--once` marker file names.
+    pub mod jobs {
+        pub use crate::jobs::file::{check_key, escape_key, key_from_file_name};
+        pub use crate::jobs::{Backend, parse_lock_target, parse_state_target, parse_target};
+    }
+
+    /// `-H` lines and the wait headers a server sends.
+    pub mod headers {
+        pub use crate::exec::http_headers::{
+            EPOCH_THRESHOLD, HeaderAction, MAX_WAIT, check_name, delta_seconds, header_file,
+            header_line, http_date, rate_limit_field, rate_limit_remaining, rate_limit_reset,
+            retry_after,
+        };
+    }
+}
 
 use std::ffi::OsString;
 

@@ -348,7 +348,7 @@ fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
 fn every_option_is_accepted_in_its_mode_and_refused_in_the_other() {
     let server = Server::script(vec![Reply::ok("ok")]);
     let mut failures = Vec::new();
-    let cmd = retry::cli::Cli::command();
+    let cmd = retry::Cli::command();
     for arg in cmd.get_arguments() {
         let Some(long) = arg.get_long() else {
             continue;

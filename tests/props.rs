@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use retry::parse;
+use retry::parsers as parse;
 
 /// Strings that look like the values people type, plus arbitrary text.
 fn value_text() -> impl Strategy<Value = String> {
@@ -186,7 +186,8 @@ mod lock_and_state_targets {
     use std::path::PathBuf;
 
     use proptest::prelude::*;
-    use retry::jobs::{self, Backend, file};
+    use retry::parsers::jobs as file;
+    use retry::parsers::jobs::{self, Backend};
 
     fn target_text() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -280,7 +281,7 @@ mod http_headers {
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     use proptest::prelude::*;
-    use retry::exec::http_headers::{self as h, HeaderAction};
+    use retry::parsers::headers::{self as h, HeaderAction};
 
     fn header_text() -> impl Strategy<Value = String> {
         prop_oneof![

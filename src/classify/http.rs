@@ -261,10 +261,15 @@ pub const IDEMPOTENT_METHODS: &[MethodRow] = &[
     },
 ];
 
-pub fn is_idempotent(method: &str) -> bool {
+/// The row that makes `method` idempotent, if one does.
+fn idempotent_row(method: &str) -> Option<&'static MethodRow> {
     IDEMPOTENT_METHODS
         .iter()
-        .any(|row| row.method.eq_ignore_ascii_case(method))
+        .find(|row| row.method.eq_ignore_ascii_case(method))
+}
+
+pub fn is_idempotent(method: &str) -> bool {
+    idempotent_row(method).is_some()
 }
 
 /// Ways an attempt can fail before a complete response arrives.
@@ -564,9 +569,10 @@ impl HttpRules {
 
     fn describe_method(&self) -> String {
         let method = &self.method;
-        if is_idempotent(method.as_str()) {
+        if let Some(row) = idempotent_row(method.as_str()) {
             format!(
-                "method {method} is idempotent (RFC 9110 §9.2.2): every transient failure is retried"
+                "method {method} is idempotent ({}): every transient failure is retried",
+                row.source
             )
         } else if self.key_in_use {
             format!(

@@ -516,11 +516,6 @@ impl When {
 }
 
 impl Profile {
-    /// Whether any row needs to see the command's stderr.
-    pub fn reads_stderr(&self) -> bool {
-        self.rows.iter().any(|r| !matches!(r.when, When::Always))
-    }
-
     /// Every stderr pattern the profile's rows look for, each once.
     pub fn phrase_patterns(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();

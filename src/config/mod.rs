@@ -29,7 +29,6 @@ pub struct Config {
     pub target: TargetConfig,
     pub policy: Policy,
     pub run: RunInfo,
-    pub log: LogConfig,
     /// Show a live countdown while sleeping (stderr is a terminal, text logs, not quiet).
     pub countdown: bool,
     pub jobs: JobOptions,
@@ -121,7 +120,6 @@ impl Config {
             target,
             policy,
             run,
-            log,
             countdown,
             jobs,
             hooks,

@@ -87,10 +87,7 @@ impl Spool {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+    #[cfg(test)]
     pub fn is_on_disk(&self) -> bool {
         self.file.is_some()
     }

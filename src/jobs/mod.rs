@@ -25,7 +25,7 @@ use crate::parse::human;
 use crate::report;
 use crate::signals::{self, Stop};
 
-pub use self::postgres::{PgTarget, SslMode};
+pub use self::postgres::PgTarget;
 
 /// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]

@@ -15,8 +15,7 @@ mod store;
 mod tls;
 mod url;
 
-pub use conn::PgLiveness;
-pub use lock::{ADVISORY_KEY_SQL, PgLock};
-pub use store::{MARKER_TABLE, ONCE_LOCK_PREFIX, PgStore};
-pub use url::{PgTarget, SslMode};
+pub use lock::PgLock;
+pub use store::{MARKER_TABLE, PgStore};
+pub use url::PgTarget;
 pub(crate) use url::{parse_url, strip_scheme};
