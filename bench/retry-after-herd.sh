@@ -11,7 +11,8 @@
 # Usage: bench/retry-after-herd.sh                 (builds target/release/retry first)
 #        RETRY_BIN=path bench/retry-after-herd.sh  (measures that binary as it is)
 # Knobs: CLIENTS (20), RUNS (5), RETRY_ARGS (none: the defaults are what is measured),
-#        NO_DOCS=1 to print the table without writing BENCHMARKS.md.
+#        NO_DOCS=1 to print the table without writing BENCHMARKS.md, SUMMARY=FILE for a
+#        one-line summary (bench/run.sh's retry_after_herd section reads it).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -133,6 +134,12 @@ EOF
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
 for n in $(seq "$RUNS"); do one_run "$n"; done
+# SUMMARY=FILE: one line for bench/run.sh's table (fewest and most clients through,
+# requests per run, the largest retry peak per 100 ms).
+if [[ -n ${SUMMARY:-} ]]; then
+    awk -F'\t' 'NR == 1 { lo = hi = $2 } { if ($2 < lo) lo = $2; if ($2 > hi) hi = $2; req += $3; if ($6 > peak) peak = $6 }
+        END { printf "%s\t%s\t%.0f\t%s\n", lo, hi, req / NR, peak }' "$ROWS" >"$SUMMARY"
+fi
 
 {
     echo

@@ -24,7 +24,7 @@ STARTUP_RUNS=${STARTUP_RUNS:-300}
 BIG_RUNS=${BIG_RUNS:-10}
 SIZE=${SIZE:-1G}
 GZ_SIZE=${GZ_SIZE:-100M}
-ALL_SECTIONS="startup pass_through hold_stdout stdin_replay http compressed"
+ALL_SECTIONS="startup pass_through hold_stdout stdin_replay http compressed retry_after_herd"
 SECTIONS=${SECTIONS:-$ALL_SECTIONS}
 WARMUP=3
 
@@ -214,6 +214,18 @@ compressed() {
         "$(peak_rss "TIME $R --compressed -o $WORK/retry.txt $gz")" \
         "curl -s --compressed -o" "target >= 0.9x, RSS < 16 MiB"
     rm -f "$WORK"/*.txt
+}
+
+# SPEC's Retry-After scenario against a real nginx (bench/retry-after-herd.sh, which
+# also writes its own section): one summary row here.
+retry_after_herd() {
+    local clients=20
+    CLIENTS=$clients RUNS=${HERD_RUNS:-5} SUMMARY="$WORK/herd.tsv" RETRY_BIN="$R" \
+        "$ROOT/bench/retry-after-herd.sh" >&2
+    local lo hi requests peak
+    read -r lo hi requests peak <"$WORK/herd.tsv"
+    row "Retry-After herd (nginx, Retry-After: 2)" "retry" "" "" "" "" \
+        "$lo-$hi of $clients through per run (target >= 19), $requests requests a run, retry peak $peak per 100 ms"
 }
 
 for section in $SECTIONS; do
