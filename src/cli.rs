@@ -20,6 +20,7 @@ const PROCESS: &str = "Process handling (command mode)";
 const HTTP: &str = "HTTP mode";
 const CURL: &str = "curl's options (HTTP mode)";
 const JOBS: &str = "Scheduled jobs";
+const SCHEDULE: &str = "Running on a schedule";
 const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
@@ -580,6 +581,36 @@ pub struct Cli {
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
     pub state: Option<String>,
 
+    /// Run in the foreground, one run at each time CRON names
+    ///
+    /// Five fields (minute hour day month weekday), an optional leading seconds field,
+    /// names, ranges, lists, steps, or @hourly, @daily, @weekly, @monthly, @yearly.
+    /// Each slot runs once across schedulers sharing --state (key JOB@SLOT); stop with
+    /// SIGINT or SIGTERM.
+    #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], help_heading = SCHEDULE)]
+    pub schedule: Option<String>,
+
+    /// The job's name in slot keys, locks and logs
+    /// [default: the command's base name (or the URL's host) and 8 hex digits of its SHA-256]
+    #[arg(long, value_name = "NAME", requires = "schedule", value_parser = job_name_value, help_heading = SCHEDULE)]
+    pub job: Option<String>,
+
+    /// What to do with missed slots (no record in --state)
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = CatchUp::Latest, requires = "schedule", help_heading = SCHEDULE)]
+    pub catch_up: CatchUp,
+
+    /// How far back missed slots are looked for
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "24h", value_parser = parse::duration, requires = "schedule", help_heading = SCHEDULE)]
+    pub catch_up_window: Duration,
+
+    /// A slot that comes while the previous run still runs: skip it, or run it after
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = Overlap::Skip, requires = "schedule", help_heading = SCHEDULE)]
+    pub overlap: Overlap,
+
+    /// The zone CRON is read in (IANA name) [default: TZ, else local]
+    #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]
+    pub tz: Option<String>,
+
     /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
     #[arg(short = 'q', long, action = ArgAction::Count, conflicts_with = "verbose", help_heading = OUTPUT)]
     pub quiet: u8,
@@ -651,6 +682,26 @@ pub enum ProfileName {
     Rsync,
     /// git: 128 is transient only when stderr shows a network failure
     Git,
+}
+
+/// `--catch-up`: what a scheduler does with slots that have no record.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatchUp {
+    /// Run none; say how many were dropped
+    None,
+    /// Run the most recent missed slot of the window
+    Latest,
+    /// Run every missed slot of the window, oldest first
+    All,
+}
+
+/// `--overlap`: a slot that comes while the previous run still runs.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// Do not run it; record and log it as skipped
+    Skip,
+    /// Run it after the running one ends
+    Queue,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -733,6 +784,18 @@ fn key_value(text: &str) -> Result<String, String> {
         Ok(text.to_string())
     } else {
         Err("expected auto or 1 to 255 visible ASCII characters without spaces".into())
+    }
+}
+
+fn job_name_value(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty()
+        && text.len() <= 100
+        && !text.contains('@')
+        && !text.chars().any(|c| c.is_control() || c == '/');
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err("expected a name of 1 to 100 characters without '@', '/' or control characters".into())
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::cli::Cli;
 
+#[derive(Clone)]
 pub struct HttpConfig {
     pub url: String,
     pub(crate) cli: Box<Cli>,

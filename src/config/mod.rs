@@ -6,6 +6,7 @@
 
 mod command;
 mod http;
+pub mod schedule;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use serde_json::json;
 
 pub use self::command::CommandConfig;
 pub use self::http::HttpConfig;
+pub use self::schedule::ScheduleConfig;
 use crate::backoff::Schedule;
 use crate::cli::{Cli, LogFormat};
 use crate::engine::Policy;
@@ -35,9 +37,12 @@ pub struct Config {
     pub dry_run: bool,
     /// `--seed`, or `None` for a random one.
     pub seed: Option<u64>,
+    /// `--schedule` and its options: run once per slot instead of once.
+    pub schedule: Option<ScheduleConfig>,
 }
 
 /// What the operands name, with that mode's settings.
+#[derive(Clone)]
 pub enum TargetConfig {
     Command(Box<CommandConfig>),
     Http(HttpConfig),
@@ -112,7 +117,11 @@ impl Config {
             max_wait_hint: cli.max_retry_after,
         };
         let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
-        let target = TargetConfig::from_cli(cli)?;
+        let schedule = ScheduleConfig::from_cli(&cli)?;
+        let mut target = TargetConfig::from_cli(cli)?;
+        if let (Some(_), TargetConfig::Command(c)) = (&schedule, &mut target) {
+            c.stdin = crate::cli::StdinMode::Null;
+        }
         Ok(Config {
             target,
             policy,
@@ -123,6 +132,7 @@ impl Config {
             report,
             dry_run,
             seed,
+            schedule,
         })
     }
 
