@@ -164,6 +164,12 @@ const COMMAND_ONLY: &[&str] = &[
 
 /// Options of both modes; every other option is a request option (HTTP mode).
 const BOTH: &[&str] = &[
+    "schedule",
+    "job",
+    "catch-up",
+    "catch-up-window",
+    "overlap",
+    "tz",
     "attempts",
     "delay",
     "max-delay",
@@ -276,6 +282,77 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("log-format", &["--log-format", "json"]),
     ("report", &["--report", "{dir}/report.json"]),
     ("dry-run", &["--dry-run"]),
+    // A scheduler runs until stopped: its samples are dry runs.
+    (
+        "schedule",
+        &[
+            "--schedule",
+            "@daily",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "job",
+        &[
+            "--schedule",
+            "@daily",
+            "--job",
+            "j",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "catch-up",
+        &[
+            "--schedule",
+            "@daily",
+            "--catch-up",
+            "all",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "catch-up-window",
+        &[
+            "--schedule",
+            "@daily",
+            "--catch-up-window",
+            "1h",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "overlap",
+        &[
+            "--schedule",
+            "@daily",
+            "--overlap",
+            "queue",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "tz",
+        &[
+            "--schedule",
+            "@daily",
+            "--tz",
+            "Europe/Berlin",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
 ];
 
 #[derive(Clone, Copy, PartialEq, Debug)]

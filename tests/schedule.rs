@@ -57,7 +57,11 @@ fn keys(dir: &Scratch, file: &str) -> Vec<String> {
 
 fn assert_no_key_twice(keys: &[String], logs: &str) {
     let unique: HashSet<&String> = keys.iter().collect();
-    assert_eq!(unique.len(), keys.len(), "a slot ran twice: {keys:?}\n{logs}");
+    assert_eq!(
+        unique.len(),
+        keys.len(),
+        "a slot ran twice: {keys:?}\n{logs}"
+    );
 }
 
 /// Waits until `file` has `n` lines, for up to `limit`.
@@ -87,8 +91,16 @@ fn two_schedulers_share(state: &str) {
     let dir = Scratch::new();
     let work = append_key(&dir, "runs");
     let args = [
-        "--schedule", "*/1 * * * * *", "--job", "shared", "--catch-up", "none",
-        "--state", state, "--", &work,
+        "--schedule",
+        "*/1 * * * * *",
+        "--job",
+        "shared",
+        "--catch-up",
+        "none",
+        "--state",
+        state,
+        "--",
+        &work,
     ];
     let a = Scheduler::start(&dir, "a", &args);
     let b = Scheduler::start(&dir, "b", &args);
@@ -139,8 +151,18 @@ fn a_slot_killed_mid_run_runs_again_with_the_same_key_and_a_finished_one_never()
     let cron = once_a_minute_in(2);
     let with = |catch_up: &'static str| {
         [
-            "--schedule", &cron, "--job", "nightly", "--catch-up", catch_up,
-            "--catch-up-window", "1m", "--state", &state, "--", &work,
+            "--schedule",
+            &cron,
+            "--job",
+            "nightly",
+            "--catch-up",
+            catch_up,
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
         ]
         .map(String::from)
     };
@@ -150,24 +172,41 @@ fn a_slot_killed_mid_run_runs_again_with_the_same_key_and_a_finished_one_never()
     let first = Scheduler::start(&dir, "first", &first_args);
     wait_lines(&dir, "starts", 1, Duration::from_secs(10));
     let log = first.kill9();
-    let pid: i32 = cmd::wait_for_file(&dir.path("pid"), Duration::from_secs(5)).trim().parse().unwrap();
+    let pid: i32 = cmd::wait_for_file(&dir.path("pid"), Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
 
     let second = Scheduler::start(&dir, "second", &args);
     wait_lines(&dir, "ends", 1, Duration::from_secs(10));
     let (_, log2) = second.stop();
     let starts = keys(&dir, "starts");
-    assert_eq!(starts.len(), 2, "the interrupted slot ran again once\n{log}\n{log2}");
-    assert_eq!(starts[0], starts[1], "the rerun sends the same idempotency key");
+    assert_eq!(
+        starts.len(),
+        2,
+        "the interrupted slot ran again once\n{log}\n{log2}"
+    );
+    assert_eq!(
+        starts[0], starts[1],
+        "the rerun sends the same idempotency key"
+    );
     assert_eq!(keys(&dir, "ends"), vec![starts[0].clone()]);
-    assert!(log2.contains("catch-up: running missed slot nightly@"), "{log2}");
+    assert!(
+        log2.contains("catch-up: running missed slot nightly@"),
+        "{log2}"
+    );
 
     // A third start finds the slot finished: it is not run again.
     let third = Scheduler::start(&dir, "third", &args);
     std::thread::sleep(Duration::from_millis(1500));
     let (status, log3) = third.stop();
     assert_eq!(status, 143, "{log3}");
-    assert_eq!(dir.count("starts"), 2, "a finished slot never runs again\n{log3}");
+    assert_eq!(
+        dir.count("starts"),
+        2,
+        "a finished slot never runs again\n{log3}"
+    );
     assert!(!log3.contains("running missed slot"), "{log3}");
 }
 
@@ -179,19 +218,39 @@ fn a_slot_that_gave_up_is_not_caught_up() {
     let cron = once_a_minute_in(2);
     let args = |catch_up: &'static str| {
         [
-            "--schedule", &cron, "--job", "flaky", "-a", "1", "--catch-up", catch_up,
-            "--catch-up-window", "1m", "--state", &state, "--", &work,
+            "--schedule",
+            &cron,
+            "--job",
+            "flaky",
+            "-a",
+            "1",
+            "--catch-up",
+            catch_up,
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
         ]
         .map(String::from)
     };
     let first_args = args("none");
-    let first = Scheduler::start(&dir, "first", &first_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let first = Scheduler::start(
+        &dir,
+        "first",
+        &first_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     wait_lines(&dir, "runs", 1, Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(300));
     let (_, log) = first.stop();
     assert!(log.contains("gave up"), "{log}");
     let second_args = args("latest");
-    let second = Scheduler::start(&dir, "second", &second_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let second = Scheduler::start(
+        &dir,
+        "second",
+        &second_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     std::thread::sleep(Duration::from_millis(1500));
     let (_, log2) = second.stop();
     assert_eq!(dir.count("runs"), 1, "{log2}");
@@ -210,8 +269,18 @@ fn catch_up_from_fresh_state(catch_up: &str) -> (Vec<String>, String) {
         &dir,
         "s",
         &[
-            "--schedule", "*/1 * * * * *", "--job", "catch", "--catch-up", catch_up,
-            "--catch-up-window", "3s", "--state", &state, "--", &work,
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "catch",
+            "--catch-up",
+            catch_up,
+            "--catch-up-window",
+            "3s",
+            "--state",
+            &state,
+            "--",
+            &work,
         ],
     );
     std::thread::sleep(Duration::from_millis(700));
@@ -222,31 +291,62 @@ fn catch_up_from_fresh_state(catch_up: &str) -> (Vec<String>, String) {
 #[test]
 fn catch_up_latest_all_and_none_from_state_say_what_they_did() {
     let (runs, log) = catch_up_from_fresh_state("all");
-    assert_eq!(log.matches("catch-up: running missed slot catch@").count(), 3, "{log}");
+    assert_eq!(
+        log.matches("catch-up: running missed slot catch@").count(),
+        3,
+        "{log}"
+    );
     assert!(runs.len() >= 3, "{runs:?}\n{log}");
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains("running missed slot")).collect();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("running missed slot"))
+        .collect();
     let mut sorted = lines.clone();
     sorted.sort();
     assert_eq!(lines, sorted, "missed slots run oldest first");
 
     let (_, log) = catch_up_from_fresh_state("latest");
-    assert_eq!(log.matches("catch-up: running missed slot catch@").count(), 1, "{log}");
-    assert!(log.contains("catch-up: dropped 2 older missed slots (--catch-up latest)"), "{log}");
+    assert_eq!(
+        log.matches("catch-up: running missed slot catch@").count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        log.contains("catch-up: dropped 2 older missed slots (--catch-up latest)"),
+        "{log}"
+    );
 
     let (_, log) = catch_up_from_fresh_state("none");
     assert!(!log.contains("running missed slot"), "{log}");
-    assert!(log.contains("catch-up: dropped 3 missed slots (--catch-up none)"), "{log}");
+    assert!(
+        log.contains("catch-up: dropped 3 missed slots (--catch-up none)"),
+        "{log}"
+    );
 }
 
 #[test]
 fn overlap_skip_logs_and_records_the_skipped_slot() {
     let dir = Scratch::new();
     let state = dir.p("state");
-    let work = dir.script("slow.sh", "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.6");
+    let work = dir.script(
+        "slow.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.6",
+    );
     let s = Scheduler::start(
         &dir,
         "s",
-        &["--schedule", "*/1 * * * * *", "--job", "slow", "--catch-up", "none", "--state", &state, "--", &work],
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "slow",
+            "--catch-up",
+            "none",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
     );
     std::thread::sleep(Duration::from_millis(4500));
     let (_, log) = s.stop();
@@ -267,13 +367,28 @@ fn overlap_skip_logs_and_records_the_skipped_slot() {
 fn overlap_queue_runs_the_slot_after_the_long_run() {
     let dir = Scratch::new();
     let state = dir.p("state");
-    let work = dir.script("slow.sh", "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.3");
+    let work = dir.script(
+        "slow.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.3",
+    );
     let s = Scheduler::start(
         &dir,
         "s",
         &[
-            "--schedule", "*/2 * * * * *", "--job", "queued", "--catch-up", "none", "--overlap", "queue",
-            "--catch-up-window", "1m", "--state", &state, "--", &work,
+            "--schedule",
+            "*/2 * * * * *",
+            "--job",
+            "queued",
+            "--catch-up",
+            "none",
+            "--overlap",
+            "queue",
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
         ],
     );
     std::thread::sleep(Duration::from_millis(5000));
@@ -286,20 +401,38 @@ fn overlap_queue_runs_the_slot_after_the_long_run() {
 
     let dir = Scratch::new();
     let state = dir.p("state");
-    let work = dir.script("slower.sh", "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 2.5");
+    let work = dir.script(
+        "slower.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 2.5",
+    );
     let s = Scheduler::start(
         &dir,
         "s",
         &[
-            "--schedule", "*/2 * * * * *", "--job", "queued", "--catch-up", "latest", "--overlap", "queue",
-            "--catch-up-window", "1m", "--state", &state, "--", &work,
+            "--schedule",
+            "*/2 * * * * *",
+            "--job",
+            "queued",
+            "--catch-up",
+            "latest",
+            "--overlap",
+            "queue",
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
         ],
     );
     std::thread::sleep(Duration::from_millis(7000));
     let (_, log) = s.stop();
     assert!(!log.contains("skipped"), "{log}");
     // The slot that came during a 2.5 s run runs right after it.
-    assert!(log.matches("catch-up: running missed slot queued@").count() >= 2, "{log}");
+    assert!(
+        log.matches("catch-up: running missed slot queued@").count() >= 2,
+        "{log}"
+    );
     assert_no_key_twice(&keys(&dir, "runs"), &log);
 }
 
@@ -307,22 +440,52 @@ fn overlap_queue_runs_the_slot_after_the_long_run() {
 fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
     let dir = Scratch::new();
     let out = cmd::run(&[
-        "--dry-run", "--schedule", "30 2 * * *", "--tz", "America/New_York", "--job", "report",
-        "--state", &dir.p("state"), "--", "true",
+        "--dry-run",
+        "--schedule",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--job",
+        "report",
+        "--state",
+        &dir.p("state"),
+        "--",
+        "true",
     ]);
     assert_eq!(out.status, 0, "{}", out.stderr);
     let text = out.stdout_text();
     let slots: Vec<&str> = text.lines().filter(|l| l.contains(" 02:30:00 E")).collect();
-    assert_eq!(slots.len(), 6, "five next slots and one to catch up:\n{text}");
+    assert_eq!(
+        slots.len(),
+        6,
+        "five next slots and one to catch up:\n{text}"
+    );
     for line in &slots {
-        assert!(line.contains("T06:30:00Z)") || line.contains("T07:30:00Z)"), "{line}");
+        assert!(
+            line.contains("T06:30:00Z)") || line.contains("T07:30:00Z)"),
+            "{line}"
+        );
     }
     assert!(text.contains("catch-up would run:"), "{text}");
     let none = cmd::run(&[
-        "--dry-run", "--schedule", "*/1 * * * * *", "--catch-up", "none", "--catch-up-window", "10s",
-        "--state", &dir.p("state"), "--", "true",
+        "--dry-run",
+        "--schedule",
+        "*/1 * * * * *",
+        "--catch-up",
+        "none",
+        "--catch-up-window",
+        "10s",
+        "--state",
+        &dir.p("state"),
+        "--",
+        "true",
     ]);
-    assert!(none.stdout_text().contains("catch-up would drop 10 missed slots"), "{}", none.stdout_text());
+    assert!(
+        none.stdout_text()
+            .contains("catch-up would drop 10 missed slots"),
+        "{}",
+        none.stdout_text()
+    );
 }
 
 #[test]
@@ -336,7 +499,10 @@ fn bad_schedule_options_exit_125_naming_the_flag() {
         (&["--schedule", "@daily", "--once", "k"], "--once"),
         (&["--schedule", "@daily", "--busy-exit", "3"], "--busy-exit"),
         (&["--schedule", "@daily", "--stdin", "replay"], "--stdin"),
-        (&["--schedule", "@daily", "--catch-up", "some"], "--catch-up"),
+        (
+            &["--schedule", "@daily", "--catch-up", "some"],
+            "--catch-up",
+        ),
     ];
     for (args, flag) in cases {
         let mut all: Vec<&str> = args.to_vec();
@@ -354,7 +520,14 @@ fn sigterm_stops_the_scheduler_with_143_and_a_local_state_is_said_to_be_one_host
     let s = Scheduler::start(
         &dir,
         "s",
-        &["--schedule", "@yearly", "--state", &dir.p("state"), "--", "true"],
+        &[
+            "--schedule",
+            "@yearly",
+            "--state",
+            &dir.p("state"),
+            "--",
+            "true",
+        ],
     );
     std::thread::sleep(Duration::from_millis(500));
     let start = Instant::now();

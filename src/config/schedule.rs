@@ -28,12 +28,11 @@ impl ScheduleConfig {
         };
         // `auto` is the default, so only an explicit other mode can be told apart and refused.
         if !matches!(cli.stdin, StdinMode::Auto | StdinMode::Null) {
-            anyhow::bail!(
-                "--stdin: only null goes with --schedule (each slot's stdin is empty)"
-            );
+            anyhow::bail!("--stdin: only null goes with --schedule (each slot's stdin is empty)");
         }
         let zone = cron::choose_zone(cli.tz.as_deref()).map_err(anyhow::Error::msg)?;
-        let cron = CronSchedule::parse(text, zone).map_err(|e| anyhow::anyhow!("--schedule: {e}"))?;
+        let cron =
+            CronSchedule::parse(text, zone).map_err(|e| anyhow::anyhow!("--schedule: {e}"))?;
         let state = match cli.state.as_deref() {
             Some(text) => jobs::parse_state_target(text).map_err(anyhow::Error::msg)?,
             None => Backend::File(jobs::default_state_dir()?),
@@ -92,7 +91,10 @@ mod tests {
     fn default_job_names_show_the_command_and_tell_command_lines_apart() {
         let a = name(&["/usr/bin/backup", "--full"]);
         let b = name(&["/usr/bin/backup", "--incremental"]);
-        assert!(a.starts_with("backup-") && a.len() == "backup-".len() + 8, "{a}");
+        assert!(
+            a.starts_with("backup-") && a.len() == "backup-".len() + 8,
+            "{a}"
+        );
         assert_ne!(a, b);
         assert_eq!(a, name(&["/usr/bin/backup", "--full"]));
         let url = name(&["https://user:pw@api.example.test:8443/ping"]);

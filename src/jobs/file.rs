@@ -231,7 +231,11 @@ impl MarkerStore for FileStore {
     }
 
     fn keys_with_prefix(&mut self, prefix: &str) -> anyhow::Result<Vec<String>> {
-        Ok(self.entries(prefix)?.into_iter().map(|(key, _)| key).collect())
+        Ok(self
+            .entries(prefix)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
     }
 
     fn prune(&mut self, prefix: &str, before: SystemTime) -> anyhow::Result<usize> {

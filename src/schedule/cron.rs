@@ -130,7 +130,9 @@ mod tests {
     use chrono::TimeZone;
 
     fn utc(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
     }
 
     fn slots(cron: &str, zone: Tz, from: &str, to: &str) -> Vec<String> {
@@ -147,50 +149,110 @@ mod tests {
     fn weekdays_zero_and_seven_are_sunday_and_one_is_monday() {
         // 2026-03-01 is a Sunday, 2026-03-02 a Monday.
         for cron in ["0 12 * * 0", "0 12 * * 7", "0 12 * * SUN"] {
-            let got = slots(cron, Tz::UTC, "2026-02-28T00:00:00Z", "2026-03-03T00:00:00Z");
+            let got = slots(
+                cron,
+                Tz::UTC,
+                "2026-02-28T00:00:00Z",
+                "2026-03-03T00:00:00Z",
+            );
             assert_eq!(got, ["2026-03-01T12:00:00Z"], "{cron}");
         }
-        let got = slots("0 12 * * 1", Tz::UTC, "2026-02-28T00:00:00Z", "2026-03-03T00:00:00Z");
+        let got = slots(
+            "0 12 * * 1",
+            Tz::UTC,
+            "2026-02-28T00:00:00Z",
+            "2026-03-03T00:00:00Z",
+        );
         assert_eq!(got, ["2026-03-02T12:00:00Z"]);
     }
 
     #[test]
     fn day_of_month_or_day_of_week_when_both_are_restricted() {
         // The 13th (a Friday in March 2026) or any Monday.
-        let got = slots("0 0 13 * MON", Tz::UTC, "2026-03-08T00:00:00Z", "2026-03-17T00:00:00Z");
+        let got = slots(
+            "0 0 13 * MON",
+            Tz::UTC,
+            "2026-03-08T00:00:00Z",
+            "2026-03-17T00:00:00Z",
+        );
         assert_eq!(
             got,
-            ["2026-03-09T00:00:00Z", "2026-03-13T00:00:00Z", "2026-03-16T00:00:00Z"]
+            [
+                "2026-03-09T00:00:00Z",
+                "2026-03-13T00:00:00Z",
+                "2026-03-16T00:00:00Z"
+            ]
         );
     }
 
     #[test]
     fn names_ranges_lists_steps_seconds_and_nicknames() {
-        let got = slots("*/20 * * * * *", Tz::UTC, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z");
+        let got = slots(
+            "*/20 * * * * *",
+            Tz::UTC,
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:01:00Z",
+        );
         assert_eq!(
             got,
-            ["2026-01-01T00:00:20Z", "2026-01-01T00:00:40Z", "2026-01-01T00:01:00Z"]
+            [
+                "2026-01-01T00:00:20Z",
+                "2026-01-01T00:00:40Z",
+                "2026-01-01T00:01:00Z"
+            ]
         );
-        let got = slots("0 9-10,15 * JAN mon-fri", Tz::UTC, "2026-01-02T00:00:00Z", "2026-01-02T23:00:00Z");
+        let got = slots(
+            "0 9-10,15 * JAN mon-fri",
+            Tz::UTC,
+            "2026-01-02T00:00:00Z",
+            "2026-01-02T23:00:00Z",
+        );
         assert_eq!(
             got,
-            ["2026-01-02T09:00:00Z", "2026-01-02T10:00:00Z", "2026-01-02T15:00:00Z"]
+            [
+                "2026-01-02T09:00:00Z",
+                "2026-01-02T10:00:00Z",
+                "2026-01-02T15:00:00Z"
+            ]
         );
-        let got = slots("@daily", Tz::UTC, "2026-01-01T00:00:00Z", "2026-01-03T00:00:00Z");
+        let got = slots(
+            "@daily",
+            Tz::UTC,
+            "2026-01-01T00:00:00Z",
+            "2026-01-03T00:00:00Z",
+        );
         assert_eq!(got, ["2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"]);
         assert_eq!(
-            slots("@hourly", Tz::UTC, "2026-01-01T00:00:00Z", "2026-01-01T02:00:00Z").len(),
+            slots(
+                "@hourly",
+                Tz::UTC,
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T02:00:00Z"
+            )
+            .len(),
             2
         );
         assert_eq!(
-            slots("@yearly", Tz::UTC, "2026-01-01T00:00:00Z", "2028-01-01T00:00:00Z"),
+            slots(
+                "@yearly",
+                Tz::UTC,
+                "2026-01-01T00:00:00Z",
+                "2028-01-01T00:00:00Z"
+            ),
             ["2027-01-01T00:00:00Z", "2028-01-01T00:00:00Z"]
         );
     }
 
     #[test]
     fn bad_expressions_are_refused_saying_what_is_accepted() {
-        for bad in ["", "* * * *", "61 * * * *", "* * * * * * * *", "@sometimes", "a b c d e"] {
+        for bad in [
+            "",
+            "* * * *",
+            "61 * * * *",
+            "* * * * * * * *",
+            "@sometimes",
+            "a b c d e",
+        ] {
             let err = CronSchedule::parse(bad, Tz::UTC).unwrap_err();
             assert!(err.contains("expected five fields"), "{bad}: {err}");
         }
@@ -199,43 +261,78 @@ mod tests {
     #[test]
     fn spring_forward_a_missing_fixed_time_runs_once_at_the_next_valid_time() {
         // Berlin 2026-03-29: 02:00 CET becomes 03:00 CEST (01:00Z); 02:30 does not exist.
-        let got = slots("30 2 * * *", BERLIN, "2026-03-28T12:00:00Z", "2026-03-30T12:00:00Z");
+        let got = slots(
+            "30 2 * * *",
+            BERLIN,
+            "2026-03-28T12:00:00Z",
+            "2026-03-30T12:00:00Z",
+        );
         assert_eq!(got, ["2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"]);
     }
 
     #[test]
     fn spring_forward_a_stepped_hour_skips_only_the_missing_hour() {
-        let got = slots("0 * * * *", BERLIN, "2026-03-28T23:30:00Z", "2026-03-29T02:30:00Z");
+        let got = slots(
+            "0 * * * *",
+            BERLIN,
+            "2026-03-28T23:30:00Z",
+            "2026-03-29T02:30:00Z",
+        );
         // 01:00 CET (00:00Z), then 03:00 CEST (01:00Z), 04:00 CEST (02:00Z).
         assert_eq!(
             got,
-            ["2026-03-29T00:00:00Z", "2026-03-29T01:00:00Z", "2026-03-29T02:00:00Z"]
+            [
+                "2026-03-29T00:00:00Z",
+                "2026-03-29T01:00:00Z",
+                "2026-03-29T02:00:00Z"
+            ]
         );
     }
 
     #[test]
     fn fall_back_a_repeated_fixed_time_runs_once() {
         // Berlin 2026-10-25: 03:00 CEST becomes 02:00 CET (01:00Z); 02:30 happens twice.
-        let got = slots("30 2 * * *", BERLIN, "2026-10-24T12:00:00Z", "2026-10-26T12:00:00Z");
+        let got = slots(
+            "30 2 * * *",
+            BERLIN,
+            "2026-10-24T12:00:00Z",
+            "2026-10-26T12:00:00Z",
+        );
         assert_eq!(got, ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]);
     }
 
     #[test]
     fn fall_back_a_wildcard_hour_runs_in_both_passes() {
-        let got = slots("30 * * * *", BERLIN, "2026-10-24T23:45:00Z", "2026-10-25T02:45:00Z");
+        let got = slots(
+            "30 * * * *",
+            BERLIN,
+            "2026-10-24T23:45:00Z",
+            "2026-10-25T02:45:00Z",
+        );
         // 02:30 CEST (00:30Z), 02:30 CET (01:30Z), 03:30 CET (02:30Z).
         assert_eq!(
             got,
-            ["2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z", "2026-10-25T02:30:00Z"]
+            [
+                "2026-10-25T00:30:00Z",
+                "2026-10-25T01:30:00Z",
+                "2026-10-25T02:30:00Z"
+            ]
         );
-        let stepped = slots("30 */1 * * *", BERLIN, "2026-10-24T23:45:00Z", "2026-10-25T02:45:00Z");
+        let stepped = slots(
+            "30 */1 * * *",
+            BERLIN,
+            "2026-10-24T23:45:00Z",
+            "2026-10-25T02:45:00Z",
+        );
         assert_eq!(stepped, got);
     }
 
     #[test]
     fn slots_are_instants_whatever_the_zone() {
         let s = CronSchedule::parse("0 9 * * *", chrono_tz::America::New_York).unwrap();
-        let next = s.next_after(Utc.with_ymd_and_hms(2026, 7, 1, 0, 0, 0).unwrap()).unwrap();
+        let next = s
+            .next_after(Utc.with_ymd_and_hms(2026, 7, 1, 0, 0, 0).unwrap())
+            .unwrap();
         assert_eq!(next, Utc.with_ymd_and_hms(2026, 7, 1, 13, 0, 0).unwrap());
     }
 
@@ -244,6 +341,10 @@ mod tests {
         assert_eq!(parse_zone("Europe/Berlin"), Ok(BERLIN));
         assert_eq!(parse_zone(":UTC"), Ok(Tz::UTC));
         assert!(parse_zone("Mars/Olympus").unwrap_err().contains("IANA"));
-        assert!(choose_zone(Some("nowhere")).unwrap_err().starts_with("--tz:"));
+        assert!(
+            choose_zone(Some("nowhere"))
+                .unwrap_err()
+                .starts_with("--tz:")
+        );
     }
 }

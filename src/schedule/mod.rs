@@ -117,7 +117,10 @@ impl Scheduler<'_> {
     pub fn run(&self, world: &mut dyn World) -> anyhow::Result<i32> {
         let start = world.now();
         let Some(first) = self.config.cron.next_after(start) else {
-            anyhow::bail!("--schedule: {:?} names no future time", self.config.cron.text);
+            anyhow::bail!(
+                "--schedule: {:?} names no future time",
+                self.config.cron.text
+            );
         };
         let handled = world.handled()?;
         let mut pruned_at = start;
@@ -129,7 +132,10 @@ impl Scheduler<'_> {
             self.config.cron.zone,
             show(first, self.config.cron.zone)
         ));
-        let span = self.config.cron.slots_between(start - self.window(), start, MAX_SLOTS);
+        let span = self
+            .config
+            .cron
+            .slots_between(start - self.window(), start, MAX_SLOTS);
         if let Err(sig) = self.catch_up(world, &span, &handled) {
             return Ok(128 + sig);
         }
@@ -144,7 +150,10 @@ impl Scheduler<'_> {
                 world.prune(pruned_at - self.window() - chrono::Duration::days(1));
             }
             let Some(next) = self.config.cron.next_after(cursor) else {
-                anyhow::bail!("--schedule: {:?} names no further time", self.config.cron.text);
+                anyhow::bail!(
+                    "--schedule: {:?} names no further time",
+                    self.config.cron.text
+                );
             };
             if let Err(sig) = world.sleep_until(next) {
                 return Ok(128 + sig);
@@ -229,7 +238,11 @@ impl Scheduler<'_> {
             CatchUp::All => "all",
         };
         if plan.dropped > 0 {
-            let older = if self.config.catch_up == CatchUp::Latest { " older" } else { "" };
+            let older = if self.config.catch_up == CatchUp::Latest {
+                " older"
+            } else {
+                ""
+            };
             world.say(&format!(
                 "catch-up: dropped {}{older} missed slot{} (--catch-up {policy})",
                 plan.dropped,
@@ -306,7 +319,11 @@ pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
         }
     }
     if plan.dropped > 0 {
-        out += &format!("catch-up would drop {} missed slot{}\n", plan.dropped, plural(plan.dropped));
+        out += &format!(
+            "catch-up would drop {} missed slot{}\n",
+            plan.dropped,
+            plural(plan.dropped)
+        );
     }
     Ok(out + "\n")
 }

@@ -9,7 +9,9 @@ use super::*;
 use crate::schedule::cron::CronSchedule;
 
 fn t(text: &str) -> Slot {
-    DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
 }
 
 fn set(slots: &[&str]) -> HashSet<Slot> {
@@ -103,7 +105,11 @@ fn run(cfg: &ScheduleConfig, world: &mut Fake) -> i32 {
 
 #[test]
 fn catch_up_plans_follow_the_policy_and_never_rerun_a_recorded_slot() {
-    let slots = [t("2026-01-01T00:00:00Z"), t("2026-01-01T01:00:00Z"), t("2026-01-01T02:00:00Z")];
+    let slots = [
+        t("2026-01-01T00:00:00Z"),
+        t("2026-01-01T01:00:00Z"),
+        t("2026-01-01T02:00:00Z"),
+    ];
     let handled = set(&["2026-01-01T01:00:00Z"]);
     let all = plan_catch_up(CatchUp::All, &slots, &handled);
     assert_eq!(all.run, vec![slots[0], slots[2]]);
@@ -121,9 +127,18 @@ fn catch_up_plans_follow_the_policy_and_never_rerun_a_recorded_slot() {
 #[test]
 fn slot_keys_round_trip() {
     let slot = t("2026-03-29T01:00:00Z");
-    assert_eq!(slot_key("backup-1a2b3c4d", slot), "backup-1a2b3c4d@2026-03-29T01:00:00Z");
-    assert_eq!(slot_of_key("backup-1a2b3c4d", "backup-1a2b3c4d@2026-03-29T01:00:00Z"), Some(slot));
-    assert_eq!(slot_of_key("backup", "backup-1a2b3c4d@2026-03-29T01:00:00Z"), None);
+    assert_eq!(
+        slot_key("backup-1a2b3c4d", slot),
+        "backup-1a2b3c4d@2026-03-29T01:00:00Z"
+    );
+    assert_eq!(
+        slot_of_key("backup-1a2b3c4d", "backup-1a2b3c4d@2026-03-29T01:00:00Z"),
+        Some(slot)
+    );
+    assert_eq!(
+        slot_of_key("backup", "backup-1a2b3c4d@2026-03-29T01:00:00Z"),
+        None
+    );
 }
 
 #[test]
@@ -133,10 +148,21 @@ fn a_start_catches_up_the_latest_missed_slot_then_runs_on_time() {
     assert_eq!(run(&cfg, &mut world), 143);
     assert_eq!(
         world.ran,
-        vec![t("2026-01-01T05:00:00Z"), t("2026-01-01T06:00:00Z"), t("2026-01-01T07:00:00Z")]
+        vec![
+            t("2026-01-01T05:00:00Z"),
+            t("2026-01-01T06:00:00Z"),
+            t("2026-01-01T07:00:00Z")
+        ]
     );
     // The window reaches back to 23:30: 00, 01, 02 and 04 are dropped, 03 has a record.
-    assert!(world.said.iter().any(|s| s.contains("dropped 4 older missed slots")), "{:?}", world.said);
+    assert!(
+        world
+            .said
+            .iter()
+            .any(|s| s.contains("dropped 4 older missed slots")),
+        "{:?}",
+        world.said
+    );
 }
 
 #[test]
@@ -144,12 +170,20 @@ fn catch_up_all_runs_each_missed_slot_in_order_and_none_runs_none() {
     let cfg = config("0 * * * *", CatchUp::All, Overlap::Skip, 3 * 3600);
     let mut world = Fake::new("2026-01-01T05:30:00Z", set(&["2026-01-01T04:00:00Z"]), 2);
     run(&cfg, &mut world);
-    assert_eq!(world.ran, vec![t("2026-01-01T03:00:00Z"), t("2026-01-01T05:00:00Z")]);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-01-01T03:00:00Z"), t("2026-01-01T05:00:00Z")]
+    );
     let cfg = config("0 * * * *", CatchUp::None, Overlap::Skip, 3 * 3600);
     let mut world = Fake::new("2026-01-01T05:30:00Z", HashSet::new(), 1);
     run(&cfg, &mut world);
     assert_eq!(world.ran, vec![t("2026-01-01T06:00:00Z")]);
-    assert!(world.said.iter().any(|s| s.contains("dropped 3 missed slots (--catch-up none)")));
+    assert!(
+        world
+            .said
+            .iter()
+            .any(|s| s.contains("dropped 3 missed slots (--catch-up none)"))
+    );
 }
 
 #[test]
@@ -159,10 +193,17 @@ fn overlap_skip_records_the_slots_that_came_during_a_long_run() {
     world.durations = VecDeque::from([25, 0]);
     run(&cfg, &mut world);
     // 00:10 runs for 25 s; 00:20 and 00:30 come during it and are skipped.
-    assert_eq!(world.skipped, vec![t("2026-01-01T00:00:20Z"), t("2026-01-01T00:00:30Z")]);
+    assert_eq!(
+        world.skipped,
+        vec![t("2026-01-01T00:00:20Z"), t("2026-01-01T00:00:30Z")]
+    );
     assert_eq!(
         world.ran,
-        vec![t("2026-01-01T00:00:10Z"), t("2026-01-01T00:00:40Z"), t("2026-01-01T00:00:50Z")]
+        vec![
+            t("2026-01-01T00:00:10Z"),
+            t("2026-01-01T00:00:40Z"),
+            t("2026-01-01T00:00:50Z")
+        ]
     );
 }
 
@@ -192,7 +233,10 @@ fn a_suspended_host_catches_up_from_state_on_waking() {
     // Asleep from 01:00 to 04:10: 01..04 come due at once; only 04:00 runs.
     world.jump = Some((t("2026-01-01T01:00:00Z"), t("2026-01-01T04:10:00Z")));
     run(&cfg, &mut world);
-    assert_eq!(world.ran, vec![t("2026-01-01T04:00:00Z"), t("2026-01-01T05:00:00Z")]);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-01-01T04:00:00Z"), t("2026-01-01T05:00:00Z")]
+    );
     assert!(world.said.iter().any(|s| s.contains("came due at once")));
 }
 
@@ -202,7 +246,10 @@ fn a_fixed_time_in_the_spring_gap_runs_once_through_the_loop() {
     cfg.cron = CronSchedule::parse("30 2 * * *", chrono_tz::Europe::Berlin).unwrap();
     let mut world = Fake::new("2026-03-28T12:00:00Z", HashSet::new(), 2);
     run(&cfg, &mut world);
-    assert_eq!(world.ran, vec![t("2026-03-29T01:00:00Z"), t("2026-03-30T00:30:00Z")]);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-03-29T01:00:00Z"), t("2026-03-30T00:30:00Z")]
+    );
 }
 
 #[test]
@@ -212,12 +259,19 @@ fn a_repeated_hour_runs_a_fixed_time_once_and_an_hourly_job_twice() {
     cfg.cron = CronSchedule::parse("30 2 * * *", berlin).unwrap();
     let mut world = Fake::new("2026-10-24T12:00:00Z", HashSet::new(), 2);
     run(&cfg, &mut world);
-    assert_eq!(world.ran, vec![t("2026-10-25T00:30:00Z"), t("2026-10-26T01:30:00Z")]);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-10-25T00:30:00Z"), t("2026-10-26T01:30:00Z")]
+    );
     cfg.cron = CronSchedule::parse("30 * * * *", berlin).unwrap();
     let mut world = Fake::new("2026-10-24T23:45:00Z", HashSet::new(), 3);
     run(&cfg, &mut world);
     assert_eq!(
         world.ran,
-        vec![t("2026-10-25T00:30:00Z"), t("2026-10-25T01:30:00Z"), t("2026-10-25T02:30:00Z")]
+        vec![
+            t("2026-10-25T00:30:00Z"),
+            t("2026-10-25T01:30:00Z"),
+            t("2026-10-25T02:30:00Z")
+        ]
     );
 }

@@ -104,7 +104,10 @@ impl World for SystemWorld<'_> {
         report::set_slot(Some(slot_run.key.clone()));
         report::notice("skipped: the previous run was still running (--overlap skip)");
         report::set_slot(None);
-        let command = self.config.map(|c| c.jobs.command.clone()).unwrap_or_default();
+        let command = self
+            .config
+            .map(|c| c.jobs.command.clone())
+            .unwrap_or_default();
         record(&slot_run, Status::Skipped, &command);
     }
 
