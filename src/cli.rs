@@ -494,6 +494,10 @@ pub struct Cli {
     #[arg(skip)]
     pub data_args: Vec<DataArg>,
 
+    /// Whether --stdin was given, not defaulted (filled in by `parse`).
+    #[arg(skip)]
+    pub stdin_given: bool,
+
     /// Send the -d-style data in the URL's query string, with GET
     #[arg(short = 'G', long = "get", conflicts_with = "json", help_heading = CURL)]
     pub get: bool,
@@ -860,6 +864,7 @@ where
     crate::curl::refuse_other_mode(&cmd, &matches)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     cli.data_args = curl::data_args(&matches);
+    cli.stdin_given = matches.value_source("stdin") == Some(clap::parser::ValueSource::CommandLine);
     crate::curl::apply_aliases(&mut cli)?;
     Ok(cli)
 }

@@ -91,6 +91,8 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         }
     }
     if config.schedule.is_some() {
+        // Checked once up front, so a bad option is exit 125 at start, not an error at every slot.
+        drop(run::executor(config.target.clone(), &config.run)?);
         return schedule::run(&config);
     }
     Ok(run::one_run(&config, None)?.summary.exit_code)

@@ -144,8 +144,11 @@ fn a_slot_killed_mid_run_runs_again_with_the_same_key_and_a_finished_one_never()
     // The first run of a slot hangs (until killed); a rerun finishes at once.
     let work = dir.script(
         "work.sh",
-        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"\n\
-         if [ ! -e \"$D/rerun\" ]; then touch \"$D/rerun\"; echo $$ > \"$D/pid\"; exec sleep 60; fi\n\
+        "if [ ! -e \"$D/rerun\" ]; then\n\
+           touch \"$D/rerun\"; echo $$ > \"$D/pid\"\n\
+           echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"; exec sleep 60\n\
+         fi\n\
+         echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"\n\
          echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/ends\"",
     );
     let cron = once_a_minute_in(2);
@@ -172,10 +175,8 @@ fn a_slot_killed_mid_run_runs_again_with_the_same_key_and_a_finished_one_never()
     let first = Scheduler::start(&dir, "first", &first_args);
     wait_lines(&dir, "starts", 1, Duration::from_secs(10));
     let log = first.kill9();
-    let pid: i32 = cmd::wait_for_file(&dir.path("pid"), Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
+    // The command may outlive retry's SIGKILL; it must not finish the slot.
+    let pid: i32 = dir.read("pid").trim().parse().unwrap();
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
 
     let second = Scheduler::start(&dir, "second", &args);
@@ -492,13 +493,14 @@ fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
 fn bad_schedule_options_exit_125_naming_the_flag() {
     let dir = Scratch::new();
     let state = dir.p("state");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--schedule", "61 * * * *"], "--schedule"),
         (&["--schedule", "* * *"], "five fields"),
         (&["--schedule", "@daily", "--tz", "Mars/Olympus"], "--tz"),
         (&["--schedule", "@daily", "--once", "k"], "--once"),
         (&["--schedule", "@daily", "--busy-exit", "3"], "--busy-exit"),
         (&["--schedule", "@daily", "--stdin", "replay"], "--stdin"),
+        (&["--schedule", "@daily", "--stdin", "auto"], "--stdin"),
         (
             &["--schedule", "@daily", "--catch-up", "some"],
             "--catch-up",
@@ -536,4 +538,27 @@ fn sigterm_stops_the_scheduler_with_143_and_a_local_state_is_said_to_be_one_host
     assert!(start.elapsed() < Duration::from_secs(2));
     assert!(log.contains("exactly once on this host only"), "{log}");
     assert!(log.contains("job true-"), "the default job name: {log}");
+}
+
+#[test]
+fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
+    let dir = Scratch::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let state = format!("postgres://app@127.0.0.1:{port}/jobs?connect_timeout=2");
+    let out = cmd::run_cmd(retry().current_dir(dir.dir.path()).args([
+        "--schedule",
+        "*/1 * * * * *",
+        "--state",
+        &state,
+        "--",
+        "touch",
+        "ran",
+    ]));
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    assert!(out.stderr.contains("127.0.0.1"), "{}", out.stderr);
+    assert!(!dir.path("ran").exists());
 }

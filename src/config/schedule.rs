@@ -26,8 +26,7 @@ impl ScheduleConfig {
         let Some(text) = cli.schedule.as_deref() else {
             return Ok(None);
         };
-        // `auto` is the default, so only an explicit other mode can be told apart and refused.
-        if !matches!(cli.stdin, StdinMode::Auto | StdinMode::Null) {
+        if cli.stdin_given && cli.stdin != StdinMode::Null {
             anyhow::bail!("--stdin: only null goes with --schedule (each slot's stdin is empty)");
         }
         let zone = cron::choose_zone(cli.tz.as_deref()).map_err(anyhow::Error::msg)?;
