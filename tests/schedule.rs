@@ -562,3 +562,118 @@ fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
     assert!(out.stderr.contains("127.0.0.1"), "{}", out.stderr);
     assert!(!dir.path("ran").exists());
 }
+
+#[test]
+fn a_lost_lock_ends_the_slot_as_gave_up_and_the_scheduler_goes_on_holding_nothing() {
+    let Some(pg) = postgres::start("a_lost_lock_ends_the_slot_as_gave_up") else {
+        return;
+    };
+    let dir = Scratch::new();
+    let work = dir.script(
+        "hang.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"; exec sleep 30",
+    );
+    let (lock, state, cron) = (pg.url("#lost"), pg.url(""), once_a_minute_in(2));
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            &cron,
+            "--job",
+            "guarded",
+            "--catch-up",
+            "none",
+            "--lock",
+            &lock,
+            "--state",
+            &state,
+            "--kill-after",
+            "1s",
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "starts", 1, Duration::from_secs(10));
+    assert_eq!(pg.terminate("retry --lock lost"), 1);
+    let mut client = pg.client();
+    let status = |client: &mut ::postgres::Client| -> Option<String> {
+        client
+            .query_opt(
+                "SELECT status FROM retry_once WHERE key LIKE 'guarded@%'",
+                &[],
+            )
+            .unwrap()
+            .map(|row| row.get(0))
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while status(&mut client).is_none() {
+        assert!(Instant::now() < end, "the slot was not recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status(&mut client).as_deref(), Some("gave_up"));
+    std::thread::sleep(Duration::from_millis(300));
+    let held: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'retry%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(held, 0, "no connection between slots");
+    let (code, log) = s.stop();
+    assert_eq!(
+        code, 143,
+        "the scheduler went on after the lost lock\n{log}"
+    );
+    assert!(log.contains("was lost"), "{log}");
+}
+
+#[test]
+fn json_logs_and_the_report_name_the_slot_and_its_idempotency_key() {
+    let dir = Scratch::new();
+    let report = dir.p("report.json");
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "named",
+            "--catch-up",
+            "none",
+            "-a",
+            "1",
+            "--log-format",
+            "json",
+            "--report",
+            &report,
+            "--state",
+            &dir.p("state"),
+            "--",
+            "false",
+        ],
+    );
+    cmd::wait_for_file(&dir.path("report.json"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1200));
+    let (_, log) = s.stop();
+    let slots: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["slot"].as_str().map(str::to_string))
+        .collect();
+    assert!(slots.len() >= 2, "{log}");
+    assert!(slots.iter().all(|s| s.starts_with("named@")), "{slots:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+    let key = report["idempotency_key"].as_str().unwrap();
+    let derived: Vec<String> = slots
+        .iter()
+        .map(|s| uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, s.as_bytes()).to_string())
+        .collect();
+    assert!(
+        derived.iter().any(|d| d == key),
+        "{key} is a UUID v5 of a slot key"
+    );
+}
