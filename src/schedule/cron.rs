@@ -1,12 +1,15 @@
-//! CRON expressions and the time zone they are read in: parsing (croner, with
-//! Vixie/cronie semantics) and the slots, as UTC instants, that fall in a span.
-//! DST handling is croner's (OCPS): a fixed local time in a gap runs at the first
-//! instant after it, a fixed time that happens twice runs once (the first pass),
-//! and a wildcard or stepped hour runs in both passes; the tests pin it.
+//! CRON expressions and the time zone they are read in: parsing and matching
+//! (croner, with Vixie/cronie semantics), and the slots, as UTC instants, that fall
+//! in a span. Matching runs on the local wall clock; turning a local time into an
+//! instant applies SPEC's daylight-saving rules here, as cronie does: a fixed local
+//! time (no wildcard or step in the seconds, minute or hour field) that falls in a
+//! gap runs once at the first instant after it, and one that happens twice runs in
+//! the first pass only; a wildcard or stepped time runs in both passes and not in a gap.
 
 use std::str::FromStr;
 
-use chrono::{DateTime, Utc};
+use chrono::offset::LocalResult;
+use chrono::{DateTime, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
@@ -15,20 +18,30 @@ use croner::parser::{CronParser, Seconds};
 pub const CRON_ACCEPTS: &str = "expected five fields (minute hour day month weekday), \
      an optional leading seconds field, or @hourly, @daily, @weekly, @monthly, @yearly";
 
+/// Matching local times looked at for one slot before giving up (each gap or repeated
+/// pass skips at most a few).
+const MAX_CANDIDATES: usize = 10_000;
+
 /// A parsed `--schedule` in its zone.
 #[derive(Clone, Debug)]
 pub struct CronSchedule {
     cron: Cron,
     pub text: String,
     pub zone: Tz,
+    /// No wildcard or step in the seconds, minute and hour fields.
+    fixed: bool,
 }
 
 impl CronSchedule {
     /// Parses CRON, read in `zone`. Day of month OR day of week, as cronie does.
     pub fn parse(text: &str, zone: Tz) -> Result<CronSchedule, String> {
-        let fields = text.split_whitespace().count();
-        if !text.trim_start().starts_with('@') && !(5..=6).contains(&fields) {
-            return Err(format!("{text:?} has {fields} fields; {CRON_ACCEPTS}"));
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        let nickname = text.trim_start().starts_with('@');
+        if !nickname && !(5..=6).contains(&fields.len()) {
+            return Err(format!(
+                "{text:?} has {} fields; {CRON_ACCEPTS}",
+                fields.len()
+            ));
         }
         let parser = CronParser::builder()
             .seconds(Seconds::Optional)
@@ -37,20 +50,124 @@ impl CronSchedule {
         let cron = parser
             .parse(text)
             .map_err(|e| format!("{text:?}: {e}; {CRON_ACCEPTS}"))?;
+        let fixed = if nickname {
+            !text.trim().eq_ignore_ascii_case("@hourly")
+        } else {
+            let time_fields = &fields[..fields.len() - 3];
+            time_fields.iter().all(|f| !f.contains(['*', '?', '/']))
+        };
         Ok(CronSchedule {
             cron,
             text: text.to_string(),
             zone,
+            fixed,
         })
     }
 
     /// The first slot strictly after `t`.
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let local = t.with_timezone(&self.zone);
-        self.cron
-            .find_next_occurrence(&local, false)
-            .ok()
-            .map(|d| d.with_timezone(&Utc))
+        let local = t.with_timezone(&self.zone).naive_local();
+        let ahead = self.forward(t, local);
+        let repeated = if self.fixed {
+            None
+        } else {
+            self.later_pass(t, local)
+        };
+        match (ahead, repeated) {
+            (Some(a), Some(r)) => Some(a.min(r)),
+            (a, r) => a.or(r),
+        }
+    }
+
+    /// The first matching local time after `local` that has an instant after `t`.
+    fn forward(&self, t: DateTime<Utc>, local: NaiveDateTime) -> Option<DateTime<Utc>> {
+        let mut naive = local;
+        for _ in 0..MAX_CANDIDATES {
+            let candidate = self.cron.find_next_occurrence(&naive, false).ok()?;
+            if let Some(at) = self.instant(candidate, t) {
+                return Some(at);
+            }
+            naive = candidate;
+        }
+        None
+    }
+
+    /// When the matching local time `c` runs, if after `t`, by SPEC's DST rules.
+    fn instant(&self, c: NaiveDateTime, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self.zone.from_local_datetime(&c) {
+            LocalResult::Single(at) => Some(at.with_timezone(&Utc)).filter(|at| *at > t),
+            LocalResult::Ambiguous(first, second) => {
+                let (first, second) = (first.with_timezone(&Utc), second.with_timezone(&Utc));
+                if first > t {
+                    Some(first)
+                } else {
+                    Some(second).filter(|at| !self.fixed && *at > t)
+                }
+            }
+            LocalResult::None if self.fixed => {
+                Some(self.first_instant_from(c)).filter(|at| *at > t)
+            }
+            LocalResult::None => None,
+        }
+    }
+
+    /// While `t` is in the first pass of a repeated hour, the second pass of the local
+    /// times before `local` is still ahead: its first matching time, if any.
+    fn later_pass(&self, t: DateTime<Utc>, local: NaiveDateTime) -> Option<DateTime<Utc>> {
+        let LocalResult::Ambiguous(first, second) = self.zone.from_local_datetime(&local) else {
+            return None;
+        };
+        if first.with_timezone(&Utc) != t {
+            return None;
+        }
+        let later = second.offset().fix();
+        // The clocks go back between t and `second`: find the instant they do.
+        let at = |secs: i64| {
+            DateTime::from_timestamp(secs, 0)
+                .unwrap_or_default()
+                .with_timezone(&self.zone)
+        };
+        let (mut lo, mut hi) = (t.timestamp(), second.timestamp());
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if at(mid).offset().fix() == later {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        let repeat_start = at(hi).naive_local();
+        let candidate = self.cron.find_next_occurrence(&repeat_start, true).ok()?;
+        if candidate > local {
+            return None;
+        }
+        match self.zone.from_local_datetime(&candidate) {
+            LocalResult::Ambiguous(_, second) => Some(second.with_timezone(&Utc)),
+            _ => None,
+        }
+    }
+
+    /// The first instant whose local time is `c` or later: for a time in a gap, the
+    /// instant the clocks jump forward.
+    fn first_instant_from(&self, c: NaiveDateTime) -> DateTime<Utc> {
+        // No zone is more than 14 hours from UTC, so these bracket it (whole seconds).
+        let base = c.and_utc().timestamp();
+        let (mut lo, mut hi) = (base - 15 * 3600, base + 15 * 3600);
+        let local = |secs: i64| {
+            DateTime::from_timestamp(secs, 0)
+                .unwrap_or_default()
+                .with_timezone(&self.zone)
+                .naive_local()
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if local(mid) >= c {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        DateTime::from_timestamp(hi, 0).unwrap_or_default()
     }
 
     /// The slots in (`from`, `to`], oldest first, at most `limit` of them (the newest kept).
@@ -325,6 +442,89 @@ mod tests {
             "2026-10-25T02:45:00Z",
         );
         assert_eq!(stepped, got);
+    }
+
+    #[test]
+    fn lists_and_ranges_of_fixed_times_follow_the_same_rules() {
+        // Spring: 02:00 and 02:30 do not exist; they run once, at 03:00 CEST.
+        let spring = slots(
+            "0,30 2 * * *",
+            BERLIN,
+            "2026-03-28T22:00:00Z",
+            "2026-03-29T04:00:00Z",
+        );
+        assert_eq!(spring, ["2026-03-29T01:00:00Z"]);
+        // Autumn: 02:00 and 02:30 happen twice; each runs once, in the first pass.
+        let fall = slots(
+            "0,30 2 * * *",
+            BERLIN,
+            "2026-10-24T22:00:00Z",
+            "2026-10-25T04:00:00Z",
+        );
+        assert_eq!(fall, ["2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z"]);
+        let range = slots(
+            "0 2-3 * * *",
+            BERLIN,
+            "2026-10-24T22:00:00Z",
+            "2026-10-25T04:00:00Z",
+        );
+        assert_eq!(range, ["2026-10-25T00:00:00Z", "2026-10-25T02:00:00Z"]);
+    }
+
+    #[test]
+    fn a_stepped_minute_runs_in_both_passes_and_not_in_the_gap() {
+        let fall = slots(
+            "*/30 2 * * *",
+            BERLIN,
+            "2026-10-24T22:00:00Z",
+            "2026-10-25T04:00:00Z",
+        );
+        assert_eq!(
+            fall,
+            [
+                "2026-10-25T00:00:00Z",
+                "2026-10-25T00:30:00Z",
+                "2026-10-25T01:00:00Z",
+                "2026-10-25T01:30:00Z"
+            ]
+        );
+        let spring = slots(
+            "*/30 2 * * *",
+            BERLIN,
+            "2026-03-28T22:00:00Z",
+            "2026-03-29T04:00:00Z",
+        );
+        assert!(spring.is_empty(), "{spring:?}");
+    }
+
+    #[test]
+    fn a_seconds_schedule_walks_through_both_passes_in_order() {
+        // The second pass begins on a slot: 02:00:00 CET, right after 02:59:40 CEST.
+        let s = CronSchedule::parse("*/20 * * * * *", BERLIN).unwrap();
+        let got = s.slots_between(
+            utc("2026-10-25T00:59:30Z"),
+            utc("2026-10-25T01:00:30Z"),
+            100,
+        );
+        assert_eq!(
+            got,
+            [
+                utc("2026-10-25T00:59:40Z"),
+                utc("2026-10-25T01:00:00Z"),
+                utc("2026-10-25T01:00:20Z")
+            ]
+        );
+        let s = CronSchedule::parse("*/20 * * * * *", BERLIN).unwrap();
+        let got = s.slots_between(
+            utc("2026-10-25T00:59:00Z"),
+            utc("2026-10-25T01:01:00Z"),
+            100,
+        );
+        assert_eq!(got.len(), 6, "{got:?}");
+        assert!(
+            got.windows(2).all(|w| (w[1] - w[0]).num_seconds() == 20),
+            "{got:?}"
+        );
     }
 
     #[test]
