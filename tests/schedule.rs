@@ -686,3 +686,67 @@ fn json_logs_and_the_report_name_the_slot_and_its_idempotency_key() {
         "{key} is a UUID v5 of a slot key"
     );
 }
+
+#[test]
+fn sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
+    let dir = Scratch::new();
+    let work = dir.script(
+        "trap.sh",
+        "trap 'echo TERM >> \"$D/got\"; exit 143' TERM\n\
+         echo started >> \"$D/started\"\n\
+         sleep 30 & wait",
+    );
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--catch-up",
+            "none",
+            "--state",
+            &dir.p("state"),
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (status, log) = s.stop();
+    assert_eq!(status, 143, "{log}");
+    assert_eq!(dir.read("got"), "TERM\n", "{log}");
+}
+
+#[test]
+fn a_slot_whose_state_cannot_be_reached_does_not_run_and_the_scheduler_goes_on() {
+    let Some(pg) = postgres::start("a_slot_whose_state_cannot_be_reached_does_not_run") else {
+        return;
+    };
+    let dir = Scratch::new();
+    let work = append_key(&dir, "runs");
+    let state = format!("{}?connect_timeout=2", pg.url(""));
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--catch-up",
+            "none",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "runs", 1, Duration::from_secs(10));
+    drop(pg);
+    let ran = dir.count("runs");
+    std::thread::sleep(Duration::from_millis(2500));
+    let (status, log) = s.stop();
+    assert_eq!(status, 143, "{log}");
+    assert!(
+        dir.count("runs") <= ran + 1,
+        "no slot runs unguarded\n{log}"
+    );
+    assert!(log.contains("the slot did not run"), "{log}");
+}
