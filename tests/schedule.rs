@@ -477,6 +477,7 @@ fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
         );
     }
     assert!(text.contains("catch-up would run:"), "{text}");
+    assert!(!dir.path("state").exists(), "a dry run creates nothing");
     let none = cmd::run(&[
         "--dry-run",
         "--schedule",

@@ -305,8 +305,11 @@ pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
     for slot in schedule.cron.upcoming(now, 5) {
         out += &format!("  {}\n", show(slot, zone));
     }
-    let mut world = SystemWorld::for_state(schedule);
-    let handled = world.handled()?;
+    // A state directory that does not exist yet holds no record, and a dry run creates nothing.
+    let handled = match &schedule.state {
+        Backend::File(dir) if !dir.exists() => HashSet::new(),
+        _ => SystemWorld::for_state(schedule).handled()?,
+    };
     let window = chrono::Duration::from_std(schedule.window)?;
     let span = schedule.cron.slots_between(now - window, now, MAX_SLOTS);
     let plan = plan_catch_up(schedule.catch_up, &span, &handled);
