@@ -12,6 +12,8 @@ TICKS=$(getconf CLK_TCK)
 
 # cpu_ticks PID: user + system time so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# mib KIB: kibibytes as mebibytes with one decimal.
+mib() { echo "$(($1 / 1024)).$((($1 % 1024) * 10 / 1024))"; }
 # status_field PID NAME: a number from /proc/PID/status.
 status_field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
@@ -26,6 +28,8 @@ cpu1=$(cpu_ticks $PID)
 switches1=$(status_field $PID voluntary_ctxt_switches)
 rss=$(status_field $PID VmRSS)
 hwm=$(status_field $PID VmHWM)
+anon=$(status_field $PID RssAnon)
+file=$(status_field $PID RssFile)
 kill -TERM $PID
 wait $PID || true
 
@@ -52,8 +56,9 @@ print(len(late), f"{late[0]:.1f}", f"{statistics.median(late):.1f}", f"{late[-1]
     echo "|---|---|"
     echo "| idle CPU over ${IDLE_SECONDS} s (\`--schedule @yearly\`) | $((cpu1 - cpu0)) ticks (1 tick = $((1000 / TICKS)) ms) |"
     echo "| voluntary wake-ups over ${IDLE_SECONDS} s | $((switches1 - switches0)) |"
-    echo "| RSS while idle / peak | $((rss / 1024)).$(((rss % 1024) * 10 / 1024)) MiB / $((hwm / 1024)).$(((hwm % 1024) * 10 / 1024)) MiB |"
+    echo "| RSS while idle / peak | $(mib "$rss") MiB / $(mib "$hwm") MiB |"
+    echo "| of which anonymous / mapped from the binary and libraries | $(mib "$anon") MiB / $(mib "$file") MiB |"
     echo "| lateness of the command's start over $n slots of \`*/1 * * * * *\` (min / median / max) | $min ms / $median ms / $max ms |"
 } >"$WORK/section"
 cat "$WORK/section"
-python3 "$ROOT/bench/update-docs.py" schedule "$WORK/section" BENCHMARKS.md
+python3 "$ROOT/bench/update-docs.py" schedule "$WORK/section" BENCHMARKS.md README.md
