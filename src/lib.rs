@@ -90,10 +90,10 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
             report::verbose(1, &format!("cannot become a child subreaper: {e}"));
         }
     }
-    if config.schedule.is_some() {
+    if let Some(plan) = &config.schedule {
         // Checked once up front, so a bad option is exit 125 at start, not an error at every slot.
         drop(run::executor(config.target.clone(), &config.run)?);
-        return schedule::run(&config);
+        return schedule::run(&config, plan);
     }
     Ok(run::one_run(&config, None)?.summary.exit_code)
 }

@@ -15,6 +15,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::cli::{CatchUp, Overlap};
 use crate::config::{Config, ScheduleConfig};
+use crate::exit::ExitCode;
 use crate::jobs::Backend;
 use crate::report;
 
@@ -137,13 +138,13 @@ impl Scheduler<'_> {
             .cron
             .slots_between(start - self.window(), start, MAX_SLOTS);
         if let Err(sig) = self.catch_up(world, &span, &handled) {
-            return Ok(128 + sig);
+            return Ok(ExitCode::signal(sig));
         }
         let mut cursor = start;
         loop {
             cursor = match self.settle(world, cursor) {
                 Ok(cursor) => cursor,
-                Err(sig) => return Ok(128 + sig),
+                Err(sig) => return Ok(ExitCode::signal(sig)),
             };
             if world.now() - pruned_at > chrono::Duration::from_std(PRUNE_EVERY)? {
                 pruned_at = world.now();
@@ -156,12 +157,12 @@ impl Scheduler<'_> {
                 );
             };
             if let Err(sig) = world.sleep_until(next) {
-                return Ok(128 + sig);
+                return Ok(ExitCode::signal(sig));
             }
             // The slots up to the wake-up are dealt with; settle handles those that came since.
             cursor = match self.on_time(world, cursor) {
                 Ok(woke) => woke,
-                Err(sig) => return Ok(128 + sig),
+                Err(sig) => return Ok(ExitCode::signal(sig)),
             };
         }
     }
@@ -281,8 +282,7 @@ pub fn show(slot: Slot, zone: chrono_tz::Tz) -> String {
 }
 
 /// Runs the scheduler for `config` until a stopping signal.
-pub fn run(config: &Config) -> anyhow::Result<i32> {
-    let schedule = config.schedule.as_ref().expect("a schedule");
+pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<i32> {
     if let Backend::File(dir) = &schedule.state {
         report::notice(&format!(
             "slots are exactly once on this host only (state directory {}); replicas must share --state postgres://…",
