@@ -751,3 +751,46 @@ fn a_slot_whose_state_cannot_be_reached_does_not_run_and_the_scheduler_goes_on()
     );
     assert!(log.contains("the slot did not run"), "{log}");
 }
+
+#[test]
+fn a_slot_skipped_for_a_busy_lock_is_recorded_as_skipped() {
+    let dir = Scratch::new();
+    let lock = dir.p("job.lock");
+    let state = dir.p("state");
+    let mut holder = std::process::Command::new("flock")
+        .args([&lock, "sleep", "30"])
+        .spawn()
+        .expect("flock (util-linux)");
+    std::thread::sleep(Duration::from_millis(200));
+    let work = append_key(&dir, "runs");
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "locked",
+            "--catch-up",
+            "none",
+            "--lock",
+            &lock,
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    let (_, log) = s.stop();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(dir.count("runs"), 0, "{log}");
+    assert!(log.contains("is busy"), "{log}");
+    let skipped = fs::read_dir(&state)
+        .unwrap()
+        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains("\"skipped\""))
+        .count();
+    assert!(skipped >= 1, "busy slots are recorded as skipped\n{log}");
+}
