@@ -49,7 +49,7 @@ _retry_scan() {
             return
             ;;
         --*=*) ;;
-        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--stdin|--kill-after|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--write-out|--dump-header|--retry|--retry-delay|--retry-max-time|--continue-at|--user|--user-agent|--referer|--cookie|--data-binary|--data-raw|--data-urlencode|--form|--proxy|--noproxy|--cacert|--cert|--key|--resolve|--unix-socket|--lock|--lock-wait|--busy-exit|--once|--state|--on-retry|--on-give-up|--on-success|--hook-timeout|--log-format|--report) ((i++)) ;;
+        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--stdin|--kill-after|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--write-out|--dump-header|--retry|--retry-delay|--retry-max-time|--continue-at|--user|--user-agent|--referer|--cookie|--data-binary|--data-raw|--data-urlencode|--form|--proxy|--noproxy|--cacert|--cert|--key|--resolve|--unix-socket|--lock|--lock-wait|--busy-exit|--once|--state|--on-retry|--on-give-up|--on-success|--hook-timeout|--schedule|--job|--catch-up|--catch-up-window|--overlap|--tz|--log-format|--report) ((i++)) ;;
         --*) ;;
         -?*) _retry_short_waits "$word" && ((i++)) ;;
         *)
@@ -98,6 +98,8 @@ _retry_complete_value() {
     --unix-socket) compopt -o filenames; _retry_reply "$2" -f ;;
     --lock) compopt -o filenames; _retry_reply "$2" -f ;;
     --state) compopt -o filenames; _retry_reply "$2" -d ;;
+    --catch-up) _retry_reply "$2" -W 'none latest all' ;;
+    --overlap) _retry_reply "$2" -W 'skip queue' ;;
     --log-format) _retry_reply "$2" -W 'text json' ;;
     --report) compopt -o filenames; _retry_reply "$2" -f ;;
     esac
@@ -154,7 +156,7 @@ _retry() {
         [[ $typed == --?*=* ]] && typed=${typed#*=}
         _retry_complete_value "$_retry_option" "$typed"
     else
-        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter -t --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after -f --fail --fail-with-body -s --silent -S --show-error -L --location -I --head -w --write-out -D --dump-header -O --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors -C --continue-at -u --user -A --user-agent -e --referer -b --cookie --data-binary --data-raw --data-urlencode -G --get -F --form --compressed -x --proxy --noproxy --cacert -E --cert --key --http1.1 --http2 --resolve -4 --ipv4 -6 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --on-retry --on-give-up --on-success --hook-timeout -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
+        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter -t --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after -f --fail --fail-with-body -s --silent -S --show-error -L --location -I --head -w --write-out -D --dump-header -O --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors -C --continue-at -u --user -A --user-agent -e --referer -b --cookie --data-binary --data-raw --data-urlencode -G --get -F --form --compressed -x --proxy --noproxy --cacert -E --cert --key --http1.1 --http2 --resolve -4 --ipv4 -6 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --on-retry --on-give-up --on-success --hook-timeout --schedule --job --catch-up --catch-up-window --overlap --tz -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
     fi
 }
 

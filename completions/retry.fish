@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -146,6 +146,12 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-retry' -x -d '
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-give-up' -x -d 'Run CMD with sh -c after the last attempt failed, with the report JSON on stdin'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-success' -x -d 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hook-timeout' -x -d 'Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'schedule' -x -d 'Run in the foreground, one run at each time CRON names'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'job' -x -d 'The job\'s name in slot keys, locks and logs [default: the command\'s base name (or the URL\'s host) and 8 hex digits of its SHA-256]'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up' -x -a 'none\\t\'Run none; say how many were dropped\' latest\\t\'Run the most recent missed slot of the window\' all\\t\'Run every missed slot of the window, oldest first\'' -d 'What to do with missed slots (no record in --state)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up-window' -x -d 'How far back missed slots are looked for'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'overlap' -x -a 'skip\\t\'Do not run it; record and log it as skipped\' queue\\t\'Run it after the running one ends\'' -d 'A slot that comes while the previous run still runs: skip it, or run it after'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'tz' -x -d 'The zone CRON is read in (IANA name) [default: TZ, else local]'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'q' -l 'quiet' -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'v' -l 'verbose' -d 'More on stderr (repeatable)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'log-format' -x -a 'text\\t\'Lines starting with "retry: "\' json\\t\'JSON Lines, one event per line\'' -d 'Format of stderr event lines'

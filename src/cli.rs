@@ -23,6 +23,7 @@ const HTTP: &str = "HTTP mode";
 const CURL: &str = "curl's options (HTTP mode)";
 const JOBS: &str = "Scheduled jobs";
 const HOOKS: &str = "Hooks";
+const SCHEDULE: &str = "Running on a schedule";
 const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
@@ -522,6 +523,10 @@ pub struct Cli {
     #[arg(skip)]
     pub data_args: Vec<DataArg>,
 
+    /// Whether --stdin was given, not defaulted (filled in by `parse`).
+    #[arg(skip)]
+    pub stdin_given: bool,
+
     /// Send the -d-style data in the URL's query string, with GET
     #[arg(short = 'G', long = "get", conflicts_with = "json", help_heading = CURL)]
     pub get: bool,
@@ -637,6 +642,36 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "30s", value_parser = parse::positive_duration, help_heading = HOOKS)]
     pub hook_timeout: Duration,
 
+    /// Run in the foreground, one run at each time CRON names
+    ///
+    /// Five fields (minute hour day month weekday), an optional leading seconds field,
+    /// names, ranges, lists, steps, or @hourly, @daily, @weekly, @monthly, @yearly.
+    /// Each slot runs once across schedulers sharing --state (key JOB@SLOT); stop with
+    /// SIGINT or SIGTERM.
+    #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], help_heading = SCHEDULE)]
+    pub schedule: Option<String>,
+
+    /// The job's name in slot keys, locks and logs
+    /// [default: the command's base name (or the URL's host) and 8 hex digits of its SHA-256]
+    #[arg(long, value_name = "NAME", requires = "schedule", value_parser = job_name_value, help_heading = SCHEDULE)]
+    pub job: Option<String>,
+
+    /// What to do with missed slots (no record in --state)
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = CatchUp::Latest, requires = "schedule", help_heading = SCHEDULE)]
+    pub catch_up: CatchUp,
+
+    /// How far back missed slots are looked for
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "24h", value_parser = parse::duration, requires = "schedule", help_heading = SCHEDULE)]
+    pub catch_up_window: Duration,
+
+    /// A slot that comes while the previous run still runs: skip it, or run it after
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = Overlap::Skip, requires = "schedule", help_heading = SCHEDULE)]
+    pub overlap: Overlap,
+
+    /// The zone CRON is read in (IANA name) [default: TZ, else local]
+    #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]
+    pub tz: Option<String>,
+
     /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
     #[arg(short = 'q', long, action = ArgAction::Count, conflicts_with = "verbose", help_heading = OUTPUT)]
     pub quiet: u8,
@@ -708,6 +743,26 @@ pub enum ProfileName {
     Rsync,
     /// git: 128 is transient only when stderr shows a network failure
     Git,
+}
+
+/// `--catch-up`: what a scheduler does with slots that have no record.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatchUp {
+    /// Run none; say how many were dropped
+    None,
+    /// Run the most recent missed slot of the window
+    Latest,
+    /// Run every missed slot of the window, oldest first
+    All,
+}
+
+/// `--overlap`: a slot that comes while the previous run still runs.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// Do not run it; record and log it as skipped
+    Skip,
+    /// Run it after the running one ends
+    Queue,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -802,6 +857,18 @@ fn key_value(text: &str) -> Result<String, String> {
     }
 }
 
+fn job_name_value(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty()
+        && text.len() <= 100
+        && !text.contains('@')
+        && !text.chars().any(|c| c.is_control() || c == '/');
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err("expected a name of 1 to 100 characters without '@', '/' or control characters".into())
+    }
+}
+
 fn once_key_value(text: &str) -> Result<String, String> {
     // Characters, as the message says: a key in any script gets the same 200.
     let ok = !text.is_empty() && text.chars().count() <= 200 && !text.chars().any(char::is_control);
@@ -866,6 +933,7 @@ where
     // `_mut` takes the values out instead of cloning every match first.
     let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
     cli.data_args = data_args;
+    cli.stdin_given = matches.value_source("stdin") == Some(clap::parser::ValueSource::CommandLine);
     curl_words::apply_aliases(&mut cli)?;
     Ok(cli)
 }

@@ -18,6 +18,8 @@ mod io;
 mod jobs;
 mod parse;
 mod report;
+mod run;
+mod schedule;
 mod signals;
 
 /// The clap definition, for tests that walk every option.
@@ -47,17 +49,9 @@ pub mod parsers {
 use std::ffi::OsString;
 
 use anyhow::Context;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use serde_json::json;
 
 use crate::config::{Config, TargetConfig};
-use crate::engine::{Policy, RunSummary, StopReason};
-use crate::exec::command::CommandExecutor;
-use crate::exec::http::HttpExecutor;
-use crate::exec::{Executor, RunInfo};
 use crate::exit::ExitCode;
-use crate::report::ReportHeader;
 
 /// retry's own failure (bad usage or value, state unreachable, lock lost): for `main`.
 pub const USAGE_EXIT: u8 = ExitCode::USAGE as u8;
@@ -101,22 +95,15 @@ fn fail(err: &anyhow::Error) -> i32 {
     ExitCode::USAGE
 }
 
-/// The executor for the target, with every option checked before anything runs.
-fn executor(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
-    Ok(match target {
-        TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)),
-        TargetConfig::Http(config) => Box::new(HttpExecutor::new(*config, run)?),
-    })
-}
-
 fn run_config(config: Config) -> anyhow::Result<i32> {
-    let header_target = config.target_value();
-    let mode = config.mode_name();
-    let shown_key = config.shown_key().map(str::to_string);
     let is_command = matches!(config.target, TargetConfig::Command(_));
-    let mut exec = executor(config.target, &config.run)?;
     if config.dry_run {
-        let text = dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
+        let exec = run::executor(config.target.clone(), &config.run)?;
+        let mut text = String::new();
+        if let Some(schedule) = &config.schedule {
+            text += &schedule::dry_run(schedule)?;
+        }
+        text += &dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
         print!("{text}");
         return Ok(0);
     }
@@ -127,143 +114,10 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
             report::verbose(1, &format!("cannot become a child subreaper: {e}"));
         }
     }
-    let header = ReportHeader {
-        target: header_target,
-        mode,
-        idempotency_key: shown_key.as_deref(),
-    };
-    let report_path = config.report.as_deref();
-    let mut hooks = hooks::Hooks::new(config.hooks, &config.run, header.idempotency_key);
-    // The run, and its --max-time budget, start before the wait for a lock.
-    let clock = clock::SystemClock::new();
-    let mut held = match jobs::prepare(&config.jobs)? {
-        jobs::Gate::Proceed(held) => held,
-        jobs::Gate::Skip { exit_code, message } => {
-            report::notice(&message);
-            let summary = not_run(exit_code, StopReason::Skipped, message, &clock);
-            return finish_report(report_path, &header, summary);
-        }
-        jobs::Gate::Stopped { stop, message } => {
-            report::notice(&message);
-            let (exit_code, reason) = match stop {
-                signals::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
-                signals::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
-            };
-            let summary = not_run(exit_code, reason, message, &clock);
-            return finish_report(report_path, &header, summary);
-        }
-    };
-    if config.run.nested {
-        report::info(&format!(
-            "running inside another retry (RETRY_DEPTH={}): one attempt only, the outer retry decides; \
-             --allow-nested retries here too",
-            config.run.depth
-        ));
+    if let Some(plan) = &config.schedule {
+        // Checked once up front, so a bad option is exit 125 at start, not an error at every slot.
+        drop(run::executor(config.target.clone(), &config.run)?);
+        return schedule::run(&config, plan);
     }
-    if let Some(key) = header.idempotency_key.filter(|_| report::shows(1)) {
-        report::verbose(1, &format!("idempotency key: {key}"));
-    }
-    let engine_setup = EngineSetup {
-        policy: &config.policy,
-        seed: config.seed,
-        countdown: config.countdown,
-        header: &header,
-        clock: &clock,
-    };
-    let mut summary = run_engine(exec.as_mut(), &engine_setup, &mut hooks)?;
-    if summary.stopped_because == StopReason::Success {
-        match held.confirm() {
-            Ok(()) => held.record_success(&summary)?,
-            Err(lost) => summary = lost_after_success(summary, &lost),
-        }
-    }
-    // After the marker, budget and circuit updates; before the report (SPEC: the order of a run).
-    let summary = hooks.after_run(summary, |s| report::report_json(&header, s));
-    finish_report(report_path, &header, summary)
-}
-
-/// Writes the report, if asked for, and gives the run's exit status.
-fn finish_report(
-    path: Option<&std::path::Path>,
-    header: &ReportHeader<'_>,
-    summary: RunSummary,
-) -> anyhow::Result<i32> {
-    if let Some(path) = path {
-        report::write_report(path, header, &summary)?;
-    }
-    Ok(summary.exit_code)
-}
-
-/// The last attempt succeeded, but a lock was lost before its success could count.
-fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
-    let message = format!("{lost}; the success is not recorded");
-    report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
-    RunSummary {
-        exit_code: ExitCode::USAGE,
-        stopped_because: StopReason::LockLost,
-        message,
-        ..summary
-    }
-}
-
-/// What the engine needs besides the executor.
-struct EngineSetup<'a> {
-    policy: &'a Policy,
-    seed: Option<u64>,
-    countdown: bool,
-    header: &'a ReportHeader<'a>,
-    clock: &'a clock::SystemClock,
-}
-
-fn run_engine(
-    exec: &mut dyn Executor,
-    setup: &EngineSetup<'_>,
-    hooks: &mut hooks::Hooks,
-) -> anyhow::Result<RunSummary> {
-    let seed = setup.seed.unwrap_or_else(rand::random);
-    if report::shows(2) {
-        report::verbose(
-            2,
-            &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
-        );
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut sleeper = clock::SignalSleeper {
-        countdown: setup.countdown,
-        limit: setup.policy.attempts,
-    };
-    let header = setup.header;
-    let mut logger = report::Logger {
-        context: match header.idempotency_key {
-            Some(key) => {
-                json!({ "mode": header.mode, "target": header.target, "idempotency_key": key })
-            }
-            None => json!({ "mode": header.mode, "target": header.target }),
-        },
-    };
-    let mut env = engine::Env {
-        clock: setup.clock,
-        sleeper: &mut sleeper,
-        rng: &mut rng,
-        events: &mut logger,
-        retry_hook: hooks,
-    };
-    engine::run(exec, setup.policy, &mut env)
-}
-
-/// A run that ended at the gate, before any attempt.
-fn not_run(
-    exit_code: i32,
-    stopped_because: StopReason,
-    message: String,
-    clock: &clock::SystemClock,
-) -> RunSummary {
-    use engine::Clock;
-    RunSummary {
-        attempts: Vec::new(),
-        exit_code,
-        stopped_because,
-        message,
-        elapsed: clock.now(),
-    }
+    Ok(run::one_run(&config, None)?.summary.exit_code)
 }

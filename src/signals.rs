@@ -9,8 +9,8 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -36,8 +36,8 @@ struct State {
 static STATE: OnceLock<State> = OnceLock::new();
 /// The first stopping signal seen; 0 while none.
 static FIRST: AtomicI32 = AtomicI32::new(0);
-/// Why a lock the run depends on was lost; set once, by the first to notice.
-static LOCK_LOST: OnceLock<String> = OnceLock::new();
+/// Why a lock the run depends on was lost; set once per run, by the first to notice.
+static LOCK_LOST: Mutex<Option<String>> = Mutex::new(None);
 
 /// Why a run must stop before its policy says so.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,16 +166,40 @@ pub fn wait_ready(fd: BorrowedFd<'_>, events: PollFlags) -> Result<(), i32> {
     }
 }
 
+/// Sleeps `d` unless a stopping signal arrives; returns it if one did.
+pub fn sleep(d: Duration) -> Result<(), i32> {
+    let end = Instant::now() + d;
+    loop {
+        if let Some(sig) = pending() {
+            return Err(sig);
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        wait(end - now);
+    }
+}
+
 /// Records that a lock the run holds was lost, and wakes any waiting thread. The
 /// first message wins.
 pub fn lose_lock(message: String) {
-    let _ = LOCK_LOST.set(message);
+    lost_lock_slot().get_or_insert(message);
     wake();
 }
 
 /// The message of a lost lock, if one was lost.
 pub fn lock_lost() -> Option<String> {
-    LOCK_LOST.get().cloned()
+    lost_lock_slot().clone()
+}
+
+/// Forgets a lost lock once its run has ended, so the scheduler's next slot starts clean.
+pub fn clear_lost_lock() {
+    *lost_lock_slot() = None;
+}
+
+fn lost_lock_slot() -> std::sync::MutexGuard<'static, Option<String>> {
+    LOCK_LOST.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Why the run must stop now, if it must: a stopping signal first, then a lost lock.

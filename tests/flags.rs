@@ -152,6 +152,12 @@ const BOTH: &[&str] = &[
     "on-give-up",
     "on-success",
     "hook-timeout",
+    "schedule",
+    "job",
+    "catch-up",
+    "catch-up-window",
+    "overlap",
+    "tz",
     "attempts",
     "delay",
     "max-delay",
@@ -268,6 +274,77 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("on-give-up", &["--on-give-up", "true"]),
     ("on-success", &["--on-success", "true"]),
     ("hook-timeout", &["--hook-timeout", "5s"]),
+    // A scheduler runs until stopped: its samples are dry runs.
+    (
+        "schedule",
+        &[
+            "--schedule",
+            "@daily",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "job",
+        &[
+            "--schedule",
+            "@daily",
+            "--job",
+            "j",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "catch-up",
+        &[
+            "--schedule",
+            "@daily",
+            "--catch-up",
+            "all",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "catch-up-window",
+        &[
+            "--schedule",
+            "@daily",
+            "--catch-up-window",
+            "1h",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "overlap",
+        &[
+            "--schedule",
+            "@daily",
+            "--overlap",
+            "queue",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "tz",
+        &[
+            "--schedule",
+            "@daily",
+            "--tz",
+            "Europe/Berlin",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
 ];
 
 #[derive(Clone, Copy, PartialEq, Debug)]

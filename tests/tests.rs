@@ -38,4 +38,5 @@ mod hooks;
 mod http;
 mod jobs;
 mod props;
+mod schedule;
 mod tools;

@@ -52,7 +52,7 @@ pub enum Stream {
 }
 
 /// The patterns one attempt's output is scanned with.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct OutputWatch {
     /// `--stop-on-output` and `--retry-on-output`, compiled once when the flags were parsed.
     stop: Vec<Regex>,
@@ -126,7 +126,7 @@ impl OutputWatch {
 }
 
 /// The rules in force for a command run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct CommandRules {
     pub stop_on: Option<CodeSet>,
     pub retry_on: Option<CodeSet>,

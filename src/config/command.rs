@@ -8,6 +8,7 @@ use crate::classify::command::{CommandRules, OutputWatch};
 use crate::classify::profiles::{self, Profile};
 use crate::cli::{Cli, StdinMode};
 
+#[derive(Clone)]
 pub struct CommandConfig {
     pub argv: Vec<OsString>,
     pub rules: CommandRules,

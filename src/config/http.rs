@@ -19,6 +19,7 @@ use crate::cli::Cli;
 use crate::exec::http::{Destination, WriteOut};
 use crate::report;
 
+#[derive(Clone)]
 pub struct HttpConfig {
     /// The URL as given, for the report and the logs.
     pub url: String,
@@ -35,6 +36,7 @@ pub struct HttpConfig {
 }
 
 /// curl's output options (-w, -D, --fail-with-body, -C -).
+#[derive(Clone)]
 pub struct OutputOptions {
     pub write_out: Option<WriteOut>,
     pub dump_header: Option<HeaderDump>,

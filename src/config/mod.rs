@@ -7,6 +7,7 @@
 mod command;
 pub mod hooks;
 pub mod http;
+pub mod schedule;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use serde_json::json;
 pub use self::command::CommandConfig;
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
+pub use self::schedule::ScheduleConfig;
 use crate::backoff::Schedule;
 use crate::cli::{Cli, LogFormat};
 use crate::engine::Policy;
@@ -37,9 +39,12 @@ pub struct Config {
     pub dry_run: bool,
     /// `--seed`, or `None` for a random one.
     pub seed: Option<u64>,
+    /// `--schedule` and its options: run once per slot instead of once.
+    pub schedule: Option<ScheduleConfig>,
 }
 
 /// What the operands name, with that mode's settings.
+#[derive(Clone)]
 pub enum TargetConfig {
     Command(Box<CommandConfig>),
     Http(Box<HttpConfig>),
@@ -115,7 +120,11 @@ impl Config {
         };
         let hooks = HookConfig::from_cli(&cli);
         let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
-        let target = TargetConfig::from_cli(cli, key)?;
+        let schedule = ScheduleConfig::from_cli(&cli)?;
+        let mut target = TargetConfig::from_cli(cli, key)?;
+        if let (Some(_), TargetConfig::Command(c)) = (&schedule, &mut target) {
+            c.stdin = crate::cli::StdinMode::Null;
+        }
         Ok(Config {
             target,
             policy,
@@ -126,6 +135,7 @@ impl Config {
             report,
             dry_run,
             seed,
+            schedule,
         })
     }
 
@@ -149,12 +159,6 @@ impl Config {
             TargetConfig::Command(_) => "command",
             TargetConfig::Http(_) => "http",
         }
-    }
-
-    /// The key is shown (logs, report) when the command sees it or the request sends it.
-    pub fn shown_key(&self) -> Option<&str> {
-        let shown = self.run.key_requested || matches!(self.target, TargetConfig::Command(_));
-        shown.then_some(self.run.idempotency_key.as_str())
     }
 }
 

@@ -12,7 +12,9 @@ use anyhow::Context;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use super::{Done, Lock, Marker, MarkerStore};
+use std::time::SystemTime;
+
+use super::{Done, Lock, Marker, MarkerStore, Status};
 
 /// Longest file name most file systems take (NAME_MAX).
 const NAME_MAX: usize = 255;
@@ -159,6 +161,22 @@ impl FileStore {
         self.dir.join(format!("{}.json", escape_key(key)))
     }
 
+    /// The markers whose keys start with `prefix`, with their files.
+    fn entries(&self, prefix: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
+        let listing = std::fs::read_dir(&self.dir)
+            .with_context(|| format!("--state: cannot list {}", self.dir.display()))?;
+        let mut out = Vec::new();
+        for entry in listing {
+            let entry = entry?;
+            let name = entry.file_name();
+            let key = name.to_str().and_then(key_from_file_name);
+            if let Some(key) = key.filter(|k| k.starts_with(prefix)) {
+                out.push((key, entry.path()));
+            }
+        }
+        Ok(out)
+    }
+
     fn key_lock_path(&self, key: &str) -> PathBuf {
         self.dir.join(format!(".{}.lock", escape_key(key)))
     }
@@ -180,11 +198,13 @@ impl MarkerStore for FileStore {
         // The marker's existence is the record; its contents only say when and where.
         Ok(Some(match serde_json::from_slice::<Marker>(&text) {
             Ok(marker) => Done {
+                status: marker.status,
                 succeeded_at: marker.succeeded_at,
                 host: marker.host,
                 place,
             },
             Err(e) => Done {
+                status: Status::Succeeded,
                 succeeded_at: format!("an unknown time (unreadable marker: {e})"),
                 host: "unknown".into(),
                 place,
@@ -200,9 +220,35 @@ impl MarkerStore for FileStore {
     }
 
     fn record(&mut self, marker: &Marker) -> anyhow::Result<()> {
+        let path = self.marker_path(&marker.key);
+        // Only a success replaces a record: a late "skipped" never hides how a slot ended.
+        if marker.status != Status::Succeeded && path.exists() {
+            return Ok(());
+        }
         let mut text = serde_json::to_vec_pretty(marker)?;
         text.push(b'\n');
-        crate::report::write_atomically(&self.marker_path(&marker.key), &text)
+        crate::report::write_atomically(&path, &text)
+    }
+
+    fn keys_with_prefix(&mut self, prefix: &str) -> anyhow::Result<Vec<String>> {
+        Ok(self
+            .entries(prefix)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
+
+    fn prune(&mut self, prefix: &str, before: SystemTime) -> anyhow::Result<usize> {
+        let mut removed = 0;
+        for (_, path) in self.entries(prefix)? {
+            let old = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < before);
+            if old && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 }
 
@@ -337,6 +383,7 @@ mod tests {
         let mut store = FileStore::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(store.find("a/b").unwrap(), None);
         let marker = Marker {
+            status: Status::Succeeded,
             key: "a/b".into(),
             succeeded_at: "2024-05-01T03:00:00.000Z".into(),
             host: "web1".into(),

@@ -58,10 +58,71 @@ pub enum Gate {
     /// Go ahead; the locks stay held until `HeldLocks` is dropped.
     Proceed(HeldLocks),
     /// Do not run: exit with `exit_code` after printing `message`.
-    Skip { exit_code: i32, message: String },
+    Skip {
+        exit_code: i32,
+        message: String,
+        why: SkipWhy,
+    },
     /// The run must stop before it began (a signal while connecting or waiting, or
     /// a lock lost while waiting for another): `message` says which.
     Stopped { stop: Stop, message: String },
+}
+
+/// Why the gate skipped a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipWhy {
+    /// The `--once` key already has a record.
+    Done,
+    /// `--lock` was busy.
+    LockBusy,
+    /// Another run of the same `--once` key holds its lock; that run records the end.
+    KeyBusy,
+}
+
+/// How a run of a `--once` key ended, as its record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Succeeded,
+    GaveUp,
+    /// A scheduled slot that did not run (overlap, busy lock).
+    Skipped,
+    /// A scheduled slot refused by an open circuit.
+    Refused,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Succeeded => "succeeded",
+            Status::GaveUp => "gave_up",
+            Status::Skipped => "skipped",
+            Status::Refused => "refused",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Status {
+        match name {
+            "gave_up" => Status::GaveUp,
+            "skipped" => Status::Skipped,
+            "refused" => Status::Refused,
+            _ => Status::Succeeded,
+        }
+    }
+
+    /// How a message says it: "succeeded", "gave up", …
+    fn phrase(self) -> &'static str {
+        match self {
+            Status::Succeeded => "succeeded",
+            Status::GaveUp => "gave up",
+            Status::Skipped => "was skipped",
+            Status::Refused => "was refused",
+        }
+    }
+}
+
+fn succeeded() -> Status {
+    Status::Succeeded
 }
 
 /// A stopping signal arrived while retry was waiting on a server.
@@ -226,8 +287,13 @@ pub trait MarkerStore {
     /// Tries once to take the lock that keeps runs with the same `key` apart;
     /// `Ok(false)` when another run holds it. Held until the store is dropped.
     fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool>;
-    /// Records a success durably; returns only once it is committed.
+    /// Records how a run ended, durably; returns only once it is committed.
     fn record(&mut self, marker: &Marker) -> anyhow::Result<()>;
+    /// The keys with a record that start with `prefix`.
+    fn keys_with_prefix(&mut self, prefix: &str) -> anyhow::Result<Vec<String>>;
+    /// Removes the records of keys starting with `prefix` recorded before `before`;
+    /// returns how many.
+    fn prune(&mut self, prefix: &str, before: SystemTime) -> anyhow::Result<usize>;
     /// Like [`Lock::liveness`], for the lock taken by `try_lock_key`.
     fn key_lock_liveness(&self) -> Option<Box<dyn Liveness>> {
         None
@@ -237,6 +303,7 @@ pub trait MarkerStore {
 /// A recorded success, as found in a store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Done {
+    pub status: Status,
     /// RFC 3339, or a note saying why the time is unknown.
     pub succeeded_at: String,
     pub host: String,
@@ -248,7 +315,10 @@ pub struct Done {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
     pub key: String,
-    /// RFC 3339, UTC.
+    /// How the run ended (older markers, without the field, are successes).
+    #[serde(default = "succeeded")]
+    pub status: Status,
+    /// RFC 3339, UTC: when the record was made.
     pub succeeded_at: String,
     pub host: String,
     pub pid: u32,
@@ -353,10 +423,16 @@ impl HeldLocks {
 
     /// Records the `--once` key after a successful run (nothing to do without `--once`).
     pub fn record_success(&mut self, summary: &RunSummary) -> anyhow::Result<()> {
+        self.record_end(Status::Succeeded, summary)
+    }
+
+    /// Records how the run of the `--once` key ended, while its lock is still held.
+    pub fn record_end(&mut self, status: Status, summary: &RunSummary) -> anyhow::Result<()> {
         let Some(once) = &mut self.once else {
             return Ok(());
         };
         let marker = Marker {
+            status,
             key: once.key.clone(),
             succeeded_at: report::timestamp(SystemTime::now()),
             host: host_name(),
@@ -366,7 +442,8 @@ impl HeldLocks {
         };
         once.store.record(&marker).with_context(|| {
             format!(
-                "the run succeeded but --once key {:?} could not be recorded in {}",
+                "the run {} but --once key {:?} could not be recorded in {}",
+                status.phrase(),
                 once.key,
                 once.store.describe()
             )
@@ -374,13 +451,37 @@ impl HeldLocks {
         report::verbose(
             1,
             &format!(
-                "recorded --once key {:?} in {}",
+                "recorded --once key {:?} ({}) in {}",
                 once.key,
+                status.as_str(),
                 once.store.describe()
             ),
         );
         Ok(())
     }
+}
+
+/// Records how a slot ended with a fresh connection to `state` (for a slot that never
+/// held its key lock, or whose store connection went with a lost lock).
+pub fn record_status(
+    state: &Backend,
+    key: &str,
+    status: Status,
+    command: &[String],
+) -> anyhow::Result<()> {
+    let mut store = open_store(state.clone())?;
+    let marker = Marker {
+        key: key.to_string(),
+        status,
+        succeeded_at: report::timestamp(SystemTime::now()),
+        host: host_name(),
+        pid: std::process::id(),
+        command: command.to_vec(),
+        attempts: 0,
+    };
+    store
+        .record(&marker)
+        .with_context(|| format!("cannot record {key:?} in {}", store.describe()))
 }
 
 /// This machine's name, for markers (Linux keeps it in /proc).
@@ -402,7 +503,7 @@ fn open_lock(target: Backend) -> anyhow::Result<Box<dyn Lock>> {
 }
 
 /// Opens the backend for a `--state` target (creating the directory or table).
-fn open_store(target: Backend) -> anyhow::Result<Box<dyn MarkerStore>> {
+pub fn open_store(target: Backend) -> anyhow::Result<Box<dyn MarkerStore>> {
     Ok(match target {
         Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
         Backend::Postgres(pg) => Box::new(postgres::PgStore::connect(pg)?),
@@ -534,6 +635,11 @@ fn busy(opts: &JobOptions, wait: Duration, text: String) -> Gate {
     Gate::Skip {
         exit_code,
         message: format!("skipped: {text}{waited}; exit status {exit_code}"),
+        why: if text.starts_with("another run") {
+            SkipWhy::KeyBusy
+        } else {
+            SkipWhy::LockBusy
+        },
     }
 }
 
@@ -564,8 +670,10 @@ fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
 fn already_done(key: &str, done: &Done) -> Gate {
     Gate::Skip {
         exit_code: 0,
+        why: SkipWhy::Done,
         message: format!(
-            "skipped: --once key {key:?} already succeeded at {}{} on host {} (recorded in {}); exit status 0",
+            "skipped: --once key {key:?} already {} at {}{} on host {} (recorded in {}); exit status 0",
+            done.status.phrase(),
             done.succeeded_at,
             age(&done.succeeded_at),
             done.host,

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
@@ -23,6 +23,24 @@ pub struct LogConfig {
 }
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
+/// The scheduled slot being run (`JOB@SLOT`), named by every line while it runs.
+static SLOT: Mutex<Option<String>> = Mutex::new(None);
+
+/// Names `slot` in every line from now on (`None`: no slot).
+pub fn set_slot(slot: Option<String>) {
+    *SLOT.lock().unwrap_or_else(|p| p.into_inner()) = slot;
+}
+
+fn slot() -> Option<String> {
+    SLOT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Adds the slot, if any, to a JSON line.
+fn with_slot(line: &mut Value) {
+    if let (Some(slot), Some(obj)) = (slot(), line.as_object_mut()) {
+        obj.insert("slot".into(), Value::String(slot));
+    }
+}
 
 pub fn init(config: LogConfig) {
     let _ = CONFIG.set(config);
@@ -46,17 +64,22 @@ fn emit(level: &str, message: &str, fields: Value) {
     if cfg.json {
         let mut line = json!({ "ts": timestamp(SystemTime::now()), "event": "message", "level": level, "message": message });
         merge(&mut line, fields);
+        with_slot(&mut line);
         let _ = writeln!(stderr, "{line}");
     } else {
         let _ = writeln!(stderr, "{}{message}", prefix(cfg));
     }
 }
 
-fn prefix(cfg: &LogConfig) -> &'static str {
-    if cfg.color {
+fn prefix(cfg: &LogConfig) -> String {
+    let name = if cfg.color {
         "\x1b[1mretry:\x1b[0m "
     } else {
         "retry: "
+    };
+    match slot() {
+        Some(slot) => format!("{name}[{slot}] "),
+        None => name.to_string(),
     }
 }
 
@@ -152,6 +175,7 @@ impl Logger {
         let mut line = json!({ "ts": timestamp(SystemTime::now()), "event": event });
         merge(&mut line, std::mem::take(&mut fields));
         merge(&mut line, self.context.clone());
+        with_slot(&mut line);
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
 }

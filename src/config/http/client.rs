@@ -11,6 +11,7 @@ use reqwest::{Certificate, Identity, NoProxy, Proxy, Url};
 
 use crate::cli::Cli;
 
+#[derive(Clone)]
 pub struct ClientSettings {
     /// `-k`: certificates are not verified.
     pub insecure: bool,
@@ -32,6 +33,7 @@ pub struct ClientSettings {
 }
 
 /// Where requests go through.
+#[derive(Clone)]
 pub enum ProxyChoice {
     /// The environment's proxies and NO_PROXY, as the client reads them.
     Environment,

@@ -21,6 +21,7 @@ use crate::exec::http_headers::{self, HeaderAction, HeaderLine};
 /// What curl sends with `--compressed` when built with every decoder.
 pub const ACCEPT_ENCODINGS: &str = "deflate, gzip, br, zstd";
 
+#[derive(Clone)]
 pub struct Request {
     pub method: Method,
     /// A malformed URL is the attempt's outcome (exit 3), not a usage error.

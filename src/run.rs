@@ -1,0 +1,258 @@
+//! One run, in the order SPEC gives: the gate (lock, `--once` check), the
+//! attempts, the marker, the report. A plain invocation makes one; a scheduler
+//! makes one per slot with that slot's overrides ([`SlotRun`]). Building the
+//! configuration is `config`'s job, the retry loop `engine`'s.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::config::{Config, TargetConfig};
+use crate::engine::{self, Policy, RunSummary, StopReason};
+use crate::exec::command::CommandExecutor;
+use crate::exec::http::HttpExecutor;
+use crate::exec::{Executor, RunInfo};
+use crate::exit::ExitCode;
+use crate::hooks::Hooks;
+use crate::jobs::{self, Backend, SkipWhy, Status};
+use crate::report::{self, ReportHeader};
+use crate::{clock, signals};
+
+/// What a scheduled slot changes in a run.
+#[derive(Clone, Debug)]
+pub struct SlotRun {
+    /// `JOB@SLOT`: the `--once` key and the source of the idempotency key.
+    pub key: String,
+    /// Where the slot's record goes.
+    pub state: Backend,
+}
+
+impl SlotRun {
+    /// The idempotency key of the slot: a UUID v5 of `JOB@SLOT`, the same on every rerun.
+    pub fn idempotency_key(&self) -> String {
+        uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, self.key.as_bytes()).to_string()
+    }
+}
+
+/// How one run ended.
+pub struct RunEnd {
+    pub summary: RunSummary,
+    /// Set when the gate skipped the run.
+    pub skipped: Option<SkipWhy>,
+}
+
+/// The executor for the target, with every option checked before anything runs.
+pub fn executor(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
+    Ok(match target {
+        TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)),
+        TargetConfig::Http(config) => Box::new(HttpExecutor::new(*config, run)?),
+    })
+}
+
+/// The run's settings with the slot's overrides applied.
+fn run_info(config: &Config, slot: Option<&SlotRun>) -> RunInfo {
+    let mut run = config.run.clone();
+    if let Some(slot) = slot {
+        run.idempotency_key = slot.idempotency_key();
+    }
+    run
+}
+
+/// Makes one run: the gate, the attempts, the record and the report.
+pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd> {
+    let run = run_info(config, slot);
+    let mut exec = executor(config.target.clone(), &run)?;
+    let shown = run.key_requested || matches!(config.target, TargetConfig::Command(_));
+    let header = ReportHeader {
+        target: config.target_value(),
+        mode: config.mode_name(),
+        idempotency_key: shown.then_some(run.idempotency_key.as_str()),
+    };
+    let mut job_options = config.jobs.clone();
+    if let Some(slot) = slot {
+        job_options.once = Some(slot.key.clone());
+        job_options.state = Some(slot.state.clone());
+    }
+    let report_path = config.report.as_deref();
+    let mut hooks = Hooks::new(config.hooks.clone(), &run, header.idempotency_key);
+    // The run, and its --max-time budget, start before the wait for a lock.
+    let clock = clock::SystemClock::new();
+    let mut held = match jobs::prepare(&job_options)? {
+        jobs::Gate::Proceed(held) => held,
+        jobs::Gate::Skip {
+            exit_code,
+            message,
+            why,
+        } => {
+            report::notice(&message);
+            let summary = not_run(exit_code, StopReason::Skipped, message, &clock);
+            finish_report(report_path, &header, &summary)?;
+            return Ok(RunEnd {
+                summary,
+                skipped: Some(why),
+            });
+        }
+        jobs::Gate::Stopped { stop, message } => {
+            report::notice(&message);
+            let (exit_code, reason) = match stop {
+                signals::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
+                signals::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
+            };
+            let summary = not_run(exit_code, reason, message, &clock);
+            finish_report(report_path, &header, &summary)?;
+            return Ok(RunEnd {
+                summary,
+                skipped: None,
+            });
+        }
+    };
+    announce(config, &header);
+    let engine_setup = EngineSetup {
+        policy: &config.policy,
+        seed: config.seed,
+        countdown: config.countdown,
+        header: &header,
+        clock: &clock,
+    };
+    let mut summary = run_engine(exec.as_mut(), &engine_setup, &mut hooks)?;
+    if summary.stopped_because == StopReason::Success {
+        match held.confirm() {
+            Ok(()) => held.record_success(&summary)?,
+            Err(lost) => summary = lost_after_success(summary, &lost),
+        }
+    }
+    if let Some(slot) = slot {
+        record_gave_up(&mut held, slot, &summary, &job_options.command);
+    }
+    // After the marker, budget and circuit updates; before the report and the lock's
+    // release (SPEC: the order of a run).
+    let summary = hooks.after_run(summary, |s| report::report_json(&header, s));
+    drop(held);
+    finish_report(report_path, &header, &summary)?;
+    Ok(RunEnd {
+        summary,
+        skipped: None,
+    })
+}
+
+/// A slot that ran and did not succeed is recorded as gave up (an interrupted one is
+/// not: it has no end, so it counts as missed).
+fn record_gave_up(
+    held: &mut jobs::HeldLocks,
+    slot: &SlotRun,
+    summary: &RunSummary,
+    command: &[String],
+) {
+    if matches!(
+        summary.stopped_because,
+        StopReason::Success | StopReason::Signal
+    ) {
+        return;
+    }
+    // A lost lock took the store's connection with it: record on a fresh one.
+    let recorded = held
+        .record_end(Status::GaveUp, summary)
+        .or_else(|_| jobs::record_status(&slot.state, &slot.key, Status::GaveUp, command));
+    if let Err(err) = recorded {
+        report::error(&format!("{err:#}"));
+    }
+}
+
+fn announce(config: &Config, header: &ReportHeader<'_>) {
+    if config.run.nested {
+        report::info(&format!(
+            "running inside another retry (RETRY_DEPTH={}): one attempt only, the outer retry decides; \
+             --allow-nested retries here too",
+            config.run.depth
+        ));
+    }
+    if let Some(key) = header.idempotency_key.filter(|_| report::shows(1)) {
+        report::verbose(1, &format!("idempotency key: {key}"));
+    }
+}
+
+/// Writes the report, if asked for.
+fn finish_report(
+    path: Option<&std::path::Path>,
+    header: &ReportHeader<'_>,
+    summary: &RunSummary,
+) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        report::write_report(path, header, summary)?;
+    }
+    Ok(())
+}
+
+/// The last attempt succeeded, but a lock was lost before its success could count.
+fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
+    let message = format!("{lost}; the success is not recorded");
+    report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
+    RunSummary {
+        exit_code: ExitCode::USAGE,
+        stopped_because: StopReason::LockLost,
+        message,
+        ..summary
+    }
+}
+
+/// What the engine needs besides the executor.
+struct EngineSetup<'a> {
+    policy: &'a Policy,
+    seed: Option<u64>,
+    countdown: bool,
+    header: &'a ReportHeader<'a>,
+    clock: &'a clock::SystemClock,
+}
+
+fn run_engine(
+    exec: &mut dyn Executor,
+    setup: &EngineSetup<'_>,
+    hooks: &mut Hooks,
+) -> anyhow::Result<RunSummary> {
+    let seed = setup.seed.unwrap_or_else(rand::random);
+    if report::shows(2) {
+        report::verbose(
+            2,
+            &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
+        );
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut sleeper = clock::SignalSleeper {
+        countdown: setup.countdown,
+        limit: setup.policy.attempts,
+    };
+    let header = setup.header;
+    let mut logger = report::Logger {
+        context: match header.idempotency_key {
+            Some(key) => {
+                json!({ "mode": header.mode, "target": header.target, "idempotency_key": key })
+            }
+            None => json!({ "mode": header.mode, "target": header.target }),
+        },
+    };
+    let mut env = engine::Env {
+        clock: setup.clock,
+        sleeper: &mut sleeper,
+        rng: &mut rng,
+        events: &mut logger,
+        retry_hook: hooks,
+    };
+    engine::run(exec, setup.policy, &mut env)
+}
+
+/// A run that ended at the gate, before any attempt.
+fn not_run(
+    exit_code: i32,
+    stopped_because: StopReason,
+    message: String,
+    clock: &clock::SystemClock,
+) -> RunSummary {
+    use engine::Clock;
+    RunSummary {
+        attempts: Vec::new(),
+        exit_code,
+        stopped_because,
+        message,
+        elapsed: clock.now(),
+    }
+}

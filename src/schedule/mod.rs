@@ -1,0 +1,335 @@
+//! The scheduler behind `--schedule`: one run per CRON slot, from state rather than
+//! the clock. `cron` owns parsing and slot arithmetic; this module owns the loop,
+//! with the clock, the sleeper, the state and the run injected through [`World`],
+//! and the catch-up and overlap decisions as pure functions. Each slot is one call
+//! of `run::one_run` with the slot's overrides; locks are taken per slot, so the
+//! scheduler holds no lock or connection between slots.
+
+pub mod cron;
+mod world;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::cli::{CatchUp, Overlap};
+use crate::config::{Config, ScheduleConfig};
+use crate::exit::ExitCode;
+use crate::jobs::Backend;
+use crate::report;
+
+pub use world::SystemWorld;
+
+/// A slot: the instant CRON names.
+pub type Slot = DateTime<Utc>;
+
+/// Most slots one catch-up looks at (the newest kept): a seconds schedule over a long
+/// window must not take the scheduler's memory.
+const MAX_SLOTS: usize = 100_000;
+/// How often the records of old slots are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// A slot's key: `JOB@SLOT`, SLOT in RFC 3339 UTC.
+pub fn slot_key(job: &str, slot: Slot) -> String {
+    format!("{job}@{}", slot.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+/// The slot a key names, if it is one of `job`'s.
+pub fn slot_of_key(job: &str, key: &str) -> Option<Slot> {
+    let rest = key.strip_prefix(job)?.strip_prefix('@')?;
+    DateTime::parse_from_rfc3339(rest)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// What a catch-up runs, oldest first, and how many missed slots it drops.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CatchUpPlan {
+    pub run: Vec<Slot>,
+    pub dropped: usize,
+}
+
+/// Decides the catch-up over `slots` (every slot of the span, oldest first); a slot
+/// in `handled` has a record and is never run again.
+pub fn plan_catch_up(policy: CatchUp, slots: &[Slot], handled: &HashSet<Slot>) -> CatchUpPlan {
+    let missed: Vec<Slot> = slots
+        .iter()
+        .copied()
+        .filter(|s| !handled.contains(s))
+        .collect();
+    match policy {
+        CatchUp::None => CatchUpPlan {
+            run: Vec::new(),
+            dropped: missed.len(),
+        },
+        CatchUp::All => CatchUpPlan {
+            run: missed,
+            dropped: 0,
+        },
+        CatchUp::Latest => {
+            let newest = slots.last().filter(|s| !handled.contains(s));
+            CatchUpPlan {
+                run: newest.into_iter().copied().collect(),
+                dropped: missed.len() - usize::from(newest.is_some()),
+            }
+        }
+    }
+}
+
+/// How a slot's run ended, for the loop.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SlotEnd {
+    /// The run ended (whatever its result); the scheduler goes on.
+    Ended,
+    /// A stopping signal: the scheduler stops with 128+N.
+    Stopped(i32),
+}
+
+/// Everything the loop does to the outside world.
+pub trait World {
+    fn now(&self) -> Slot;
+    /// Sleeps until `t` by the wall clock (re-read at least once a minute, so a clock
+    /// step or a suspend is noticed); `Err` is a stopping signal.
+    fn sleep_until(&mut self, t: Slot) -> Result<(), i32>;
+    /// The slots with a record in the state.
+    fn handled(&mut self) -> anyhow::Result<HashSet<Slot>>;
+    fn run_slot(&mut self, slot: Slot) -> SlotEnd;
+    /// Records and logs a slot that did not run because the previous one still ran.
+    fn skip_slot(&mut self, slot: Slot);
+    /// Removes records of slots before `before`.
+    fn prune(&mut self, before: Slot);
+    /// Says something about the schedule (not about one slot).
+    fn say(&mut self, message: &str);
+}
+
+/// The scheduler's settings.
+pub struct Scheduler<'a> {
+    pub config: &'a ScheduleConfig,
+}
+
+impl Scheduler<'_> {
+    fn window(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.config.window).unwrap_or(chrono::Duration::days(36_500))
+    }
+
+    /// Runs until a stopping signal; returns its exit status (128+N). `Err` when the
+    /// state cannot be reached at start or CRON names no future slot.
+    pub fn run(&self, world: &mut dyn World) -> anyhow::Result<i32> {
+        let start = world.now();
+        let Some(first) = self.config.cron.next_after(start) else {
+            anyhow::bail!(
+                "--schedule: {:?} names no future time",
+                self.config.cron.text
+            );
+        };
+        let handled = world.handled()?;
+        let mut pruned_at = start;
+        world.prune(start - self.window() - chrono::Duration::days(1));
+        world.say(&format!(
+            "job {}: schedule {:?} in {}; next slot {}",
+            self.config.job,
+            self.config.cron.text,
+            self.config.cron.zone,
+            show(first, self.config.cron.zone)
+        ));
+        let span = self
+            .config
+            .cron
+            .slots_between(start - self.window(), start, MAX_SLOTS);
+        if let Err(sig) = self.catch_up(world, &span, &handled) {
+            return Ok(ExitCode::signal(sig));
+        }
+        let mut cursor = start;
+        loop {
+            cursor = match self.settle(world, cursor) {
+                Ok(cursor) => cursor,
+                Err(sig) => return Ok(ExitCode::signal(sig)),
+            };
+            if world.now() - pruned_at > chrono::Duration::from_std(PRUNE_EVERY)? {
+                pruned_at = world.now();
+                world.prune(pruned_at - self.window() - chrono::Duration::days(1));
+            }
+            let Some(next) = self.config.cron.next_after(cursor) else {
+                anyhow::bail!(
+                    "--schedule: {:?} names no further time",
+                    self.config.cron.text
+                );
+            };
+            if let Err(sig) = world.sleep_until(next) {
+                return Ok(ExitCode::signal(sig));
+            }
+            // The slots up to the wake-up are dealt with; settle handles those that came since.
+            cursor = match self.on_time(world, cursor) {
+                Ok(woke) => woke,
+                Err(sig) => return Ok(ExitCode::signal(sig)),
+            };
+        }
+    }
+
+    /// After a wake-up: one slot due runs; more than one means a pause (a suspended
+    /// host, a clock step), and they are caught up from state.
+    /// Returns the time of the wake-up, up to which every slot is dealt with.
+    fn on_time(&self, world: &mut dyn World, cursor: Slot) -> Result<Slot, i32> {
+        let now = world.now();
+        let due = self.config.cron.slots_between(cursor, now, MAX_SLOTS);
+        self.run_due(world, &due)?;
+        Ok(now.max(cursor))
+    }
+
+    fn run_due(&self, world: &mut dyn World, due: &[Slot]) -> Result<(), i32> {
+        match due {
+            [] => Ok(()),
+            [slot] => stop_on(world.run_slot(*slot)),
+            _ => {
+                world.say(&format!(
+                    "{} slots came due at once (the host was suspended or the clock stepped); catching up from state",
+                    due.len()
+                ));
+                match world.handled() {
+                    Ok(handled) => self.catch_up(world, due, &handled),
+                    Err(err) => {
+                        report::error(&format!("{err:#}; the due slots do not run"));
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deals with the slots that came while runs ran, until none has; returns the new cursor.
+    fn settle(&self, world: &mut dyn World, from: Slot) -> Result<Slot, i32> {
+        let mut from = from;
+        loop {
+            let now = world.now();
+            let came = self.config.cron.slots_between(from, now, MAX_SLOTS);
+            if came.is_empty() {
+                return Ok(now.max(from));
+            }
+            match self.config.overlap {
+                Overlap::Skip => {
+                    for slot in came {
+                        world.skip_slot(slot);
+                    }
+                    return Ok(now);
+                }
+                Overlap::Queue => {
+                    let handled = world.handled().unwrap_or_else(|err| {
+                        report::error(&format!("{err:#}"));
+                        came.iter().copied().collect()
+                    });
+                    self.catch_up(world, &came, &handled)?;
+                }
+            }
+            from = now;
+        }
+    }
+
+    /// Runs what the catch-up policy picks among `slots` and says what it dropped.
+    fn catch_up(
+        &self,
+        world: &mut dyn World,
+        slots: &[Slot],
+        handled: &HashSet<Slot>,
+    ) -> Result<(), i32> {
+        let plan = plan_catch_up(self.config.catch_up, slots, handled);
+        let policy = match self.config.catch_up {
+            CatchUp::None => "none",
+            CatchUp::Latest => "latest",
+            CatchUp::All => "all",
+        };
+        if plan.dropped > 0 {
+            let older = if self.config.catch_up == CatchUp::Latest {
+                " older"
+            } else {
+                ""
+            };
+            world.say(&format!(
+                "catch-up: dropped {}{older} missed slot{} (--catch-up {policy})",
+                plan.dropped,
+                plural(plan.dropped)
+            ));
+        }
+        for slot in plan.run {
+            world.say(&format!(
+                "catch-up: running missed slot {} (--catch-up {policy})",
+                slot_key(&self.config.job, slot)
+            ));
+            stop_on(world.run_slot(slot))?;
+        }
+        Ok(())
+    }
+}
+
+fn stop_on(end: SlotEnd) -> Result<(), i32> {
+    match end {
+        SlotEnd::Ended => Ok(()),
+        SlotEnd::Stopped(sig) => Err(sig),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// A slot in the schedule's zone and in UTC.
+pub fn show(slot: Slot, zone: chrono_tz::Tz) -> String {
+    format!(
+        "{} ({})",
+        slot.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S %Z"),
+        slot.to_rfc3339_opts(SecondsFormat::Secs, true)
+    )
+}
+
+/// Runs the scheduler for `config` until a stopping signal.
+pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<i32> {
+    if let Backend::File(dir) = &schedule.state {
+        report::notice(&format!(
+            "slots are exactly once on this host only (state directory {}); replicas must share --state postgres://…",
+            dir.display()
+        ));
+    }
+    let mut world = SystemWorld::new(config, schedule);
+    Scheduler { config: schedule }.run(&mut world)
+}
+
+/// `--dry-run` with `--schedule`: the next five slots, and the missed slots a start now
+/// would catch up.
+pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
+    let now = Utc::now();
+    let zone = schedule.cron.zone;
+    let mut out = format!(
+        "schedule: {:?} in {zone}, job {}\nnext slots:\n",
+        schedule.cron.text, schedule.job
+    );
+    for slot in schedule.cron.upcoming(now, 5) {
+        out += &format!("  {}\n", show(slot, zone));
+    }
+    // A state directory that does not exist yet holds no record, and a dry run creates nothing.
+    let handled = match &schedule.state {
+        Backend::File(dir) if !dir.exists() => HashSet::new(),
+        _ => SystemWorld::for_state(schedule).handled()?,
+    };
+    let window = chrono::Duration::from_std(schedule.window)?;
+    let span = schedule.cron.slots_between(now - window, now, MAX_SLOTS);
+    let plan = plan_catch_up(schedule.catch_up, &span, &handled);
+    if plan.run.is_empty() {
+        out += "catch-up: no missed slot would run\n";
+    } else {
+        out += "catch-up would run:\n";
+        for slot in &plan.run {
+            out += &format!("  {}\n", show(*slot, zone));
+        }
+    }
+    if plan.dropped > 0 {
+        out += &format!(
+            "catch-up would drop {} missed slot{}\n",
+            plan.dropped,
+            plural(plan.dropped)
+        );
+    }
+    Ok(out + "\n")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! The loop against a scripted world: a fake clock that runs moves forward, a
+//! sleeper that jumps to the wake-up time, and state in memory. No sleeping.
+
+use std::collections::{HashSet, VecDeque};
+
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::schedule::cron::CronSchedule;
+
+fn t(text: &str) -> Slot {
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn set(slots: &[&str]) -> HashSet<Slot> {
+    slots.iter().map(|s| t(s)).collect()
+}
+
+fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> ScheduleConfig {
+    ScheduleConfig {
+        cron: CronSchedule::parse(cron, chrono_tz::Tz::UTC).unwrap(),
+        job: "job".into(),
+        catch_up,
+        window: std::time::Duration::from_secs(window_s),
+        overlap,
+        state: Backend::File("/nonexistent".into()),
+    }
+}
+
+/// A world whose clock only moves when the scheduler sleeps or a run takes time.
+struct Fake {
+    now: Slot,
+    records: HashSet<Slot>,
+    /// How long each run takes, in seconds (the last value repeats).
+    durations: VecDeque<i64>,
+    ran: Vec<Slot>,
+    skipped: Vec<Slot>,
+    said: Vec<String>,
+    /// Stop with SIGTERM once this many runs have been made.
+    stop_after: usize,
+    /// A suspend: at this wake-up the clock jumps to the second time.
+    jump: Option<(Slot, Slot)>,
+}
+
+impl Fake {
+    fn new(now: &str, records: HashSet<Slot>, stop_after: usize) -> Fake {
+        Fake {
+            now: t(now),
+            records,
+            durations: VecDeque::from([0]),
+            ran: Vec::new(),
+            skipped: Vec::new(),
+            said: Vec::new(),
+            stop_after,
+            jump: None,
+        }
+    }
+}
+
+impl World for Fake {
+    fn now(&self) -> Slot {
+        self.now
+    }
+    fn sleep_until(&mut self, at: Slot) -> Result<(), i32> {
+        if self.ran.len() >= self.stop_after {
+            return Err(15);
+        }
+        self.now = self.now.max(at);
+        if let Some((when, to)) = self.jump.filter(|(when, _)| *when <= self.now) {
+            let _ = when;
+            self.now = to;
+            self.jump = None;
+        }
+        Ok(())
+    }
+    fn handled(&mut self) -> anyhow::Result<HashSet<Slot>> {
+        Ok(self.records.clone())
+    }
+    fn run_slot(&mut self, slot: Slot) -> SlotEnd {
+        let secs = if self.durations.len() > 1 {
+            self.durations.pop_front().unwrap()
+        } else {
+            self.durations[0]
+        };
+        self.now += chrono::Duration::seconds(secs);
+        self.ran.push(slot);
+        self.records.insert(slot);
+        SlotEnd::Ended
+    }
+    fn skip_slot(&mut self, slot: Slot) {
+        self.skipped.push(slot);
+        self.records.insert(slot);
+    }
+    fn prune(&mut self, _before: Slot) {}
+    fn say(&mut self, message: &str) {
+        self.said.push(message.to_string());
+    }
+}
+
+fn run(cfg: &ScheduleConfig, world: &mut Fake) -> i32 {
+    Scheduler { config: cfg }.run(world).unwrap()
+}
+
+#[test]
+fn catch_up_plans_follow_the_policy_and_never_rerun_a_recorded_slot() {
+    let slots = [
+        t("2026-01-01T00:00:00Z"),
+        t("2026-01-01T01:00:00Z"),
+        t("2026-01-01T02:00:00Z"),
+    ];
+    let handled = set(&["2026-01-01T01:00:00Z"]);
+    let all = plan_catch_up(CatchUp::All, &slots, &handled);
+    assert_eq!(all.run, vec![slots[0], slots[2]]);
+    assert_eq!(all.dropped, 0);
+    let latest = plan_catch_up(CatchUp::Latest, &slots, &handled);
+    assert_eq!((latest.run, latest.dropped), (vec![slots[2]], 1));
+    let none = plan_catch_up(CatchUp::None, &slots, &handled);
+    assert_eq!((none.run.len(), none.dropped), (0, 2));
+    // The newest slot has a record (it gave up, say): latest runs nothing.
+    let done = set(&["2026-01-01T02:00:00Z"]);
+    let latest = plan_catch_up(CatchUp::Latest, &slots, &done);
+    assert_eq!((latest.run.len(), latest.dropped), (0, 2));
+}
+
+#[test]
+fn slot_keys_round_trip() {
+    let slot = t("2026-03-29T01:00:00Z");
+    assert_eq!(
+        slot_key("backup-1a2b3c4d", slot),
+        "backup-1a2b3c4d@2026-03-29T01:00:00Z"
+    );
+    assert_eq!(
+        slot_of_key("backup-1a2b3c4d", "backup-1a2b3c4d@2026-03-29T01:00:00Z"),
+        Some(slot)
+    );
+    assert_eq!(
+        slot_of_key("backup", "backup-1a2b3c4d@2026-03-29T01:00:00Z"),
+        None
+    );
+}
+
+#[test]
+fn a_start_catches_up_the_latest_missed_slot_then_runs_on_time() {
+    let cfg = config("0 * * * *", CatchUp::Latest, Overlap::Skip, 6 * 3600);
+    let mut world = Fake::new("2026-01-01T05:30:00Z", set(&["2026-01-01T03:00:00Z"]), 3);
+    assert_eq!(run(&cfg, &mut world), 143);
+    assert_eq!(
+        world.ran,
+        vec![
+            t("2026-01-01T05:00:00Z"),
+            t("2026-01-01T06:00:00Z"),
+            t("2026-01-01T07:00:00Z")
+        ]
+    );
+    // The window reaches back to 23:30: 00, 01, 02 and 04 are dropped, 03 has a record.
+    assert!(
+        world
+            .said
+            .iter()
+            .any(|s| s.contains("dropped 4 older missed slots")),
+        "{:?}",
+        world.said
+    );
+}
+
+#[test]
+fn catch_up_all_runs_each_missed_slot_in_order_and_none_runs_none() {
+    let cfg = config("0 * * * *", CatchUp::All, Overlap::Skip, 3 * 3600);
+    let mut world = Fake::new("2026-01-01T05:30:00Z", set(&["2026-01-01T04:00:00Z"]), 2);
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-01-01T03:00:00Z"), t("2026-01-01T05:00:00Z")]
+    );
+    let cfg = config("0 * * * *", CatchUp::None, Overlap::Skip, 3 * 3600);
+    let mut world = Fake::new("2026-01-01T05:30:00Z", HashSet::new(), 1);
+    run(&cfg, &mut world);
+    assert_eq!(world.ran, vec![t("2026-01-01T06:00:00Z")]);
+    assert!(
+        world
+            .said
+            .iter()
+            .any(|s| s.contains("dropped 3 missed slots (--catch-up none)"))
+    );
+}
+
+#[test]
+fn overlap_skip_records_the_slots_that_came_during_a_long_run() {
+    let cfg = config("*/10 * * * * *", CatchUp::None, Overlap::Skip, 60);
+    let mut world = Fake::new("2026-01-01T00:00:05Z", HashSet::new(), 3);
+    world.durations = VecDeque::from([25, 0]);
+    run(&cfg, &mut world);
+    // 00:10 runs for 25 s; 00:20 and 00:30 come during it and are skipped.
+    assert_eq!(
+        world.skipped,
+        vec![t("2026-01-01T00:00:20Z"), t("2026-01-01T00:00:30Z")]
+    );
+    assert_eq!(
+        world.ran,
+        vec![
+            t("2026-01-01T00:00:10Z"),
+            t("2026-01-01T00:00:40Z"),
+            t("2026-01-01T00:00:50Z")
+        ]
+    );
+}
+
+#[test]
+fn overlap_queue_runs_the_slot_that_came_after_the_long_run() {
+    let cfg = config("*/10 * * * * *", CatchUp::Latest, Overlap::Queue, 60);
+    let mut world = Fake::new("2026-01-01T00:00:05Z", HashSet::new(), 4);
+    world.durations = VecDeque::from([0, 15, 0]);
+    run(&cfg, &mut world);
+    assert!(world.skipped.is_empty());
+    // 00:00 is caught up at start; 00:10 runs until 00:25; 00:20 came meanwhile and runs after.
+    assert_eq!(
+        world.ran,
+        vec![
+            t("2026-01-01T00:00:00Z"),
+            t("2026-01-01T00:00:10Z"),
+            t("2026-01-01T00:00:20Z"),
+            t("2026-01-01T00:00:30Z")
+        ]
+    );
+}
+
+#[test]
+fn a_suspended_host_catches_up_from_state_on_waking() {
+    let cfg = config("0 * * * *", CatchUp::Latest, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::new("2026-01-01T00:30:00Z", set(&["2026-01-01T00:00:00Z"]), 2);
+    // Asleep from 01:00 to 04:10: 01..04 come due at once; only 04:00 runs.
+    world.jump = Some((t("2026-01-01T01:00:00Z"), t("2026-01-01T04:10:00Z")));
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-01-01T04:00:00Z"), t("2026-01-01T05:00:00Z")]
+    );
+    assert!(world.said.iter().any(|s| s.contains("came due at once")));
+}
+
+#[test]
+fn a_fixed_time_in_the_spring_gap_runs_once_through_the_loop() {
+    let mut cfg = config("30 2 * * *", CatchUp::Latest, Overlap::Skip, 3600);
+    cfg.cron = CronSchedule::parse("30 2 * * *", chrono_tz::Europe::Berlin).unwrap();
+    let mut world = Fake::new("2026-03-28T12:00:00Z", HashSet::new(), 2);
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-03-29T01:00:00Z"), t("2026-03-30T00:30:00Z")]
+    );
+}
+
+#[test]
+fn a_repeated_hour_runs_a_fixed_time_once_and_an_hourly_job_twice() {
+    let berlin = chrono_tz::Europe::Berlin;
+    let mut cfg = config("30 2 * * *", CatchUp::None, Overlap::Skip, 3600);
+    cfg.cron = CronSchedule::parse("30 2 * * *", berlin).unwrap();
+    let mut world = Fake::new("2026-10-24T12:00:00Z", HashSet::new(), 2);
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-10-25T00:30:00Z"), t("2026-10-26T01:30:00Z")]
+    );
+    cfg.cron = CronSchedule::parse("30 * * * *", berlin).unwrap();
+    let mut world = Fake::new("2026-10-24T23:45:00Z", HashSet::new(), 3);
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![
+            t("2026-10-25T00:30:00Z"),
+            t("2026-10-25T01:30:00Z"),
+            t("2026-10-25T02:30:00Z")
+        ]
+    );
+}

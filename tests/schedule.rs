@@ -1,0 +1,794 @@
+//! Running on a schedule, end to end: the real binary on a seconds-field CRON, real
+//! state directories and a real PostgreSQL server. Each run appends its idempotency
+//! key (one per slot, `RETRY_IDEMPOTENCY_KEY`) to a file, so "each slot once" is
+//! "no key twice" and a rerun of a slot is the same key again.
+
+use std::collections::HashSet;
+use std::fs;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::postgres;
+use crate::support::{self as cmd, Scratch, retry, status_of};
+use chrono::{Timelike, Utc};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// A scheduler running in the background, its stderr in a file.
+struct Scheduler {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Scheduler {
+    fn start(dir: &Scratch, name: &str, args: &[&str]) -> Scheduler {
+        let log = dir.path(&format!("{name}.log"));
+        let child = retry()
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn();
+        Scheduler { child, log }
+    }
+
+    /// SIGTERM, then the exit status and the log.
+    fn stop(mut self) -> (i32, String) {
+        kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).unwrap();
+        let status = self.child.wait().unwrap();
+        (status_of(&status), fs::read_to_string(&self.log).unwrap())
+    }
+
+    fn kill9(mut self) -> String {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        fs::read_to_string(&self.log).unwrap()
+    }
+}
+
+/// The keys in `file`, one a line, in order.
+fn keys(dir: &Scratch, file: &str) -> Vec<String> {
+    dir.read(file).lines().map(str::to_string).collect()
+}
+
+fn assert_no_key_twice(keys: &[String], logs: &str) {
+    let unique: HashSet<&String> = keys.iter().collect();
+    assert_eq!(
+        unique.len(),
+        keys.len(),
+        "a slot ran twice: {keys:?}\n{logs}"
+    );
+}
+
+/// Waits until `file` has `n` lines, for up to `limit`.
+fn wait_lines(dir: &Scratch, file: &str, n: usize, limit: Duration) {
+    let end = Instant::now() + limit;
+    while dir.count(file) < n {
+        assert!(Instant::now() < end, "{file} did not reach {n} lines");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A CRON that fires once a minute, `ahead` seconds from now.
+fn once_a_minute_in(ahead: u32) -> String {
+    let second = (Utc::now().second() + ahead) % 60;
+    format!("{second} * * * * *")
+}
+
+/// A command that appends its slot's key to `file`.
+fn append_key(dir: &Scratch, file: &str) -> String {
+    dir.script(
+        &format!("{file}.sh"),
+        &format!("echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/{file}\""),
+    )
+}
+
+fn two_schedulers_share(state: &str) {
+    let dir = Scratch::new();
+    let work = append_key(&dir, "runs");
+    let args = [
+        "--schedule",
+        "*/1 * * * * *",
+        "--job",
+        "shared",
+        "--catch-up",
+        "none",
+        "--state",
+        state,
+        "--",
+        &work,
+    ];
+    let a = Scheduler::start(&dir, "a", &args);
+    let b = Scheduler::start(&dir, "b", &args);
+    std::thread::sleep(Duration::from_millis(4500));
+    let (status_a, log_a) = a.stop();
+    let (status_b, log_b) = b.stop();
+    let logs = format!("{log_a}\n---\n{log_b}");
+    assert_eq!((status_a, status_b), (143, 143), "{logs}");
+    let keys = keys(&dir, "runs");
+    assert!(keys.len() >= 3, "slots ran: {keys:?}\n{logs}");
+    assert_no_key_twice(&keys, &logs);
+}
+
+#[test]
+fn two_schedulers_sharing_a_state_directory_run_each_slot_once() {
+    let state = Scratch::new();
+    two_schedulers_share(&state.p("state"));
+}
+
+#[test]
+fn two_schedulers_sharing_postgres_state_run_each_slot_once() {
+    let Some(pg) = postgres::start("two_schedulers_sharing_postgres_state_run_each_slot_once")
+    else {
+        return;
+    };
+    two_schedulers_share(&pg.url(""));
+    let rows = pg
+        .client()
+        .query(
+            "SELECT key FROM retry_once WHERE key LIKE 'shared@%' AND status = 'succeeded'",
+            &[],
+        )
+        .unwrap();
+    assert!(rows.len() >= 3, "{} slot records", rows.len());
+}
+
+#[test]
+fn a_slot_killed_mid_run_runs_again_with_the_same_key_and_a_finished_one_never() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    // The first run of a slot hangs (until killed); a rerun finishes at once.
+    let work = dir.script(
+        "work.sh",
+        "if [ ! -e \"$D/rerun\" ]; then\n\
+           touch \"$D/rerun\"; echo $$ > \"$D/pid\"\n\
+           echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"; exec sleep 60\n\
+         fi\n\
+         echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"\n\
+         echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/ends\"",
+    );
+    let cron = once_a_minute_in(2);
+    let with = |catch_up: &'static str| {
+        [
+            "--schedule",
+            &cron,
+            "--job",
+            "nightly",
+            "--catch-up",
+            catch_up,
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ]
+        .map(String::from)
+    };
+    let (none, latest) = (with("none"), with("latest"));
+    let args: Vec<&str> = latest.iter().map(String::as_str).collect();
+    let first_args: Vec<&str> = none.iter().map(String::as_str).collect();
+    let first = Scheduler::start(&dir, "first", &first_args);
+    wait_lines(&dir, "starts", 1, Duration::from_secs(10));
+    let log = first.kill9();
+    // The command may outlive retry's SIGKILL; it must not finish the slot.
+    let pid: i32 = dir.read("pid").trim().parse().unwrap();
+    let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+
+    let second = Scheduler::start(&dir, "second", &args);
+    wait_lines(&dir, "ends", 1, Duration::from_secs(10));
+    let (_, log2) = second.stop();
+    let starts = keys(&dir, "starts");
+    assert_eq!(
+        starts.len(),
+        2,
+        "the interrupted slot ran again once\n{log}\n{log2}"
+    );
+    assert_eq!(
+        starts[0], starts[1],
+        "the rerun sends the same idempotency key"
+    );
+    assert_eq!(keys(&dir, "ends"), vec![starts[0].clone()]);
+    assert!(
+        log2.contains("catch-up: running missed slot nightly@"),
+        "{log2}"
+    );
+
+    // A third start finds the slot finished: it is not run again.
+    let third = Scheduler::start(&dir, "third", &args);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, log3) = third.stop();
+    assert_eq!(status, 143, "{log3}");
+    assert_eq!(
+        dir.count("starts"),
+        2,
+        "a finished slot never runs again\n{log3}"
+    );
+    assert!(!log3.contains("running missed slot"), "{log3}");
+}
+
+#[test]
+fn a_slot_that_gave_up_is_not_caught_up() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let work = dir.script("fail.sh", "echo run >> \"$D/runs\"; exit 1");
+    let cron = once_a_minute_in(2);
+    let args = |catch_up: &'static str| {
+        [
+            "--schedule",
+            &cron,
+            "--job",
+            "flaky",
+            "-a",
+            "1",
+            "--catch-up",
+            catch_up,
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ]
+        .map(String::from)
+    };
+    let first_args = args("none");
+    let first = Scheduler::start(
+        &dir,
+        "first",
+        &first_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    wait_lines(&dir, "runs", 1, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, log) = first.stop();
+    assert!(log.contains("gave up"), "{log}");
+    let second_args = args("latest");
+    let second = Scheduler::start(
+        &dir,
+        "second",
+        &second_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, log2) = second.stop();
+    assert_eq!(dir.count("runs"), 1, "{log2}");
+    assert!(!log2.contains("running missed slot"), "{log2}");
+    let records = fs::read_dir(&state).unwrap().count();
+    assert_eq!(records, 1, "one record: the slot that gave up");
+}
+
+/// Starts a scheduler on a fresh state with a 3 s window (3 missed slots of
+/// `*/1 * * * * *`) and returns the keys it ran first and its log.
+fn catch_up_from_fresh_state(catch_up: &str, runs: usize) -> (Vec<String>, String) {
+    let dir = Scratch::new();
+    let work = append_key(&dir, "runs");
+    let state = dir.p("state");
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "catch",
+            "--catch-up",
+            catch_up,
+            "--catch-up-window",
+            "3s",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    // The catch-up is done once its runs are and its one line about the dropped is out.
+    wait_lines(&dir, "runs", runs, Duration::from_secs(10));
+    let end = Instant::now() + Duration::from_secs(10);
+    while !fs::read_to_string(&s.log).unwrap().contains("catch-up: ") && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (_, log) = s.stop();
+    (keys(&dir, "runs"), log)
+}
+
+#[test]
+fn catch_up_latest_all_and_none_from_state_say_what_they_did() {
+    let (runs, log) = catch_up_from_fresh_state("all", 3);
+    assert_eq!(
+        log.matches("catch-up: running missed slot catch@").count(),
+        3,
+        "{log}"
+    );
+    assert!(runs.len() >= 3, "{runs:?}\n{log}");
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("running missed slot"))
+        .collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted, "missed slots run oldest first");
+
+    let (_, log) = catch_up_from_fresh_state("latest", 1);
+    assert_eq!(
+        log.matches("catch-up: running missed slot catch@").count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        log.contains("catch-up: dropped 2 older missed slots (--catch-up latest)"),
+        "{log}"
+    );
+
+    let (_, log) = catch_up_from_fresh_state("none", 0);
+    assert!(!log.contains("running missed slot"), "{log}");
+    assert!(
+        log.contains("catch-up: dropped 3 missed slots (--catch-up none)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn overlap_skip_logs_and_records_the_skipped_slot() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let work = dir.script(
+        "slow.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.6",
+    );
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "slow",
+            "--catch-up",
+            "none",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(4500));
+    let (_, log) = s.stop();
+    assert!(
+        log.contains("] skipped: the previous run was still running (--overlap skip)"),
+        "{log}"
+    );
+    let skipped = fs::read_dir(&state)
+        .unwrap()
+        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains("\"skipped\""))
+        .count();
+    assert!(skipped >= 1, "skipped slots are recorded\n{log}");
+    assert_no_key_twice(&keys(&dir, "runs"), &log);
+}
+
+#[test]
+fn overlap_queue_runs_the_slot_after_the_long_run() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let work = dir.script(
+        "slow.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.3",
+    );
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/2 * * * * *",
+            "--job",
+            "queued",
+            "--catch-up",
+            "none",
+            "--overlap",
+            "queue",
+            "--catch-up-window",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(5000));
+    let (_, log) = s.stop();
+    assert!(!log.contains("skipped"), "{log}");
+    let runs = keys(&dir, "runs");
+    assert_no_key_twice(&runs, &log);
+    // A 1.3 s job every 2 s never overlaps: nothing queued, every slot ran.
+    assert!(runs.len() >= 2, "{runs:?}\n{log}");
+
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let work = dir.script(
+        "slower.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 2.5",
+    );
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/2 * * * * *",
+            "--job",
+            "queued",
+            "--catch-up",
+            "latest",
+            "--overlap",
+            "queue",
+            // No window: nothing is caught up at start, so every catch-up is a queued slot.
+            "--catch-up-window",
+            "0s",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(7000));
+    let (_, log) = s.stop();
+    assert!(!log.contains("skipped"), "{log}");
+    // The slot that came during a 2.5 s run runs right after it.
+    assert!(
+        log.matches("catch-up: running missed slot queued@").count() >= 1,
+        "{log}"
+    );
+    let runs = keys(&dir, "runs");
+    assert!(runs.len() >= 2, "{runs:?}\n{log}");
+    assert_no_key_twice(&runs, &log);
+}
+
+#[test]
+fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
+    let dir = Scratch::new();
+    let out = cmd::run(&[
+        "--dry-run",
+        "--schedule",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--job",
+        "report",
+        "--state",
+        &dir.p("state"),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = out.stdout_text();
+    let slots: Vec<&str> = text.lines().filter(|l| l.contains(" 02:30:00 E")).collect();
+    assert_eq!(
+        slots.len(),
+        6,
+        "five next slots and one to catch up:\n{text}"
+    );
+    for line in &slots {
+        assert!(
+            line.contains("T06:30:00Z)") || line.contains("T07:30:00Z)"),
+            "{line}"
+        );
+    }
+    assert!(text.contains("catch-up would run:"), "{text}");
+    assert!(!dir.path("state").exists(), "a dry run creates nothing");
+    let none = cmd::run(&[
+        "--dry-run",
+        "--schedule",
+        "*/1 * * * * *",
+        "--catch-up",
+        "none",
+        "--catch-up-window",
+        "10s",
+        "--state",
+        &dir.p("state"),
+        "--",
+        "true",
+    ]);
+    assert!(
+        none.stdout_text()
+            .contains("catch-up would drop 10 missed slots"),
+        "{}",
+        none.stdout_text()
+    );
+}
+
+#[test]
+fn bad_schedule_options_exit_125_naming_the_flag() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let cases: [(&[&str], &str); 8] = [
+        (&["--schedule", "61 * * * *"], "--schedule"),
+        (&["--schedule", "* * *"], "five fields"),
+        (&["--schedule", "@daily", "--tz", "Mars/Olympus"], "--tz"),
+        (&["--schedule", "@daily", "--once", "k"], "--once"),
+        (&["--schedule", "@daily", "--busy-exit", "3"], "--busy-exit"),
+        (&["--schedule", "@daily", "--stdin", "replay"], "--stdin"),
+        (&["--schedule", "@daily", "--stdin", "auto"], "--stdin"),
+        (
+            &["--schedule", "@daily", "--catch-up", "some"],
+            "--catch-up",
+        ),
+    ];
+    for (args, flag) in cases {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--state", &state, "--", "touch", "ran"]);
+        let out = retry().current_dir(dir.dir.path()).args(&all).run();
+        assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(flag), "{args:?}: {}", out.stderr);
+        assert!(!dir.path("ran").exists());
+    }
+}
+
+#[test]
+fn sigterm_stops_the_scheduler_with_143_and_a_local_state_is_said_to_be_one_host_only() {
+    let dir = Scratch::new();
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "@yearly",
+            "--state",
+            &dir.p("state"),
+            "--",
+            "true",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    let (status, log) = s.stop();
+    assert_eq!(status, 143, "{log}");
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert!(log.contains("exactly once on this host only"), "{log}");
+    assert!(log.contains("job true-"), "the default job name: {log}");
+}
+
+#[test]
+fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
+    let dir = Scratch::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let state = format!("postgres://app@127.0.0.1:{port}/jobs?connect_timeout=2");
+    let out = retry()
+        .current_dir(dir.dir.path())
+        .args([
+            "--schedule",
+            "*/1 * * * * *",
+            "--state",
+            &state,
+            "--",
+            "touch",
+            "ran",
+        ])
+        .run();
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    assert!(out.stderr.contains("127.0.0.1"), "{}", out.stderr);
+    assert!(!dir.path("ran").exists());
+}
+
+#[test]
+fn a_lost_lock_ends_the_slot_as_gave_up_and_the_scheduler_goes_on_holding_nothing() {
+    let Some(pg) = postgres::start("a_lost_lock_ends_the_slot_as_gave_up") else {
+        return;
+    };
+    let dir = Scratch::new();
+    let work = dir.script(
+        "hang.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"; exec sleep 30",
+    );
+    let (lock, state, cron) = (pg.url("#lost"), pg.url(""), once_a_minute_in(2));
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            &cron,
+            "--job",
+            "guarded",
+            "--catch-up",
+            "none",
+            "--lock",
+            &lock,
+            "--state",
+            &state,
+            "--kill-after",
+            "1s",
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "starts", 1, Duration::from_secs(10));
+    assert_eq!(pg.terminate("retry --lock lost"), 1);
+    let mut client = pg.client();
+    let status = |client: &mut ::postgres::Client| -> Option<String> {
+        client
+            .query_opt(
+                "SELECT status FROM retry_once WHERE key LIKE 'guarded@%'",
+                &[],
+            )
+            .unwrap()
+            .map(|row| row.get(0))
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while status(&mut client).is_none() {
+        assert!(Instant::now() < end, "the slot was not recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status(&mut client).as_deref(), Some("gave_up"));
+    std::thread::sleep(Duration::from_millis(300));
+    let held: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'retry%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(held, 0, "no connection between slots");
+    let (code, log) = s.stop();
+    assert_eq!(
+        code, 143,
+        "the scheduler went on after the lost lock\n{log}"
+    );
+    assert!(log.contains("was lost"), "{log}");
+}
+
+#[test]
+fn json_logs_and_the_report_name_the_slot_and_its_idempotency_key() {
+    let dir = Scratch::new();
+    let report = dir.p("report.json");
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "named",
+            "--catch-up",
+            "none",
+            "-a",
+            "1",
+            "--log-format",
+            "json",
+            "--report",
+            &report,
+            "--state",
+            &dir.p("state"),
+            "--",
+            "false",
+        ],
+    );
+    cmd::wait_for_file(&dir.path("report.json"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1200));
+    let (_, log) = s.stop();
+    let slots: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["slot"].as_str().map(str::to_string))
+        .collect();
+    assert!(slots.len() >= 2, "{log}");
+    assert!(slots.iter().all(|s| s.starts_with("named@")), "{slots:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+    let key = report["idempotency_key"].as_str().unwrap();
+    let derived: Vec<String> = slots
+        .iter()
+        .map(|s| uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, s.as_bytes()).to_string())
+        .collect();
+    assert!(
+        derived.iter().any(|d| d == key),
+        "{key} is a UUID v5 of a slot key"
+    );
+}
+
+#[test]
+fn sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
+    let dir = Scratch::new();
+    let work = dir.script(
+        "trap.sh",
+        "trap 'echo TERM >> \"$D/got\"; exit 143' TERM\n\
+         echo started >> \"$D/started\"\n\
+         sleep 30 & wait",
+    );
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--catch-up",
+            "none",
+            "--state",
+            &dir.p("state"),
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (status, log) = s.stop();
+    assert_eq!(status, 143, "{log}");
+    assert_eq!(dir.read("got"), "TERM\n", "{log}");
+}
+
+#[test]
+fn a_slot_whose_state_cannot_be_reached_does_not_run_and_the_scheduler_goes_on() {
+    let Some(pg) = postgres::start("a_slot_whose_state_cannot_be_reached_does_not_run") else {
+        return;
+    };
+    let dir = Scratch::new();
+    let work = append_key(&dir, "runs");
+    let state = format!("{}?connect_timeout=2", pg.url(""));
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--catch-up",
+            "none",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "runs", 1, Duration::from_secs(10));
+    drop(pg);
+    let ran = dir.count("runs");
+    std::thread::sleep(Duration::from_millis(2500));
+    let (status, log) = s.stop();
+    assert_eq!(status, 143, "{log}");
+    assert!(
+        dir.count("runs") <= ran + 1,
+        "no slot runs unguarded\n{log}"
+    );
+    assert!(log.contains("the slot did not run"), "{log}");
+}
+
+#[test]
+fn a_slot_skipped_for_a_busy_lock_is_recorded_as_skipped() {
+    let dir = Scratch::new();
+    let lock = dir.p("job.lock");
+    let state = dir.p("state");
+    let mut holder = std::process::Command::new("flock")
+        .args([&lock, "sleep", "30"])
+        .spawn()
+        .expect("flock (util-linux)");
+    std::thread::sleep(Duration::from_millis(200));
+    let work = append_key(&dir, "runs");
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "locked",
+            "--catch-up",
+            "none",
+            "--lock",
+            &lock,
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    let (_, log) = s.stop();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(dir.count("runs"), 0, "{log}");
+    assert!(log.contains("is busy"), "{log}");
+    let skipped = fs::read_dir(&state)
+        .unwrap()
+        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains("\"skipped\""))
+        .count();
+    assert!(skipped >= 1, "busy slots are recorded as skipped\n{log}");
+}
