@@ -134,6 +134,10 @@ pub enum StopReason {
     Signal,
     Skipped,
     LockLost,
+    /// The shared retry budget refused a retry.
+    Budget,
+    /// The circuit breaker was open: no attempt was made.
+    CircuitOpen,
 }
 
 #[derive(Clone, Debug)]
@@ -182,12 +186,26 @@ pub trait Events {
     fn event(&mut self, event: Event<'_>);
 }
 
+/// Why a shared retry budget refused a retry: the message to show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+/// A retry budget shared with other runs (`--retry-budget`).
+pub trait RetryBudget {
+    /// Whether a retry may be made now.
+    fn may_retry(&mut self) -> Result<(), Refusal>;
+    /// Counts one finished attempt.
+    fn record(&mut self, success: bool);
+}
+
 /// Everything the loop needs from outside besides the executor.
 pub struct Env<'a> {
     pub clock: &'a dyn Clock,
     pub sleeper: &'a mut dyn Sleeper,
     pub rng: &'a mut ChaCha8Rng,
     pub events: &'a mut dyn Events,
+    /// The shared retry budget, if any (none for a nested run: the outer one counts).
+    pub budget: Option<&'a mut dyn RetryBudget>,
 }
 
 /// What to do after an attempt.
@@ -223,6 +241,7 @@ pub fn run(
         let duration = env.clock.now().saturating_sub(now);
         apply_limit(&mut report.verdict, &mut limit_counts);
         let next = decide(&report, &ctx, policy, deadline, env, &mut previous_delay);
+        let next = consult_budget(&report, next, env);
         let record = AttemptRecord {
             number,
             started_at,
@@ -289,6 +308,25 @@ pub fn run(
                 return Ok(finish(records, exit_code, reason, message, start, env));
             }
         }
+    }
+}
+
+/// Counts the attempt in the shared budget, and asks it before a retry. An attempt
+/// cut short by retry's own signal or a lost lock says nothing about the service.
+fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next {
+    let Some(budget) = env.budget.as_deref_mut() else {
+        return next;
+    };
+    if report.interrupted_by.is_some() || report.lock_lost.is_some() {
+        return next;
+    }
+    budget.record(report.verdict.class == Class::Success);
+    match next {
+        Next::Sleep(_) => match budget.may_retry() {
+            Ok(()) => next,
+            Err(Refusal(message)) => Next::Stop(StopReason::Budget, message),
+        },
+        stop => stop,
     }
 }
 
@@ -597,6 +635,7 @@ mod tests {
         exec: Scripted,
         sleeper: FakeSleeper,
         events: Collect,
+        budget: Option<CountingBudget>,
     }
 
     impl Harness {
@@ -617,6 +656,7 @@ mod tests {
                     lose_lock_on: None,
                 },
                 events: Collect::default(),
+                budget: None,
                 clock,
             }
         }
@@ -628,6 +668,7 @@ mod tests {
                 sleeper: &mut self.sleeper,
                 rng: &mut rng,
                 events: &mut self.events,
+                budget: self.budget.as_mut().map(|b| b as &mut dyn RetryBudget),
             };
             run(&mut self.exec, policy, &mut env).unwrap()
         }
@@ -917,5 +958,88 @@ mod tests {
             h.sleeper.slept
         };
         assert_eq!(sleeps(), sleeps());
+    }
+
+    /// A budget in memory with the shared budget's arithmetic.
+    struct CountingBudget {
+        tokens: f64,
+        size: u32,
+        recorded: Vec<bool>,
+    }
+
+    impl RetryBudget for CountingBudget {
+        fn may_retry(&mut self) -> Result<(), Refusal> {
+            if self.tokens > f64::from(self.size) / 2.0 {
+                Ok(())
+            } else {
+                Err(Refusal(format!("spent ({} of {})", self.tokens, self.size)))
+            }
+        }
+        fn record(&mut self, success: bool) {
+            self.recorded.push(success);
+            self.tokens = if success {
+                (self.tokens + 0.1).min(f64::from(self.size))
+            } else {
+                (self.tokens - 1.0).max(0.0)
+            };
+        }
+    }
+
+    #[test]
+    fn a_spent_budget_stops_the_run_with_the_last_status() {
+        let mut h = Harness::new(vec![fail(3)]);
+        h.budget = Some(CountingBudget {
+            tokens: 7.0,
+            size: 10,
+            recorded: vec![],
+        });
+        let s = h.run(&policy(5, JitterKind::None));
+        // 7 → 6 (retry), 6 → 5 (refused: not more than half).
+        assert_eq!(s.attempts.len(), 2);
+        assert_eq!(s.stopped_because, StopReason::Budget);
+        assert_eq!(s.exit_code, 3);
+        assert_eq!(s.message, "spent (5 of 10)");
+        assert_eq!(h.budget.unwrap().recorded, vec![false, false]);
+    }
+
+    #[test]
+    fn a_first_attempt_is_never_held_back_and_a_success_earns() {
+        let mut h = Harness::new(vec![ok()]);
+        h.budget = Some(CountingBudget {
+            tokens: 0.0,
+            size: 10,
+            recorded: vec![],
+        });
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        let b = h.budget.unwrap();
+        assert_eq!(b.recorded, vec![true]);
+        assert!((b.tokens - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_permanent_failure_takes_a_token_and_a_signal_takes_none() {
+        let mut h = Harness::new(vec![AttemptReport::new(
+            Outcome::Exit { code: 2 },
+            Verdict::permanent("usage"),
+            2,
+        )]);
+        h.budget = Some(CountingBudget {
+            tokens: 10.0,
+            size: 10,
+            recorded: vec![],
+        });
+        h.run(&policy(5, JitterKind::None));
+        assert_eq!(h.budget.unwrap().recorded, vec![false]);
+        let mut interrupted = fail(1);
+        interrupted.interrupted_by = Some(15);
+        let mut h = Harness::new(vec![interrupted]);
+        h.budget = Some(CountingBudget {
+            tokens: 10.0,
+            size: 10,
+            recorded: vec![],
+        });
+        h.run(&policy(5, JitterKind::None));
+        assert!(h.budget.unwrap().recorded.is_empty());
     }
 }

@@ -13,6 +13,7 @@ pub mod dry_run;
 pub mod engine;
 pub mod exec;
 pub mod exit;
+pub mod fleet;
 pub mod generate;
 pub mod io;
 pub mod jobs;
@@ -27,8 +28,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
+use crate::config::fleet::{CircuitConfig, FleetConfig};
 use crate::config::{Config, TargetConfig};
-use crate::engine::{Policy, RunSummary, StopReason};
+use crate::engine::{Policy, RetryBudget, RunSummary, StopReason};
 use crate::exec::command::CommandExecutor;
 use crate::exec::http::HttpExecutor;
 use crate::exec::{Executor, RunInfo};
@@ -91,8 +93,10 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
     let shown_key = config.shown_key().map(str::to_string);
     let is_command = matches!(config.target, TargetConfig::Command(_));
     let mut exec = executor(config.target, &config.run)?;
+    let seed = config.seed.unwrap_or_else(rand::random);
     if config.dry_run {
-        let text = dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
+        let mut text = dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
+        text += &dry_run::fleet(&config.fleet, config.seed, config.run.nested);
         print!("{text}");
         return Ok(0);
     }
@@ -109,8 +113,19 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         idempotency_key: shown_key.as_deref(),
     };
     let report_path = config.report.as_deref();
-    // The run, and its --max-time budget, start before the wait for a lock.
+    // The run, and its --max-time budget, start before the splay and the wait for a lock.
     let clock = clock::SystemClock::new();
+    // A nested run leaves the fleet's accounting to the outer one.
+    let mut fleet = match (&config.fleet.state, config.run.nested) {
+        (Some(target), false) => Some(fleet::Fleet::new(fleet::open(target)?)),
+        _ => None,
+    };
+    if let Err(message) = splay(&config.fleet, seed, config.policy.max_time) {
+        let (exit_code, message) = message;
+        report::notice(&message);
+        let summary = not_run(exit_code, StopReason::Signal, message, &clock);
+        return finish_report(report_path, &header, summary);
+    }
     let mut held = match jobs::prepare(&config.jobs)? {
         jobs::Gate::Proceed(held) => held,
         jobs::Gate::Skip { exit_code, message } => {
@@ -128,6 +143,17 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
             return finish_report(report_path, &header, summary);
         }
     };
+    if let Some(token) = held.fencing_token() {
+        exec.set_fencing_token(token);
+    }
+    let circuit = config.fleet.circuit.as_ref();
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
+        if let Some((exit_code, message)) = admit(f, c) {
+            report::notice(&message);
+            let summary = not_run(exit_code, StopReason::CircuitOpen, message, &clock);
+            return finish_report(report_path, &header, summary);
+        }
+    }
     if config.run.nested {
         report::info(&format!(
             "running inside another retry (RETRY_DEPTH={}): one attempt only, the outer retry decides; \
@@ -140,19 +166,90 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
     }
     let engine_setup = EngineSetup {
         policy: &config.policy,
-        seed: config.seed,
+        seed,
         countdown: config.countdown,
         header: &header,
         clock: &clock,
     };
-    let mut summary = run_engine(exec.as_mut(), &engine_setup)?;
+    let mut summary = {
+        let budget = match (&config.fleet.budget, fleet.as_mut()) {
+            (Some(b), Some(f)) => Some(f.budget(b)),
+            _ => None,
+        };
+        run_engine(exec.as_mut(), &engine_setup, budget)?
+    };
     if summary.stopped_because == StopReason::Success {
         match held.confirm() {
             Ok(()) => held.record_success(&summary)?,
             Err(lost) => summary = lost_after_success(summary, &lost),
         }
     }
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
+        // A run stopped by a signal counts for nothing; every other ending but success is a failed run.
+        if summary.stopped_because != StopReason::Signal {
+            f.record_run(c, summary.stopped_because == StopReason::Success);
+        }
+    }
     finish_report(report_path, &header, summary)
+}
+
+/// Sleeps the `--splay` (never past `--max-time`); a stopping signal ends it at once
+/// with the exit status and message to give.
+fn splay(
+    fleet: &FleetConfig,
+    seed: u64,
+    max_time: Option<std::time::Duration>,
+) -> Result<(), (i32, String)> {
+    let mut delay = fleet::splay_delay(fleet.splay, seed);
+    if let Some(max) = max_time {
+        delay = delay.min(max);
+    }
+    if delay.is_zero() {
+        return Ok(());
+    }
+    report::verbose(
+        1,
+        &format!(
+            "splay: sleeping {} before the first attempt (up to {}, --seed {seed})",
+            parse::human(delay),
+            parse::human(fleet.splay)
+        ),
+    );
+    signals::sleep_or_stop(delay).map_err(|stop| {
+        let sig = match stop {
+            signals::Stop::Signal(sig) => sig,
+            signals::Stop::LockLost(_) => 0,
+        };
+        let exit_code = ExitCode::signal(sig);
+        let message = format!(
+            "stopped by {} during the --splay sleep; exit status {exit_code}",
+            exit::signal_name(sig)
+        );
+        (exit_code, message)
+    })
+}
+
+/// Asks the circuit whether the run may go ahead: `Some` (exit status, message) when
+/// it is open. Claiming the probe is said aloud.
+fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, String)> {
+    match fleet.admit(c) {
+        fleet::Admission::Closed => None,
+        fleet::Admission::Probe => {
+            report::info(&format!(
+                "circuit {} was open and its cooldown is over: this run is the probe",
+                c.name
+            ));
+            None
+        }
+        fleet::Admission::Open { until_ms, failures } => Some((
+            i32::from(c.exit),
+            format!(
+                "circuit {} is open until {} after {failures} failed runs in a row: not running",
+                c.name,
+                fleet::show_time(until_ms)
+            ),
+        )),
+    }
 }
 
 /// Writes the report, if asked for, and gives the run's exit status.
@@ -182,14 +279,18 @@ fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
 /// What the engine needs besides the executor.
 struct EngineSetup<'a> {
     policy: &'a Policy,
-    seed: Option<u64>,
+    seed: u64,
     countdown: bool,
     header: &'a ReportHeader<'a>,
     clock: &'a clock::SystemClock,
 }
 
-fn run_engine(exec: &mut dyn Executor, setup: &EngineSetup<'_>) -> anyhow::Result<RunSummary> {
-    let seed = setup.seed.unwrap_or_else(rand::random);
+fn run_engine(
+    exec: &mut dyn Executor,
+    setup: &EngineSetup<'_>,
+    mut budget: Option<fleet::SharedBudget<'_>>,
+) -> anyhow::Result<RunSummary> {
+    let seed = setup.seed;
     if report::shows(2) {
         report::verbose(
             2,
@@ -215,6 +316,7 @@ fn run_engine(exec: &mut dyn Executor, setup: &EngineSetup<'_>) -> anyhow::Resul
         sleeper: &mut sleeper,
         rng: &mut rng,
         events: &mut logger,
+        budget: budget.as_mut().map(|b| b as &mut dyn RetryBudget),
     };
     engine::run(exec, setup.policy, &mut env)
 }

@@ -5,6 +5,7 @@
 //! running the attempts to the executors and the gate to `jobs`.
 
 mod command;
+pub mod fleet;
 mod http;
 
 use std::io::IsTerminal;
@@ -31,6 +32,8 @@ pub struct Config {
     /// Show a live countdown while sleeping (stderr is a terminal, text logs, not quiet).
     pub countdown: bool,
     pub jobs: JobOptions,
+    /// Retry budget, circuit breaker and splay (`--retry-budget`, `--circuit`, `--splay`).
+    pub fleet: fleet::FleetConfig,
     pub report: Option<PathBuf>,
     pub dry_run: bool,
     /// `--seed`, or `None` for a random one.
@@ -98,6 +101,7 @@ impl Config {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
         })?;
+        let fleet = fleet::FleetConfig::from_cli(&cli)?;
         let policy = Policy {
             attempts,
             timeout: cli.timeout,
@@ -120,6 +124,7 @@ impl Config {
             log,
             countdown,
             jobs,
+            fleet,
             report,
             dry_run,
             seed,

@@ -16,7 +16,8 @@ mod tls;
 mod url;
 
 pub use conn::PgLiveness;
-pub use lock::{ADVISORY_KEY_SQL, PgLock};
+pub(crate) use conn::{application_name, connect};
+pub use lock::{ADVISORY_KEY_SQL, FENCING_SQL, FENCING_TABLE, PgLock};
 pub use store::{MARKER_TABLE, ONCE_LOCK_PREFIX, PgStore};
 pub use url::{PgTarget, SslMode};
 pub(crate) use url::{parse_url, strip_scheme};
