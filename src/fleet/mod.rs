@@ -101,7 +101,7 @@ fn millis(d: Duration) -> u64 {
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| millis(d))
+        .map_or(0, millis)
 }
 
 /// An RFC 3339 time for a millisecond timestamp.

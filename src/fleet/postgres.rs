@@ -125,9 +125,10 @@ impl FleetStore for PgFleet {
 
     fn spend(&mut self, budget: &BudgetConfig, success: bool) -> anyhow::Result<f64> {
         let sql = format!(
-            "INSERT INTO {BUDGET_TABLE} AS b (name, tokens) VALUES ($1, greatest(least($2 + $3, $2), 0))
+            "INSERT INTO {BUDGET_TABLE} AS b (name, tokens) VALUES ($1::text, greatest(least($2::float8 + $3::float8, $2::float8), 0))
              ON CONFLICT (name) DO UPDATE
-                 SET tokens = greatest(least(least(b.tokens, $2) + $3, $2), 0), updated_at = now()
+                 SET tokens = greatest(least(least(b.tokens, $2::float8) + $3::float8, $2::float8), 0),
+                     updated_at = now()
              RETURNING tokens"
         );
         let delta = if success { budget.ratio } else { -1.0 };
@@ -143,7 +144,7 @@ impl FleetStore for PgFleet {
         if !self.tables {
             return Ok(size);
         }
-        let sql = format!("SELECT least(tokens, $2) FROM {BUDGET_TABLE} WHERE name = $1");
+        let sql = format!("SELECT least(tokens, $2::float8) FROM {BUDGET_TABLE} WHERE name = $1");
         let row = self
             .client
             .query_opt(&sql, &[&budget.name, &size])
@@ -156,12 +157,12 @@ impl FleetStore for PgFleet {
         let run = uuid::Uuid::new_v4().to_string();
         let sql = format!(
             "UPDATE {CIRCUIT_TABLE} SET
-                 probe = CASE WHEN open_until <= clock_timestamp() THEN $4 ELSE probe END,
+                 probe = CASE WHEN open_until <= clock_timestamp() THEN $4::text ELSE probe END,
                  open_until = CASE WHEN open_until <= clock_timestamp()
-                     THEN clock_timestamp() + make_interval(secs => $3) ELSE open_until END,
+                     THEN clock_timestamp() + make_interval(secs => $3::float8) ELSE open_until END,
                  updated_at = now()
-             WHERE name = $1 AND failures >= $2 AND open_until IS NOT NULL
-             RETURNING failures, {MS}, coalesce(probe = $4, false)"
+             WHERE name = $1::text AND failures >= $2::int4 AND open_until IS NOT NULL
+             RETURNING failures, {MS}, coalesce(probe = $4::text, false)"
         );
         let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
         let row = self
@@ -191,12 +192,12 @@ impl FleetStore for PgFleet {
     ) -> anyhow::Result<CircuitState> {
         let sql = format!(
             "INSERT INTO {CIRCUIT_TABLE} AS c (name, failures, open_until)
-             VALUES ($1, CASE WHEN $2 THEN 0 ELSE 1 END,
-                     CASE WHEN NOT $2 AND 1 >= $3 THEN clock_timestamp() + make_interval(secs => $4) END)
+             VALUES ($1::text, CASE WHEN $2::bool THEN 0 ELSE 1 END,
+                     CASE WHEN NOT $2 AND 1 >= $3::int4 THEN clock_timestamp() + make_interval(secs => $4::float8) END)
              ON CONFLICT (name) DO UPDATE SET
                  failures = CASE WHEN $2 THEN 0 ELSE c.failures + 1 END,
                  open_until = CASE WHEN $2 THEN NULL
-                     WHEN c.failures + 1 >= $3 THEN clock_timestamp() + make_interval(secs => $4)
+                     WHEN c.failures + 1 >= $3::int4 THEN clock_timestamp() + make_interval(secs => $4::float8)
                      ELSE c.open_until END,
                  probe = CASE WHEN $2 THEN NULL ELSE c.probe END,
                  updated_at = now()
