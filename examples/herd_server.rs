@@ -33,7 +33,10 @@ impl State {
         let start = *self.start.get_or_init(Instant::now);
         let at = start.elapsed();
         let status = if at < self.outage { 503 } else { 200 };
-        self.arrivals.lock().unwrap().push((at.as_secs_f64(), status));
+        self.arrivals
+            .lock()
+            .unwrap()
+            .push((at.as_secs_f64(), status));
         status
     }
 }
@@ -92,7 +95,11 @@ async fn serve(listener: tokio::net::TcpListener, state: Arc<State>) {
         tokio::spawn(async move {
             let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
                 let status = state.answer();
-                let body = if status == 200 { "ok\n" } else { "unavailable\n" };
+                let body = if status == 200 {
+                    "ok\n"
+                } else {
+                    "unavailable\n"
+                };
                 async move {
                     Ok::<_, Infallible>(
                         Response::builder()
@@ -125,8 +132,16 @@ fn summary(state: &State) -> String {
     let mut arrivals = state.arrivals.lock().unwrap().clone();
     arrivals.sort_by(|a, b| a.0.total_cmp(&b.0));
     let outage = state.outage.as_secs_f64();
-    let during: Vec<f64> = arrivals.iter().filter(|a| a.1 == 503).map(|a| a.0).collect();
-    let after: Vec<f64> = arrivals.iter().filter(|a| a.0 >= outage).map(|a| a.0).collect();
+    let during: Vec<f64> = arrivals
+        .iter()
+        .filter(|a| a.1 == 503)
+        .map(|a| a.0)
+        .collect();
+    let after: Vec<f64> = arrivals
+        .iter()
+        .filter(|a| a.0 >= outage)
+        .map(|a| a.0)
+        .collect();
     format!(
         "{{\"total\": {}, \"status_503\": {}, \"status_200\": {}, \"peak_100ms_during_outage\": {}, \
          \"peak_100ms_after_recovery\": {}, \"last_request_s\": {:.3}}}\n",

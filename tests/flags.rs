@@ -285,7 +285,10 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("busy-exit", &["--busy-exit", "3"]),
     ("once", &["--once", "key", "--state", "{dir}/state"]),
     ("state", &["--state", "{dir}/state"]),
-    ("retry-budget", &["--retry-budget", "b", "--state", "{dir}/state"]),
+    (
+        "retry-budget",
+        &["--retry-budget", "b", "--state", "{dir}/state"],
+    ),
     ("budget-size", &["--budget-size", "4"]),
     ("budget-ratio", &["--budget-ratio", "0.5"]),
     ("circuit", &["--circuit", "c", "--state", "{dir}/state"]),

@@ -1,7 +1,10 @@
 //! File state: `STATE/budgets/NAME.json` and `STATE/circuits/NAME.json`, each read,
 //! changed and replaced while holding an flock on `.NAME.lock` beside it. A
-//! replacement is a synced temporary file renamed over the old one, so a crash
-//! loses at most the last update and never leaves half a file.
+//! replacement is a temporary file renamed over the old one, so a process that dies
+//! loses at most its own update and readers never see half a file. It is not
+//! fsynced (that would cost most of the millisecond an update may take): a machine
+//! crash may lose the last seconds of updates, and a file it left unreadable reads
+//! as fresh state and is rewritten by the next update.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -97,19 +100,27 @@ fn lock_beside(path: &Path) -> anyhow::Result<Flock<File>> {
         .with_context(|| format!("cannot flock {}", lock_path.display()))
 }
 
-/// The file's value; a missing file is fresh state, an unreadable one an error.
+/// The file's value; a missing file is fresh state, and so is one a crash left
+/// unparseable (with a note), so that it cannot wedge every later run.
 fn read<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Option<T>> {
     match std::fs::read(path) {
-        Ok(text) => serde_json::from_slice(&text)
-            .map(Some)
-            .with_context(|| format!("{} is not a state file", path.display())),
+        Ok(text) => match serde_json::from_slice(&text) {
+            Ok(value) => Ok(Some(value)),
+            Err(e) => {
+                crate::report::verbose(
+                    1,
+                    &format!("{} is unreadable ({e}); starting it afresh", path.display()),
+                );
+                Ok(None)
+            }
+        },
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
 }
 
-/// Writes a synced temporary file and renames it over `path`: readers see the old
-/// or the new contents, whole.
+/// Writes a temporary file and renames it over `path`: readers see the old or the
+/// new contents, whole.
 fn replace(path: &Path, text: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     let result = (|| {
@@ -120,7 +131,6 @@ fn replace(path: &Path, text: &[u8]) -> anyhow::Result<()> {
             .mode(0o600)
             .open(&tmp)?;
         file.write_all(text)?;
-        file.sync_data()?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -213,6 +223,21 @@ mod tests {
         let mut again = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(again.spend(&budget, true).unwrap(), 9.5);
         assert!(dir.path().join("budgets/api%2Fv1.json").exists());
+    }
+
+    #[test]
+    fn a_torn_state_file_reads_as_fresh_and_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = BudgetConfig {
+            name: "b".into(),
+            size: 10,
+            ratio: 0.1,
+        };
+        let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
+        std::fs::write(dir.path().join("budgets/b.json"), b"{\"tok").unwrap();
+        assert_eq!(store.tokens(&budget).unwrap(), 10.0);
+        assert_eq!(store.spend(&budget, false).unwrap(), 9.0);
+        assert_eq!(store.tokens(&budget).unwrap(), 9.0);
     }
 
     #[test]
