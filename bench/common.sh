@@ -42,14 +42,15 @@ machine() {
     echo "- Kernel: $(uname -r)"
 }
 
-# start_herd_server OUTAGE STATS: the multi-threaded Rust server of examples/herd_server.rs
-# (503 for OUTAGE seconds after its first request, then 200; JSON summary to STATS on
-# SIGTERM), so that the server is never what limits the clients. Sets URL.
+# start_herd_server OUTAGE STATS [GATHER]: the multi-threaded Rust server of
+# examples/herd_server.rs (503 for OUTAGE seconds, then 200; JSON summary to STATS on
+# SIGTERM), so that the server is never what limits the clients. With GATHER, the first
+# GATHER requests are answered together and the outage starts then. Sets URL.
 HERD_SERVER=$ROOT/${CARGO_TARGET_DIR:-target}/release/examples/herd_server
 start_herd_server() {
     [[ -n ${HERD_SERVER_BUILT:-} ]] || cargo build --release --locked --example herd_server && HERD_SERVER_BUILT=1
     rm -f "$WORK/port"
-    "$HERD_SERVER" --down-for "$1" --stats "$2" >"$WORK/port" &
+    "$HERD_SERVER" --down-for "$1" --stats "$2" --gather "${3:-0}" >"$WORK/port" &
     SERVER_PID=$!
     for _ in $(seq 50); do [[ -s $WORK/port ]] && break; sleep 0.1; done
     URL="http://127.0.0.1:$(head -1 "$WORK/port")"

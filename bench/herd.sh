@@ -2,7 +2,8 @@
 # Thundering herd: CLIENTS concurrent retry processes against a loopback server
 # (examples/herd_server.rs, multi-threaded, so that the server is never what caps a
 # peak; its capacity here is measured first) that answers 503 for its first OUTAGE
-# seconds, then 200; once per jitter mode. The server reports the total requests and
+# seconds, then 200; once per jitter mode. The server holds the clients' first requests
+# until all CLIENTS have arrived and fails them together, as a real herd fails. The server reports the total requests and
 # the peak number in any 100 ms window after recovery. Prints a table and writes it
 # into BENCHMARKS.md.
 #
@@ -48,7 +49,7 @@ client() {
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
 for jitter in full equal decorrelated none; do
-    start_herd_server "$OUTAGE" "$WORK/$jitter.json"
+    start_herd_server "$OUTAGE" "$WORK/$jitter.json" "$CLIENTS"
     gate_clients "$CLIENTS" client "$jitter"
     pids=("${PIDS[@]}")
     ok=0
@@ -68,10 +69,10 @@ done
 {
     echo
     machine
-    echo "- retry: $("$R" --version); clients: $CLIENTS × \`retry $RETRY_ARGS -j MODE\`," \
+    echo "- retry: $("$R" --version | head -1); clients: $CLIENTS × \`retry $RETRY_ARGS -j MODE\`," \
         "$([[ $VIA == http ]] && echo "HTTP mode" || echo "command mode around \`curl -fsS\`");" \
         "server down for the first ${OUTAGE}s"
-    echo "- server: examples/herd_server.rs (hyper, multi-threaded), $CAPACITY requests/s here (32 keep-alive connections, 3 s)"
+    echo "- server: examples/herd_server.rs (hyper, multi-threaded), $CAPACITY requests/s here (32 keep-alive connections, 3 s); the $CLIENTS first requests are held and failed together, and the outage starts then"
     echo
     echo "| jitter | clients succeeded | total requests | 503s | peak / 100 ms during outage | peak / 100 ms after recovery | last request at |"
     echo "|---|---|---|---|---|---|---|"

@@ -1,7 +1,9 @@
 //! A loopback HTTP server for the fleet benchmarks that is not the bottleneck: a
 //! multi-threaded hyper server. `--down-for SECS` answers 503 for SECS after the
-//! first request, then 200; on SIGTERM it writes a JSON summary of every request's
-//! arrival to `--stats FILE` and exits. `--load URL SECS CONNS` is the other side: a
+//! first request, then 200; `--gather N` holds the first N requests and answers
+//! them together, starting the outage then, so that N clients fail at the same
+//! instant as a real herd does (however long N processes take to start here). On
+//! SIGTERM it writes a JSON summary of every request's arrival to `--stats FILE`. `--load URL SECS CONNS` is the other side: a
 //! keep-alive GET loop on CONNS threads that prints the requests a second it got.
 //!
 //!     cargo run --release --example herd_server -- --down-for 10 --stats s.json
@@ -10,7 +12,7 @@
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -26,9 +28,26 @@ struct State {
     start: OnceLock<Instant>,
     outage: Duration,
     arrivals: Mutex<Vec<(f64, u16)>>,
+    /// Requests to hold until this many have arrived (0: none).
+    gather: usize,
+    gathered: AtomicUsize,
 }
 
+/// Longest a gathered request is held when fewer than N arrive.
+const GATHER_LIMIT: Duration = Duration::from_secs(30);
+
 impl State {
+    /// Holds the first `gather` requests until the last of them arrives.
+    async fn gather(&self) {
+        if self.gathered.fetch_add(1, Ordering::SeqCst) >= self.gather {
+            return;
+        }
+        let end = Instant::now() + GATHER_LIMIT;
+        while self.gathered.load(Ordering::SeqCst) < self.gather && Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     fn answer(&self) -> u16 {
         let start = *self.start.get_or_init(Instant::now);
         let at = start.elapsed();
@@ -51,11 +70,13 @@ fn main() {
     }
     let mut outage = Duration::ZERO;
     let mut stats = None;
+    let mut gather = 0;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--down-for" => outage = Duration::from_secs_f64(it.next().unwrap().parse().unwrap()),
             "--stats" => stats = it.next(),
+            "--gather" => gather = it.next().unwrap().parse().unwrap(),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -63,6 +84,8 @@ fn main() {
         start: OnceLock::new(),
         outage,
         arrivals: Mutex::new(Vec::new()),
+        gather,
+        gathered: AtomicUsize::new(0),
     });
     let stop = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop)).unwrap();
