@@ -117,13 +117,15 @@ async fn serve(listener: tokio::net::TcpListener, state: Arc<State>) {
         let state = Arc::clone(&state);
         tokio::spawn(async move {
             let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
-                let status = state.answer();
-                let body = if status == 200 {
-                    "ok\n"
-                } else {
-                    "unavailable\n"
-                };
+                let state = Arc::clone(&state);
                 async move {
+                    state.gather().await;
+                    let status = state.answer();
+                    let body = if status == 200 {
+                        "ok\n"
+                    } else {
+                        "unavailable\n"
+                    };
                     Ok::<_, Infallible>(
                         Response::builder()
                             .status(status)

@@ -261,4 +261,51 @@ mod tests {
         assert!(matches!(store.admit(&c).unwrap(), Admission::Open { .. }));
         assert_eq!(store.circuit(&c).unwrap(), before);
     }
+
+    /// What one update costs here: run by bench/storm.sh, which reads the `cost` lines.
+    #[test]
+    #[ignore = "a measurement, run by bench/storm.sh"]
+    fn update_cost() {
+        let rounds: usize = std::env::var("ROUNDS").map_or(2000, |r| r.parse().unwrap());
+        let dir = std::env::var_os("COST_DIR").map_or_else(
+            || tempfile::tempdir().unwrap().keep(),
+            std::path::PathBuf::from,
+        );
+        let mut store = FileFleet::open(dir).unwrap();
+        let budget = BudgetConfig {
+            name: "cost".into(),
+            size: 1_000_000,
+            ratio: 0.1,
+        };
+        let circuit = CircuitConfig {
+            name: "cost".into(),
+            failures: u32::MAX,
+            cooldown: Duration::from_secs(60),
+            exit: 75,
+        };
+        let mut time = |what: &str, op: &mut dyn FnMut(usize)| {
+            let mut samples: Vec<Duration> = (0..rounds)
+                .map(|i| {
+                    let start = std::time::Instant::now();
+                    op(i);
+                    start.elapsed()
+                })
+                .collect();
+            samples.sort();
+            let mean = samples.iter().sum::<Duration>() / u32::try_from(rounds).unwrap();
+            let p99 = samples[rounds * 99 / 100];
+            println!("cost\t{what}\t{}\t{}", mean.as_micros(), p99.as_micros());
+        };
+        time("budget update (spend or earn)", &mut |i| {
+            store.spend(&budget, i % 2 == 0).unwrap();
+        });
+        let mut store = FileFleet::open(store.dir.clone()).unwrap();
+        time("circuit update (a finished run)", &mut |i| {
+            store.record_run(&circuit, i % 2 == 0).unwrap();
+        });
+        let mut store = FileFleet::open(store.dir.clone()).unwrap();
+        time("circuit admission (closed: a read)", &mut |_| {
+            store.admit(&circuit).unwrap();
+        });
+    }
 }
