@@ -1075,12 +1075,14 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
             .arg(&report)
             .arg(format!("http://127.0.0.1:{port}/slow")),
     );
-    // The request is in flight once the lock's connection shows up.
+    // The request is in flight once the lock is held (taking it also bumps the fencing token).
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pg.terminate("retry --lock http") == 0 {
+    while !pg.holds_advisory_lock("retry --lock http") {
         assert!(Instant::now() < deadline, "retry never took the lock");
         std::thread::sleep(Duration::from_millis(100));
     }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pg.terminate("retry --lock http"), 1);
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
