@@ -1,14 +1,14 @@
-//! File state: `STATE/budgets/NAME.json` and `STATE/circuits/NAME.json`, each read,
-//! changed and replaced while holding an flock on `.NAME.lock` beside it. A
-//! replacement is a temporary file renamed over the old one, so a process that dies
-//! loses at most its own update and readers never see half a file. It is not
-//! fsynced (that would cost most of the millisecond an update may take): a machine
-//! crash may lose the last seconds of updates, and a file it left unreadable reads
-//! as fresh state and is rewritten by the next update.
+//! File state: `STATE/budgets/NAME.json` and `STATE/circuits/NAME.json`, each a
+//! small JSON record read and rewritten in place while holding an flock on
+//! `.NAME.lock` beside it (readers take it shared). A record is padded to one
+//! 256-byte write at offset 0, which the kernel and the disk apply whole, so an
+//! update costs microseconds (a rename over the old file costs ~200 µs on ext4).
+//! It is not fsynced: a machine crash may lose the last seconds of updates, and a
+//! record it left unreadable reads as fresh state and is rewritten by the next update.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -63,7 +63,7 @@ impl FileFleet {
             .join(format!("{}.json", escape_key(name)))
     }
 
-    /// Reads, changes and replaces one state file under its lock.
+    /// Reads, changes and rewrites one state file under its lock.
     fn update<T, R>(
         &self,
         kind: &str,
@@ -74,17 +74,59 @@ impl FileFleet {
         T: Serialize + DeserializeOwned,
     {
         let path = self.path(kind, name);
-        let _held = lock_beside(&path)?;
-        let (value, result) = change(read(&path)?);
-        let mut text = serde_json::to_vec(&value)?;
-        text.push(b'\n');
-        replace(&path, &text)?;
+        let _held = lock_beside(&path, FlockArg::LockExclusive)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let mut text = Vec::with_capacity(RECORD);
+        file.read_to_end(&mut text)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let (value, result) = change(parse(&path, &text));
+        write_record(&file, &serde_json::to_vec(&value)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(result)
+    }
+
+    /// Reads one state file under a shared lock, so no update is seen half done.
+    fn read<T: DeserializeOwned>(&self, kind: &str, name: &str) -> anyhow::Result<Option<T>> {
+        let path = self.path(kind, name);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let _held = lock_beside(&path, FlockArg::LockShared)?;
+        match std::fs::read(&path) {
+            Ok(text) => Ok(parse(&path, &text)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
     }
 }
 
+/// Size of a record on disk: the JSON, padded with spaces, then a newline.
+const RECORD: usize = 256;
+
+/// Writes `json` as one padded record at offset 0 (one write, whole or not at all).
+fn write_record(file: &File, json: &[u8]) -> std::io::Result<()> {
+    if json.len() >= RECORD {
+        return Err(std::io::Error::other("state record too long"));
+    }
+    let mut record = json.to_vec();
+    record.resize(RECORD - 1, b' ');
+    record.push(b'\n');
+    file.write_all_at(&record, 0)?;
+    if file.metadata()?.len() > RECORD as u64 {
+        file.set_len(RECORD as u64)?;
+    }
+    Ok(())
+}
+
 /// Takes the flock on `.NAME.lock` beside `path` (created if missing, never removed).
-fn lock_beside(path: &Path) -> anyhow::Result<Flock<File>> {
+fn lock_beside(path: &Path, how: FlockArg) -> anyhow::Result<Flock<File>> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
     let lock_path = path.with_file_name(format!(".{}.lock", name.trim_end_matches(".json")));
     let file = OpenOptions::new()
@@ -95,48 +137,27 @@ fn lock_beside(path: &Path) -> anyhow::Result<Flock<File>> {
         .mode(0o600)
         .open(&lock_path)
         .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    Flock::lock(file, FlockArg::LockExclusive)
+    Flock::lock(file, how)
         .map_err(|(_, errno)| std::io::Error::from(errno))
         .with_context(|| format!("cannot flock {}", lock_path.display()))
 }
 
-/// The file's value; a missing file is fresh state, and so is one a crash left
+/// A record's value; an empty file is fresh state, and so is one a crash left
 /// unparseable (with a note), so that it cannot wedge every later run.
-fn read<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Option<T>> {
-    match std::fs::read(path) {
-        Ok(text) => match serde_json::from_slice(&text) {
-            Ok(value) => Ok(Some(value)),
-            Err(e) => {
-                crate::report::verbose(
-                    1,
-                    &format!("{} is unreadable ({e}); starting it afresh", path.display()),
-                );
-                Ok(None)
-            }
-        },
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+fn parse<T: DeserializeOwned>(path: &Path, text: &[u8]) -> Option<T> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return None;
     }
-}
-
-/// Writes a temporary file and renames it over `path`: readers see the old or the
-/// new contents, whole.
-fn replace(path: &Path, text: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(text)?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    match serde_json::from_slice(text) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            crate::report::verbose(
+                1,
+                &format!("{} is unreadable ({e}); starting it afresh", path.display()),
+            );
+            None
+        }
     }
-    result.with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn fresh_tokens(stored: Option<BudgetFile>, budget: &BudgetConfig) -> f64 {
@@ -169,14 +190,13 @@ impl FleetStore for FileFleet {
     }
 
     fn tokens(&mut self, budget: &BudgetConfig) -> anyhow::Result<f64> {
-        let stored = read(&self.path("budgets", &budget.name))?;
+        let stored = self.read("budgets", &budget.name)?;
         Ok(fresh_tokens(stored, budget))
     }
 
     fn admit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<Admission> {
-        let path = self.path("circuits", &circuit.name);
         // A closed circuit is read without writing: most runs only look.
-        let state: Option<CircuitState> = read(&path)?;
+        let state: Option<CircuitState> = self.read("circuits", &circuit.name)?;
         if state.is_none_or(|mut s| s.admit(now_ms(), circuit) == Admission::Closed) {
             return Ok(Admission::Closed);
         }
@@ -200,7 +220,7 @@ impl FleetStore for FileFleet {
     }
 
     fn circuit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<CircuitState> {
-        Ok(read(&self.path("circuits", &circuit.name))?.unwrap_or_default())
+        Ok(self.read("circuits", &circuit.name)?.unwrap_or_default())
     }
 }
 
