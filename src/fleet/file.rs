@@ -303,7 +303,7 @@ mod tests {
             cooldown: Duration::from_secs(60),
             exit: 75,
         };
-        let mut time = |what: &str, op: &mut dyn FnMut(usize)| {
+        let time = |what: &str, op: &mut dyn FnMut(usize)| {
             let mut samples: Vec<Duration> = (0..rounds)
                 .map(|i| {
                     let start = std::time::Instant::now();
