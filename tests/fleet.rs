@@ -651,3 +651,73 @@ fn bad_fleet_values_are_refused_naming_the_flag() {
         assert!(r.stderr.contains(flag), "{flag}: {}", r.stderr);
     }
 }
+
+#[test]
+fn a_role_without_create_is_told_the_sql_to_run() {
+    let Some(pg) = postgres::start("fleet without create") else {
+        return;
+    };
+    let s = Scratch::new();
+    // Since PostgreSQL 15 only the owner may create in schema public.
+    pg.client()
+        .batch_execute("CREATE ROLE plain LOGIN")
+        .expect("create role");
+    let url = |rest: &str| format!("postgres://plain@127.0.0.1:{}/postgres{rest}", pg.port);
+    let lock = run(&s, &args(&["--lock", &url("#job"), "--", "true"]));
+    assert_eq!(lock.status, 125, "{}", lock.stderr);
+    assert!(
+        lock.stderr
+            .contains("CREATE TABLE IF NOT EXISTS retry_fencing"),
+        "{}",
+        lock.stderr
+    );
+    let state = run(
+        &s,
+        &args(&["--state", &url(""), "--retry-budget", "b", "--", "true"]),
+    );
+    assert_eq!(state.status, 125, "{}", state.stderr);
+    assert!(
+        state
+            .stderr
+            .contains("CREATE TABLE IF NOT EXISTS retry_budgets"),
+        "{}",
+        state.stderr
+    );
+    // Made once by the owner, as the messages say, the tables serve the role.
+    pg.client()
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS retry_budgets (
+                 name text PRIMARY KEY,
+                 tokens double precision NOT NULL,
+                 updated_at timestamptz NOT NULL DEFAULT now()
+             );
+             CREATE TABLE IF NOT EXISTS retry_circuits (
+                 name text PRIMARY KEY,
+                 failures integer NOT NULL,
+                 open_until timestamptz,
+                 probe text,
+                 updated_at timestamptz NOT NULL DEFAULT now()
+             );
+             CREATE TABLE IF NOT EXISTS retry_fencing (name text PRIMARY KEY, token bigint NOT NULL);
+             GRANT SELECT, INSERT, UPDATE ON retry_fencing, retry_budgets, retry_circuits TO plain",
+        )
+        .expect("create the tables");
+    let lock = run(
+        &s,
+        &args(&[
+            "--lock",
+            &url("#job"),
+            "--",
+            "sh",
+            "-c",
+            "echo $RETRY_FENCING_TOKEN",
+        ]),
+    );
+    assert_eq!(lock.status, 0, "{}", lock.stderr);
+    assert_eq!(lock.stdout_text().trim(), "1");
+    let state = run(
+        &s,
+        &args(&["--state", &url(""), "--retry-budget", "b", "--", "true"]),
+    );
+    assert_eq!(state.status, 0, "{}", state.stderr);
+}
