@@ -41,3 +41,46 @@ machine() {
     echo "- Memory: $(free -h | awk '/^Mem:/ { print $2 }') total"
     echo "- Kernel: $(uname -r)"
 }
+
+# start_herd_server OUTAGE STATS [GATHER]: the multi-threaded Rust server of
+# examples/herd_server.rs (503 for OUTAGE seconds, then 200; JSON summary to STATS on
+# SIGTERM), so that the server is never what limits the clients. With GATHER, the first
+# GATHER requests are answered together and the outage starts then. Sets URL.
+HERD_SERVER=$ROOT/${CARGO_TARGET_DIR:-target}/release/examples/herd_server
+start_herd_server() {
+    [[ -n ${HERD_SERVER_BUILT:-} ]] || cargo build --release --locked --example herd_server && HERD_SERVER_BUILT=1
+    rm -f "$WORK/port"
+    "$HERD_SERVER" --down-for "$1" --stats "$2" --gather "${3:-0}" >"$WORK/port" &
+    SERVER_PID=$!
+    for _ in $(seq 50); do [[ -s $WORK/port ]] && break; sleep 0.1; done
+    URL="http://127.0.0.1:$(head -1 "$WORK/port")"
+}
+
+# herd_capacity: requests a second the herd server answers here (keep-alive GETs, 3 s, 32 connections).
+herd_capacity() {
+    start_herd_server 0 "$WORK/capacity.json"
+    "$HERD_SERVER" --load "$URL/" 3 32
+    stop_server
+}
+
+# gate_clients N FN ARGS...: starts N copies of FN ARGS that wait at a FIFO and start
+# together, as clients that failed together would; sets PIDS.
+gate_clients() {
+    local n=$1
+    shift
+    rm -f "$WORK/gate" "$WORK/ready"
+    mkfifo "$WORK/gate"
+    exec 3<>"$WORK/gate" # a writer, so every client's open succeeds and its read waits
+    PIDS=()
+    for _ in $(seq "$n"); do
+        (
+            echo >>"$WORK/ready"
+            : <"$WORK/gate" # blocks until the gate's writer closes it
+            "$@"
+        ) &
+        PIDS+=($!)
+    done
+    while (($(wc -l <"$WORK/ready" 2>/dev/null || echo 0) < n)); do sleep 0.05; done
+    sleep 0.3 # the last ones reach their read
+    exec 3>&- # end of file for every client at once
+}

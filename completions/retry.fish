@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--splay' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -152,6 +152,14 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up' -x -a '
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up-window' -x -d 'How far back missed slots are looked for'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'overlap' -x -a 'skip\\t\'Do not run it; record and log it as skipped\' queue\\t\'Run it after the running one ends\'' -d 'A slot that comes while the previous run still runs: skip it, or run it after'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'tz' -x -d 'The zone CRON is read in (IANA name) [default: TZ, else local]'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-budget' -x -d 'Share a retry budget called NAME: retries stop while half its tokens are spent'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'budget-size' -x -d 'Tokens the retry budget holds (it starts full)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'budget-ratio' -x -d 'Tokens a successful attempt earns, 0 < R <= 1'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'circuit' -x -d 'Share a circuit breaker called NAME: after failed runs in a row, runs are refused'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'circuit-failures' -x -d 'Failed runs in a row that open the circuit'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'circuit-cooldown' -x -d 'How long the circuit stays open'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'circuit-exit' -x -d 'Exit status of a run refused by an open circuit'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'splay' -x -d 'Sleep a random time up to DUR before the first attempt (repeatable with --seed)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'q' -l 'quiet' -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'v' -l 'verbose' -d 'More on stderr (repeatable)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'log-format' -x -a 'text\\t\'Lines starting with "retry: "\' json\\t\'JSON Lines, one event per line\'' -d 'Format of stderr event lines'

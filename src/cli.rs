@@ -24,6 +24,7 @@ const CURL: &str = "curl's options (HTTP mode)";
 const JOBS: &str = "Scheduled jobs";
 const HOOKS: &str = "Hooks";
 const SCHEDULE: &str = "Running on a schedule";
+const FLEET: &str = "Fleets (state shared through --state)";
 const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
@@ -55,6 +56,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "The last attempt's own exit status, after the attempt limit, the --max-time budget or a permanent failure.",
     ),
     ("124", "The last attempt was stopped by --timeout."),
+    (
+        "75",
+        "The --circuit is open: the run was refused without an attempt (--circuit-exit).",
+    ),
     (
         "125",
         "retry itself failed: bad usage or value, lock or state store unreachable. Nothing ran.",
@@ -89,6 +94,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "RETRY_DEADLINE_MS",
         "Set for the command when --max-time is given: milliseconds left of the budget.",
+    ),
+    (
+        "RETRY_FENCING_TOKEN",
+        "Set for the command under --lock: a number greater than any handed out before for the same lock.",
     ),
     (
         "RETRY_DEPTH",
@@ -672,6 +681,46 @@ pub struct Cli {
     #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]
     pub tz: Option<String>,
 
+    /// Share a retry budget called NAME: retries stop while half its tokens are spent
+    ///
+    /// gRPC's retry throttling, shared through --state by every retry naming NAME: a failed
+    /// attempt takes one token, a successful one earns --budget-ratio, and a retry is made
+    /// only while more than half of --budget-size remains. A first attempt is never held back.
+    #[arg(long, value_name = "NAME", value_parser = fleet_name_value, help_heading = FLEET)]
+    pub retry_budget: Option<String>,
+
+    /// Tokens the retry budget holds (it starts full)
+    #[arg(allow_hyphen_values = true, long, value_name = "N", default_value = "10", value_parser = parse::budget_size, help_heading = FLEET)]
+    pub budget_size: u32,
+
+    /// Tokens a successful attempt earns, 0 < R <= 1
+    #[arg(allow_hyphen_values = true, long, value_name = "R", default_value = "0.1", value_parser = parse::budget_ratio, help_heading = FLEET)]
+    pub budget_ratio: f64,
+
+    /// Share a circuit breaker called NAME: after failed runs in a row, runs are refused
+    ///
+    /// Each run that gives up counts one failure, a success resets the count. At
+    /// --circuit-failures the circuit opens for --circuit-cooldown: runs exit --circuit-exit
+    /// without an attempt. After the cooldown one run claims the probe; its success closes it.
+    #[arg(long, value_name = "NAME", value_parser = fleet_name_value, help_heading = FLEET)]
+    pub circuit: Option<String>,
+
+    /// Failed runs in a row that open the circuit
+    #[arg(allow_hyphen_values = true, long, value_name = "N", default_value = "5", value_parser = parse::attempts, help_heading = FLEET)]
+    pub circuit_failures: u32,
+
+    /// How long the circuit stays open
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "60s", value_parser = parse::positive_duration, help_heading = FLEET)]
+    pub circuit_cooldown: Duration,
+
+    /// Exit status of a run refused by an open circuit
+    #[arg(allow_hyphen_values = true, long, value_name = "CODE", default_value = "75", value_parser = clap::value_parser!(u8), help_heading = FLEET)]
+    pub circuit_exit: u8,
+
+    /// Sleep a random time up to DUR before the first attempt (repeatable with --seed)
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = FLEET)]
+    pub splay: Duration,
+
     /// Less on stderr: no per-attempt lines (-qq: nothing but retry's own errors)
     #[arg(short = 'q', long, action = ArgAction::Count, conflicts_with = "verbose", help_heading = OUTPUT)]
     pub quiet: u8,
@@ -867,6 +916,12 @@ fn job_name_value(text: &str) -> Result<String, String> {
     } else {
         Err("expected a name of 1 to 100 characters without '@', '/' or control characters".into())
     }
+}
+
+/// Budget and circuit names: what a --once key accepts.
+fn fleet_name_value(text: &str) -> Result<String, String> {
+    once_key_value(text)
+        .map_err(|_| "expected a name of 1 to 200 characters without control characters".into())
 }
 
 fn once_key_value(text: &str) -> Result<String, String> {

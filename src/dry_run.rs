@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use crate::cli::{BackoffKind, JitterKind};
+use crate::config::fleet::FleetConfig;
 use crate::engine::Policy;
 use crate::exec::{Description, RunInfo};
 use crate::parse::human;
@@ -46,6 +47,44 @@ pub fn render(policy: &Policy, run: &RunInfo, is_http: bool, described: &Descrip
         let _ = writeln!(out, "  {:>2}. {rule}", i + 1);
     }
     out
+}
+
+/// The fleet part of the dry run: the splay, and the budget's and circuit's
+/// current state, read without changing it.
+pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
+    let mut out = String::new();
+    if !config.splay.is_zero() {
+        let this_run = match seed {
+            Some(seed) => format!(
+                "; with --seed {seed}: {}",
+                human(crate::fleet::splay_delay(config.splay, seed))
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "splay:       U(0, {}) before the first attempt{this_run}",
+            human(config.splay)
+        );
+    }
+    let Some(state) = &config.state else {
+        return if out.is_empty() {
+            out
+        } else {
+            format!("\n{out}")
+        };
+    };
+    if nested {
+        let _ = writeln!(
+            out,
+            "fleet:       nested inside another retry: the outer one counts budget and circuit"
+        );
+    }
+    for line in crate::fleet::describe_state(state, config.budget.as_ref(), config.circuit.as_ref())
+    {
+        let _ = writeln!(out, "{line}");
+    }
+    format!("\n{out}")
 }
 
 fn describe_schedule(policy: &Policy) -> String {

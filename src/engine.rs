@@ -150,6 +150,10 @@ pub enum StopReason {
     Signal,
     Skipped,
     LockLost,
+    /// The shared retry budget refused a retry.
+    Budget,
+    /// The circuit breaker was open: no attempt was made.
+    CircuitOpen,
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +220,18 @@ pub trait RetryHook {
     fn wait(&mut self) -> Result<(), Stop>;
 }
 
+/// Why a shared retry budget refused a retry: the message to show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+/// A retry budget shared with other runs (`--retry-budget`).
+pub trait RetryBudget {
+    /// Whether a retry may be made now.
+    fn may_retry(&mut self) -> Result<(), Refusal>;
+    /// Counts one finished attempt.
+    fn record(&mut self, success: bool);
+}
+
 /// Everything the loop needs from outside besides the executor.
 pub struct Env<'a> {
     pub clock: &'a dyn Clock,
@@ -223,6 +239,8 @@ pub struct Env<'a> {
     pub rng: &'a mut ChaCha8Rng,
     pub events: &'a mut dyn Events,
     pub retry_hook: &'a mut dyn RetryHook,
+    /// The shared retry budget, if any (none for a nested run: the outer one counts).
+    pub budget: Option<&'a mut dyn RetryBudget>,
 }
 
 /// What to do after an attempt.
@@ -258,6 +276,7 @@ pub fn run(
         let duration = env.clock.now().saturating_sub(now);
         apply_limit(&mut report.verdict, &mut limit_counts);
         let next = decide(&report, &ctx, policy, deadline, env, &mut previous_delay);
+        let next = consult_budget(&report, next, env);
         let record = AttemptRecord {
             number,
             started_at,
@@ -345,6 +364,25 @@ fn sleep_with_hook(env: &mut Env<'_>, facts: &RetryFacts<'_>, upcoming: u32) -> 
     // A stop during the sleep reaches the hook too: waiting passes the signal on.
     let waited = env.retry_hook.wait();
     slept.and(waited)
+}
+
+/// Counts the attempt in the shared budget, and asks it before a retry. An attempt
+/// cut short by retry's own signal or a lost lock says nothing about the service.
+fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next {
+    let Some(budget) = env.budget.as_deref_mut() else {
+        return next;
+    };
+    if report.interrupted_by.is_some() || report.lock_lost.is_some() {
+        return next;
+    }
+    budget.record(report.verdict.class == Class::Success);
+    match next {
+        Next::Sleep(_) => match budget.may_retry() {
+            Ok(()) => next,
+            Err(Refusal(message)) => Next::Stop(StopReason::Budget, message),
+        },
+        stop => stop,
+    }
 }
 
 /// Turns a verdict limited to N retries into a permanent one past N.
@@ -683,6 +721,7 @@ mod tests {
         sleeper: FakeSleeper,
         events: Collect,
         hook: FakeHook,
+        budget: Option<CountingBudget>,
     }
 
     impl Harness {
@@ -710,6 +749,7 @@ mod tests {
                     seen: vec![],
                     signal: false,
                 },
+                budget: None,
                 clock,
             }
         }
@@ -722,6 +762,7 @@ mod tests {
                 rng: &mut rng,
                 events: &mut self.events,
                 retry_hook: &mut self.hook,
+                budget: self.budget.as_mut().map(|b| b as &mut dyn RetryBudget),
             };
             run(&mut self.exec, policy, &mut env).unwrap()
         }
@@ -1074,5 +1115,88 @@ mod tests {
             h.sleeper.slept
         };
         assert_eq!(sleeps(), sleeps());
+    }
+
+    /// A budget in memory with the shared budget's arithmetic.
+    struct CountingBudget {
+        tokens: f64,
+        size: u32,
+        recorded: Vec<bool>,
+    }
+
+    impl RetryBudget for CountingBudget {
+        fn may_retry(&mut self) -> Result<(), Refusal> {
+            if self.tokens > f64::from(self.size) / 2.0 {
+                Ok(())
+            } else {
+                Err(Refusal(format!("spent ({} of {})", self.tokens, self.size)))
+            }
+        }
+        fn record(&mut self, success: bool) {
+            self.recorded.push(success);
+            self.tokens = if success {
+                (self.tokens + 0.1).min(f64::from(self.size))
+            } else {
+                (self.tokens - 1.0).max(0.0)
+            };
+        }
+    }
+
+    #[test]
+    fn a_spent_budget_stops_the_run_with_the_last_status() {
+        let mut h = Harness::new(vec![fail(3)]);
+        h.budget = Some(CountingBudget {
+            tokens: 7.0,
+            size: 10,
+            recorded: vec![],
+        });
+        let s = h.run(&policy(5, JitterKind::None));
+        // 7 → 6 (retry), 6 → 5 (refused: not more than half).
+        assert_eq!(s.attempts.len(), 2);
+        assert_eq!(s.stopped_because, StopReason::Budget);
+        assert_eq!(s.exit_code, 3);
+        assert_eq!(s.message, "spent (5 of 10)");
+        assert_eq!(h.budget.unwrap().recorded, vec![false, false]);
+    }
+
+    #[test]
+    fn a_first_attempt_is_never_held_back_and_a_success_earns() {
+        let mut h = Harness::new(vec![ok()]);
+        h.budget = Some(CountingBudget {
+            tokens: 0.0,
+            size: 10,
+            recorded: vec![],
+        });
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        let b = h.budget.unwrap();
+        assert_eq!(b.recorded, vec![true]);
+        assert!((b.tokens - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_permanent_failure_takes_a_token_and_a_signal_takes_none() {
+        let mut h = Harness::new(vec![AttemptReport::new(
+            Outcome::Exit { code: 2 },
+            Verdict::permanent("usage"),
+            2,
+        )]);
+        h.budget = Some(CountingBudget {
+            tokens: 10.0,
+            size: 10,
+            recorded: vec![],
+        });
+        h.run(&policy(5, JitterKind::None));
+        assert_eq!(h.budget.unwrap().recorded, vec![false]);
+        let mut interrupted = fail(1);
+        interrupted.interrupted_by = Some(15);
+        let mut h = Harness::new(vec![interrupted]);
+        h.budget = Some(CountingBudget {
+            tokens: 10.0,
+            size: 10,
+            recorded: vec![],
+        });
+        h.run(&policy(5, JitterKind::None));
+        assert!(h.budget.unwrap().recorded.is_empty());
     }
 }

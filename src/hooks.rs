@@ -44,6 +44,8 @@ pub struct Hooks {
     max_time: Option<Duration>,
     /// The key, when the command sees it or the request sends it.
     key: Option<String>,
+    /// `RETRY_FENCING_TOKEN`, once a lock yields one.
+    fencing_token: Option<u64>,
     running: Option<RunningHook>,
 }
 
@@ -62,6 +64,7 @@ impl Hooks {
             attempts: run.attempts,
             max_time: run.max_time,
             key: key.map(str::to_string),
+            fencing_token: None,
             running: None,
         }
     }
@@ -89,7 +92,15 @@ impl Hooks {
         if let Outcome::Http { status } = last.outcome {
             env.push(var("RETRY_HTTP_STATUS", status));
         }
+        if let Some(token) = self.fencing_token {
+            env.push(var("RETRY_FENCING_TOKEN", token));
+        }
         env
+    }
+
+    /// The lock's fencing token, as the command gets it.
+    pub fn set_fencing_token(&mut self, token: u64) {
+        self.fencing_token = Some(token);
     }
 
     /// Runs `--on-success` or `--on-give-up` for a finished run, with the report

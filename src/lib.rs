@@ -12,6 +12,7 @@ mod dry_run;
 mod engine;
 mod exec;
 mod exit;
+mod fleet;
 mod generate;
 mod hooks;
 mod io;
@@ -104,6 +105,7 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
             text += &schedule::dry_run(schedule)?;
         }
         text += &dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
+        text += &dry_run::fleet(&config.fleet, config.seed, config.run.nested);
         print!("{text}");
         return Ok(0);
     }

@@ -57,6 +57,28 @@ fn seconds(text: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(value).ok()
 }
 
+/// `--budget-size`: a whole number of tokens, 1 to 1,000,000.
+pub fn budget_size(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{}' is not a whole number from 1 to 1000000",
+            text.trim()
+        )),
+    }
+}
+
+/// `--budget-ratio`: tokens a success earns, 0 < R <= 1.
+pub fn budget_ratio(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err(format!(
+            "'{}' is not a number above 0 and at most 1",
+            text.trim()
+        )),
+    }
+}
+
 /// Attempt counts: a whole number of at least 1.
 pub fn attempts(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {

@@ -7,8 +7,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
+use crate::config::fleet::{CircuitConfig, FleetConfig};
 use crate::config::{Config, TargetConfig};
-use crate::engine::{self, Policy, RunSummary, StopReason};
+use crate::engine::{self, Policy, RetryBudget, RunSummary, StopReason};
 use crate::exec::command::CommandExecutor;
 use crate::exec::http::HttpExecutor;
 use crate::exec::{Executor, RunInfo};
@@ -16,7 +17,7 @@ use crate::exit::ExitCode;
 use crate::hooks::Hooks;
 use crate::jobs::{self, Backend, SkipWhy, Status};
 use crate::report::{self, ReportHeader};
-use crate::{clock, signals};
+use crate::{clock, exit, fleet, parse, signals};
 
 /// What a scheduled slot changes in a run.
 #[derive(Clone, Debug)]
@@ -75,8 +76,23 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     }
     let report_path = config.report.as_deref();
     let mut hooks = Hooks::new(config.hooks.clone(), &run, header.idempotency_key);
-    // The run, and its --max-time budget, start before the wait for a lock.
+    let seed = config.seed.unwrap_or_else(rand::random);
+    // The run, and its --max-time budget, start before the splay and the wait for a lock.
     let clock = clock::SystemClock::new();
+    // A nested run leaves the fleet's accounting to the outer one.
+    let mut fleet = match (&config.fleet.state, config.run.nested) {
+        (Some(target), false) => Some(fleet::Fleet::new(fleet::open(target)?)),
+        _ => None,
+    };
+    if let Err((exit_code, message)) = splay(&config.fleet, seed, config.policy.max_time) {
+        report::notice(&message);
+        let summary = not_run(exit_code, StopReason::Signal, message, &clock);
+        finish_report(report_path, &header, &summary)?;
+        return Ok(RunEnd {
+            summary,
+            skipped: None,
+        });
+    }
     let mut held = match jobs::prepare(&job_options)? {
         jobs::Gate::Proceed(held) => held,
         jobs::Gate::Skip {
@@ -106,15 +122,40 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
             });
         }
     };
+    if let Some(token) = held.fencing_token() {
+        exec.set_fencing_token(token);
+        hooks.set_fencing_token(token);
+    }
+    let circuit = config.fleet.circuit.as_ref();
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
+        if let Some((exit_code, message)) = admit(f, c) {
+            report::notice(&message);
+            let summary = not_run(exit_code, StopReason::CircuitOpen, message, &clock);
+            if let Some(slot) = slot {
+                record_refused(slot, &job_options.command);
+            }
+            finish_report(report_path, &header, &summary)?;
+            return Ok(RunEnd {
+                summary,
+                skipped: None,
+            });
+        }
+    }
     announce(config, &header);
     let engine_setup = EngineSetup {
         policy: &config.policy,
-        seed: config.seed,
+        seed,
         countdown: config.countdown,
         header: &header,
         clock: &clock,
     };
-    let mut summary = run_engine(exec.as_mut(), &engine_setup, &mut hooks)?;
+    let mut summary = {
+        let budget = match (&config.fleet.budget, fleet.as_mut()) {
+            (Some(b), Some(f)) => Some(f.budget(b)),
+            _ => None,
+        };
+        run_engine(exec.as_mut(), &engine_setup, &mut hooks, budget)?
+    };
     if summary.stopped_because == StopReason::Success {
         match held.confirm() {
             Ok(()) => held.record_success(&summary)?,
@@ -123,6 +164,12 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     }
     if let Some(slot) = slot {
         record_gave_up(&mut held, slot, &summary, &job_options.command);
+    }
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
+        // A run stopped by a signal counts for nothing; every other ending but success is a failed run.
+        if summary.stopped_because != StopReason::Signal {
+            f.record_run(c, summary.stopped_because == StopReason::Success);
+        }
     }
     // After the marker, budget and circuit updates; before the report and the lock's
     // release (SPEC: the order of a run).
@@ -198,7 +245,7 @@ fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
 /// What the engine needs besides the executor.
 struct EngineSetup<'a> {
     policy: &'a Policy,
-    seed: Option<u64>,
+    seed: u64,
     countdown: bool,
     header: &'a ReportHeader<'a>,
     clock: &'a clock::SystemClock,
@@ -208,8 +255,9 @@ fn run_engine(
     exec: &mut dyn Executor,
     setup: &EngineSetup<'_>,
     hooks: &mut Hooks,
+    mut budget: Option<fleet::SharedBudget<'_>>,
 ) -> anyhow::Result<RunSummary> {
-    let seed = setup.seed.unwrap_or_else(rand::random);
+    let seed = setup.seed;
     if report::shows(2) {
         report::verbose(
             2,
@@ -236,6 +284,7 @@ fn run_engine(
         rng: &mut rng,
         events: &mut logger,
         retry_hook: hooks,
+        budget: budget.as_mut().map(|b| b as &mut dyn RetryBudget),
     };
     engine::run(exec, setup.policy, &mut env)
 }
@@ -254,5 +303,72 @@ fn not_run(
         stopped_because,
         message,
         elapsed: clock.now(),
+    }
+}
+
+/// Sleeps the `--splay` (never past `--max-time`); a stopping signal ends it at once
+/// with the exit status and message to give.
+fn splay(
+    fleet: &FleetConfig,
+    seed: u64,
+    max_time: Option<std::time::Duration>,
+) -> Result<(), (i32, String)> {
+    let mut delay = fleet::splay_delay(fleet.splay, seed);
+    if let Some(max) = max_time {
+        delay = delay.min(max);
+    }
+    if delay.is_zero() {
+        return Ok(());
+    }
+    report::verbose(
+        1,
+        &format!(
+            "splay: sleeping {} before the first attempt (up to {}, --seed {seed})",
+            parse::human(delay),
+            parse::human(fleet.splay)
+        ),
+    );
+    signals::sleep_or_stop(delay).map_err(|stop| {
+        let sig = match stop {
+            signals::Stop::Signal(sig) => sig,
+            signals::Stop::LockLost(_) => 0,
+        };
+        let exit_code = ExitCode::signal(sig);
+        let message = format!(
+            "stopped by {} during the --splay sleep; exit status {exit_code}",
+            exit::signal_name(sig)
+        );
+        (exit_code, message)
+    })
+}
+
+/// Asks the circuit whether the run may go ahead: `Some` (exit status, message) when
+/// it is open. Claiming the probe is said aloud.
+fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, String)> {
+    match fleet.admit(c) {
+        fleet::Admission::Closed => None,
+        fleet::Admission::Probe => {
+            report::info(&format!(
+                "circuit {} was open and its cooldown is over: this run is the probe",
+                c.name
+            ));
+            None
+        }
+        fleet::Admission::Open { until_ms, failures } => Some((
+            i32::from(c.exit),
+            format!(
+                "circuit {} is open until {} after {failures} failed runs in a row: not running",
+                c.name,
+                fleet::show_time(until_ms)
+            ),
+        )),
+    }
+}
+
+/// A slot the open circuit refused is recorded as refused (SPEC: every slot a
+/// scheduler handles gets a record).
+fn record_refused(slot: &SlotRun, command: &[String]) {
+    if let Err(err) = jobs::record_status(&slot.state, &slot.key, Status::Refused, command) {
+        report::error(&format!("{err:#}"));
     }
 }

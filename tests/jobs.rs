@@ -1050,10 +1050,12 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
         .start();
     // The request is in flight once the lock's connection shows up.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pg.terminate("retry --lock http") == 0 {
+    while !pg.holds_advisory_lock("retry --lock http") {
         assert!(Instant::now() < deadline, "retry never took the lock");
         std::thread::sleep(Duration::from_millis(100));
     }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pg.terminate("retry --lock http"), 1);
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
     assert_eq!(out.status, 125, "{}", out.stderr);

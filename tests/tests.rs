@@ -32,6 +32,7 @@ mod curl_output;
 mod curl_request;
 mod faults;
 mod flags;
+mod fleet;
 mod generated;
 mod help;
 mod hooks;

@@ -5,6 +5,7 @@
 //! running the attempts to the executors and the gate to `jobs`.
 
 mod command;
+pub mod fleet;
 pub mod hooks;
 pub mod http;
 pub mod schedule;
@@ -35,6 +36,8 @@ pub struct Config {
     pub countdown: bool,
     pub jobs: JobOptions,
     pub hooks: HookConfig,
+    /// Retry budget, circuit breaker and splay (`--retry-budget`, `--circuit`, `--splay`).
+    pub fleet: fleet::FleetConfig,
     pub report: Option<PathBuf>,
     pub dry_run: bool,
     /// `--seed`, or `None` for a random one.
@@ -105,6 +108,7 @@ impl Config {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
         })?;
+        let fleet = fleet::FleetConfig::from_cli(&cli)?;
         let policy = Policy {
             attempts,
             timeout: cli.timeout,
@@ -132,6 +136,7 @@ impl Config {
             countdown,
             jobs,
             hooks,
+            fleet,
             report,
             dry_run,
             seed,

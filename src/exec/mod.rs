@@ -20,6 +20,9 @@ pub trait Executor {
     fn deliver(&mut self) -> anyhow::Result<()>;
     /// The last attempt's held output will never be shown.
     fn discard(&mut self) {}
+    /// The run holds a lock with this fencing token: the command sees it as
+    /// `RETRY_FENCING_TOKEN` (a request has nowhere to carry it).
+    fn set_fencing_token(&mut self, _token: u64) {}
     /// What `--dry-run` shows of this executor: the target, facts about it, and
     /// the classification rules in force, in the order they are checked.
     fn describe(&self) -> Description;

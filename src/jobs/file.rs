@@ -29,6 +29,9 @@ pub struct FileLock {
     held: Option<Flock<File>>,
     /// Key locks are removed on release; `--lock` files never are.
     remove_on_release: bool,
+    /// Where the fencing counters live (`STATE/fencing`), for a `--lock` file.
+    fencing_dir: Option<PathBuf>,
+    token: Option<u64>,
 }
 
 impl FileLock {
@@ -38,17 +41,24 @@ impl FileLock {
             path,
             held: None,
             remove_on_release: false,
+            fencing_dir: None,
+            token: None,
         }
+    }
+
+    /// The `--lock PATH` lock with a fencing counter in `dir`, bumped at every acquisition.
+    pub fn fenced(path: PathBuf, dir: PathBuf) -> FileLock {
+        let mut lock = FileLock::new(path);
+        lock.fencing_dir = Some(dir);
+        lock
     }
 
     /// A lock file that its holder removes on release. Safe because a taker checks,
     /// after locking, that the path still names the file it locked.
     fn removable(path: PathBuf) -> FileLock {
-        FileLock {
-            path,
-            held: None,
-            remove_on_release: true,
-        }
+        let mut lock = FileLock::new(path);
+        lock.remove_on_release = true;
+        lock
     }
 
     fn open(&self) -> anyhow::Result<File> {
@@ -89,6 +99,10 @@ impl Lock for FileLock {
         self.path.display().to_string()
     }
 
+    fn fencing_token(&self) -> Option<u64> {
+        self.token
+    }
+
     fn try_acquire(&mut self) -> anyhow::Result<bool> {
         if self.held.is_some() {
             return Ok(true);
@@ -103,6 +117,7 @@ impl Lock for FileLock {
                     // The previous holder may have removed the file between our open and our flock.
                     if self.still_named(&locked)? {
                         self.held = Some(locked);
+                        self.token = self.next_token()?;
                         return Ok(true);
                     }
                 }
@@ -115,6 +130,46 @@ impl Lock for FileLock {
         }
         Ok(false)
     }
+}
+
+impl FileLock {
+    /// Bumps the fencing counter of this lock file, durably, while holding the lock.
+    fn next_token(&self) -> anyhow::Result<Option<u64>> {
+        let Some(dir) = &self.fencing_dir else {
+            return Ok(None);
+        };
+        let absolute = std::fs::canonicalize(&self.path)
+            .with_context(|| format!("cannot resolve {}", self.path.display()))?;
+        let key = absolute.to_string_lossy().into_owned();
+        check_key(&key).map_err(|e| anyhow::anyhow!("--lock: fencing counter for {key}: {e}"))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create directory {}", dir.display()))?;
+        let counter = dir.join(format!("{}.json", escape_key(&key)));
+        let last = match std::fs::read(&counter) {
+            Ok(text) => {
+                serde_json::from_slice::<Fencing>(&text)
+                    .with_context(|| format!("{} is not a fencing counter", counter.display()))?
+                    .token
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => 0,
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", counter.display())),
+        };
+        let token = last + 1;
+        let mut text = serde_json::to_vec(&Fencing { lock: key, token })?;
+        text.push(b'\n');
+        crate::report::write_atomically(&counter, &text)?;
+        Ok(Some(token))
+    }
+}
+
+/// A lock file's fencing counter: the last token handed out.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Fencing {
+    lock: String,
+    token: u64,
 }
 
 impl Drop for FileLock {

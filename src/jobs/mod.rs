@@ -40,6 +40,8 @@ pub struct JobOptions {
     pub state: Option<Backend>,
     /// The command (or URL) being run, recorded in `--once` markers.
     pub command: Vec<String>,
+    /// `STATE/fencing`, where a `--lock` file's fencing counter lives.
+    pub fencing_dir: Option<PathBuf>,
 }
 
 /// The scheduled-job flags as given, before they are parsed.
@@ -246,7 +248,13 @@ impl JobOptions {
         if let (Some(key), Some(Backend::File(_))) = (flags.once, &state) {
             file::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
+        let fencing_dir = match (&lock, &state) {
+            (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.join("fencing")),
+            (Some(Backend::File(_)), _) => default_state_dir().ok().map(|d| d.join("fencing")),
+            _ => None,
+        };
         Ok(JobOptions {
+            fencing_dir,
             lock,
             lock_wait: flags.lock_wait,
             max_time: flags.max_time,
@@ -265,6 +273,11 @@ pub trait Lock {
     fn describe(&self) -> String;
     /// Tries once, without blocking: `Ok(true)` when now held, `Ok(false)` when busy.
     fn try_acquire(&mut self) -> anyhow::Result<bool>;
+    /// The fencing token this acquisition was given: greater than any before it
+    /// for the same lock (`None` when the lock keeps no counter).
+    fn fencing_token(&self) -> Option<u64> {
+        None
+    }
     /// How to check that the held lock is still held, for a lock that can be lost
     /// (`None`: held until the process exits, like a `flock`).
     fn liveness(&self) -> Option<Box<dyn Liveness>> {
@@ -332,6 +345,7 @@ pub struct HeldLocks {
     watches: Vec<Watch>,
     once: Option<OnceRun>,
     _lock: Option<Box<dyn Lock>>,
+    fencing_token: Option<u64>,
 }
 
 /// How often a lock that can be lost is checked.
@@ -407,6 +421,11 @@ struct OnceRun {
 }
 
 impl HeldLocks {
+    /// The `--lock` acquisition's fencing token (`RETRY_FENCING_TOKEN`).
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.fencing_token
+    }
+
     /// Whether every lock is still held, checked now when a marker is about to be
     /// written (a success recorded without its lock could be done twice).
     pub fn confirm(&self) -> Result<(), String> {
@@ -495,9 +514,12 @@ pub fn host_name() -> String {
 }
 
 /// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
-fn open_lock(target: Backend) -> anyhow::Result<Box<dyn Lock>> {
+fn open_lock(target: Backend, fencing_dir: Option<&PathBuf>) -> anyhow::Result<Box<dyn Lock>> {
     Ok(match target {
-        Backend::File(path) => Box::new(file::FileLock::new(path)),
+        Backend::File(path) => match fencing_dir {
+            Some(dir) => Box::new(file::FileLock::fenced(path, dir.clone())),
+            None => Box::new(file::FileLock::new(path)),
+        },
         Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg)?),
     })
 }
@@ -535,8 +557,9 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
         });
     }
     let mut lock = None;
+    let mut fencing_token = None;
     if let Some(target) = &opts.lock {
-        let mut backend = match open_lock(target.clone()) {
+        let mut backend = match open_lock(target.clone(), opts.fencing_dir.as_ref()) {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };
@@ -547,6 +570,10 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
             Acquired::Stopped(stop) => return Ok(stopped(stop, &format!("waiting for {what}"))),
         }
         report::verbose(1, &format!("holding {what}"));
+        fencing_token = backend.fencing_token();
+        if let Some(token) = fencing_token {
+            report::verbose(1, &format!("fencing token {token} (RETRY_FENCING_TOKEN)"));
+        }
         if let Some(liveness) = backend.liveness() {
             watches.push(Watch::start(what, liveness)?);
         }
@@ -578,6 +605,7 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
         watches,
         once,
         _lock: lock,
+        fencing_token,
     }))
 }
 

@@ -60,6 +60,8 @@ pub struct CommandExecutor {
     retry_patterns: Vec<String>,
     /// Why RETRY_CONTROL could not be given, once said.
     control_missing_said: bool,
+    /// `RETRY_FENCING_TOKEN`, when the run holds a lock.
+    fencing_token: Option<u64>,
 }
 
 impl CommandExecutor {
@@ -68,6 +70,7 @@ impl CommandExecutor {
         let foreground = stdin.inherits() && in_terminal_foreground();
         let needs_watch = config.watch.reads_stderr();
         CommandExecutor {
+            fencing_token: None,
             argv: config.argv,
             rules: config.rules,
             watch: needs_watch.then(|| Arc::new(config.watch)),
@@ -226,6 +229,9 @@ impl CommandExecutor {
             .env("RETRY_ATTEMPTS", ctx.limit.to_string())
             .env("RETRY_IDEMPOTENCY_KEY", &self.info.idempotency_key)
             .env("RETRY_DEPTH", (self.info.depth + 1).to_string());
+        if let Some(token) = self.fencing_token {
+            cmd.env("RETRY_FENCING_TOKEN", token.to_string());
+        }
         match ctx.budget_left {
             Some(left) => cmd.env("RETRY_DEADLINE_MS", left.as_millis().to_string()),
             None => cmd.env_remove("RETRY_DEADLINE_MS"),
@@ -315,6 +321,10 @@ impl CommandExecutor {
 }
 
 impl Executor for CommandExecutor {
+    fn set_fencing_token(&mut self, token: u64) {
+        self.fencing_token = Some(token);
+    }
+
     fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
         if ctx.number == 1 && report::shows(1) {
             report::verbose(

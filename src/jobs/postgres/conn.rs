@@ -26,7 +26,7 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Opens one connection, per the URL's `sslmode`. `flag` names the option in errors.
-pub(super) fn connect(target: &PgTarget, flag: &str, application: &str) -> anyhow::Result<Client> {
+pub(crate) fn connect(target: &PgTarget, flag: &str, application: &str) -> anyhow::Result<Client> {
     let user = target
         .user
         .clone()
@@ -123,7 +123,7 @@ fn await_connection(
 
 /// `application_name` for a connection: "retry " and what it is for, within
 /// PostgreSQL's 63 bytes.
-pub(super) fn application_name(purpose: &str) -> String {
+pub(crate) fn application_name(purpose: &str) -> String {
     let mut name = format!("retry {purpose}");
     while name.len() > 63 {
         name.pop();

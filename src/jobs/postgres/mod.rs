@@ -15,7 +15,8 @@ mod store;
 mod tls;
 mod url;
 
-pub use lock::PgLock;
+pub(crate) use conn::{application_name, connect};
+pub use lock::{ADVISORY_KEY_SQL, PgLock};
 pub use store::{MARKER_TABLE, PgStore};
 pub use url::PgTarget;
 pub(crate) use url::{parse_url, strip_scheme};

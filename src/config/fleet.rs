@@ -1,0 +1,77 @@
+//! The fleet settings (`--retry-budget`, `--circuit`, `--splay`) and where their
+//! shared state lives. Running them is `fleet`'s job.
+
+use std::time::Duration;
+
+use crate::cli::Cli;
+use crate::jobs::{self, Backend};
+
+/// A shared retry budget: gRPC's retry throttling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetConfig {
+    pub name: String,
+    /// N: tokens the budget holds.
+    pub size: u32,
+    /// R: tokens a successful attempt earns.
+    pub ratio: f64,
+}
+
+/// A shared circuit breaker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CircuitConfig {
+    pub name: String,
+    /// Failed runs in a row that open it.
+    pub failures: u32,
+    pub cooldown: Duration,
+    /// Exit status of a refused run.
+    pub exit: u8,
+}
+
+/// Everything fleet-wide a run does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetConfig {
+    pub budget: Option<BudgetConfig>,
+    pub circuit: Option<CircuitConfig>,
+    pub splay: Duration,
+    /// Where budgets and circuits live (`--state`, or the default directory).
+    pub state: Option<Backend>,
+}
+
+impl FleetConfig {
+    pub fn from_cli(cli: &Cli) -> anyhow::Result<FleetConfig> {
+        let budget = cli.retry_budget.as_ref().map(|name| BudgetConfig {
+            name: name.clone(),
+            size: cli.budget_size,
+            ratio: cli.budget_ratio,
+        });
+        let circuit = cli.circuit.as_ref().map(|name| CircuitConfig {
+            name: name.clone(),
+            failures: cli.circuit_failures,
+            cooldown: cli.circuit_cooldown,
+            exit: cli.circuit_exit,
+        });
+        let state = if budget.is_none() && circuit.is_none() {
+            None
+        } else {
+            Some(state_target(cli.state.as_deref())?)
+        };
+        Ok(FleetConfig {
+            budget,
+            circuit,
+            splay: cli.splay,
+            state,
+        })
+    }
+}
+
+/// `--state`, or the default directory, which must then be findable.
+fn state_target(text: Option<&str>) -> anyhow::Result<Backend> {
+    match text {
+        Some(text) => jobs::parse_state_target(text).map_err(anyhow::Error::msg),
+        None => jobs::default_state_dir().map(Backend::File).map_err(|_| {
+            anyhow::anyhow!(
+                "--retry-budget/--circuit: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
+            )
+        }),
+    }
+}

@@ -1,0 +1,423 @@
+//! State shared between every `retry` that names the same retry budget or circuit
+//! breaker through the same `--state`: the arithmetic (pure, tested with a given
+//! time), the [`FleetStore`] trait with files in `file.rs` and PostgreSQL in
+//! `postgres.rs`, and [`Fleet`], which fails open once the store fails mid-run.
+//! When to consult them is the caller's: the engine asks the budget before each
+//! retry, `lib` asks the circuit before the first attempt.
+
+pub mod file;
+pub mod postgres;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::config::fleet::{BudgetConfig, CircuitConfig};
+use crate::engine::{Refusal, RetryBudget};
+use crate::jobs::Backend;
+use crate::report;
+
+/// Tokens after one attempt: a failure takes one (never below 0), a success adds
+/// `ratio` (never above `size`); a budget holding more than `size` is cut to it.
+pub fn tokens_after(tokens: f64, size: u32, ratio: f64, success: bool) -> f64 {
+    let size = f64::from(size);
+    let tokens = tokens.min(size);
+    if success {
+        (tokens + ratio).min(size)
+    } else {
+        (tokens - 1.0).max(0.0)
+    }
+}
+
+/// A retry is made only while the budget holds more than half its size.
+pub fn allows_retry(tokens: f64, size: u32) -> bool {
+    tokens > f64::from(size) / 2.0
+}
+
+/// A circuit breaker's shared state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircuitState {
+    /// Failed runs in a row.
+    pub failures: u32,
+    /// Milliseconds since the Unix epoch until which the circuit is open.
+    pub open_until_ms: Option<u64>,
+}
+
+/// What the circuit says to a run about to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    Closed,
+    /// The cooldown has passed and this run is the probe.
+    Probe,
+    Open {
+        until_ms: u64,
+        failures: u32,
+    },
+}
+
+impl CircuitState {
+    fn is_open(&self, limit: u32) -> bool {
+        self.failures >= limit && self.open_until_ms.is_some()
+    }
+
+    /// Admits a run at `now_ms`; claiming the probe pushes the open-until time one
+    /// cooldown further, so the next run is refused.
+    pub fn admit(&mut self, now_ms: u64, config: &CircuitConfig) -> Admission {
+        if !self.is_open(config.failures) {
+            return Admission::Closed;
+        }
+        let until = self.open_until_ms.unwrap_or(0);
+        if now_ms < until {
+            return Admission::Open {
+                until_ms: until,
+                failures: self.failures,
+            };
+        }
+        self.open_until_ms = Some(now_ms + millis(config.cooldown));
+        Admission::Probe
+    }
+
+    /// Counts a run that ended at `now_ms`: a success closes the circuit, a failure
+    /// adds one and, at the limit, opens it for a cooldown from now.
+    pub fn record(&mut self, success: bool, now_ms: u64, config: &CircuitConfig) {
+        if success {
+            *self = CircuitState::default();
+            return;
+        }
+        self.failures = self.failures.saturating_add(1);
+        if self.failures >= config.failures {
+            self.open_until_ms = Some(now_ms + millis(config.cooldown));
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2)
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, millis)
+}
+
+/// An RFC 3339 time for a millisecond timestamp.
+pub fn show_time(ms: u64) -> String {
+    report::timestamp(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+/// `5` or `4.3`: tokens as a person reads them.
+pub fn show_tokens(tokens: f64) -> String {
+    if (tokens - tokens.round()).abs() < 1e-9 {
+        format!("{}", tokens.round())
+    } else {
+        format!("{tokens:.1}")
+    }
+}
+
+/// The `--splay` sleep: U(0, window), from its own stream of the run's seed so
+/// the jitter that follows is the same with or without it.
+pub fn splay_delay(window: Duration, seed: u64) -> Duration {
+    if window.is_zero() {
+        return Duration::ZERO;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(1);
+    let span = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(rng.random_range(0..=span))
+}
+
+/// Where budgets and circuits live. Every update is atomic across processes.
+pub trait FleetStore {
+    /// How messages name the store (never with a password).
+    fn describe(&self) -> String;
+    /// Applies one attempt's result to the budget; returns the tokens left.
+    fn spend(&mut self, budget: &BudgetConfig, success: bool) -> anyhow::Result<f64>;
+    /// The budget's tokens, unchanged.
+    fn tokens(&mut self, budget: &BudgetConfig) -> anyhow::Result<f64>;
+    /// Admits a run, claiming the probe when the cooldown has passed.
+    fn admit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<Admission>;
+    /// Counts a finished run; returns the state after.
+    fn record_run(
+        &mut self,
+        circuit: &CircuitConfig,
+        success: bool,
+    ) -> anyhow::Result<CircuitState>;
+    /// The circuit's state, unchanged.
+    fn circuit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<CircuitState>;
+}
+
+/// Opens the store (creating directories or tables): an error is exit 125.
+pub fn open(target: &Backend) -> anyhow::Result<Box<dyn FleetStore>> {
+    Ok(match target {
+        Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
+        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect(pg.clone())?),
+    })
+}
+
+/// The store as a run uses it: after its first failure, a warning, then nothing
+/// (budgets and circuits fail open).
+pub struct Fleet {
+    store: Option<Box<dyn FleetStore>>,
+}
+
+impl Fleet {
+    pub fn new(store: Box<dyn FleetStore>) -> Fleet {
+        Fleet { store: Some(store) }
+    }
+
+    /// Runs `op` on the store, unless it already failed; a failure warns once.
+    fn with<T>(&mut self, op: impl FnOnce(&mut dyn FleetStore) -> anyhow::Result<T>) -> Option<T> {
+        let store = self.store.as_mut()?;
+        match op(store.as_mut()) {
+            Ok(value) => Some(value),
+            Err(err) => {
+                report::notice(&format!(
+                    "warning: the fleet state in {} failed ({err:#}); going on without the retry budget and circuit breaker",
+                    store.describe()
+                ));
+                self.store = None;
+                None
+            }
+        }
+    }
+
+    pub fn admit(&mut self, circuit: &CircuitConfig) -> Admission {
+        self.with(|s| s.admit(circuit)).unwrap_or(Admission::Closed)
+    }
+
+    pub fn record_run(&mut self, circuit: &CircuitConfig, success: bool) {
+        if let Some(state) = self.with(|s| s.record_run(circuit, success)) {
+            let shown = match state
+                .open_until_ms
+                .filter(|_| state.failures >= circuit.failures)
+            {
+                Some(until) => format!("open until {}", show_time(until)),
+                None => "closed".into(),
+            };
+            report::verbose(
+                1,
+                &format!(
+                    "circuit {}: {} failed run{} in a row, {shown}",
+                    circuit.name,
+                    state.failures,
+                    if state.failures == 1 { "" } else { "s" }
+                ),
+            );
+        }
+    }
+
+    /// The engine's view of `budget`.
+    pub fn budget<'a>(&'a mut self, budget: &'a BudgetConfig) -> SharedBudget<'a> {
+        SharedBudget {
+            fleet: self,
+            config: budget,
+            tokens: None,
+        }
+    }
+}
+
+/// A retry budget in a [`Fleet`], for the engine.
+pub struct SharedBudget<'a> {
+    fleet: &'a mut Fleet,
+    config: &'a BudgetConfig,
+    /// What the last update returned: the decision uses the count this run's own
+    /// update produced, read in the same atomic step.
+    tokens: Option<f64>,
+}
+
+impl RetryBudget for SharedBudget<'_> {
+    fn may_retry(&mut self) -> Result<(), Refusal> {
+        let config = self.config;
+        let tokens = match self.tokens {
+            Some(t) => Some(t),
+            None => self.fleet.with(|s| s.tokens(config)),
+        };
+        match tokens {
+            Some(t) if !allows_retry(t, config.size) => Err(Refusal(format!(
+                "retry budget {} is spent ({} of {} tokens): not retrying",
+                config.name,
+                show_tokens(t),
+                config.size
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn record(&mut self, success: bool) {
+        let config = self.config;
+        self.tokens = self.fleet.with(|s| s.spend(config, success));
+    }
+}
+
+/// The `--dry-run` lines: the budget's and circuit's current state, read only.
+pub fn describe_state(
+    target: &Backend,
+    budget: Option<&BudgetConfig>,
+    circuit: Option<&CircuitConfig>,
+) -> Vec<String> {
+    let mut store = match open_read_only(target) {
+        Ok(store) => store,
+        Err(err) => return vec![format!("fleet:       state unreadable: {err:#}")],
+    };
+    let mut lines = Vec::new();
+    if let Some(b) = budget {
+        let line = match store.tokens(b) {
+            Ok(t) => format!(
+                "budget:      {} holds {} of {} tokens (retries while more than {}; a success earns {}) in {}",
+                b.name,
+                show_tokens(t),
+                b.size,
+                show_tokens(f64::from(b.size) / 2.0),
+                b.ratio,
+                store.describe()
+            ),
+            Err(err) => format!("budget:      {}: unreadable: {err:#}", b.name),
+        };
+        lines.push(line);
+    }
+    if let Some(c) = circuit {
+        let line = match store.circuit(c) {
+            Ok(state) => circuit_line(c, &state),
+            Err(err) => format!("circuit:     {}: unreadable: {err:#}", c.name),
+        };
+        lines.push(line);
+    }
+    lines
+}
+
+fn circuit_line(c: &CircuitConfig, state: &CircuitState) -> String {
+    let now = now_ms();
+    let status = match state.open_until_ms.filter(|_| state.failures >= c.failures) {
+        Some(until) if until > now => format!("open until {}", show_time(until)),
+        Some(_) => "open, cooldown over: the next run is the probe".into(),
+        None => "closed".into(),
+    };
+    format!(
+        "circuit:     {} is {status}; {} of {} failed runs in a row; cooldown {}; refused runs exit {}",
+        c.name,
+        state.failures,
+        c.failures,
+        crate::parse::human(c.cooldown),
+        c.exit
+    )
+}
+
+/// A store for reading: a missing directory or table reads as fresh state.
+fn open_read_only(target: &Backend) -> anyhow::Result<Box<dyn FleetStore>> {
+    Ok(match target {
+        Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())),
+        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone())?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn circuit(failures: u32, cooldown_s: u64) -> CircuitConfig {
+        CircuitConfig {
+            name: "c".into(),
+            failures,
+            cooldown: Duration::from_secs(cooldown_s),
+            exit: 75,
+        }
+    }
+
+    #[test]
+    fn failures_take_a_token_down_to_zero_and_successes_earn_up_to_the_size() {
+        assert_eq!(tokens_after(10.0, 10, 0.1, false), 9.0);
+        assert_eq!(tokens_after(0.0, 10, 0.1, false), 0.0);
+        assert!((tokens_after(4.0, 10, 0.1, true) - 4.1).abs() < 1e-9);
+        assert_eq!(tokens_after(9.95, 10, 0.1, true), 10.0);
+        assert_eq!(
+            tokens_after(50.0, 10, 0.1, true),
+            10.0,
+            "a smaller size cuts"
+        );
+    }
+
+    #[test]
+    fn retries_stop_at_half_the_budget_after_about_half_the_size_in_failures() {
+        let mut tokens = 10.0;
+        let mut retries = 0;
+        for _ in 0..100 {
+            tokens = tokens_after(tokens, 10, 0.1, false);
+            if allows_retry(tokens, 10) {
+                retries += 1;
+            }
+        }
+        assert_eq!(retries, 4, "9, 8, 7 and 6 are more than 5");
+        assert!(!allows_retry(5.0, 10));
+        // Successes refill it: ten of them earn one token.
+        for _ in 0..11 {
+            tokens = tokens_after(tokens, 10, 0.1, true);
+        }
+        assert!((tokens - 1.1).abs() < 1e-9);
+        let refilled = (0..60).fold(tokens, |t, _| tokens_after(t, 10, 0.1, true));
+        assert!(allows_retry(refilled, 10));
+    }
+
+    #[test]
+    fn a_circuit_opens_after_n_failed_runs_and_a_success_closes_it() {
+        let c = circuit(3, 60);
+        let mut s = CircuitState::default();
+        for t in 0..2 {
+            s.record(false, t, &c);
+            assert_eq!(s.admit(t, &c), Admission::Closed);
+        }
+        s.record(false, 1_000, &c);
+        assert_eq!(
+            s.admit(1_000, &c),
+            Admission::Open {
+                until_ms: 61_000,
+                failures: 3
+            }
+        );
+        assert!(matches!(s.admit(60_999, &c), Admission::Open { .. }));
+        s.record(true, 2_000, &c);
+        assert_eq!(s, CircuitState::default());
+        assert_eq!(s.admit(2_000, &c), Admission::Closed);
+    }
+
+    #[test]
+    fn after_the_cooldown_one_probe_is_claimed_and_the_rest_refused() {
+        let c = circuit(1, 60);
+        let mut s = CircuitState::default();
+        s.record(false, 0, &c);
+        assert_eq!(s.admit(60_000, &c), Admission::Probe);
+        assert_eq!(
+            s.admit(60_001, &c),
+            Admission::Open {
+                until_ms: 120_000,
+                failures: 1
+            },
+            "the probe pushed the open-until time one cooldown further"
+        );
+        // The probe fails: open for a cooldown from its end.
+        s.record(false, 65_000, &c);
+        assert_eq!(s.open_until_ms, Some(125_000));
+        assert_eq!(s.failures, 2);
+        assert_eq!(s.admit(125_000, &c), Admission::Probe);
+        s.record(true, 126_000, &c);
+        assert_eq!(s.admit(126_000, &c), Admission::Closed);
+    }
+
+    #[test]
+    fn a_seeded_splay_is_repeatable_and_within_its_window() {
+        let window = Duration::from_secs(2);
+        assert_eq!(splay_delay(window, 7), splay_delay(window, 7));
+        assert_ne!(splay_delay(window, 7), splay_delay(window, 8));
+        assert!((0..100).all(|seed| splay_delay(window, seed) <= window));
+        assert_eq!(splay_delay(Duration::ZERO, 7), Duration::ZERO);
+    }
+
+    #[test]
+    fn tokens_read_as_people_write_them() {
+        assert_eq!(show_tokens(5.0), "5");
+        assert_eq!(show_tokens(4.3), "4.3");
+    }
+}
