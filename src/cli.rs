@@ -983,12 +983,14 @@ where
     curl_words::refuse_unknown_options(&mut cmd, &args)?;
     let mut matches = cmd.try_get_matches_from_mut(args)?;
     curl_words::refuse_other_mode(&cmd, &matches)?;
-    // The body options in command-line order, read before the values are taken out.
+    // Read before the values are taken out: the body options in command-line order,
+    // and whether --stdin was given at all (--schedule refuses it).
     let data_args = curl::data_args(&matches);
+    let stdin_given = matches.value_source("stdin") == Some(clap::parser::ValueSource::CommandLine);
     // `_mut` takes the values out instead of cloning every match first.
     let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
     cli.data_args = data_args;
-    cli.stdin_given = matches.value_source("stdin") == Some(clap::parser::ValueSource::CommandLine);
+    cli.stdin_given = stdin_given;
     curl_words::apply_aliases(&mut cli)?;
     Ok(cli)
 }
