@@ -168,17 +168,7 @@ pub fn wait_ready(fd: BorrowedFd<'_>, events: PollFlags) -> Result<(), i32> {
 
 /// Sleeps `d` unless a stopping signal arrives; returns it if one did.
 pub fn sleep(d: Duration) -> Result<(), i32> {
-    let end = Instant::now() + d;
-    loop {
-        if let Some(sig) = pending() {
-            return Err(sig);
-        }
-        let now = Instant::now();
-        if now >= end {
-            return Ok(());
-        }
-        wait(end - now);
-    }
+    sleep_unless(d, pending)
 }
 
 /// Records that a lock the run holds was lost, and wakes any waiting thread. The
@@ -220,10 +210,15 @@ pub fn wake() {
 
 /// Sleeps `d` unless the run must stop ([`stop`]); returns why if it must.
 pub fn sleep_or_stop(d: Duration) -> Result<(), Stop> {
+    sleep_unless(d, stop)
+}
+
+/// Sleeps `d`, waking for every signal to ask `why_stop`; returns its answer if it has one.
+fn sleep_unless<T>(d: Duration, why_stop: impl Fn() -> Option<T>) -> Result<(), T> {
     let end = Instant::now() + d;
     loop {
-        if let Some(stop) = stop() {
-            return Err(stop);
+        if let Some(why) = why_stop() {
+            return Err(why);
         }
         let now = Instant::now();
         if now >= end {
