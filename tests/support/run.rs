@@ -89,6 +89,11 @@ impl Invocation {
         self.args(FAST)
     }
 
+    /// Adds `--report PATH`: retry writes its JSON report there.
+    pub fn report(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.arg("--report").arg(path.as_ref())
+    }
+
     pub fn env(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
         self.command.env(name, value);
         self

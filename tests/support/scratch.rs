@@ -61,6 +61,21 @@ impl Scratch {
     }
 }
 
+/// The JSON document in the file at `path` (a report, a marker).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+/// Fails, quoting the report, unless the report at `path` says the run stopped
+/// `because`.
+#[track_caller]
+pub fn assert_stopped_because(path: &Path, because: &str) -> serde_json::Value {
+    let report = read_json(path);
+    assert_eq!(report["result"]["stopped_because"], because, "{report}");
+    report
+}
+
 /// Whether process `pid` still exists and is not a zombie (or dead, state X).
 pub fn alive(pid: i32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat"))
