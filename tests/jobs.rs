@@ -125,6 +125,23 @@ impl Drop for Group {
     }
 }
 
+impl Dir {
+    /// util-linux `flock` holding `job.lock` while it runs `script`; returns the
+    /// lock's path once it holds it.
+    fn hold_lock(&self, script: &str) -> (PathBuf, Group) {
+        let lock = self.path("job.lock");
+        let holder = flock_holding(self, &lock, script);
+        (lock, holder)
+    }
+
+    /// `retry --lock LOCK FLAGS` on the counting work (no time spent).
+    fn locked_work(&self, lock: impl AsRef<OsStr>, flags: &[&str]) -> Invocation {
+        let mut cmd = self.locked(lock);
+        cmd.args(flags).args(self.work(0.0));
+        cmd
+    }
+}
+
 /// util-linux `flock` holding `lock` while it runs `script`; returns once it holds it.
 fn flock_holding(dir: &Dir, lock: &Path, script: &str) -> Group {
     use std::os::unix::process::CommandExt;
@@ -219,13 +236,8 @@ fn runs_waiting_on_a_once_key_find_the_winners_marker() {
 #[test]
 fn a_lock_held_by_flock_makes_retry_skip_with_the_busy_exit() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let out = dir
-        .locked(&lock)
-        .args(["--busy-exit", "75"])
-        .args(dir.work(0.0))
-        .run();
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
+    let out = dir.locked_work(&lock, &["--busy-exit", "75"]).run();
     assert_eq!(out.status, 75, "{}", out.stderr);
     assert_eq!(dir.count(), 0, "no attempt runs");
     out.assert_stderr_has("skipped");
@@ -235,8 +247,7 @@ fn a_lock_held_by_flock_makes_retry_skip_with_the_busy_exit() {
 #[test]
 fn the_busy_exit_defaults_to_zero_and_the_report_says_skipped() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let out = dir
         .locked(&lock)
         .report(dir.report())
@@ -250,14 +261,9 @@ fn the_busy_exit_defaults_to_zero_and_the_report_says_skipped() {
 #[test]
 fn lock_wait_waits_for_the_holder_then_runs() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "sleep 1");
+    let (lock, _holder) = dir.hold_lock("sleep 1");
     let started = Instant::now();
-    let out = dir
-        .locked(&lock)
-        .args(["--lock-wait", "30s"])
-        .args(dir.work(0.0))
-        .run();
+    let out = dir.locked_work(&lock, &["--lock-wait", "30s"]).run();
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
     assert!(started.elapsed() >= Duration::from_millis(500), "it waited");
@@ -267,12 +273,9 @@ fn lock_wait_waits_for_the_holder_then_runs() {
 #[test]
 fn lock_wait_gives_up_when_the_lock_stays_busy() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let out = dir
-        .locked(&lock)
-        .args(["--lock-wait", "300ms", "--busy-exit", "3"])
-        .args(dir.work(0.0))
+        .locked_work(&lock, &["--lock-wait", "300ms", "--busy-exit", "3"])
         .run();
     let waited = out.elapsed;
     assert_eq!(out.status, 3, "{}", out.stderr);
@@ -285,13 +288,8 @@ fn lock_wait_gives_up_when_the_lock_stays_busy() {
 #[test]
 fn a_signal_while_waiting_for_a_lock_stops_retry_at_once() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let child = dir
-        .locked(&lock)
-        .args(["--lock-wait", "60s"])
-        .args(dir.work(0.0))
-        .start();
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
+    let child = dir.locked_work(&lock, &["--lock-wait", "60s"]).start();
     let (out, took) = signal_after(child, Duration::from_millis(300), Signal::SIGINT);
     assert_eq!(out.status, 130, "{}", out.stderr);
     assert!(took < Duration::from_secs(3));
@@ -559,11 +557,7 @@ fn two_runs_compete_for_one_advisory_lock() {
         .get(0);
     assert_eq!(holders, 1);
 
-    let second = dir
-        .locked(&lock)
-        .args(["--busy-exit", "9"])
-        .args(dir.work(0.0))
-        .run();
+    let second = dir.locked_work(&lock, &["--busy-exit", "9"]).run();
     assert_eq!(second.status, 9, "{}", second.stderr);
     assert!(second.stderr.contains("nightly-report") && second.stderr.contains("busy"));
 
@@ -1002,13 +996,10 @@ fn a_signal_while_connecting_stops_retry_within_a_second() {
 #[test]
 fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let child = dir
-        .locked(&lock)
-        .args(["--lock-wait", "60s"])
+        .locked_work(&lock, &["--lock-wait", "60s"])
         .report(dir.report())
-        .args(dir.work(0.0))
         .start();
     let (out, took) = signal_after(child, Duration::from_millis(300), Signal::SIGTERM);
     assert!(took < Duration::from_secs(3), "{took:?}");
@@ -1020,13 +1011,10 @@ fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
 #[test]
 fn lock_wait_is_spent_from_the_max_time_budget() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
     // Busy for good: the wait ends with the budget, not with --lock-wait.
-    let holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let (lock, holder) = dir.hold_lock("exec sleep 60");
     let out = dir
-        .locked(&lock)
-        .args(["--lock-wait", "20s", "--max-time", "1s"])
-        .args(dir.work(0.0))
+        .locked_work(&lock, &["--lock-wait", "20s", "--max-time", "1s"])
         .run();
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
@@ -1036,7 +1024,7 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
 
     // Busy for a while: the attempt gets only what the wait left of the budget.
     std::fs::remove_file(dir.path("holder-ready")).unwrap();
-    let _holder = flock_holding(&dir, &lock, "sleep 1");
+    let (_, _holder) = dir.hold_lock("sleep 1");
     let out = dir
         .locked(&lock)
         .args(["--lock-wait", "20s", "--max-time", "3s"])
