@@ -38,15 +38,10 @@ fn sysexits_tempfail_retried_usage_not() {
 
 #[test]
 fn stop_on_output_beats_everything() {
-    let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75");
-    let r = run(&fast(&[
-        "--stop-on-output",
-        "FATAL",
-        "--retry-on",
-        "75",
-        &job,
-    ]));
+    let (s, r) = run_job(
+        "echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75",
+        &["--stop-on-output", "FATAL", "--retry-on", "75"],
+    );
     assert_eq!((r.status, s.count("count")), (75, 1), "{}", r.stderr);
     assert_eq!(r.stdout_text(), "fine\n");
     assert!(
@@ -71,9 +66,10 @@ fn retry_on_output_retries_even_exit_zero_and_never_reports_success() {
 
 #[test]
 fn output_stays_complete_and_in_order_while_scanned() {
-    let s = Scratch::new();
-    let job = s.job("i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done");
-    let r = run(&fast(&["--retry-on-output", "never-printed", &job]));
+    let (_, r) = run_job(
+        "i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done",
+        &["--retry-on-output", "never-printed"],
+    );
     assert_eq!(r.status, 0);
     let expected: String = (0..2000).map(|i| format!("line {i}\n")).collect();
     assert_eq!(r.stdout_text(), expected);

@@ -11,5 +11,5 @@ pub mod terminal;
 pub mod tools;
 
 pub use run::{BIN, Invocation, Run, fast, generated, retry, run, status_of, wait_for_run};
-pub use scratch::{Scratch, alive, assert_stopped_because, read_json, wait_for_file};
+pub use scratch::{Scratch, alive, assert_stopped_because, read_json, run_job, wait_for_file};
 pub use terminal::{Terminal, terminal};

@@ -8,6 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::run::{Run, retry};
+
 /// A temporary directory with helpers for counting scripts.
 pub struct Scratch {
     pub dir: tempfile::TempDir,
@@ -59,6 +61,15 @@ impl Scratch {
         f.write_all(contents).expect("write");
         path
     }
+}
+
+/// Runs `retry` with fast backoff and `flags` on a fresh `job` script with `body`;
+/// returns the scratch directory (for its counts and files) and the run.
+pub fn run_job(body: &str, flags: &[&str]) -> (Scratch, Run) {
+    let s = Scratch::new();
+    let job = s.job(body);
+    let r = retry().fast().args(flags).arg(&job).run();
+    (s, r)
 }
 
 /// The JSON document in the file at `path` (a report, a marker).
