@@ -388,16 +388,10 @@ fn a_failed_run_records_nothing_and_the_next_run_tries_again() {
     let state = dir.path("state");
     let failing = |dir: &Dir| {
         let mut cmd = dir.once("k", &state);
-        cmd.args([
-            "-a",
-            "2",
-            "--",
-            "sh",
-            "-c",
-            "echo run >> \"$1\"; exit 3",
-            "sh",
-        ])
-        .arg(dir.counter());
+        cmd.args(["-a", "2"])
+            .sh("echo run >> \"$1\"; exit 3")
+            .arg("sh")
+            .arg(dir.counter());
         cmd
     };
     let out = failing(&dir).run();
