@@ -304,15 +304,12 @@ fn hooks_in_http_mode_get_the_status_and_curls_exit_code() {
     let server = Server::script(vec![Reply::status(503)]).expect_hits(2);
     let s = Scratch::new();
     let on_give_up = format!("env > '{}'", s.p("env"));
-    let r = run(&fast(&[
-        "-a",
-        "2",
-        "--idempotency-key",
-        "key-1",
-        "--on-give-up",
-        &on_give_up,
-        &server.url("/x"),
-    ]));
+    let r = retry()
+        .fast()
+        .args(["-a", "2", "--idempotency-key", "key-1"])
+        .args(["--on-give-up", &on_give_up])
+        .arg(server.url("/x"))
+        .run();
     assert_eq!(r.status, 22, "{}", r.stderr);
     let env = env_file(&s.read("env"));
     assert_eq!(env["RETRY_HTTP_STATUS"], "503");

@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::{Run, fast, retry, run};
+use crate::support::{Run, fast, read_json, retry, run};
 use http_server::{Reply, Request, Server, dead_port};
 
 fn gap(requests: &[Request], i: usize) -> Duration {
@@ -444,13 +444,11 @@ fn body_from_a_file_is_sent_byte_identically_every_attempt() {
     let server =
         Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("")]).expect_hits(3);
     let arg = format!("@{}", file.display());
-    let r = run(&fast(&[
-        "-X",
-        "PUT",
-        "--data-binary",
-        &arg,
-        &server.url("/upload"),
-    ]));
+    let r = retry()
+        .fast()
+        .args(["-X", "PUT", "--data-binary", &arg])
+        .arg(server.url("/upload"))
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     for req in server.requests() {
         assert_eq!(req.method, "PUT");
@@ -591,16 +589,14 @@ fn report_carries_status_retry_after_and_key() {
     .expect_hits(2);
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let r = run(&fast(&[
-        "--idempotency-key",
-        "auto",
-        "--report",
-        report.to_str().unwrap(),
-        &server.url("/"),
-    ]));
+    let r = retry()
+        .fast()
+        .args(["--idempotency-key", "auto"])
+        .report(&report)
+        .arg(server.url("/"))
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = read_json(&report);
     assert_eq!(doc["mode"], "http");
     let key = server.requests()[0]
         .header("Idempotency-Key")
