@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::http_server;
-use crate::support::{self, Scratch, alive, fast, retry, status_of, wait_for_file};
+use crate::support::{
+    self, Scratch, alive, fast, retry, status_of, wait_for_file, wait_for_pid, wait_until,
+};
 use http_server::{Reply, Server};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -90,15 +92,8 @@ fn processes_with(token: &str) -> Vec<i32> {
 
 /// Waits up to a second for the processes tagged `token` to be gone.
 fn assert_none_left(token: &str) {
-    let end = Instant::now() + Duration::from_secs(1);
-    loop {
-        let left = processes_with(token);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < end, "processes left behind: {left:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let gone = wait_until(Duration::from_secs(1), || processes_with(token).is_empty());
+    assert!(gone, "processes left behind: {:?}", processes_with(token));
 }
 
 fn token() -> String {
@@ -318,17 +313,11 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
         .arg(&s.p("pid"))
         .stderr(Stdio::null())
         .spawn();
-    let pid: i32 = wait_for_file(&s.path("pid"), Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = wait_for_pid(&s.path("pid"), Duration::from_secs(5));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
-    let end = Instant::now() + Duration::from_secs(2);
-    while alive(pid) && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!alive(pid), "the attempt outlived a SIGKILLed retry");
+    let gone = wait_until(Duration::from_secs(2), || !alive(pid));
+    assert!(gone, "the attempt outlived a SIGKILLed retry");
     let r = retry()
         .args(["--lock", &lock, "--", "echo", "second"])
         .run();
@@ -396,15 +385,10 @@ fn an_orphan_that_exits_mid_attempt_is_reaped_while_the_attempt_runs() {
         .arg(&s.p("orphan"))
         .stderr(Stdio::null())
         .spawn();
-    let orphan: i32 = wait_for_file(&s.path("orphan"), Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(2);
-    while Path::new(&format!("/proc/{orphan}")).exists() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let gone = !Path::new(&format!("/proc/{orphan}")).exists();
+    let orphan = wait_for_pid(&s.path("orphan"), Duration::from_secs(5));
+    let gone = wait_until(Duration::from_secs(2), || {
+        !Path::new(&format!("/proc/{orphan}")).exists()
+    });
     let still_running = child.try_wait().unwrap().is_none();
     let (status, _) = wait_exit(&mut child, Duration::from_secs(10));
     assert!(still_running, "the attempt ended before the check");

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::http_server::{Reply, Server};
-use crate::support::{Scratch, alive, fast, retry, run, status_of, wait_for_file};
+use crate::support::{Scratch, alive, fast, retry, run, status_of, wait_for_file, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -33,14 +33,7 @@ fn pids(text: &str) -> Vec<i32> {
 
 /// Waits until none of `pids` is alive, for up to `limit`.
 fn all_gone(pids: &[i32], limit: Duration) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if pids.iter().all(|p| !alive(*p)) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
+    wait_until(limit, || pids.iter().all(|p| !alive(*p)))
 }
 
 // ---- hooks ----

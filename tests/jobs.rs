@@ -4,7 +4,7 @@
 
 use crate::support::postgres;
 use crate::support::{
-    Invocation, Run, alive, assert_stopped_because, read_json, retry, wait_for_run,
+    Invocation, Run, alive, assert_stopped_because, read_json, retry, wait_for_run, wait_until,
 };
 
 use std::ffi::OsStr;
@@ -107,11 +107,8 @@ impl Dir {
 
     /// Waits until `name` exists (a command's "I am running now" signal).
     fn wait_for(&self, name: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.path(name).exists() {
-            assert!(Instant::now() < deadline, "{name} never appeared");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let appeared = wait_until(Duration::from_secs(20), || self.path(name).exists());
+        assert!(appeared, "{name} never appeared");
     }
 }
 
@@ -769,16 +766,6 @@ fn exit_within(mut child: Child, limit: Duration) -> (Run, Duration) {
     (wait_for_run(child), took)
 }
 
-/// Polls `done` every `every` until it holds, failing after 10 s.
-#[track_caller]
-fn wait_until(what: &str, every: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(every);
-    }
-}
-
 /// How many `--once` keys the PostgreSQL state records.
 fn once_markers(pg: &postgres::Postgres) -> i64 {
     pg.client()
@@ -936,9 +923,10 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
         .arg(format!("http://127.0.0.1:{port}/slow"))
         .start();
     // The request is in flight once the lock's connection shows up.
-    wait_until("retry took the lock", Duration::from_millis(100), || {
+    let done = wait_until(Duration::from_secs(10), || {
         pg.terminate("retry --lock http") > 0
     });
+    assert!(done, "retry never took the lock");
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
     assert_lost(&out);
@@ -1163,9 +1151,10 @@ fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
         .start();
     dir.wait_for("ready");
     assert_eq!(pg.terminate("retry --lock close-call"), 1);
-    wait_until("the backend ended", Duration::from_millis(5), || {
+    let done = wait_until(Duration::from_secs(10), || {
         pg.terminate("retry --lock close-call") == 0
     });
+    assert!(done, "the backend never ended");
     // The command succeeds at once, most likely before the next periodic check.
     std::fs::write(dir.path("go"), "").unwrap();
     let (out, _) = exit_within(holder, Duration::from_secs(10));
@@ -1232,11 +1221,10 @@ fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
         .args(dir.work(0.0))
         .start();
     // Only once the second run holds its own lock is it waiting for the key's.
-    wait_until(
-        "the second run took its lock",
-        Duration::from_millis(50),
-        || pg.holds_advisory_lock("retry --lock second"),
-    );
+    let held = wait_until(Duration::from_secs(10), || {
+        pg.holds_advisory_lock("retry --lock second")
+    });
+    assert!(held, "the second run never took its lock");
     assert_eq!(pg.terminate("retry --lock second"), 1);
     let (out, took) = exit_within(waiting, Duration::from_secs(10));
     assert!(took < Duration::from_secs(5), "{took:?}");

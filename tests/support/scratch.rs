@@ -98,6 +98,26 @@ pub fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+/// Polls `done` until it holds, for up to `limit`; whether it came to hold.
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// Waits for the pid a process writes to `path` (see [`wait_for_file`]).
+pub fn wait_for_pid(path: &Path, limit: Duration) -> i32 {
+    let text = wait_for_file(path, limit);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a pid: {text:?}"))
+}
+
 /// Waits until `path` exists and holds a line, for up to `limit`.
 pub fn wait_for_file(path: &Path, limit: Duration) -> String {
     let end = Instant::now() + limit;
