@@ -332,19 +332,13 @@ fn the_report_on_stdin_is_the_report_file() {
 
 #[test]
 fn hook_output_goes_to_stderr_only() {
-    let r = run(&fast(&[
-        "--hold-stdout",
-        "-a",
-        "2",
-        "--on-retry",
-        "echo retry-out; echo retry-err >&2",
-        "--on-success",
-        "echo success-out; echo success-err >&2",
-        "--",
-        "sh",
-        "-c",
-        "echo command-out; [ \"$RETRY_ATTEMPT\" = 2 ]",
-    ]));
+    let r = retry()
+        .fast()
+        .args(["--hold-stdout", "-a", "2"])
+        .args(["--on-retry", "echo retry-out; echo retry-err >&2"])
+        .args(["--on-success", "echo success-out; echo success-err >&2"])
+        .sh("echo command-out; [ \"$RETRY_ATTEMPT\" = 2 ]")
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "command-out\n");
     for line in ["retry-out", "retry-err", "success-out", "success-err"] {
@@ -461,11 +455,7 @@ fn control_retry_makes_a_success_transient_and_the_status_1() {
     let s = Scratch::new();
     let r = run(&fast(&["-a", "3", "--", &says(&s, "retry", 0)]));
     assert_eq!((r.status, s.count("count")), (1, 3), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("wrote \"retry\" to RETRY_CONTROL"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("wrote \"retry\" to RETRY_CONTROL");
 }
 
 #[test]
