@@ -285,7 +285,7 @@ fn a_signal_ends_the_run_while_the_held_output_waits_for_a_stalled_reader() {
     let mut child = retry()
         .args(["--hold-stdout"])
         .sh("seq 2000000; echo done > \"$0\"")
-        .arg(&s.p("done"))
+        .arg(s.p("done"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
@@ -310,7 +310,7 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
     let mut child = retry()
         .args(["--lock", &lock])
         .sh("echo $$ > \"$0\"; exec sleep 30")
-        .arg(&s.p("pid"))
+        .arg(s.p("pid"))
         .stderr(Stdio::null())
         .spawn();
     let pid = wait_for_pid(&s.path("pid"), Duration::from_secs(5));
@@ -382,7 +382,7 @@ fn an_orphan_that_exits_mid_attempt_is_reaped_while_the_attempt_runs() {
     let mut child = retry()
         .args(["-a", "1"])
         .sh("(sleep 0.2 & echo $! > \"$0\"); sleep 3")
-        .arg(&s.p("orphan"))
+        .arg(s.p("orphan"))
         .stderr(Stdio::null())
         .spawn();
     let orphan = wait_for_pid(&s.path("orphan"), Duration::from_secs(5));
