@@ -287,7 +287,7 @@ fn a_signal_while_waiting_for_a_lock_stops_retry_at_once() {
     let dir = Dir::new();
     let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let child = dir.locked_work(&lock, &["--lock-wait", "60s"]).start();
-    let (out, took) = signal_after(child, Duration::from_secs(1), Signal::SIGINT);
+    let (out, took) = signal_after(child, Duration::from_millis(300), Signal::SIGINT);
     assert_eq!(out.status, 130, "{}", out.stderr);
     assert!(took < Duration::from_secs(3));
     assert_eq!(dir.count(), 0);
@@ -980,10 +980,12 @@ fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
     let dir = Dir::new();
     let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let child = dir
-        .locked_work(&lock, &["--lock-wait", "60s"])
+        .locked(&lock)
+        .args(["--lock-wait", "60s"])
         .report(dir.report())
+        .args(dir.work(0.0))
         .start();
-    let (out, took) = signal_after(child, Duration::from_secs(1), Signal::SIGTERM);
+    let (out, took) = signal_after(child, Duration::from_millis(300), Signal::SIGTERM);
     assert!(took < Duration::from_secs(3), "{took:?}");
     assert_eq!(out.status, 143, "{}", out.stderr);
     let report = assert_stopped_because(&dir.report(), "signal");
