@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::http_server;
-use crate::support::{self, Scratch, alive, fast, retry, status_of, wait_for_file};
+use crate::support::{
+    self, Scratch, alive, fast, retry, status_of, wait_for_file, wait_for_pid, wait_until,
+};
 use http_server::{Reply, Server};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -90,15 +92,8 @@ fn processes_with(token: &str) -> Vec<i32> {
 
 /// Waits up to a second for the processes tagged `token` to be gone.
 fn assert_none_left(token: &str) {
-    let end = Instant::now() + Duration::from_secs(1);
-    loop {
-        let left = processes_with(token);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < end, "processes left behind: {left:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let gone = wait_until(Duration::from_secs(1), || processes_with(token).is_empty());
+    assert!(gone, "processes left behind: {:?}", processes_with(token));
 }
 
 fn token() -> String {
@@ -259,18 +254,8 @@ fn a_background_process_holding_the_pipe_cannot_hold_the_run_past_max_time() {
     let s = Scratch::new();
     let out = std::fs::File::create(s.path("out")).unwrap();
     let mut child = retry()
-        .args([
-            "-t",
-            "2s",
-            "--max-time",
-            "3s",
-            "--retry-on-output",
-            "NOPE",
-            "--",
-            "sh",
-            "-c",
-            "sleep 8 & echo hi",
-        ])
+        .args(["-t", "2s", "--max-time", "3s", "--retry-on-output", "NOPE"])
+        .sh("sleep 8 & echo hi")
         .stdout(out)
         .stderr(Stdio::null())
         .spawn();
@@ -283,16 +268,8 @@ fn a_background_process_holding_the_pipe_cannot_hold_the_run_past_max_time() {
 #[test]
 fn leftover_output_is_read_for_at_most_kill_after() {
     let mut child = retry()
-        .args([
-            "--kill-after",
-            "300ms",
-            "--retry-on-output",
-            "NOPE",
-            "--",
-            "sh",
-            "-c",
-            "sleep 8 & echo hi",
-        ])
+        .args(["--kill-after", "300ms", "--retry-on-output", "NOPE"])
+        .sh("sleep 8 & echo hi")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn();
@@ -306,14 +283,9 @@ fn a_signal_ends_the_run_while_the_held_output_waits_for_a_stalled_reader() {
     let s = Scratch::new();
     // A reader that never reads: the pipe fills and retry's delivery has to wait.
     let mut child = retry()
-        .args([
-            "--hold-stdout",
-            "--",
-            "sh",
-            "-c",
-            "seq 2000000; echo done > \"$0\"",
-            &s.p("done"),
-        ])
+        .args(["--hold-stdout"])
+        .sh("seq 2000000; echo done > \"$0\"")
+        .arg(s.p("done"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
@@ -336,28 +308,16 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
     let s = Scratch::new();
     let lock = s.p("job.lock");
     let mut child = retry()
-        .args([
-            "--lock",
-            &lock,
-            "--",
-            "sh",
-            "-c",
-            "echo $$ > \"$0\"; exec sleep 30",
-            &s.p("pid"),
-        ])
+        .args(["--lock", &lock])
+        .sh("echo $$ > \"$0\"; exec sleep 30")
+        .arg(s.p("pid"))
         .stderr(Stdio::null())
         .spawn();
-    let pid: i32 = wait_for_file(&s.path("pid"), Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = wait_for_pid(&s.path("pid"), Duration::from_secs(5));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
-    let end = Instant::now() + Duration::from_secs(2);
-    while alive(pid) && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!alive(pid), "the attempt outlived a SIGKILLed retry");
+    let gone = wait_until(Duration::from_secs(2), || !alive(pid));
+    assert!(gone, "the attempt outlived a SIGKILLed retry");
     let r = retry()
         .args(["--lock", &lock, "--", "echo", "second"])
         .run();
@@ -369,18 +329,9 @@ fn kill_9_of_retry_ends_the_attempt_and_frees_the_lock() {
 fn a_process_that_left_the_group_is_ended_with_its_failed_attempt() {
     let t = token();
     let mut cmd = retry();
-    cmd.env("RETRY_TEST_TOKEN", &t).args([
-        "-a",
-        "1",
-        "-t",
-        "1s",
-        "--kill-after",
-        "500ms",
-        "--",
-        "sh",
-        "-c",
-        "setsid sleep 1051 & sleep 1052",
-    ]);
+    cmd.env("RETRY_TEST_TOKEN", &t)
+        .args(["-a", "1", "-t", "1s", "--kill-after", "500ms"])
+        .sh("setsid sleep 1051 & sleep 1052");
     let r = cmd.run();
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_none_left(&t);
@@ -390,14 +341,10 @@ fn a_process_that_left_the_group_is_ended_with_its_failed_attempt() {
 fn a_double_fork_that_escapes_is_ended_when_the_attempt_fails() {
     let t = token();
     let mut cmd = retry();
-    cmd.env("RETRY_TEST_TOKEN", &t).args(fast(&[
-        "-a",
-        "2",
-        "--",
-        "sh",
-        "-c",
-        "(setsid sh -c 'sleep 1053' &) ; exit 3",
-    ]));
+    cmd.env("RETRY_TEST_TOKEN", &t)
+        .fast()
+        .args(["-a", "2"])
+        .sh("(setsid sh -c 'sleep 1053' &) ; exit 3");
     let r = cmd.run();
     assert_eq!(r.status, 3, "{}", r.stderr);
     assert_none_left(&t);
@@ -415,18 +362,8 @@ fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
     }
     let mut child = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", support::BIN])
-        .args([
-            "-a",
-            "2",
-            "--delay",
-            "0",
-            "-j",
-            "none",
-            "--",
-            "sh",
-            "-c",
-            "sleep 0.1 & exit 1",
-        ])
+        .args(["-a", "2", "--delay", "0", "-j", "none"])
+        .args(["--", "sh", "-c", "sleep 0.1 & exit 1"])
         .env_remove("RETRY_DEPTH")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -443,26 +380,15 @@ fn an_orphan_that_exits_mid_attempt_is_reaped_while_the_attempt_runs() {
     let s = Scratch::new();
     // The subshell exits at once, so `sleep 0.2` is orphaned to retry (the subreaper).
     let mut child = retry()
-        .args([
-            "-a",
-            "1",
-            "--",
-            "sh",
-            "-c",
-            "(sleep 0.2 & echo $! > \"$0\"); sleep 3",
-            &s.p("orphan"),
-        ])
+        .args(["-a", "1"])
+        .sh("(sleep 0.2 & echo $! > \"$0\"); sleep 3")
+        .arg(s.p("orphan"))
         .stderr(Stdio::null())
         .spawn();
-    let orphan: i32 = wait_for_file(&s.path("orphan"), Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(2);
-    while Path::new(&format!("/proc/{orphan}")).exists() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let gone = !Path::new(&format!("/proc/{orphan}")).exists();
+    let orphan = wait_for_pid(&s.path("orphan"), Duration::from_secs(5));
+    let gone = wait_until(Duration::from_secs(2), || {
+        !Path::new(&format!("/proc/{orphan}")).exists()
+    });
     let still_running = child.try_wait().unwrap().is_none();
     let (status, _) = wait_exit(&mut child, Duration::from_secs(10));
     assert!(still_running, "the attempt ended before the check");
@@ -476,18 +402,8 @@ fn an_orphan_that_exits_mid_attempt_is_reaped_while_the_attempt_runs() {
 #[test]
 fn a_stopped_attempt_ends_at_its_timeout_not_at_kill_after() {
     let mut cmd = retry();
-    cmd.args([
-        "-a",
-        "1",
-        "-t",
-        "500ms",
-        "--kill-after",
-        "20s",
-        "--",
-        "sh",
-        "-c",
-        "kill -STOP $$; sleep 30",
-    ]);
+    cmd.args(["-a", "1", "-t", "500ms", "--kill-after", "20s"])
+        .sh("kill -STOP $$; sleep 30");
     let r = cmd.run();
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
@@ -595,12 +511,7 @@ fn stress_run(rng: &mut impl rand::Rng, n: usize) {
     cmd.env("RETRY_TEST_TOKEN", &t)
         .args(["-a", "2", "--delay", "1ms", "--kill-after", "1s"])
         .args((!mode.is_empty()).then_some(mode))
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "setsid sleep 37 & seq 1 100000; sleep 0.3; exit 1",
-        ])
+        .sh("setsid sleep 37 & seq 1 100000; sleep 0.3; exit 1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = cmd.spawn();

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::http_server::{Reply, Server};
-use crate::support::{Scratch, alive, fast, retry, run, status_of, wait_for_file};
+use crate::support::{Scratch, alive, fast, retry, run, status_of, wait_for_file, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -33,14 +33,7 @@ fn pids(text: &str) -> Vec<i32> {
 
 /// Waits until none of `pids` is alive, for up to `limit`.
 fn all_gone(pids: &[i32], limit: Duration) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if pids.iter().all(|p| !alive(*p)) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
+    wait_until(limit, || pids.iter().all(|p| !alive(*p)))
 }
 
 // ---- hooks ----
@@ -304,15 +297,12 @@ fn hooks_in_http_mode_get_the_status_and_curls_exit_code() {
     let server = Server::script(vec![Reply::status(503)]).expect_hits(2);
     let s = Scratch::new();
     let on_give_up = format!("env > '{}'", s.p("env"));
-    let r = run(&fast(&[
-        "-a",
-        "2",
-        "--idempotency-key",
-        "key-1",
-        "--on-give-up",
-        &on_give_up,
-        &server.url("/x"),
-    ]));
+    let r = retry()
+        .fast()
+        .args(["-a", "2", "--idempotency-key", "key-1"])
+        .args(["--on-give-up", &on_give_up])
+        .arg(server.url("/x"))
+        .run();
     assert_eq!(r.status, 22, "{}", r.stderr);
     let env = env_file(&s.read("env"));
     assert_eq!(env["RETRY_HTTP_STATUS"], "503");
@@ -342,19 +332,13 @@ fn the_report_on_stdin_is_the_report_file() {
 
 #[test]
 fn hook_output_goes_to_stderr_only() {
-    let r = run(&fast(&[
-        "--hold-stdout",
-        "-a",
-        "2",
-        "--on-retry",
-        "echo retry-out; echo retry-err >&2",
-        "--on-success",
-        "echo success-out; echo success-err >&2",
-        "--",
-        "sh",
-        "-c",
-        "echo command-out; [ \"$RETRY_ATTEMPT\" = 2 ]",
-    ]));
+    let r = retry()
+        .fast()
+        .args(["--hold-stdout", "-a", "2"])
+        .args(["--on-retry", "echo retry-out; echo retry-err >&2"])
+        .args(["--on-success", "echo success-out; echo success-err >&2"])
+        .sh("echo command-out; [ \"$RETRY_ATTEMPT\" = 2 ]")
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "command-out\n");
     for line in ["retry-out", "retry-err", "success-out", "success-err"] {
@@ -471,11 +455,7 @@ fn control_retry_makes_a_success_transient_and_the_status_1() {
     let s = Scratch::new();
     let r = run(&fast(&["-a", "3", "--", &says(&s, "retry", 0)]));
     assert_eq!((r.status, s.count("count")), (1, 3), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("wrote \"retry\" to RETRY_CONTROL"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("wrote \"retry\" to RETRY_CONTROL");
 }
 
 #[test]

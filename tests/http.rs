@@ -10,11 +10,22 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::{Run, fast, retry, run};
+use crate::support::{Run, fast, read_json, retry, run};
 use http_server::{Reply, Request, Server, dead_port};
 
 fn gap(requests: &[Request], i: usize) -> Duration {
     requests[i + 1].at.duration_since(requests[i].at)
+}
+
+/// Serves `first`, then 200 "done", to `retry FAST FLAGS URL`; checks that the run
+/// succeeded with that body and returns how long retry waited before asking again.
+#[track_caller]
+fn wait_after(case: &str, first: Reply, flags: &[&str]) -> Duration {
+    let server = Server::script(vec![first, Reply::ok("done")]).expect_hits(2);
+    let r = retry().fast().args(flags).arg(server.url("/")).run();
+    let got = (r.status, r.stdout_text());
+    assert_eq!(got, (0, "done".into()), "{case}: {}", r.stderr);
+    gap(&server.requests(), 0)
 }
 
 #[test]
@@ -33,19 +44,7 @@ fn unavailable_twice_then_ok_prints_the_body_once() {
 
 #[test]
 fn retry_after_seconds_is_honoured() {
-    let server = Server::script(vec![
-        Reply::status(429).header("Retry-After", "1"),
-        Reply::ok("done"),
-    ])
-    .expect_hits(2);
-    let r = run(&fast(&[&server.url("/")]));
-    assert_eq!(
-        (r.status, r.stdout_text().as_str()),
-        (0, "done"),
-        "{}",
-        r.stderr
-    );
-    let waited = gap(&server.requests(), 0);
+    let waited = wait_after("", Reply::status(429).header("Retry-After", "1"), &[]);
     assert!(
         waited >= Duration::from_millis(1000) && waited < Duration::from_secs(4),
         "{waited:?}"
@@ -59,14 +58,8 @@ fn rate_limit_headers_on_429_set_the_wait() {
         ("X-RateLimit-Reset", "1"),
         ("RateLimit", "\"default\";r=0;t=1"),
     ] {
-        let server = Server::script(vec![
-            Reply::status(429).header(name, value),
-            Reply::ok("done"),
-        ])
-        .expect_hits(2);
-        let r = run(&fast(&["--report", "/dev/null", &server.url("/")]));
-        assert_eq!(r.status, 0, "{name}: {}", r.stderr);
-        let waited = gap(&server.requests(), 0);
+        let first = Reply::status(429).header(name, value);
+        let waited = wait_after(name, first, &["--report", "/dev/null"]);
         assert!(
             waited >= Duration::from_millis(1000) && waited < Duration::from_secs(4),
             "{name}: {waited:?}"
@@ -77,30 +70,17 @@ fn rate_limit_headers_on_429_set_the_wait() {
 #[test]
 fn retry_after_takes_precedence_over_rate_limit_reset() {
     // Obeying the 600 s reset would end the run (past --max-retry-after 5m).
-    let server = Server::script(vec![
-        Reply::status(429)
-            .header("Retry-After", "1")
-            .header("X-RateLimit-Reset", "600"),
-        Reply::ok("done"),
-    ])
-    .expect_hits(2);
-    let r = run(&fast(&[&server.url("/")]));
-    assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(gap(&server.requests(), 0) < Duration::from_secs(4));
+    let first = Reply::status(429)
+        .header("Retry-After", "1")
+        .header("X-RateLimit-Reset", "600");
+    assert!(wait_after("", first, &[]) < Duration::from_secs(4));
 }
 
 #[test]
 fn retry_after_http_date_is_honoured() {
     let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
-    let server = Server::script(vec![
-        Reply::status(503).header("Retry-After", &when),
-        Reply::ok("done"),
-    ])
-    .expect_hits(2);
-    let r = run(&fast(&[&server.url("/")]));
-    assert_eq!(r.status, 0, "{}", r.stderr);
+    let waited = wait_after(&when, Reply::status(503).header("Retry-After", &when), &[]);
     // The date has whole seconds: the wait is between 1 and 2 s, plus the spread.
-    let waited = gap(&server.requests(), 0);
     assert!(
         waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
         "{waited:?}"
@@ -110,14 +90,8 @@ fn retry_after_http_date_is_honoured() {
 #[test]
 fn retry_after_in_the_past_or_malformed_means_normal_backoff() {
     for value in ["Sun, 06 Nov 1994 08:49:37 GMT", "whenever"] {
-        let server = Server::script(vec![
-            Reply::status(503).header("Retry-After", value),
-            Reply::ok("done"),
-        ])
-        .expect_hits(2);
-        let r = run(&fast(&[&server.url("/")]));
-        assert_eq!(r.status, 0, "{}", r.stderr);
-        assert!(gap(&server.requests(), 0) < Duration::from_millis(900));
+        let waited = wait_after(value, Reply::status(503).header("Retry-After", value), &[]);
+        assert!(waited < Duration::from_millis(900), "{value}: {waited:?}");
     }
 }
 
@@ -142,16 +116,11 @@ fn retry_after_past_the_budget_ends_the_run() {
 
 #[test]
 fn rate_limited_403_waits_for_the_reset() {
-    let server = Server::script(vec![
-        Reply::status(403)
-            .header("X-RateLimit-Remaining", "0")
-            .header("X-RateLimit-Reset", "1"),
-        Reply::ok("done"),
-    ])
-    .expect_hits(2);
-    let r = run(&fast(&["--report", "/dev/null", &server.url("/")]));
-    assert_eq!(r.status, 0, "{}", r.stderr);
-    assert!(gap(&server.requests(), 0) >= Duration::from_millis(1000));
+    let first = Reply::status(403)
+        .header("X-RateLimit-Remaining", "0")
+        .header("X-RateLimit-Reset", "1");
+    let waited = wait_after("", first, &["--report", "/dev/null"]);
+    assert!(waited >= Duration::from_millis(1000), "{waited:?}");
 }
 
 #[test]
@@ -475,13 +444,11 @@ fn body_from_a_file_is_sent_byte_identically_every_attempt() {
     let server =
         Server::script(vec![Reply::status(503), Reply::status(503), Reply::ok("")]).expect_hits(3);
     let arg = format!("@{}", file.display());
-    let r = run(&fast(&[
-        "-X",
-        "PUT",
-        "--data-binary",
-        &arg,
-        &server.url("/upload"),
-    ]));
+    let r = retry()
+        .fast()
+        .args(["-X", "PUT", "--data-binary", &arg])
+        .arg(server.url("/upload"))
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     for req in server.requests() {
         assert_eq!(req.method, "PUT");
@@ -622,16 +589,14 @@ fn report_carries_status_retry_after_and_key() {
     .expect_hits(2);
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let r = run(&fast(&[
-        "--idempotency-key",
-        "auto",
-        "--report",
-        report.to_str().unwrap(),
-        &server.url("/"),
-    ]));
+    let r = retry()
+        .fast()
+        .args(["--idempotency-key", "auto"])
+        .report(&report)
+        .arg(server.url("/"))
+        .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let doc = read_json(&report);
     assert_eq!(doc["mode"], "http");
     let key = server.requests()[0]
         .header("Idempotency-Key")

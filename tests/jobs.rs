@@ -3,8 +3,11 @@
 //! counter file, so "done exactly once" is a line count.
 
 use crate::support::postgres;
-use crate::support::{Invocation, Run, alive, retry, wait_for_run};
+use crate::support::{
+    Invocation, Run, alive, assert_stopped_because, read_json, retry, wait_for_run, wait_until,
+};
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -48,6 +51,34 @@ impl Dir {
         cmd
     }
 
+    /// `retry --lock LOCK` with fast retries.
+    fn locked(&self, lock: impl AsRef<OsStr>) -> Invocation {
+        let mut cmd = self.retry();
+        cmd.arg("--lock").arg(lock);
+        cmd
+    }
+
+    /// `retry --once KEY --state STATE` with fast retries.
+    fn once(&self, key: &str, state: impl AsRef<OsStr>) -> Invocation {
+        let mut cmd = self.retry();
+        cmd.args(["--once", key, "--state"]).arg(state);
+        cmd
+    }
+
+    /// Where a run given `.report(dir.report())` writes its report.
+    fn report(&self) -> PathBuf {
+        self.path("report.json")
+    }
+
+    /// Runs `cmd` on the counting work (no time spent) and checks that it did the
+    /// work, leaving `runs` in the counter.
+    #[track_caller]
+    fn assert_does_the_work(&self, cmd: &mut Invocation, runs: usize, why: &str) {
+        let out = cmd.args(self.work(0.0)).run();
+        assert_eq!(out.status, 0, "{why}: {}", out.stderr);
+        assert_eq!(self.count(), runs, "{why}");
+    }
+
     /// Arguments for work that counts itself, then takes `secs` seconds.
     fn work(&self, secs: f64) -> Vec<String> {
         vec![
@@ -60,13 +91,24 @@ impl Dir {
         ]
     }
 
+    /// Arguments for work that counts itself, touches `ready`, then takes `secs`
+    /// seconds.
+    fn ready_work(&self, secs: f64) -> Vec<String> {
+        vec![
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            format!("echo run >> \"$1\"; touch \"$2\"; sleep {secs}"),
+            "sh".into(),
+            self.counter().display().to_string(),
+            self.path("ready").display().to_string(),
+        ]
+    }
+
     /// Waits until `name` exists (a command's "I am running now" signal).
     fn wait_for(&self, name: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.path(name).exists() {
-            assert!(Instant::now() < deadline, "{name} never appeared");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let appeared = wait_until(Duration::from_secs(20), || self.path(name).exists());
+        assert!(appeared, "{name} never appeared");
     }
 }
 
@@ -77,6 +119,23 @@ impl Drop for Group {
     fn drop(&mut self) {
         let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
         let _ = self.0.wait();
+    }
+}
+
+impl Dir {
+    /// util-linux `flock` holding `job.lock` while it runs `script`; returns the
+    /// lock's path once it holds it.
+    fn hold_lock(&self, script: &str) -> (PathBuf, Group) {
+        let lock = self.path("job.lock");
+        let holder = flock_holding(self, &lock, script);
+        (lock, holder)
+    }
+
+    /// `retry --lock LOCK FLAGS` on the counting work (no time spent).
+    fn locked_work(&self, lock: impl AsRef<OsStr>, flags: &[&str]) -> Invocation {
+        let mut cmd = self.locked(lock);
+        cmd.args(flags).args(self.work(0.0));
+        cmd
     }
 }
 
@@ -99,24 +158,36 @@ fn flock_holding(dir: &Dir, lock: &Path, script: &str) -> Group {
     group
 }
 
-/// Starts `CROWD` copies of `cmd` at once and waits for them all.
-fn crowd(make: impl Fn() -> Invocation) -> Vec<Run> {
-    let children: Vec<Child> = (0..CROWD).map(|_| make().start()).collect();
-    children.into_iter().map(wait_for_run).collect()
+impl Dir {
+    /// Starts `CROWD` copies of `make()` on work that takes `secs` seconds, waits for
+    /// them all and checks that all succeeded and exactly one did the work.
+    #[track_caller]
+    fn crowd(&self, make: impl Fn() -> Invocation, secs: f64) -> Vec<Run> {
+        let children: Vec<Child> = (0..CROWD)
+            .map(|_| make().args(self.work(secs)).start())
+            .collect();
+        let outs: Vec<Run> = children.into_iter().map(wait_for_run).collect();
+        for out in &outs {
+            assert_eq!(out.status, 0, "{}", out.stderr);
+        }
+        assert_eq!(self.count(), 1, "exactly one run did the work");
+        outs
+    }
+}
+
+/// Sends `signal` to `child` after `after`; returns its run and how long it took to
+/// exit after the signal (at most 10 s).
+fn signal_after(child: Child, after: Duration, signal: Signal) -> (Run, Duration) {
+    std::thread::sleep(after);
+    kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+    exit_within(child, Duration::from_secs(10))
 }
 
 #[test]
 fn a_lock_is_held_for_the_run_and_its_file_is_kept() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
-    let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert_eq!(dir.count(), 1);
+    dir.assert_does_the_work(&mut dir.locked(&lock), 1, "a free lock");
     assert!(lock.exists(), "the lock file is never removed");
 }
 
@@ -124,15 +195,7 @@ fn a_lock_is_held_for_the_run_and_its_file_is_kept() {
 fn concurrent_runs_with_one_lock_do_the_work_once() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
-    let outs = crowd(|| {
-        let mut cmd = dir.retry();
-        cmd.arg("--lock").arg(&lock).args(dir.work(3.0));
-        cmd
-    });
-    assert_eq!(dir.count(), 1, "exactly one run did the work");
-    for out in &outs {
-        assert_eq!(out.status, 0, "{}", out.stderr);
-    }
+    let outs = dir.crowd(|| dir.locked(&lock), 3.0);
     let skipped = outs.iter().filter(|o| o.stderr.contains("is busy")).count();
     assert_eq!(skipped, CROWD - 1);
 }
@@ -141,25 +204,8 @@ fn concurrent_runs_with_one_lock_do_the_work_once() {
 fn concurrent_runs_with_one_once_key_do_the_work_once() {
     let dir = Dir::new();
     let state = dir.path("state");
-    let outs = crowd(|| {
-        let mut cmd = dir.retry();
-        cmd.args(["--once", "nightly"])
-            .arg("--state")
-            .arg(&state)
-            .args(dir.work(0.5));
-        cmd
-    });
-    assert_eq!(dir.count(), 1, "exactly one run did the work");
-    for out in &outs {
-        assert_eq!(out.status, 0, "{}", out.stderr);
-    }
-    let again = dir
-        .retry()
-        .args(["--once", "nightly"])
-        .arg("--state")
-        .arg(&state)
-        .args(dir.work(0.0))
-        .run();
+    dir.crowd(|| dir.once("nightly", &state), 0.5);
+    let again = dir.once("nightly", &state).args(dir.work(0.0)).run();
     assert_eq!(again.status, 0);
     assert_eq!(dir.count(), 1);
     again.assert_stderr_has("already succeeded at");
@@ -169,18 +215,17 @@ fn concurrent_runs_with_one_once_key_do_the_work_once() {
 fn runs_waiting_on_a_once_key_find_the_winners_marker() {
     let dir = Dir::new();
     let state = dir.path("state");
-    let outs = crowd(|| {
-        let mut cmd = dir.retry();
-        cmd.args(["--once", "k", "--lock-wait", "30s"])
-            .arg("--state")
-            .arg(&state)
-            .args(dir.work(0.5));
-        cmd
-    });
-    assert_eq!(dir.count(), 1);
+    let outs = dir.crowd(
+        || {
+            let mut cmd = dir.once("k", &state);
+            cmd.args(["--lock-wait", "30s"]);
+            cmd
+        },
+        0.5,
+    );
     let done = outs
         .iter()
-        .filter(|o| o.status == 0 && o.stderr.contains("already succeeded"))
+        .filter(|o| o.stderr.contains("already succeeded"))
         .count();
     assert_eq!(done, CROWD - 1, "the others waited, then saw the marker");
 }
@@ -188,58 +233,34 @@ fn runs_waiting_on_a_once_key_find_the_winners_marker() {
 #[test]
 fn a_lock_held_by_flock_makes_retry_skip_with_the_busy_exit() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--busy-exit", "75"])
-        .args(dir.work(0.0))
-        .run();
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
+    let out = dir.locked_work(&lock, &["--busy-exit", "75"]).run();
     assert_eq!(out.status, 75, "{}", out.stderr);
     assert_eq!(dir.count(), 0, "no attempt runs");
-    let text = out.stderr;
-    assert!(
-        text.contains("skipped") && text.contains(&lock.display().to_string()),
-        "{text}"
-    );
+    out.assert_stderr_has("skipped");
+    out.assert_stderr_has(&lock.display().to_string());
 }
 
 #[test]
 fn the_busy_exit_defaults_to_zero_and_the_report_says_skipped() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let report = dir.path("report.json");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .arg("--report")
-        .arg(&report)
+        .locked(&lock)
+        .report(dir.report())
         .args(dir.work(0.0))
         .run();
     assert_eq!(out.status, 0, "{}", out.stderr);
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(report["result"]["stopped_because"], "skipped");
+    let report = assert_stopped_because(&dir.report(), "skipped");
     assert_eq!(report["attempts"].as_array().unwrap().len(), 0);
 }
 
 #[test]
 fn lock_wait_waits_for_the_holder_then_runs() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "sleep 1");
+    let (lock, _holder) = dir.hold_lock("sleep 1");
     let started = Instant::now();
-    let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--lock-wait", "30s"])
-        .args(dir.work(0.0))
-        .run();
+    let out = dir.locked_work(&lock, &["--lock-wait", "30s"]).run();
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(dir.count(), 1);
     assert!(started.elapsed() >= Duration::from_millis(500), "it waited");
@@ -249,17 +270,11 @@ fn lock_wait_waits_for_the_holder_then_runs() {
 #[test]
 fn lock_wait_gives_up_when_the_lock_stays_busy() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let started = Instant::now();
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--lock-wait", "300ms", "--busy-exit", "3"])
-        .args(dir.work(0.0))
+        .locked_work(&lock, &["--lock-wait", "300ms", "--busy-exit", "3"])
         .run();
-    let waited = started.elapsed();
+    let waited = out.elapsed;
     assert_eq!(out.status, 3, "{}", out.stderr);
     assert_eq!(dir.count(), 0);
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
@@ -270,21 +285,11 @@ fn lock_wait_gives_up_when_the_lock_stays_busy() {
 #[test]
 fn a_signal_while_waiting_for_a_lock_stops_retry_at_once() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let child = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--lock-wait", "60s"])
-        .args(dir.work(0.0))
-        .start();
-    std::thread::sleep(Duration::from_millis(300));
-    let sent = Instant::now();
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    let out = wait_for_run(child);
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
+    let child = dir.locked_work(&lock, &["--lock-wait", "60s"]).start();
+    let (out, took) = signal_after(child, Duration::from_millis(300), Signal::SIGINT);
     assert_eq!(out.status, 130, "{}", out.stderr);
-    assert!(sent.elapsed() < Duration::from_secs(3));
+    assert!(took < Duration::from_secs(3));
     assert_eq!(dir.count(), 0);
 }
 
@@ -292,17 +297,7 @@ fn a_signal_while_waiting_for_a_lock_stops_retry_at_once() {
 fn sigkill_of_the_holder_frees_the_lock_even_with_its_command_still_running() {
     let dir = Dir::new();
     let lock = dir.path("job.lock");
-    let _reap = reap_command(&dir);
-    let mut holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(long_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    // Only wait for the exit: the orphaned command keeps the pipes open.
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    let _reaper = start_watched(&dir, &mut dir.locked(&lock), long_command(&dir)).kill_retry();
     // The command still runs in its own process group; it must not keep the lock.
     let free = Command::new("flock")
         .arg("-n")
@@ -311,14 +306,7 @@ fn sigkill_of_the_holder_frees_the_lock_even_with_its_command_still_running() {
         .status()
         .unwrap();
     assert!(free.success(), "the lock is free once its holder is gone");
-    let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert_eq!(dir.count(), 1);
+    dir.assert_does_the_work(&mut dir.locked(&lock), 1, "the freed lock");
 }
 
 /// Arguments for a command that says it is running (`ready`), records its process
@@ -336,31 +324,59 @@ fn long_command(dir: &Dir) -> Vec<String> {
     ]
 }
 
-/// Kills the process group of `long_command` when dropped: retry's command runs in a
-/// group of its own, which outlives a SIGKILLed retry.
-fn reap_command(dir: &Dir) -> impl Drop {
-    let pid_file = dir.path("command.pid");
-    scopeguard(move || {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
+/// Kills the process group named in `command.pid` when dropped: retry's command runs
+/// in a group of its own, which outlives a SIGKILLed retry.
+struct Reaper(PathBuf);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(&self.0)
             .ok()
             .and_then(|t| t.trim().parse::<i32>().ok())
         {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
-    })
+    }
 }
 
-/// Runs `f` when dropped.
-fn scopeguard(f: impl FnOnce()) -> impl Drop {
-    struct Guard<F: FnOnce()>(Option<F>);
-    impl<F: FnOnce()> Drop for Guard<F> {
-        fn drop(&mut self) {
-            if let Some(f) = self.0.take() {
-                f();
-            }
-        }
+/// A retry whose command is running and has written its pid to `command.pid`; the
+/// command's group is killed when this is dropped.
+struct Watched {
+    retry: Child,
+    pid: i32,
+    reaper: Reaper,
+}
+
+/// Starts `cmd` on `command` (which writes `command.pid`, then touches `ready`) and
+/// returns once the command says it is ready.
+fn start_watched(dir: &Dir, cmd: &mut Invocation, command: Vec<String>) -> Watched {
+    let reaper = Reaper(dir.path("command.pid"));
+    let retry = cmd.args(command).start();
+    dir.wait_for("ready");
+    Watched {
+        retry,
+        pid: command_pid(dir),
+        reaper,
     }
-    Guard(Some(f))
+}
+
+impl Watched {
+    /// SIGKILLs retry and waits for it to exit, leaving its command orphaned.
+    fn kill_retry(mut self) -> Reaper {
+        self.retry.kill().unwrap();
+        // Only wait for the exit: the orphaned command keeps the pipes open.
+        self.retry.wait().unwrap();
+        self.reaper
+    }
+
+    /// Waits for retry to exit within `limit` and checks that it lost its lock
+    /// (see [`assert_lock_lost`]); returns how long it took.
+    #[track_caller]
+    fn assert_lock_lost_within(self, limit: Duration, report: &Path) -> Duration {
+        let (out, took) = exit_within(self.retry, limit);
+        assert_lock_lost(&out, self.pid, report);
+        took
+    }
 }
 
 #[test]
@@ -368,11 +384,10 @@ fn a_failed_run_records_nothing_and_the_next_run_tries_again() {
     let dir = Dir::new();
     let state = dir.path("state");
     let failing = |dir: &Dir| {
-        let mut cmd = dir.retry();
-        cmd.args(["--once", "k", "-a", "2"])
-            .arg("--state")
-            .arg(&state)
-            .args(["--", "sh", "-c", "echo run >> \"$1\"; exit 3", "sh"])
+        let mut cmd = dir.once("k", &state);
+        cmd.args(["-a", "2"])
+            .sh("echo run >> \"$1\"; exit 3")
+            .arg("sh")
             .arg(dir.counter());
         cmd
     };
@@ -390,45 +405,30 @@ fn a_failed_run_records_nothing_and_the_next_run_tries_again() {
 fn a_killed_run_records_nothing() {
     let dir = Dir::new();
     let state = dir.path("state");
-    let _reap = reap_command(&dir);
-    let mut child = dir
-        .retry()
-        .args(["--once", "k"])
-        .arg("--state")
-        .arg(&state)
-        .args(long_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    // Only wait for the exit: the orphaned command keeps the pipes open.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let _reaper = start_watched(&dir, &mut dir.once("k", &state), long_command(&dir)).kill_retry();
     assert!(!state.join("k.json").exists());
-    let out = dir
-        .retry()
-        .args(["--once", "k"])
-        .arg("--state")
-        .arg(&state)
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert_eq!(dir.count(), 1, "the killed run's key was free to run again");
+    dir.assert_does_the_work(
+        &mut dir.once("k", &state),
+        1,
+        "the killed run's key was free to run again",
+    );
     assert!(state.join("k.json").exists());
 }
 
 #[test]
 fn a_marker_is_json_named_after_its_key() {
     let dir = Dir::new();
-    let out = dir
-        .retry()
-        .args(["--once", "report/2024-05-01 eu"])
-        .args(dir.work(0.0))
-        .run();
+    let key = "report/2024-05-01 eu";
+    let once = || {
+        let mut cmd = dir.retry();
+        cmd.args(["--once", key]).args(dir.work(0.0));
+        cmd
+    };
+    let out = once().run();
     assert_eq!(out.status, 0, "{}", out.stderr);
     // Default state directory: $XDG_STATE_HOME/retry.
-    let path = dir.path("xdg/retry/report%2F2024-05-01%20eu.json");
-    let marker: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(marker["key"], "report/2024-05-01 eu");
+    let marker = read_json(&dir.path("xdg/retry/report%2F2024-05-01%20eu.json"));
+    assert_eq!(marker["key"], key);
     assert_eq!(marker["attempts"], 1);
     assert_eq!(marker["command"][0], "sh");
     assert!(marker["pid"].as_u64().unwrap() > 0);
@@ -436,17 +436,9 @@ fn a_marker_is_json_named_after_its_key() {
     let at = marker["succeeded_at"].as_str().unwrap();
     assert!(humantime::parse_rfc3339(at).is_ok(), "{at}");
 
-    let again = dir
-        .retry()
-        .args(["--once", "report/2024-05-01 eu"])
-        .args(dir.work(0.0))
-        .run();
+    let again = once().run();
     assert_eq!(again.status, 0);
-    let text = again.stderr;
-    assert!(
-        text.contains(&format!("already succeeded at {at}")),
-        "{text}"
-    );
+    again.assert_stderr_has(&format!("already succeeded at {at}"));
     assert_eq!(dir.count(), 1);
 }
 
@@ -492,14 +484,18 @@ fn bad_targets_are_refused_before_anything_runs() {
 fn a_state_path_that_is_a_file_is_a_usage_error() {
     let dir = Dir::new();
     std::fs::write(dir.path("file"), "").unwrap();
-    let out = dir
-        .retry()
-        .args(["--once", "k", "--state"])
-        .arg(dir.path("file"))
-        .args(dir.work(0.0))
-        .run();
+    let out = dir.once("k", dir.path("file")).args(dir.work(0.0)).run();
     assert_eq!(out.status, 125, "{}", out.stderr);
     assert_eq!(dir.count(), 0);
+}
+
+/// The two ways a run names a PostgreSQL server at `url`: as its `--lock` and as the
+/// `--state` of a `--once` key.
+fn lock_and_state(url: &str) -> [Vec<String>; 2] {
+    [
+        vec!["--lock".into(), format!("{url}#x")],
+        vec!["--once".into(), "k".into(), "--state".into(), url.into()],
+    ]
 }
 
 // PostgreSQL: a real server per test, started by the fixture.
@@ -514,20 +510,14 @@ fn closed_port() -> u16 {
 fn an_unreachable_server_is_exit_125_and_the_command_does_not_run() {
     let dir = Dir::new();
     let url = format!("postgres://app:hunter2@127.0.0.1:{}/jobs", closed_port());
-    for args in [
-        vec!["--lock".to_string(), format!("{url}#nightly")],
-        vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
-    ] {
+    for args in lock_and_state(&url) {
         let out = dir.retry().args(&args).args(dir.work(0.0)).run();
         assert_eq!(out.status, 125, "{}", out.stderr);
-        let text = out.stderr;
+        out.assert_stderr_has("cannot connect to postgres://app@127.0.0.1");
         assert!(
-            text.contains("cannot connect to postgres://app@127.0.0.1"),
-            "{text}"
-        );
-        assert!(
-            !text.contains("hunter2"),
-            "the password is never printed: {text}"
+            !out.stderr.contains("hunter2"),
+            "the password is never printed: {}",
+            out.stderr
         );
     }
     assert_eq!(dir.count(), 0);
@@ -540,22 +530,7 @@ fn two_runs_compete_for_one_advisory_lock() {
     };
     let dir = Dir::new();
     let lock = pg.url("#nightly-report");
-    let ready = dir.path("ready");
-    let first = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            &format!(
-                "echo run >> '{}'; touch '{}'; sleep 2",
-                dir.counter().display(),
-                ready.display()
-            ),
-        ])
-        .start();
+    let first = dir.locked(&lock).args(dir.ready_work(2.0)).start();
     dir.wait_for("ready");
 
     // The lock is findable in pg_locks with the key expression the README gives.
@@ -573,28 +548,14 @@ fn two_runs_compete_for_one_advisory_lock() {
         .get(0);
     assert_eq!(holders, 1);
 
-    let second = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--busy-exit", "9"])
-        .args(dir.work(0.0))
-        .run();
+    let second = dir.locked_work(&lock, &["--busy-exit", "9"]).run();
     assert_eq!(second.status, 9, "{}", second.stderr);
     assert!(second.stderr.contains("nightly-report") && second.stderr.contains("busy"));
 
     let first = wait_for_run(first);
     assert_eq!(first.status, 0, "{}", first.stderr);
     assert_eq!(dir.count(), 1, "only the holder ran");
-
-    let third = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(third.status, 0, "released at exit: {}", third.stderr);
-    assert_eq!(dir.count(), 2);
+    dir.assert_does_the_work(&mut dir.locked(&lock), 2, "released at exit");
 }
 
 #[test]
@@ -604,15 +565,7 @@ fn a_crowd_on_one_advisory_lock_does_the_work_once() {
     };
     let dir = Dir::new();
     let lock = pg.url("#crowd");
-    let outs = crowd(|| {
-        let mut cmd = dir.retry();
-        cmd.arg("--lock").arg(&lock).args(dir.work(3.0));
-        cmd
-    });
-    for out in &outs {
-        assert_eq!(out.status, 0, "{}", out.stderr);
-    }
-    assert_eq!(dir.count(), 1);
+    dir.crowd(|| dir.locked(&lock), 3.0);
 }
 
 #[test]
@@ -622,27 +575,11 @@ fn sigkill_of_the_holder_frees_the_advisory_lock() {
     };
     let dir = Dir::new();
     let lock = pg.url("#killed");
-    let _reap = reap_command(&dir);
-    let mut holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(long_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    // Only wait for the exit: the orphaned command keeps the pipes open.
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    let _reaper = start_watched(&dir, &mut dir.locked(&lock), long_command(&dir)).kill_retry();
     // The server frees a session lock when it sees the connection close.
-    let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--lock-wait", "10s"])
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert_eq!(dir.count(), 1);
+    let mut waiting = dir.locked(&lock);
+    waiting.args(["--lock-wait", "10s"]);
+    dir.assert_does_the_work(&mut waiting, 1, "the freed advisory lock");
 }
 
 #[test]
@@ -654,23 +591,13 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
     };
     let dir = Dir::new();
     let state = pg.url("");
-    let once = |key: &str| {
-        let mut cmd = dir.retry();
-        cmd.args(["--once", key, "--state", &state]);
-        cmd
-    };
-    let failed = once("broken").args(["-a", "1", "--", "false"]).run();
+    let failed = dir
+        .once("broken", &state)
+        .args(["-a", "1", "--", "false"])
+        .run();
     assert_eq!(failed.status, 1, "{}", failed.stderr);
 
-    let outs = crowd(|| {
-        let mut cmd = once("nightly");
-        cmd.args(dir.work(0.5));
-        cmd
-    });
-    for out in &outs {
-        assert_eq!(out.status, 0, "{}", out.stderr);
-    }
-    assert_eq!(dir.count(), 1, "exactly one of the crowd ran");
+    dir.crowd(|| dir.once("nightly", &state), 0.5);
 
     let mut client = pg.client();
     let rows = client
@@ -687,7 +614,7 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
     assert!(row.get::<_, String>("command").starts_with("sh -c"));
     assert_eq!(row.get::<_, i32>("attempts"), 1);
 
-    let again = once("nightly").args(dir.work(0.0)).run();
+    let again = dir.once("nightly", &state).args(dir.work(0.0)).run();
     assert_eq!(again.status, 0);
     again.assert_stderr_has("already succeeded at");
     assert_eq!(dir.count(), 1);
@@ -695,9 +622,11 @@ fn once_with_postgres_state_records_a_row_and_skips_the_second_run() {
     client
         .execute("DELETE FROM retry_once WHERE key = 'nightly'", &[])
         .unwrap();
-    let after_delete = once("nightly").args(dir.work(0.0)).run();
-    assert_eq!(after_delete.status, 0);
-    assert_eq!(dir.count(), 2, "deleting the row lets the job run again");
+    dir.assert_does_the_work(
+        &mut dir.once("nightly", &state),
+        2,
+        "deleting the row lets the job run again",
+    );
 }
 
 #[test]
@@ -716,50 +645,37 @@ fn tls_follows_the_sslmode_in_the_url() {
         pg.port
     );
     let cases = [
-        (pg.url("?sslmode=disable#a"), Some(false)),
-        (pg.url("?sslmode=prefer#a"), Some(true)),
-        (pg.url("?sslmode=require#a"), Some(true)),
+        (pg.url("?sslmode=disable#a"), true),
+        (pg.url("?sslmode=prefer#a"), true),
+        (pg.url("?sslmode=require#a"), true),
         (
             format!("{localhost}?sslmode=verify-full&sslrootcert={cert}#a"),
-            Some(true),
+            true,
         ),
         (
             pg.url(&format!("?sslmode=verify-ca&sslrootcert={cert}#a")),
-            Some(true),
+            true,
         ),
         // The certificate names localhost, not 127.0.0.1.
         (
             pg.url(&format!("?sslmode=verify-full&sslrootcert={cert}#a")),
-            None,
+            false,
         ),
     ];
-    for (url, tls) in cases {
-        let out = dir
-            .retry()
-            .arg("--lock")
-            .arg(&url)
-            .args(["--", "sh", "-c", "touch \"$1\"; sleep 0.5", "sh"])
-            .arg(dir.path("ready"))
-            .run();
-        match tls {
-            Some(_) => assert_eq!(out.status, 0, "{url}: {}", out.stderr),
-            None => {
-                assert_eq!(out.status, 125, "{url}: {}", out.stderr);
-                out.assert_stderr_has("cannot connect");
-            }
+    for (url, connects) in cases {
+        let out = dir.locked(&url).args(dir.ready_work(0.5)).run();
+        if connects {
+            assert_eq!(out.status, 0, "{url}: {}", out.stderr);
+        } else {
+            assert_eq!(out.status, 125, "{url}: {}", out.stderr);
+            out.assert_stderr_has("cannot connect");
         }
         let _ = std::fs::remove_file(dir.path("ready"));
     }
 
     // While a run holds the lock, the server shows whether its connection uses TLS.
     let ssl_of = |url: &str| {
-        let child = dir
-            .retry()
-            .arg("--lock")
-            .arg(url)
-            .args(["--", "sh", "-c", "touch \"$1\"; sleep 1", "sh"])
-            .arg(dir.path("ready"))
-            .start();
+        let child = dir.locked(url).args(dir.ready_work(1.0)).start();
         dir.wait_for("ready");
         let ssl: bool = pg
             .client()
@@ -785,20 +701,16 @@ fn sslmode_require_fails_against_a_server_without_tls() {
     };
     let dir = Dir::new();
     let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(pg.url("?sslmode=require#a"))
+        .locked(pg.url("?sslmode=require#a"))
         .args(dir.work(0.0))
         .run();
     assert_eq!(out.status, 125, "{}", out.stderr);
     assert_eq!(dir.count(), 0);
-    let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(pg.url("?sslmode=prefer#a"))
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(out.status, 0, "{}", out.stderr);
+    dir.assert_does_the_work(
+        &mut dir.locked(pg.url("?sslmode=prefer#a")),
+        1,
+        "prefer falls back to plain text",
+    );
 }
 
 // Faults: a lock lost while held, a server that never answers, and the budget.
@@ -854,20 +766,37 @@ fn exit_within(mut child: Child, limit: Duration) -> (Run, Duration) {
     (wait_for_run(child), took)
 }
 
-fn read_report(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// How many `--once` keys the PostgreSQL state records.
+fn once_markers(pg: &postgres::Postgres) -> i64 {
+    pg.client()
+        .query_one("SELECT count(*) FROM retry_once", &[])
+        .unwrap()
+        .get(0)
+}
+
+impl Dir {
+    /// Starts `cmd` with a report on [`watched_command`] and returns once the command
+    /// is running.
+    fn start_holding(&self, cmd: &mut Invocation) -> Watched {
+        start_watched(self, cmd.report(self.report()), watched_command(self))
+    }
 }
 
 /// What every lost lock must lead to: exit 125 with a line saying so, the command
 /// ended, the report saying `lock_lost`.
+#[track_caller]
 fn assert_lock_lost(out: &Run, pid: i32, report: &Path) {
-    let text = &out.stderr;
-    assert_eq!(out.status, 125, "{text}");
-    assert!(text.contains("was lost"), "{text}");
+    assert_lost(out);
     assert!(!alive(pid), "the command (pid {pid}) was stopped");
-    let report = read_report(report);
-    assert_eq!(report["result"]["stopped_because"], "lock_lost", "{report}");
+    let report = assert_stopped_because(report, "lock_lost");
     assert_eq!(report["result"]["exit_code"], 125);
+}
+
+/// Exit 125 with a line saying the lock was lost.
+#[track_caller]
+fn assert_lost(out: &Run) {
+    assert_eq!(out.status, 125, "{}", out.stderr);
+    out.assert_stderr_has("was lost");
 }
 
 #[test]
@@ -878,31 +807,13 @@ fn a_server_restart_loses_the_advisory_lock_and_stops_the_run() {
     };
     let dir = Dir::new();
     let lock = pg.url("#restarted");
-    let report = dir.path("report.json");
-    let _reap = reap_command(&dir);
-    let holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .arg("--report")
-        .arg(&report)
-        .args(watched_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    let pid = command_pid(&dir);
-    assert!(alive(pid));
+    let holder = dir.start_holding(&mut dir.locked(&lock));
+    assert!(alive(holder.pid));
     pg.restart();
-    let (out, _) = exit_within(holder, Duration::from_secs(10));
-    assert_lock_lost(&out, pid, &report);
-    let second = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--lock-wait", "5s"])
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(second.status, 0, "{}", second.stderr);
-    assert_eq!(dir.count(), 2, "the second locker got in");
+    holder.assert_lock_lost_within(Duration::from_secs(10), &dir.report());
+    let mut second = dir.locked(&lock);
+    second.args(["--lock-wait", "5s"]);
+    dir.assert_does_the_work(&mut second, 2, "the second locker got in");
 }
 
 #[test]
@@ -914,49 +825,27 @@ fn a_terminated_lock_backend_stops_the_run_and_records_no_marker() {
     let dir = Dir::new();
     let lock = pg.url("#terminated");
     let state = pg.url("");
-    let report = dir.path("report.json");
-    let _reap = reap_command(&dir);
-    let holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--once", "k", "--state", &state])
-        .arg("--report")
-        .arg(&report)
-        .args(["--kill-after", "1s"])
-        .args(watched_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    let pid = command_pid(&dir);
+    let holder = dir.start_holding(
+        dir.locked(&lock)
+            .args(["--once", "k", "--state", &state])
+            .args(["--kill-after", "1s"]),
+    );
     assert_eq!(pg.terminate("retry --lock terminated"), 1);
-    let terminated = Instant::now();
-    let (out, _) = exit_within(holder, Duration::from_secs(10));
+    let took = holder.assert_lock_lost_within(Duration::from_secs(10), &dir.report());
     assert!(
-        terminated.elapsed() < Duration::from_secs(4),
-        "noticed within a check or two: {:?}",
-        terminated.elapsed()
+        took < Duration::from_secs(4),
+        "noticed within a check or two: {took:?}"
     );
-    assert_lock_lost(&out, pid, &report);
-    let text = out.stderr;
-    assert!(
-        text.contains("lock postgres://postgres@127.0.0.1"),
-        "{text}"
+    assert_eq!(
+        once_markers(&pg),
+        0,
+        "a run that lost its lock records nothing"
     );
-    let markers: i64 = pg
-        .client()
-        .query_one("SELECT count(*) FROM retry_once WHERE key = 'k'", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(markers, 0, "a run that lost its lock records nothing");
-    let second = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--once", "k", "--state", &state])
-        .args(dir.work(0.0))
-        .run();
-    assert_eq!(second.status, 0, "{}", second.stderr);
-    assert_eq!(dir.count(), 2, "the second locker got in and did the work");
+    dir.assert_does_the_work(
+        dir.locked(&lock).args(["--once", "k", "--state", &state]),
+        2,
+        "the second locker got in and did the work",
+    );
 }
 
 #[test]
@@ -965,20 +854,10 @@ fn a_terminated_once_key_backend_stops_the_run() {
         return;
     };
     let dir = Dir::new();
-    let report = dir.path("report.json");
-    let _reap = reap_command(&dir);
-    let holder = dir
-        .retry()
-        .args(["--once", "nightly", "--state", &pg.url("")])
-        .arg("--report")
-        .arg(&report)
-        .args(watched_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    let pid = command_pid(&dir);
+    let holder = dir.start_holding(&mut dir.once("nightly", pg.url("")));
     assert_eq!(pg.terminate("retry --once"), 1);
-    let (out, _) = exit_within(holder, Duration::from_secs(10));
-    assert_lock_lost(&out, pid, &report);
+    let (out, _) = exit_within(holder.retry, Duration::from_secs(10));
+    assert_lock_lost(&out, holder.pid, &dir.report());
     out.assert_stderr_has("the lock on --once key \"nightly\"");
 }
 
@@ -989,13 +868,11 @@ fn a_lock_lost_during_a_backoff_sleep_ends_the_run_at_once() {
         return;
     };
     let dir = Dir::new();
-    let report = dir.path("report.json");
     let holder = bare_retry(&dir)
         .arg("--lock")
         .arg(pg.url("#sleeper"))
         .args(["-a", "5", "--delay", "30s", "--jitter", "none"])
-        .arg("--report")
-        .arg(&report)
+        .report(dir.report())
         .args([
             "--",
             "sh",
@@ -1013,8 +890,7 @@ fn a_lock_lost_during_a_backoff_sleep_ends_the_run_at_once() {
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
     assert_eq!(out.status, 125, "{}", out.stderr);
-    let report = read_report(&report);
-    assert_eq!(report["result"]["stopped_because"], "lock_lost");
+    let report = assert_stopped_because(&dir.report(), "lock_lost");
     assert_eq!(report["attempts"].as_array().unwrap().len(), 1);
     assert_eq!(dir.count(), 1, "no further attempt");
 }
@@ -1039,31 +915,24 @@ fn an_in_flight_request_is_abandoned_when_the_lock_is_lost() {
         return;
     };
     let dir = Dir::new();
-    let report = dir.path("report.json");
     let port = silent_listener();
     let holder = bare_retry(&dir)
         .arg("--lock")
         .arg(pg.url("#http"))
-        .arg("--report")
-        .arg(&report)
+        .report(dir.report())
         .arg(format!("http://127.0.0.1:{port}/slow"))
         .start();
-    // The request is in flight once the lock's connection shows up.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pg.holds_advisory_lock("retry --lock http") {
-        assert!(Instant::now() < deadline, "retry never took the lock");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // The request is in flight once the lock is held (taking it also bumps the fencing token).
+    let held = wait_until(Duration::from_secs(10), || {
+        pg.holds_advisory_lock("retry --lock http")
+    });
+    assert!(held, "retry never took the lock");
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(pg.terminate("retry --lock http"), 1);
     let (out, took) = exit_within(holder, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}");
-    assert_eq!(out.status, 125, "{}", out.stderr);
-    out.assert_stderr_has("was lost");
-    assert_eq!(
-        read_report(&report)["result"]["stopped_because"],
-        "lock_lost"
-    );
+    assert_lost(&out);
+    assert_stopped_because(&dir.report(), "lock_lost");
 }
 
 #[test]
@@ -1071,25 +940,18 @@ fn connect_timeout_bounds_the_whole_startup() {
     let dir = Dir::new();
     let port = silent_listener();
     let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=1");
-    for args in [
-        vec!["--lock".to_string(), format!("{url}#x")],
-        vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
-    ] {
+    for args in lock_and_state(&url) {
         let child = bare_retry(&dir).args(&args).args(dir.work(0.0)).start();
         let (out, took) = exit_within(child, Duration::from_secs(15));
-        let text = out.stderr;
-        assert_eq!(out.status, 125, "{text}");
+        assert_eq!(out.status, 125, "{}", out.stderr);
         assert!(
             took >= Duration::from_millis(900) && took < Duration::from_secs(4),
             "{took:?}"
         );
-        assert!(
-            text.contains(&format!(
-                "cannot connect to postgres://u@127.0.0.1:{port}/db"
-            )),
-            "{text}"
-        );
-        assert!(text.contains("no answer within 1s"), "{text}");
+        out.assert_stderr_has(&format!(
+            "cannot connect to postgres://u@127.0.0.1:{port}/db"
+        ));
+        out.assert_stderr_has("no answer within 1s");
     }
     assert_eq!(dir.count(), 0);
 }
@@ -1099,32 +961,18 @@ fn a_signal_while_connecting_stops_retry_within_a_second() {
     let dir = Dir::new();
     let port = silent_listener();
     let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=30");
-    for (args, signal, status) in [
-        (
-            vec!["--lock".to_string(), format!("{url}#x")],
-            Signal::SIGTERM,
-            143,
-        ),
-        (
-            vec!["--once".into(), "k".into(), "--state".into(), url.clone()],
-            Signal::SIGINT,
-            130,
-        ),
-    ] {
-        let report = dir.path("report.json");
+    let [lock, state] = lock_and_state(&url);
+    for (args, signal, status) in [(lock, Signal::SIGTERM, 143), (state, Signal::SIGINT, 130)] {
         let child = bare_retry(&dir)
             .args(&args)
-            .arg("--report")
-            .arg(&report)
+            .report(dir.report())
             .args(dir.work(0.0))
             .start();
-        std::thread::sleep(Duration::from_millis(500));
-        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
-        let (out, took) = exit_within(child, Duration::from_secs(10));
+        let (out, took) = signal_after(child, Duration::from_millis(500), signal);
         assert_eq!(out.status, status, "{}", out.stderr);
         assert!(took < Duration::from_secs(1), "{took:?}");
         out.assert_stderr_has("while connecting");
-        assert_eq!(read_report(&report)["result"]["stopped_because"], "signal");
+        assert_stopped_because(&dir.report(), "signal");
     }
     assert_eq!(dir.count(), 0);
 }
@@ -1132,58 +980,39 @@ fn a_signal_while_connecting_stops_retry_within_a_second() {
 #[test]
 fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let report = dir.path("report.json");
-    let _holder = flock_holding(&dir, &lock, "exec sleep 60");
+    let (lock, _holder) = dir.hold_lock("exec sleep 60");
     let child = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
+        .locked(&lock)
         .args(["--lock-wait", "60s"])
-        .arg("--report")
-        .arg(&report)
+        .report(dir.report())
         .args(dir.work(0.0))
         .start();
-    std::thread::sleep(Duration::from_millis(300));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    let (out, _) = exit_within(child, Duration::from_secs(3));
+    let (out, took) = signal_after(child, Duration::from_millis(300), Signal::SIGTERM);
+    assert!(took < Duration::from_secs(3), "{took:?}");
     assert_eq!(out.status, 143, "{}", out.stderr);
-    let report = read_report(&report);
-    assert_eq!(report["result"]["stopped_because"], "signal", "{report}");
+    let report = assert_stopped_because(&dir.report(), "signal");
     assert_eq!(report["result"]["exit_code"], 143);
 }
 
 #[test]
 fn lock_wait_is_spent_from_the_max_time_budget() {
     let dir = Dir::new();
-    let lock = dir.path("job.lock");
     // Busy for good: the wait ends with the budget, not with --lock-wait.
-    let holder = flock_holding(&dir, &lock, "exec sleep 60");
-    let started = Instant::now();
+    let (lock, holder) = dir.hold_lock("exec sleep 60");
     let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .args(["--lock-wait", "20s", "--max-time", "1s"])
-        .args(dir.work(0.0))
+        .locked_work(&lock, &["--lock-wait", "20s", "--max-time", "1s"])
         .run();
     assert_eq!(out.status, 0, "{}", out.stderr);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
     out.assert_stderr_has("--max-time");
     assert_eq!(dir.count(), 0);
     drop(holder);
 
     // Busy for a while: the attempt gets only what the wait left of the budget.
     std::fs::remove_file(dir.path("holder-ready")).unwrap();
-    let _holder = flock_holding(&dir, &lock, "sleep 1");
+    let (_, _holder) = dir.hold_lock("sleep 1");
     let out = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
+        .locked(&lock)
         .args(["--lock-wait", "20s", "--max-time", "3s"])
         .args(["--", "sh", "-c", "echo $RETRY_DEADLINE_MS"])
         .run();
@@ -1199,27 +1028,26 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
 fn once_keys_are_limited_in_characters_as_the_message_says() {
     let dir = Dir::new();
     let state = "postgres://u@127.0.0.1:1/db";
+    let dry_run = |key: &str, state: Option<&str>| {
+        let mut cmd = bare_retry(&dir);
+        cmd.args(["--dry-run", "--once", key]);
+        if let Some(state) = state {
+            cmd.args(["--state", state]);
+        }
+        cmd.args(["--", "true"]).run()
+    };
     let accented = "é".repeat(200);
-    let out = bare_retry(&dir)
-        .args(["--dry-run", "--once", &accented, "--state", state])
-        .args(["--", "true"])
-        .run();
+    let out = dry_run(&accented, Some(state));
     assert_eq!(
         out.status, 0,
         "200 characters (400 bytes) is within the limit: {}",
         out.stderr
     );
-    let out = bare_retry(&dir)
-        .args(["--dry-run", "--once", &"é".repeat(201), "--state", state])
-        .args(["--", "true"])
-        .run();
+    let out = dry_run(&"é".repeat(201), Some(state));
     assert_eq!(out.status, 125);
     out.assert_stderr_has("200 characters");
     // A file marker's name is limited in bytes, and says so.
-    let out = bare_retry(&dir)
-        .args(["--dry-run", "--once", &accented])
-        .args(["--", "true"])
-        .run();
+    let out = dry_run(&accented, None);
     assert_eq!(out.status, 125);
     out.assert_stderr_has("bytes after escaping");
 }
@@ -1295,25 +1123,13 @@ fn a_network_cut_loses_the_lock_within_the_check_bound() {
         postgres::USER,
         relay.port
     );
-    let report = dir.path("report.json");
-    let _reap = reap_command(&dir);
-    let holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(&lock)
-        .arg("--report")
-        .arg(&report)
-        .args(watched_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    let pid = command_pid(&dir);
+    let holder = dir.start_holding(&mut dir.locked(&lock));
     relay.cut();
-    let (out, took) = exit_within(holder, Duration::from_secs(15));
+    let took = holder.assert_lock_lost_within(Duration::from_secs(15), &dir.report());
     assert!(
         took < Duration::from_secs(5),
         "a check gets 2s to answer, and one runs every second: {took:?}"
     );
-    assert_lock_lost(&out, pid, &report);
 }
 
 #[test]
@@ -1322,14 +1138,10 @@ fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
         return;
     };
     let dir = Dir::new();
-    let report = dir.path("report.json");
     let holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(pg.url("#close-call"))
+        .locked(pg.url("#close-call"))
         .args(["--once", "k", "--state", &pg.url("")])
-        .arg("--report")
-        .arg(&report)
+        .report(dir.report())
         .args([
             "--",
             "sh",
@@ -1343,26 +1155,20 @@ fn a_lock_lost_as_the_command_succeeds_records_no_marker() {
         .start();
     dir.wait_for("ready");
     assert_eq!(pg.terminate("retry --lock close-call"), 1);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pg.terminate("retry --lock close-call") > 0 {
-        assert!(Instant::now() < deadline, "the backend never ended");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let done = wait_until(Duration::from_secs(10), || {
+        pg.terminate("retry --lock close-call") == 0
+    });
+    assert!(done, "the backend never ended");
     // The command succeeds at once, most likely before the next periodic check.
     std::fs::write(dir.path("go"), "").unwrap();
     let (out, _) = exit_within(holder, Duration::from_secs(10));
-    assert_eq!(out.status, 125, "{}", out.stderr);
-    out.assert_stderr_has("was lost");
+    assert_lost(&out);
+    assert_stopped_because(&dir.report(), "lock_lost");
     assert_eq!(
-        read_report(&report)["result"]["stopped_because"],
-        "lock_lost"
+        once_markers(&pg),
+        0,
+        "a success without its lock is not recorded"
     );
-    let markers: i64 = pg
-        .client()
-        .query_one("SELECT count(*) FROM retry_once", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(markers, 0, "a success without its lock is not recorded");
 }
 
 #[test]
@@ -1373,36 +1179,30 @@ fn a_command_that_ignores_sigterm_is_killed_after_kill_after_when_the_lock_is_lo
         return;
     };
     let dir = Dir::new();
-    let report = dir.path("report.json");
-    let _reap = reap_command(&dir);
-    let holder = dir
-        .retry()
-        .arg("--lock")
-        .arg(pg.url("#stubborn"))
-        .args(["--kill-after", "1s"])
-        .arg("--report")
-        .arg(&report)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            &format!(
-                "trap '' TERM; echo $$ > '{}'; touch '{}'; exec >/dev/null 2>&1; \
-                     while :; do sleep 0.1; done",
-                dir.path("command.pid").display(),
-                dir.path("ready").display()
-            ),
-        ])
-        .start();
-    dir.wait_for("ready");
-    let pid = command_pid(&dir);
+    let stubborn = vec![
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "trap '' TERM; echo $$ > '{}'; touch '{}'; exec >/dev/null 2>&1; \
+                 while :; do sleep 0.1; done",
+            dir.path("command.pid").display(),
+            dir.path("ready").display()
+        ),
+    ];
+    let holder = start_watched(
+        &dir,
+        dir.locked(pg.url("#stubborn"))
+            .args(["--kill-after", "1s"])
+            .report(dir.report()),
+        stubborn,
+    );
     assert_eq!(pg.terminate("retry --lock stubborn"), 1);
-    let (out, took) = exit_within(holder, Duration::from_secs(10));
+    let took = holder.assert_lock_lost_within(Duration::from_secs(10), &dir.report());
     assert!(
         took >= Duration::from_secs(1) && took < Duration::from_secs(5),
         "SIGTERM is ignored, SIGKILL follows --kill-after later: {took:?}"
     );
-    assert_lock_lost(&out, pid, &report);
 }
 
 #[test]
@@ -1412,49 +1212,29 @@ fn a_lock_lost_while_waiting_for_a_once_key_ends_the_wait() {
     };
     let dir = Dir::new();
     let state = pg.url("");
-    let _reap = reap_command(&dir);
-    let mut first = dir
-        .retry()
-        .arg("--lock")
-        .arg(pg.url("#first"))
-        .args(["--once", "k", "--state", &state])
-        .args(watched_command(&dir))
-        .start();
-    dir.wait_for("ready");
-    let report = dir.path("report.json");
+    let first = start_watched(
+        &dir,
+        dir.locked(pg.url("#first"))
+            .args(["--once", "k", "--state", &state]),
+        watched_command(&dir),
+    );
     let waiting = dir
-        .retry()
-        .arg("--lock")
-        .arg(pg.url("#second"))
+        .locked(pg.url("#second"))
         .args(["--once", "k", "--state", &state, "--lock-wait", "30s"])
-        .arg("--report")
-        .arg(&report)
+        .report(dir.report())
         .args(dir.work(0.0))
         .start();
     // Only once the second run holds its own lock is it waiting for the key's.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pg.holds_advisory_lock("retry --lock second") {
-        assert!(
-            Instant::now() < deadline,
-            "the second run never took its lock"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let held = wait_until(Duration::from_secs(10), || {
+        pg.holds_advisory_lock("retry --lock second")
+    });
+    assert!(held, "the second run never took its lock");
     assert_eq!(pg.terminate("retry --lock second"), 1);
     let (out, took) = exit_within(waiting, Duration::from_secs(10));
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_eq!(out.status, 125, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("while waiting for the lock on --once key"),
-        "{}",
-        out.stderr
-    );
-    assert_eq!(
-        read_report(&report)["result"]["stopped_because"],
-        "lock_lost"
-    );
+    out.assert_stderr_has("while waiting for the lock on --once key");
+    assert_stopped_because(&dir.report(), "lock_lost");
     assert_eq!(dir.count(), 1, "only the first run worked");
-    first.kill().unwrap();
-    first.wait().unwrap();
+    drop(first.kill_retry());
 }

@@ -8,13 +8,16 @@
 //! Use `crate::support` instead of writing helpers again:
 //! - `retry()` starts an [`Invocation`](support::Invocation) of the binary with a clean
 //!   environment (no nesting, CI or proxy variables) and an empty stdin; chain `.args`,
-//!   `.fast()` (1 ms backoff), `.env`, `.input(bytes)`, `.current_dir`, then `.run()`
+//!   `.fast()` (1 ms backoff), `.sh(script)` (`-- sh -c SCRIPT`), `.report(path)`,
+//!   `.env`, `.input(bytes)`, `.current_dir`, then `.run()`
 //!   for a [`Run`](support::Run) (`status` is the exit code or 128+signal, `stdout`,
 //!   `stderr`, `elapsed`), or `.start()` and `wait_for_run(child)` for a run the test
 //!   signals or watches. `run(args)` and `fast(args)` are the short forms;
 //!   `Invocation::of(program)` runs another program the same way.
-//! - `Scratch` holds counting `sh` scripts (`script`, `count`, `read`); `alive(pid)` and
-//!   `wait_for_file` watch what they leave behind.
+//! - `Scratch` holds counting `sh` scripts (`script`, `count`, `read`); `run_job(body,
+//!   flags)` runs one with fast backoff; `alive(pid)`, `wait_until`, `wait_for_file` and
+//!   `wait_for_pid` watch what they leave behind; `read_json` and
+//!   `assert_stopped_because` read a report.
 //! - `http_server::Server` answers on 127.0.0.1 from a script and counts its hits;
 //!   `curl::Case` runs curl and retry side by side against it.
 //! - `postgres::start(test)` gives a private PostgreSQL server (or skips, unless

@@ -6,6 +6,7 @@
 use crate::support;
 use crate::support::http_server;
 use crate::support::tools;
+use crate::support::wait_until;
 
 use std::fs;
 use std::process::{Child, Command, Stdio};
@@ -38,17 +39,6 @@ fn slow_rsync(daemon: &Daemon, src: &str, dest: &std::path::Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("start rsync")
-}
-
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 #[test]

@@ -4,9 +4,10 @@ use super::*;
 
 #[test]
 fn max_time_cuts_the_attempt_and_stops_the_run() {
-    let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; exec sleep 20");
-    let r = run(&fast(&["--max-time", "600ms", &job]));
+    let (s, r) = run_job(
+        "echo run >> \"$D/count\"; exec sleep 20",
+        &["--max-time", "600ms"],
+    );
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 1);
     assert!(r.elapsed < Duration::from_secs(6), "{:?}", r.elapsed);
@@ -255,14 +256,10 @@ fn countdown_on_a_terminal() {
 
 #[test]
 fn hold_stdout_with_output_rules_still_passes_one_attempt() {
-    let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"");
-    let r = run(&fast(&[
-        "--hold-stdout",
-        "--retry-on-output",
-        "try later",
-        &job,
-    ]));
+    let (_, r) = run_job(
+        "echo run >> \"$D/count\"; n=$(wc -l < \"$D/count\"); [ $n -lt 3 ] && echo \"busy, try later $n\" || echo \"done $n\"",
+        &["--hold-stdout", "--retry-on-output", "try later"],
+    );
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "done 3\n");
 }

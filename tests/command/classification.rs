@@ -38,15 +38,10 @@ fn sysexits_tempfail_retried_usage_not() {
 
 #[test]
 fn stop_on_output_beats_everything() {
-    let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75");
-    let r = run(&fast(&[
-        "--stop-on-output",
-        "FATAL",
-        "--retry-on",
-        "75",
-        &job,
-    ]));
+    let (s, r) = run_job(
+        "echo run >> \"$D/count\"; echo 'fine'; echo 'FATAL: disk full' >&2; exit 75",
+        &["--stop-on-output", "FATAL", "--retry-on", "75"],
+    );
     assert_eq!((r.status, s.count("count")), (75, 1), "{}", r.stderr);
     assert_eq!(r.stdout_text(), "fine\n");
     assert!(
@@ -71,9 +66,10 @@ fn retry_on_output_retries_even_exit_zero_and_never_reports_success() {
 
 #[test]
 fn output_stays_complete_and_in_order_while_scanned() {
-    let s = Scratch::new();
-    let job = s.job("i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done");
-    let r = run(&fast(&["--retry-on-output", "never-printed", &job]));
+    let (_, r) = run_job(
+        "i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done",
+        &["--retry-on-output", "never-printed"],
+    );
     assert_eq!(r.status, 0);
     let expected: String = (0..2000).map(|i| format!("line {i}\n")).collect();
     assert_eq!(r.stdout_text(), expected);
@@ -110,103 +106,77 @@ fn fake_tool(s: &Scratch, name: &str, stderr: &str, code: i32) -> String {
     )
 }
 
+/// Runs `retry FAST FLAGS TOOL ARGS` on a fresh [`fake_tool`]; returns the run and how
+/// many times the tool ran.
+fn run_fake_tool(tool: (&str, &str, i32), flags: &[&str], args: &[&str]) -> (Run, usize) {
+    let s = Scratch::new();
+    let (name, stderr, code) = tool;
+    let path = fake_tool(&s, name, stderr, code);
+    let r = retry().fast().args(flags).arg(path).args(args).run();
+    let runs = s.count("count");
+    (r, runs)
+}
+
+/// A fake curl that failed with `-f` on HTTP `status`.
+fn curl_error(status: u16) -> String {
+    format!("curl: (22) The requested URL returned error: {status}")
+}
+
 #[test]
 fn curl_profile_reads_the_status_from_stderr() {
-    let s = Scratch::new();
-    let curl = fake_tool(
-        &s,
-        "curl",
-        "curl: (22) The requested URL returned error: 503",
-        22,
-    );
-    let r = run(&fast(&["-a", "3", &curl, "-f", "http://x"]));
-    assert_eq!((r.status, s.count("count")), (22, 3), "{}", r.stderr);
+    let e503 = curl_error(503);
+    let (r, runs) = run_fake_tool(("curl", &e503, 22), &["-a", "3"], &["-f", "http://x"]);
+    assert_eq!((r.status, runs), (22, 3), "{}", r.stderr);
     r.assert_stderr_has("HTTP 503");
 
-    let s = Scratch::new();
-    let curl = fake_tool(
-        &s,
-        "curl",
-        "curl: (22) The requested URL returned error: 404",
-        22,
-    );
-    let r = run(&fast(&["-a", "3", &curl]));
-    assert_eq!((r.status, s.count("count")), (22, 1), "{}", r.stderr);
+    let (r, runs) = run_fake_tool(("curl", &curl_error(404), 22), &["-a", "3"], &[]);
+    assert_eq!((r.status, runs), (22, 1), "{}", r.stderr);
 
-    let s = Scratch::new();
-    let curl = fake_tool(
-        &s,
-        "curl",
-        "curl: (22) The requested URL returned error: 500",
-        22,
-    );
-    let r = run(&fast(&["-a", "10", &curl]));
+    let (r, runs) = run_fake_tool(("curl", &curl_error(500), 22), &["-a", "10"], &[]);
     assert_eq!(
-        (r.status, s.count("count")),
+        (r.status, runs),
         (22, 3),
         "500: at most two retries: {}",
         r.stderr
     );
 
-    let s = Scratch::new();
-    let curl = fake_tool(&s, "curl", "curl: (6) Could not resolve host: x", 6);
-    let r = run(&fast(&["-a", "2", &curl]));
-    assert_eq!(s.count("count"), 2);
+    let unresolved = ("curl", "curl: (6) Could not resolve host: x", 6);
+    let (r, runs) = run_fake_tool(unresolved, &["-a", "2"], &[]);
+    assert_eq!(runs, 2);
     assert_eq!(r.status, 6);
 }
 
 #[test]
 fn profile_override_and_generic_fallback() {
-    let s = Scratch::new();
-    let tool = fake_tool(
-        &s,
-        "fetcher",
-        "curl: (22) The requested URL returned error: 404",
-        22,
+    let e404 = curl_error(404);
+    let (r, runs) = run_fake_tool(
+        ("fetcher", &e404, 22),
+        &["-a", "3", "--profile", "curl"],
+        &[],
     );
-    let r = run(&fast(&["-a", "3", "--profile", "curl", &tool]));
-    assert_eq!(s.count("count"), 1, "{}", r.stderr);
-    let s = Scratch::new();
-    let curl = fake_tool(
-        &s,
-        "curl",
-        "curl: (22) The requested URL returned error: 404",
-        22,
+    assert_eq!(runs, 1, "{}", r.stderr);
+    let (r, runs) = run_fake_tool(
+        ("curl", &e404, 22),
+        &["-a", "3", "--profile", "generic"],
+        &[],
     );
-    let r = run(&fast(&["-a", "3", "--profile", "generic", &curl]));
-    assert_eq!(s.count("count"), 3, "{}", r.stderr);
+    assert_eq!(runs, 3, "{}", r.stderr);
 }
 
 #[test]
 fn ssh_wget_git_profiles() {
-    let s = Scratch::new();
-    let ssh = fake_tool(&s, "ssh", "remote command failed", 1);
-    run(&fast(&["-a", "3", &ssh]));
-    assert_eq!(s.count("count"), 1, "ssh exit 1 is the remote command's");
-    let s = Scratch::new();
-    let ssh = fake_tool(
-        &s,
-        "ssh",
-        "ssh: connect to host x port 22: Connection refused",
-        255,
-    );
-    run(&fast(&["-a", "3", &ssh]));
-    assert_eq!(s.count("count"), 3);
-    let s = Scratch::new();
-    let wget = fake_tool(&s, "wget", "2026-01-01 ERROR 503: Service Unavailable.", 8);
-    run(&fast(&["-a", "3", &wget]));
-    assert_eq!(s.count("count"), 3);
-    let s = Scratch::new();
-    let git = fake_tool(
-        &s,
-        "git",
-        "fatal: unable to access 'https://x/': Could not resolve host: x",
-        128,
-    );
-    run(&fast(&["-a", "3", &git]));
-    assert_eq!(s.count("count"), 3);
-    let s = Scratch::new();
-    let git = fake_tool(&s, "git", "fatal: not a git repository", 128);
-    run(&fast(&["-a", "3", &git]));
-    assert_eq!(s.count("count"), 1);
+    let ssh_refused = "ssh: connect to host x port 22: Connection refused";
+    let git_unresolved = "fatal: unable to access 'https://x/': Could not resolve host: x";
+    // Columns: the tool, what it prints, its exit status, how many times it runs of 3.
+    for (name, stderr, code, runs) in [
+        // ssh's exit 1 is the remote command's.
+        ("ssh", "remote command failed", 1, 1),
+        ("ssh", ssh_refused, 255, 3),
+        ("wget", "2026-01-01 ERROR 503: Service Unavailable.", 8, 3),
+        ("git", git_unresolved, 128, 3),
+        ("git", "fatal: not a git repository", 128, 1),
+    ] {
+        let (r, ran) = run_fake_tool((name, stderr, code), &["-a", "3"], &[]);
+        assert_eq!(ran, runs, "{name} printing {stderr:?}: {}", r.stderr);
+    }
 }

@@ -4,9 +4,10 @@ use super::*;
 
 #[test]
 fn child_environment() {
-    let s = Scratch::new();
-    let job = s.job("echo \"$RETRY_ATTEMPT $RETRY_ATTEMPTS $RETRY_IDEMPOTENCY_KEY $RETRY_DEPTH ${RETRY_DEADLINE_MS:-none}\" >> \"$D/env\"; [ $RETRY_ATTEMPT -ge 3 ]");
-    let r = run(&fast(&["-a", "4", &job]));
+    let (s, r) = run_job(
+        "echo \"$RETRY_ATTEMPT $RETRY_ATTEMPTS $RETRY_IDEMPOTENCY_KEY $RETRY_DEPTH ${RETRY_DEADLINE_MS:-none}\" >> \"$D/env\"; [ $RETRY_ATTEMPT -ge 3 ]",
+        &["-a", "4"],
+    );
     assert_eq!(r.status, 0);
     let lines: Vec<Vec<String>> = s
         .read("env")
@@ -27,15 +28,10 @@ fn child_environment() {
 
 #[test]
 fn deadline_and_given_key_reach_the_child() {
-    let s = Scratch::new();
-    let job = s.job("echo \"$RETRY_DEADLINE_MS $RETRY_IDEMPOTENCY_KEY\" > \"$D/env\"");
-    let r = run(&fast(&[
-        "--max-time",
-        "10s",
-        "--idempotency-key",
-        "order-42",
-        &job,
-    ]));
+    let (s, r) = run_job(
+        "echo \"$RETRY_DEADLINE_MS $RETRY_IDEMPOTENCY_KEY\" > \"$D/env\"",
+        &["--max-time", "10s", "--idempotency-key", "order-42"],
+    );
     assert_eq!(r.status, 0);
     let text = s.read("env");
     let (ms, key) = text.trim().split_once(' ').unwrap();

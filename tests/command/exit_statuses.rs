@@ -24,9 +24,7 @@ fn gives_up_with_the_last_status() {
 
 #[test]
 fn death_by_signal_is_128_plus_n_and_retried() {
-    let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; kill -KILL $$");
-    let r = run(&fast(&["-a", "2", &job]));
+    let (s, r) = run_job("echo run >> \"$D/count\"; kill -KILL $$", &["-a", "2"]);
     assert_eq!(r.status, 137, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
     r.assert_stderr_has("SIGKILL");
@@ -34,9 +32,10 @@ fn death_by_signal_is_128_plus_n_and_retried() {
 
 #[test]
 fn timeout_is_124_and_transient() {
-    let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; exec sleep 10");
-    let r = run(&fast(&["-a", "2", "-t", "200ms", &job]));
+    let (s, r) = run_job(
+        "echo run >> \"$D/count\"; exec sleep 10",
+        &["-a", "2", "-t", "200ms"],
+    );
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
     assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);

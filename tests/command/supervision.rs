@@ -4,26 +4,20 @@ use super::*;
 
 #[test]
 fn child_runs_in_its_own_process_group() {
-    let s = Scratch::new();
-    let job = s.job("ps -o pgid= -p $$ | tr -d ' ' > \"$D/pgid\"; echo $$ > \"$D/pid\"");
-    let r = run(&fast(&[&job]));
+    let (s, r) = run_job(
+        "ps -o pgid= -p $$ | tr -d ' ' > \"$D/pgid\"; echo $$ > \"$D/pid\"",
+        &[],
+    );
     assert_eq!(r.status, 0);
     assert_eq!(s.read("pgid").trim(), s.read("pid").trim());
 }
 
 #[test]
 fn timeout_kills_the_whole_group_with_escalation() {
-    let s = Scratch::new();
-    let job = s.job("sleep 60 & echo $! >> \"$D/kids\"\ntrap '' TERM\necho run >> \"$D/count\"\nwhile :; do sleep 0.05; done");
-    let r = run(&fast(&[
-        "-a",
-        "2",
-        "-t",
-        "300ms",
-        "--kill-after",
-        "300ms",
-        &job,
-    ]));
+    let (s, r) = run_job(
+        "sleep 60 & echo $! >> \"$D/kids\"\ntrap '' TERM\necho run >> \"$D/count\"\nwhile :; do sleep 0.05; done",
+        &["-a", "2", "-t", "300ms", "--kill-after", "300ms"],
+    );
     assert_eq!(r.status, 124, "{}", r.stderr);
     assert_eq!(s.count("count"), 2);
     assert!(
@@ -43,9 +37,7 @@ fn timeout_kills_the_whole_group_with_escalation() {
 
 #[test]
 fn leftovers_of_a_failed_attempt_are_ended() {
-    let s = Scratch::new();
-    let job = s.job("sleep 60 & echo $! >> \"$D/kids\"; exit 1");
-    let r = run(&fast(&["-a", "2", &job]));
+    let (s, r) = run_job("sleep 60 & echo $! >> \"$D/kids\"; exit 1", &["-a", "2"]);
     assert_eq!(r.status, 1);
     std::thread::sleep(Duration::from_millis(100));
     for pid in s.read("kids").lines() {

@@ -89,6 +89,17 @@ impl Invocation {
         self.args(FAST)
     }
 
+    /// Adds `-- sh -c SCRIPT`: the command is a shell script (`.arg` adds its `$0`,
+    /// `$1`, …).
+    pub fn sh(&mut self, script: &str) -> &mut Self {
+        self.args(["--", "sh", "-c", script])
+    }
+
+    /// Adds `--report PATH`: retry writes its JSON report there.
+    pub fn report(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.arg("--report").arg(path.as_ref())
+    }
+
     pub fn env(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
         self.command.env(name, value);
         self

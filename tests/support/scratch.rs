@@ -8,6 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::run::{Run, retry};
+
 /// A temporary directory with helpers for counting scripts.
 pub struct Scratch {
     pub dir: tempfile::TempDir,
@@ -61,6 +63,30 @@ impl Scratch {
     }
 }
 
+/// Runs `retry` with fast backoff and `flags` on a fresh `job` script with `body`;
+/// returns the scratch directory (for its counts and files) and the run.
+pub fn run_job(body: &str, flags: &[&str]) -> (Scratch, Run) {
+    let s = Scratch::new();
+    let job = s.job(body);
+    let r = retry().fast().args(flags).arg(&job).run();
+    (s, r)
+}
+
+/// The JSON document in the file at `path` (a report, a marker).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+/// Fails, quoting the report, unless the report at `path` says the run stopped
+/// `because`.
+#[track_caller]
+pub fn assert_stopped_because(path: &Path, because: &str) -> serde_json::Value {
+    let report = read_json(path);
+    assert_eq!(report["result"]["stopped_because"], because, "{report}");
+    report
+}
+
 /// Whether process `pid` still exists and is not a zombie (or dead, state X).
 pub fn alive(pid: i32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -70,6 +96,26 @@ pub fn alive(pid: i32) -> bool {
             Some(state != 'Z' && state != 'X')
         })
         .unwrap_or(false)
+}
+
+/// Polls `done` until it holds, for up to `limit`; whether it came to hold.
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// Waits for the pid a process writes to `path` (see [`wait_for_file`]).
+pub fn wait_for_pid(path: &Path, limit: Duration) -> i32 {
+    let text = wait_for_file(path, limit);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a pid: {text:?}"))
 }
 
 /// Waits until `path` exists and holds a line, for up to `limit`.
