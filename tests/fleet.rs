@@ -156,12 +156,7 @@ fn successes_refill(state: &str, s: &Scratch) {
     let (made, r) = budget_run(s, state, "5", "1");
     assert_eq!(made, 1, "2 → 1 tokens: no retry; {}", r.stderr);
     assert_eq!(r.status, 1);
-    assert!(
-        r.stderr
-            .contains("retry budget b is spent (1 of 4 tokens): not retrying"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("retry budget b is spent (1 of 4 tokens): not retrying");
     assert!(
         s.read("report.json")
             .contains("\"stopped_because\": \"budget\"")
@@ -304,15 +299,11 @@ fn a_failed_probe_keeps_the_circuit_open_and_a_skip_claims_no_probe() {
     std::thread::sleep(Duration::from_millis(300));
     let skipped = run(&s, &with_one(&["--lock", &lock]));
     assert_eq!(skipped.status, 0, "{}", skipped.stderr);
-    assert!(skipped.stderr.contains("busy"), "{}", skipped.stderr);
+    skipped.assert_stderr_has("busy");
     wait_all(vec![holder]);
     let probe = run(&s, &with_one(&[]));
     assert_eq!(probe.status, 3, "the probe ran: {}", probe.stderr);
-    assert!(
-        probe.stderr.contains("this run is the probe"),
-        "{}",
-        probe.stderr
-    );
+    probe.assert_stderr_has("this run is the probe");
     assert_eq!(
         run(&s, &with_one(&[])).status,
         75,
@@ -492,11 +483,7 @@ fn a_signal_during_the_splay_exits_at_once() {
         .spawn();
     std::thread::sleep(Duration::from_millis(300));
     let start = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     let status = child.wait().unwrap();
     assert!(start.elapsed() < Duration::from_secs(2));
     assert_eq!(cmd::status_of(&status), 143);
@@ -645,24 +632,13 @@ fn a_role_without_create_is_told_the_sql_to_run() {
     let url = |rest: &str| format!("postgres://plain@127.0.0.1:{}/postgres{rest}", pg.port);
     let lock = run(&s, &args(&["--lock", &url("#job"), "--", "true"]));
     assert_eq!(lock.status, 125, "{}", lock.stderr);
-    assert!(
-        lock.stderr
-            .contains("CREATE TABLE IF NOT EXISTS retry_fencing"),
-        "{}",
-        lock.stderr
-    );
+    lock.assert_stderr_has("CREATE TABLE IF NOT EXISTS retry_fencing");
     let state = run(
         &s,
         &args(&["--state", &url(""), "--retry-budget", "b", "--", "true"]),
     );
     assert_eq!(state.status, 125, "{}", state.stderr);
-    assert!(
-        state
-            .stderr
-            .contains("CREATE TABLE IF NOT EXISTS retry_budgets"),
-        "{}",
-        state.stderr
-    );
+    state.assert_stderr_has("CREATE TABLE IF NOT EXISTS retry_budgets");
     // Made once by the owner, as the messages say, the tables serve the role.
     pg.client()
         .batch_execute(

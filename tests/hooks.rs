@@ -163,12 +163,7 @@ fn a_hook_that_hangs_is_cut_at_the_timeout_with_all_its_processes() {
     assert_eq!(r.status, 6, "{}", r.stderr);
     assert!(r.elapsed >= Duration::from_millis(1100), "{:?}", r.elapsed);
     assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
-    assert!(
-        r.stderr
-            .contains("--on-give-up hook ran out of time after 200ms"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("--on-give-up hook ran out of time after 200ms");
     let pids = pids(&s.read("pids"));
     assert_eq!(pids.len(), 2);
     assert!(
@@ -191,7 +186,7 @@ fn a_hook_that_obeys_sigterm_ends_at_the_timeout() {
     ]));
     assert_eq!(r.status, 0);
     assert!(r.elapsed < Duration::from_millis(1500), "{:?}", r.elapsed);
-    assert!(r.stderr.contains("ran out of time"), "{}", r.stderr);
+    r.assert_stderr_has("ran out of time");
     assert!(all_gone(&pids(&s.read("pids")), Duration::from_secs(1)));
 }
 
@@ -199,12 +194,7 @@ fn a_hook_that_obeys_sigterm_ends_at_the_timeout() {
 fn a_hook_that_fails_is_only_a_warning() {
     let r = run(&fast(&["--on-success", "exit 7", "--", "true"]));
     assert_eq!(r.status, 0);
-    assert!(
-        r.stderr
-            .contains("warning: the --on-success hook failed with exit status 7"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("warning: the --on-success hook failed with exit status 7");
     let r = run(&fast(&[
         "-a",
         "2",
@@ -216,11 +206,7 @@ fn a_hook_that_fails_is_only_a_warning() {
         "exit 3",
     ]));
     assert_eq!(r.status, 3);
-    assert!(
-        r.stderr.contains("--on-give-up hook failed"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("--on-give-up hook failed");
     let s = Scratch::new();
     let job = s.script("job", "echo run >> \"$D/count\"\nexit 1");
     let r = run(&fast(&["-a", "3", "--on-retry", "exit 1", "--", &job]));
@@ -422,7 +408,7 @@ fn a_retry_hook_counts_towards_max_time() {
     ]));
     assert_eq!(r.status, 1, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
-    assert!(r.stderr.contains("--max-time"), "{}", r.stderr);
+    r.assert_stderr_has("--max-time");
 }
 
 #[test]
@@ -434,7 +420,7 @@ fn hook_flags_refuse_bad_values_naming_the_flag() {
     ] {
         let r = run(&[flag, value, "--", "true"]);
         assert_eq!(r.status, 125, "{flag} {value:?}");
-        assert!(r.stderr.contains(flag), "{}", r.stderr);
+        r.assert_stderr_has(flag);
     }
 }
 
@@ -536,11 +522,7 @@ fn control_retry_after_past_the_cap_ends_the_run() {
         &says(&s, "retry-after 1m", 0),
     ]));
     assert_eq!((r.status, s.count("count")), (1, 1), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("the command asked to wait 1m"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("the command asked to wait 1m");
     let report = json(&s.read("report.json"));
     assert_eq!(report["result"]["stopped_because"], "retry_after_too_long");
 }
@@ -550,12 +532,7 @@ fn control_garbage_is_a_warning_and_ignored() {
     let s = Scratch::new();
     let r = run(&fast(&["--", &says(&s, "please retry", 0)]));
     assert_eq!((r.status, s.count("count")), (0, 1));
-    assert!(
-        r.stderr
-            .contains("warning: RETRY_CONTROL ignored: \"please retry\" is not a directive"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("warning: RETRY_CONTROL ignored: \"please retry\" is not a directive");
 }
 
 #[test]
@@ -614,12 +591,7 @@ fn without_a_private_directory_the_attempt_runs_without_control() {
     let r = cmd.run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(s.read("seen"), "unset\n");
-    assert!(
-        r.stderr
-            .contains("cannot make a private directory for RETRY_CONTROL under"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("cannot make a private directory for RETRY_CONTROL under");
     let quiet = retry()
         .args(["--", &job])
         .env("XDG_RUNTIME_DIR", s.path("missing"))

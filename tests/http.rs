@@ -702,11 +702,7 @@ fn a_signal_during_a_request_stops_at_once() {
     while server.hits() == 0 && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     let r = Run::of(child.wait_with_output().unwrap(), start);
     assert_eq!(r.status, 143, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);

@@ -567,7 +567,7 @@ fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
         ])
         .run();
     assert_eq!(out.status, 125, "{}", out.stderr);
-    assert!(out.stderr.contains("127.0.0.1"), "{}", out.stderr);
+    out.assert_stderr_has("127.0.0.1");
     assert!(!dir.path("ran").exists());
 }
 

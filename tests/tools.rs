@@ -88,11 +88,8 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
     let r = Run::of(child.wait_with_output().unwrap(), start);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(attempts(&r) >= 3, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("max connections (1) reached") && r.stderr.contains("transient"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("max connections (1) reached");
+    r.assert_stderr_has("transient");
     assert_eq!(fs::read_to_string(&dest).unwrap(), "hello\n");
 }
 
@@ -342,9 +339,6 @@ fn git_against_a_daemon_that_starts_late_succeeds() {
         daemon.log_text()
     );
     assert!(attempts(&r) >= 3, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("Connection refused") && r.stderr.contains("git: network failure"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_has("Connection refused");
+    r.assert_stderr_has("git: network failure");
 }

@@ -139,11 +139,7 @@ fn report_is_written_on_failure_and_on_signals() {
         .spawn();
     wait_for_file(&s.path("ready"), Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(100));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(support::status_of(&child.wait().unwrap()), 143);
     let v: serde_json::Value = serde_json::from_str(&s.read("sig.json")).unwrap();
     assert_eq!(v["result"]["stopped_because"], "signal");

@@ -105,11 +105,7 @@ fn signal_during_backoff_exits_at_once() {
     wait_for_file(&s.path("ready"), Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(200));
     let start = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(support::status_of(&status), 143);
     assert!(

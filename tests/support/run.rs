@@ -255,3 +255,9 @@ pub fn generated(kind: &str) -> Vec<u8> {
     );
     out.stdout
 }
+
+/// Sends `sig` to a program the test started.
+pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
+        .expect("signal the program");
+}
