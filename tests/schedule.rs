@@ -794,3 +794,50 @@ fn a_slot_skipped_for_a_busy_lock_is_recorded_as_skipped() {
         .count();
     assert!(skipped >= 1, "busy slots are recorded as skipped\n{log}");
 }
+
+#[test]
+fn a_slot_the_open_circuit_refuses_is_recorded_as_refused() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let work = dir.script(
+        "fails.sh",
+        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; exit 1",
+    );
+    let s = Scheduler::start(
+        &dir,
+        "s",
+        &[
+            "--schedule",
+            "*/1 * * * * *",
+            "--job",
+            "tripped",
+            "--catch-up",
+            "none",
+            "-a",
+            "1",
+            "--circuit",
+            "c",
+            "--circuit-failures",
+            "1",
+            "--circuit-cooldown",
+            "1m",
+            "--state",
+            &state,
+            "--",
+            &work,
+        ],
+    );
+    wait_lines(&dir, "runs", 1, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(2500));
+    let (status, log) = s.stop();
+    assert_eq!(status, 143, "{log}");
+    // The first slot gave up and opened the circuit: every later slot was refused, not run.
+    assert_eq!(dir.count("runs"), 1, "{log}");
+    assert!(log.contains("circuit c is open"), "{log}");
+    let refused = fs::read_dir(&state)
+        .unwrap()
+        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains("\"refused\""))
+        .count();
+    assert!(refused >= 1, "refused slots are recorded\n{log}");
+}
