@@ -75,6 +75,33 @@ fn once_a_minute_in(ahead: u32) -> String {
 }
 
 /// A command that appends its slot's key to `file`.
+/// A scheduler `JOB` on `*/1 * * * * *` with no catch-up, the state in `DIR/state`,
+/// `extra` options and `work` as the command.
+fn every_second(dir: &Scratch, job: &str, extra: &[&str], work: &str) -> Scheduler {
+    let state = dir.p("state");
+    let mut args = vec![
+        "--schedule",
+        "*/1 * * * * *",
+        "--job",
+        job,
+        "--catch-up",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--state", &state, "--", work]);
+    Scheduler::start(dir, "s", &args)
+}
+
+/// How many slot records in the state directory have `status`.
+fn records_with(state: &str, status: &str) -> usize {
+    let quoted = format!("\"{status}\"");
+    fs::read_dir(state)
+        .unwrap()
+        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
+        .filter(|t| t.contains(&quoted))
+        .count()
+}
+
 fn append_key(dir: &Scratch, file: &str) -> String {
     dir.script(
         &format!("{file}.sh"),
@@ -336,33 +363,14 @@ fn overlap_skip_logs_and_records_the_skipped_slot() {
         "slow.sh",
         "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.6",
     );
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "slow",
-            "--catch-up",
-            "none",
-            "--state",
-            &state,
-            "--",
-            &work,
-        ],
-    );
+    let s = every_second(&dir, "slow", &[], &work);
     std::thread::sleep(Duration::from_millis(4500));
     let (_, log) = s.stop();
     assert!(
         log.contains("] skipped: the previous run was still running (--overlap skip)"),
         "{log}"
     );
-    let skipped = fs::read_dir(&state)
-        .unwrap()
-        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
-        .filter(|t| t.contains("\"skipped\""))
-        .count();
+    let skipped = records_with(&state, "skipped");
     assert!(skipped >= 1, "skipped slots are recorded\n{log}");
     assert_no_key_twice(&keys(&dir, "runs"), &log);
 }
@@ -763,35 +771,14 @@ fn a_slot_skipped_for_a_busy_lock_is_recorded_as_skipped() {
         .expect("flock (util-linux)");
     std::thread::sleep(Duration::from_millis(200));
     let work = append_key(&dir, "runs");
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "locked",
-            "--catch-up",
-            "none",
-            "--lock",
-            &lock,
-            "--state",
-            &state,
-            "--",
-            &work,
-        ],
-    );
+    let s = every_second(&dir, "locked", &["--lock", &lock], &work);
     std::thread::sleep(Duration::from_millis(2500));
     let (_, log) = s.stop();
     holder.kill().unwrap();
     holder.wait().unwrap();
     assert_eq!(dir.count("runs"), 0, "{log}");
     assert!(log.contains("is busy"), "{log}");
-    let skipped = fs::read_dir(&state)
-        .unwrap()
-        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
-        .filter(|t| t.contains("\"skipped\""))
-        .count();
+    let skipped = records_with(&state, "skipped");
     assert!(skipped >= 1, "busy slots are recorded as skipped\n{log}");
 }
 
@@ -803,16 +790,10 @@ fn a_slot_the_open_circuit_refuses_is_recorded_as_refused() {
         "fails.sh",
         "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; exit 1",
     );
-    let s = Scheduler::start(
+    let s = every_second(
         &dir,
-        "s",
+        "tripped",
         &[
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "tripped",
-            "--catch-up",
-            "none",
             "-a",
             "1",
             "--circuit",
@@ -821,11 +802,8 @@ fn a_slot_the_open_circuit_refuses_is_recorded_as_refused() {
             "1",
             "--circuit-cooldown",
             "1m",
-            "--state",
-            &state,
-            "--",
-            &work,
         ],
+        &work,
     );
     wait_lines(&dir, "runs", 1, Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(2500));
@@ -834,10 +812,6 @@ fn a_slot_the_open_circuit_refuses_is_recorded_as_refused() {
     // The first slot gave up and opened the circuit: every later slot was refused, not run.
     assert_eq!(dir.count("runs"), 1, "{log}");
     assert!(log.contains("circuit c is open"), "{log}");
-    let refused = fs::read_dir(&state)
-        .unwrap()
-        .filter_map(|e| fs::read_to_string(e.unwrap().path()).ok())
-        .filter(|t| t.contains("\"refused\""))
-        .count();
+    let refused = records_with(&state, "refused");
     assert!(refused >= 1, "refused slots are recorded\n{log}");
 }

@@ -93,9 +93,7 @@ impl Supervisor<'_> {
             let now = Instant::now();
             if !faulted && self.fault.get().is_some() {
                 faulted = true;
-                send(self.pid, Signal::SIGTERM as i32);
-                send(self.pid, Signal::SIGCONT as i32);
-                escalate_at.get_or_insert(now + self.kill_after);
+                self.terminate(now, &mut escalate_at);
             }
             if let Some(sig) = signals::pending() {
                 if forwarded.is_none() {
@@ -114,16 +112,12 @@ impl Supervisor<'_> {
             {
                 // Without its lock the attempt must not go on: end it like a timeout.
                 lock_lost = true;
-                send(self.pid, Signal::SIGTERM as i32);
-                escalate_at.get_or_insert(now + self.kill_after);
+                self.terminate(now, &mut escalate_at);
             }
             if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)
             {
                 timed_out = true;
-                send(self.pid, Signal::SIGTERM as i32);
-                // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
-                send(self.pid, Signal::SIGCONT as i32);
-                escalate_at = Some(now + self.kill_after);
+                self.terminate(now, &mut escalate_at);
             }
             if escalate_at.is_some_and(|t| now >= t) {
                 send(self.pid, Signal::SIGKILL as i32);
@@ -140,6 +134,14 @@ impl Supervisor<'_> {
                 signals::wait(next);
             }
         }
+    }
+
+    /// Ends the attempt as a timeout does: SIGTERM, SIGKILL after `--kill-after`.
+    fn terminate(&self, now: Instant, escalate_at: &mut Option<Instant>) {
+        send(self.pid, Signal::SIGTERM as i32);
+        // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
+        send(self.pid, Signal::SIGCONT as i32);
+        escalate_at.get_or_insert(now + self.kill_after);
     }
 
     fn ended(
