@@ -38,7 +38,8 @@ pub struct FleetConfig {
 }
 
 impl FleetConfig {
-    pub fn from_cli(cli: &Cli) -> anyhow::Result<FleetConfig> {
+    /// `state` is `--state`, parsed once by the configuration.
+    pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<FleetConfig> {
         let budget = cli.retry_budget.as_ref().map(|name| BudgetConfig {
             name: name.clone(),
             size: cli.budget_size,
@@ -53,7 +54,7 @@ impl FleetConfig {
         let state = if budget.is_none() && circuit.is_none() {
             None
         } else {
-            Some(state_target(cli.state.as_deref())?)
+            Some(state_target(state)?)
         };
         Ok(FleetConfig {
             budget,
@@ -65,9 +66,9 @@ impl FleetConfig {
 }
 
 /// `--state`, or the default directory, which must then be findable.
-fn state_target(text: Option<&str>) -> anyhow::Result<Backend> {
-    match text {
-        Some(text) => jobs::parse_state_target(text).map_err(anyhow::Error::msg),
+fn state_target(state: Option<&Backend>) -> anyhow::Result<Backend> {
+    match state {
+        Some(state) => Ok(state.clone()),
         None => jobs::default_state_dir().map(Backend::File).map_err(|_| {
             anyhow::anyhow!(
                 "--retry-budget/--circuit: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"

@@ -24,7 +24,7 @@ use crate::backoff::Schedule;
 use crate::cli::{Cli, LogFormat};
 use crate::engine::Policy;
 use crate::exec::RunInfo;
-use crate::jobs::{JobFlags, JobOptions};
+use crate::jobs::{self, JobFlags, JobOptions};
 use crate::report::{self, LogConfig};
 
 /// Everything a run needs, typed.
@@ -95,20 +95,27 @@ impl Config {
         if let Some(path) = &cli.report {
             report::check_file_target("--report", path)?;
         }
+        // --state is read by the markers, the fleet state and the scheduler: parsed once here.
+        let state = cli
+            .state
+            .as_deref()
+            .map(jobs::parse_state_target)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
         let jobs = JobOptions::from_flags(JobFlags {
             lock: cli.lock.as_deref(),
             lock_wait: cli.lock_wait,
             max_time: cli.max_time,
             busy_exit: cli.busy_exit,
             once: cli.once.as_deref(),
-            state: cli.state.as_deref(),
+            state: state.clone(),
             command: cli
                 .target
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
         })?;
-        let fleet = fleet::FleetConfig::from_cli(&cli)?;
+        let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
         let policy = Policy {
             attempts,
             timeout: cli.timeout,
@@ -124,7 +131,7 @@ impl Config {
         };
         let hooks = HookConfig::from_cli(&cli);
         let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
-        let schedule = ScheduleConfig::from_cli(&cli)?;
+        let schedule = ScheduleConfig::from_cli(&cli, state.as_ref())?;
         let mut target = TargetConfig::from_cli(cli, key)?;
         if let (Some(_), TargetConfig::Command(c)) = (&schedule, &mut target) {
             c.stdin = crate::cli::StdinMode::Null;

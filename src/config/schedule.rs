@@ -22,7 +22,8 @@ pub struct ScheduleConfig {
 
 impl ScheduleConfig {
     /// `None` without `--schedule`; errors name the flag and what it accepts.
-    pub fn from_cli(cli: &Cli) -> anyhow::Result<Option<ScheduleConfig>> {
+    /// `state` is `--state`, parsed once by the configuration.
+    pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<Option<ScheduleConfig>> {
         let Some(text) = cli.schedule.as_deref() else {
             return Ok(None);
         };
@@ -32,8 +33,8 @@ impl ScheduleConfig {
         let zone = cron::choose_zone(cli.tz.as_deref()).map_err(anyhow::Error::msg)?;
         let cron =
             CronSchedule::parse(text, zone).map_err(|e| anyhow::anyhow!("--schedule: {e}"))?;
-        let state = match cli.state.as_deref() {
-            Some(text) => jobs::parse_state_target(text).map_err(anyhow::Error::msg)?,
+        let state = match state {
+            Some(state) => state.clone(),
             None => Backend::File(jobs::default_state_dir()?),
         };
         let job = match &cli.job {

@@ -51,7 +51,8 @@ pub struct JobFlags<'a> {
     pub max_time: Option<Duration>,
     pub busy_exit: u8,
     pub once: Option<&'a str>,
-    pub state: Option<&'a str>,
+    /// `--state`, parsed once by the configuration.
+    pub state: Option<Backend>,
     pub command: Vec<String>,
 }
 
@@ -240,7 +241,7 @@ impl JobOptions {
             .transpose()
             .map_err(anyhow::Error::msg)?;
         let state = match (flags.state, flags.once) {
-            (Some(text), _) => Some(parse_state_target(text).map_err(anyhow::Error::msg)?),
+            (Some(state), _) => Some(state),
             // The default directory only matters with --once.
             (None, Some(_)) => Some(Backend::File(default_state_dir()?)),
             (None, None) => None,
@@ -821,15 +822,11 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.to_string().contains("names no lock"), "{err}");
-        let err = JobOptions::from_flags(JobFlags {
-            state: Some("mysql://h/db"),
-            ..flags()
-        })
-        .unwrap_err();
-        assert!(err.to_string().contains("unsupported scheme"), "{err}");
+        let err = parse_state_target("mysql://h/db").unwrap_err();
+        assert!(err.contains("unsupported scheme"), "{err}");
         let opts = JobOptions::from_flags(JobFlags {
             lock: Some("/run/lock/x.lock"),
-            state: Some("postgres://u@h/db"),
+            state: Some(parse_state_target("postgres://u@h/db").unwrap()),
             ..flags()
         })
         .unwrap();
