@@ -6,13 +6,11 @@
 //! gap runs once at the first instant after it, and one that happens twice runs in
 //! the first pass only; a wildcard or stepped time runs in both passes and not in a gap.
 
-use std::str::FromStr;
-
-use chrono::offset::LocalResult;
-use chrono::{DateTime, NaiveDateTime, Offset, TimeZone, Utc};
-use chrono_tz::Tz;
+use chrono::{DateTime, NaiveDateTime, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
+
+use super::zone::{Resolved, Zone};
 
 /// What `--schedule` accepts, for error messages.
 pub const CRON_ACCEPTS: &str = "expected five fields (minute hour day month weekday), \
@@ -27,14 +25,14 @@ const MAX_CANDIDATES: usize = 10_000;
 pub struct CronSchedule {
     cron: Cron,
     pub text: String,
-    pub zone: Tz,
+    pub zone: Zone,
     /// No wildcard or step in the seconds, minute and hour fields.
     fixed: bool,
 }
 
 impl CronSchedule {
     /// Parses CRON, read in `zone`. Day of month OR day of week, as cronie does.
-    pub fn parse(text: &str, zone: Tz) -> Result<CronSchedule, String> {
+    pub fn parse(text: &str, zone: Zone) -> Result<CronSchedule, String> {
         let fields: Vec<&str> = text.split_whitespace().collect();
         let nickname = text.trim_start().starts_with('@');
         if !nickname && !(5..=6).contains(&fields.len()) {
@@ -66,7 +64,7 @@ impl CronSchedule {
 
     /// The first slot strictly after `t`.
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let local = t.with_timezone(&self.zone).naive_local();
+        let local = self.zone.local(t);
         let ahead = self.forward(t, local);
         let repeated = if self.fixed {
             None
@@ -94,55 +92,48 @@ impl CronSchedule {
 
     /// When the matching local time `c` runs, if after `t`, by SPEC's DST rules.
     fn instant(&self, c: NaiveDateTime, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        match self.zone.from_local_datetime(&c) {
-            LocalResult::Single(at) => Some(at.with_timezone(&Utc)).filter(|at| *at > t),
-            LocalResult::Ambiguous(first, second) => {
-                let (first, second) = (first.with_timezone(&Utc), second.with_timezone(&Utc));
+        match self.zone.resolve(c) {
+            Resolved::Single(at) => Some(at).filter(|at| *at > t),
+            Resolved::Twice(first, second) => {
                 if first > t {
                     Some(first)
                 } else {
                     Some(second).filter(|at| !self.fixed && *at > t)
                 }
             }
-            LocalResult::None if self.fixed => {
-                Some(self.first_instant_from(c)).filter(|at| *at > t)
-            }
-            LocalResult::None => None,
+            Resolved::Gap if self.fixed => Some(self.first_instant_from(c)).filter(|at| *at > t),
+            Resolved::Gap => None,
         }
     }
 
     /// While `t` is in the first pass of a repeated hour, the second pass of the local
     /// times before `local` is still ahead: its first matching time, if any.
     fn later_pass(&self, t: DateTime<Utc>, local: NaiveDateTime) -> Option<DateTime<Utc>> {
-        let LocalResult::Ambiguous(first, second) = self.zone.from_local_datetime(&local) else {
+        let Resolved::Twice(first, second) = self.zone.resolve(local) else {
             return None;
         };
-        if first.with_timezone(&Utc) != t {
+        if first != t {
             return None;
         }
-        let later = second.offset().fix();
+        let later = self.zone.offset_at(second);
         // The clocks go back between t and `second`: find the instant they do.
-        let at = |secs: i64| {
-            DateTime::from_timestamp(secs, 0)
-                .unwrap_or_default()
-                .with_timezone(&self.zone)
-        };
+        let at = |secs: i64| DateTime::from_timestamp(secs, 0).unwrap_or_default();
         let (mut lo, mut hi) = (t.timestamp(), second.timestamp());
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if at(mid).offset().fix() == later {
+            if self.zone.offset_at(at(mid)) == later {
                 hi = mid;
             } else {
                 lo = mid;
             }
         }
-        let repeat_start = at(hi).naive_local();
+        let repeat_start = self.zone.local(at(hi));
         let candidate = self.cron.find_next_occurrence(&repeat_start, true).ok()?;
         if candidate > local {
             return None;
         }
-        match self.zone.from_local_datetime(&candidate) {
-            LocalResult::Ambiguous(_, second) => Some(second.with_timezone(&Utc)),
+        match self.zone.resolve(candidate) {
+            Resolved::Twice(_, second) => Some(second),
             _ => None,
         }
     }
@@ -154,10 +145,8 @@ impl CronSchedule {
         let base = c.and_utc().timestamp();
         let (mut lo, mut hi) = (base - 15 * 3600, base + 15 * 3600);
         let local = |secs: i64| {
-            DateTime::from_timestamp(secs, 0)
-                .unwrap_or_default()
-                .with_timezone(&self.zone)
-                .naive_local()
+            self.zone
+                .local(DateTime::from_timestamp(secs, 0).unwrap_or_default())
         };
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
@@ -207,37 +196,33 @@ impl CronSchedule {
     }
 }
 
-/// What `--tz` accepts, for error messages.
-pub const TZ_ACCEPTS: &str = "expected an IANA time zone name such as Europe/Berlin or UTC";
-
 /// Parses an IANA zone name (`--tz`, or `TZ` with its optional leading colon).
-pub fn parse_zone(name: &str) -> Result<Tz, String> {
-    let name = name.strip_prefix(':').unwrap_or(name);
-    Tz::from_str(name).map_err(|_| format!("unknown time zone {name:?}; {TZ_ACCEPTS}"))
+pub fn parse_zone(name: &str) -> Result<Zone, String> {
+    Zone::named(name.strip_prefix(':').unwrap_or(name))
 }
 
 /// `--tz`, else `TZ`, else the zone /etc/localtime names, else UTC.
-pub fn choose_zone(flag: Option<&str>) -> Result<Tz, String> {
+pub fn choose_zone(flag: Option<&str>) -> Result<Zone, String> {
     if let Some(name) = flag {
         return parse_zone(name).map_err(|e| format!("--tz: {e}"));
     }
     if let Some(name) = std::env::var("TZ").ok().filter(|v| !v.is_empty()) {
         return parse_zone(&name).map_err(|e| format!("TZ: {e}; or give --tz ZONE"));
     }
-    Ok(local_zone().unwrap_or(Tz::UTC))
+    Ok(local_zone().unwrap_or_else(Zone::utc))
 }
 
 /// The zone this host's /etc/localtime links to (…/zoneinfo/AREA/CITY), or /etc/timezone.
-fn local_zone() -> Option<Tz> {
+fn local_zone() -> Option<Zone> {
     let link = std::fs::read_link("/etc/localtime").ok();
     let from_link = link.as_ref().and_then(|p| {
         let text = p.to_str()?;
         let (_, name) = text.split_once("zoneinfo/")?;
-        Tz::from_str(name).ok()
+        Zone::named(name).ok()
     });
     from_link.or_else(|| {
         let text = std::fs::read_to_string("/etc/timezone").ok()?;
-        Tz::from_str(text.trim()).ok()
+        Zone::named(text.trim()).ok()
     })
 }
 
@@ -252,7 +237,7 @@ mod tests {
             .with_timezone(&Utc)
     }
 
-    fn slots(cron: &str, zone: Tz, from: &str, to: &str) -> Vec<String> {
+    fn slots(cron: &str, zone: Zone, from: &str, to: &str) -> Vec<String> {
         let s = CronSchedule::parse(cron, zone).unwrap();
         s.slots_between(utc(from), utc(to), 1000)
             .iter()
@@ -260,7 +245,10 @@ mod tests {
             .collect()
     }
 
-    const BERLIN: Tz = chrono_tz::Europe::Berlin;
+    #[allow(non_snake_case)]
+    fn BERLIN() -> Zone {
+        Zone::named("Europe/Berlin").unwrap()
+    }
 
     #[test]
     fn weekdays_zero_and_seven_are_sunday_and_one_is_monday() {
@@ -268,7 +256,7 @@ mod tests {
         for cron in ["0 12 * * 0", "0 12 * * 7", "0 12 * * SUN"] {
             let got = slots(
                 cron,
-                Tz::UTC,
+                Zone::utc(),
                 "2026-02-28T00:00:00Z",
                 "2026-03-03T00:00:00Z",
             );
@@ -276,7 +264,7 @@ mod tests {
         }
         let got = slots(
             "0 12 * * 1",
-            Tz::UTC,
+            Zone::utc(),
             "2026-02-28T00:00:00Z",
             "2026-03-03T00:00:00Z",
         );
@@ -288,7 +276,7 @@ mod tests {
         // The 13th (a Friday in March 2026) or any Monday.
         let got = slots(
             "0 0 13 * MON",
-            Tz::UTC,
+            Zone::utc(),
             "2026-03-08T00:00:00Z",
             "2026-03-17T00:00:00Z",
         );
@@ -306,7 +294,7 @@ mod tests {
     fn names_ranges_lists_steps_seconds_and_nicknames() {
         let got = slots(
             "*/20 * * * * *",
-            Tz::UTC,
+            Zone::utc(),
             "2026-01-01T00:00:00Z",
             "2026-01-01T00:01:00Z",
         );
@@ -320,7 +308,7 @@ mod tests {
         );
         let got = slots(
             "0 9-10,15 * JAN mon-fri",
-            Tz::UTC,
+            Zone::utc(),
             "2026-01-02T00:00:00Z",
             "2026-01-02T23:00:00Z",
         );
@@ -334,7 +322,7 @@ mod tests {
         );
         let got = slots(
             "@daily",
-            Tz::UTC,
+            Zone::utc(),
             "2026-01-01T00:00:00Z",
             "2026-01-03T00:00:00Z",
         );
@@ -342,7 +330,7 @@ mod tests {
         assert_eq!(
             slots(
                 "@hourly",
-                Tz::UTC,
+                Zone::utc(),
                 "2026-01-01T00:00:00Z",
                 "2026-01-01T02:00:00Z"
             )
@@ -352,7 +340,7 @@ mod tests {
         assert_eq!(
             slots(
                 "@yearly",
-                Tz::UTC,
+                Zone::utc(),
                 "2026-01-01T00:00:00Z",
                 "2028-01-01T00:00:00Z"
             ),
@@ -370,7 +358,7 @@ mod tests {
             "@sometimes",
             "a b c d e",
         ] {
-            let err = CronSchedule::parse(bad, Tz::UTC).unwrap_err();
+            let err = CronSchedule::parse(bad, Zone::utc()).unwrap_err();
             assert!(err.contains("expected five fields"), "{bad}: {err}");
         }
     }
@@ -380,7 +368,7 @@ mod tests {
         // Berlin 2026-03-29: 02:00 CET becomes 03:00 CEST (01:00Z); 02:30 does not exist.
         let got = slots(
             "30 2 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-03-28T12:00:00Z",
             "2026-03-30T12:00:00Z",
         );
@@ -391,7 +379,7 @@ mod tests {
     fn spring_forward_a_stepped_hour_skips_only_the_missing_hour() {
         let got = slots(
             "0 * * * *",
-            BERLIN,
+            BERLIN(),
             "2026-03-28T23:30:00Z",
             "2026-03-29T02:30:00Z",
         );
@@ -411,7 +399,7 @@ mod tests {
         // Berlin 2026-10-25: 03:00 CEST becomes 02:00 CET (01:00Z); 02:30 happens twice.
         let got = slots(
             "30 2 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-10-24T12:00:00Z",
             "2026-10-26T12:00:00Z",
         );
@@ -422,7 +410,7 @@ mod tests {
     fn fall_back_a_wildcard_hour_runs_in_both_passes() {
         let got = slots(
             "30 * * * *",
-            BERLIN,
+            BERLIN(),
             "2026-10-24T23:45:00Z",
             "2026-10-25T02:45:00Z",
         );
@@ -437,7 +425,7 @@ mod tests {
         );
         let stepped = slots(
             "30 */1 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-10-24T23:45:00Z",
             "2026-10-25T02:45:00Z",
         );
@@ -449,7 +437,7 @@ mod tests {
         // Spring: 02:00 and 02:30 do not exist; they run once, at 03:00 CEST.
         let spring = slots(
             "0,30 2 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-03-28T22:00:00Z",
             "2026-03-29T04:00:00Z",
         );
@@ -457,14 +445,14 @@ mod tests {
         // Autumn: 02:00 and 02:30 happen twice; each runs once, in the first pass.
         let fall = slots(
             "0,30 2 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-10-24T22:00:00Z",
             "2026-10-25T04:00:00Z",
         );
         assert_eq!(fall, ["2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z"]);
         let range = slots(
             "0 2-3 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-10-24T22:00:00Z",
             "2026-10-25T04:00:00Z",
         );
@@ -475,7 +463,7 @@ mod tests {
     fn a_stepped_minute_runs_in_both_passes_and_not_in_the_gap() {
         let fall = slots(
             "*/30 2 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-10-24T22:00:00Z",
             "2026-10-25T04:00:00Z",
         );
@@ -490,7 +478,7 @@ mod tests {
         );
         let spring = slots(
             "*/30 2 * * *",
-            BERLIN,
+            BERLIN(),
             "2026-03-28T22:00:00Z",
             "2026-03-29T04:00:00Z",
         );
@@ -500,7 +488,7 @@ mod tests {
     #[test]
     fn a_seconds_schedule_walks_through_both_passes_in_order() {
         // The second pass begins on a slot: 02:00:00 CET, right after 02:59:40 CEST.
-        let s = CronSchedule::parse("*/20 * * * * *", BERLIN).unwrap();
+        let s = CronSchedule::parse("*/20 * * * * *", BERLIN()).unwrap();
         let got = s.slots_between(
             utc("2026-10-25T00:59:30Z"),
             utc("2026-10-25T01:00:30Z"),
@@ -514,7 +502,7 @@ mod tests {
                 utc("2026-10-25T01:00:20Z")
             ]
         );
-        let s = CronSchedule::parse("*/20 * * * * *", BERLIN).unwrap();
+        let s = CronSchedule::parse("*/20 * * * * *", BERLIN()).unwrap();
         let got = s.slots_between(
             utc("2026-10-25T00:59:00Z"),
             utc("2026-10-25T01:01:00Z"),
@@ -529,7 +517,7 @@ mod tests {
 
     #[test]
     fn slots_are_instants_whatever_the_zone() {
-        let s = CronSchedule::parse("0 9 * * *", chrono_tz::America::New_York).unwrap();
+        let s = CronSchedule::parse("0 9 * * *", Zone::named("America/New_York").unwrap()).unwrap();
         let next = s
             .next_after(Utc.with_ymd_and_hms(2026, 7, 1, 0, 0, 0).unwrap())
             .unwrap();
@@ -538,8 +526,8 @@ mod tests {
 
     #[test]
     fn zones_parse_by_iana_name_and_refuse_others() {
-        assert_eq!(parse_zone("Europe/Berlin"), Ok(BERLIN));
-        assert_eq!(parse_zone(":UTC"), Ok(Tz::UTC));
+        assert_eq!(parse_zone("Europe/Berlin").unwrap().name(), "Europe/Berlin");
+        assert_eq!(parse_zone(":UTC").unwrap().name(), "UTC");
         assert!(parse_zone("Mars/Olympus").unwrap_err().contains("IANA"));
         assert!(
             choose_zone(Some("nowhere"))

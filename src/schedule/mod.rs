@@ -7,6 +7,7 @@
 
 pub mod cron;
 mod world;
+pub mod zone;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::config::{Config, ScheduleConfig};
 use crate::exit::ExitCode;
 use crate::jobs::Backend;
 use crate::report;
+use zone::Zone;
 
 pub use world::SystemWorld;
 
@@ -130,8 +132,8 @@ impl Scheduler<'_> {
             "job {}: schedule {:?} in {}; next slot {}",
             self.config.job,
             self.config.cron.text,
-            self.config.cron.zone,
-            show(first, self.config.cron.zone)
+            self.config.cron.zone.name(),
+            show(first, &self.config.cron.zone)
         ));
         let span = self
             .config
@@ -273,10 +275,11 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// A slot in the schedule's zone and in UTC.
-pub fn show(slot: Slot, zone: chrono_tz::Tz) -> String {
+pub fn show(slot: Slot, zone: &Zone) -> String {
     format!(
-        "{} ({})",
-        slot.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S %Z"),
+        "{} {} ({})",
+        zone.local(slot).format("%Y-%m-%d %H:%M:%S"),
+        zone.abbreviation(slot),
         slot.to_rfc3339_opts(SecondsFormat::Secs, true)
     )
 }
@@ -297,10 +300,12 @@ pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<i32> {
 /// would catch up.
 pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
     let now = Utc::now();
-    let zone = schedule.cron.zone;
+    let zone = &schedule.cron.zone;
     let mut out = format!(
-        "schedule: {:?} in {zone}, job {}\nnext slots:\n",
-        schedule.cron.text, schedule.job
+        "schedule: {:?} in {}, job {}\nnext slots:\n",
+        schedule.cron.text,
+        zone.name(),
+        schedule.job
     );
     for slot in schedule.cron.upcoming(now, 5) {
         out += &format!("  {}\n", show(slot, zone));

@@ -14,13 +14,17 @@ fn t(text: &str) -> Slot {
         .with_timezone(&Utc)
 }
 
+fn berlin() -> crate::schedule::zone::Zone {
+    crate::schedule::zone::Zone::named("Europe/Berlin").unwrap()
+}
+
 fn set(slots: &[&str]) -> HashSet<Slot> {
     slots.iter().map(|s| t(s)).collect()
 }
 
 fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> ScheduleConfig {
     ScheduleConfig {
-        cron: CronSchedule::parse(cron, chrono_tz::Tz::UTC).unwrap(),
+        cron: CronSchedule::parse(cron, crate::schedule::zone::Zone::utc()).unwrap(),
         job: "job".into(),
         catch_up,
         window: std::time::Duration::from_secs(window_s),
@@ -243,7 +247,7 @@ fn a_suspended_host_catches_up_from_state_on_waking() {
 #[test]
 fn a_fixed_time_in_the_spring_gap_runs_once_through_the_loop() {
     let mut cfg = config("30 2 * * *", CatchUp::Latest, Overlap::Skip, 3600);
-    cfg.cron = CronSchedule::parse("30 2 * * *", chrono_tz::Europe::Berlin).unwrap();
+    cfg.cron = CronSchedule::parse("30 2 * * *", berlin()).unwrap();
     let mut world = Fake::new("2026-03-28T12:00:00Z", HashSet::new(), 2);
     run(&cfg, &mut world);
     assert_eq!(
@@ -254,16 +258,15 @@ fn a_fixed_time_in_the_spring_gap_runs_once_through_the_loop() {
 
 #[test]
 fn a_repeated_hour_runs_a_fixed_time_once_and_an_hourly_job_twice() {
-    let berlin = chrono_tz::Europe::Berlin;
     let mut cfg = config("30 2 * * *", CatchUp::None, Overlap::Skip, 3600);
-    cfg.cron = CronSchedule::parse("30 2 * * *", berlin).unwrap();
+    cfg.cron = CronSchedule::parse("30 2 * * *", berlin()).unwrap();
     let mut world = Fake::new("2026-10-24T12:00:00Z", HashSet::new(), 2);
     run(&cfg, &mut world);
     assert_eq!(
         world.ran,
         vec![t("2026-10-25T00:30:00Z"), t("2026-10-26T01:30:00Z")]
     );
-    cfg.cron = CronSchedule::parse("30 * * * *", berlin).unwrap();
+    cfg.cron = CronSchedule::parse("30 * * * *", berlin()).unwrap();
     let mut world = Fake::new("2026-10-24T23:45:00Z", HashSet::new(), 3);
     run(&cfg, &mut world);
     assert_eq!(
