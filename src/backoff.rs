@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use rand::{Rng, RngExt};
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::cli::{BackoffKind, JitterKind};
 
@@ -110,6 +111,34 @@ fn clamp_secs(secs: f64, cap: Duration) -> Duration {
         return cap;
     }
     Duration::try_from_secs_f64(secs).unwrap_or(cap).min(cap)
+}
+
+/// The jitter's random numbers: a ChaCha8 stream from the run's seed, made at the first
+/// draw. A run whose first attempt succeeds never draws, and making the generator
+/// probes the CPU's features, which is slow in a virtual machine.
+pub struct Jitter {
+    seed: u64,
+    rng: Option<ChaCha8Rng>,
+}
+
+impl Jitter {
+    pub fn new(seed: u64) -> Jitter {
+        Jitter { seed, rng: None }
+    }
+
+    pub fn rng(&mut self) -> &mut ChaCha8Rng {
+        let seed = self.seed;
+        self.rng.get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+    }
+}
+
+/// A seed from the operating system, for a run without `--seed`.
+pub fn random_seed() -> u64 {
+    // getrandom(2) does not fail on Linux 3.17 or later; the clock is a last resort.
+    getrandom::u64().unwrap_or_else(|_| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
+    })
 }
 
 /// A uniform pick from [lo, hi], at nanosecond resolution.

@@ -992,6 +992,10 @@ where
     cli.data_args = data_args;
     cli.stdin_given = stdin_given;
     curl_words::apply_aliases(&mut cli)?;
+    // Parsing happens once per process: freeing clap's command and matches one by one
+    // would cost more instructions than building them, for memory the exit returns.
+    std::mem::forget(cmd);
+    std::mem::forget(matches);
     Ok(cli)
 }
 

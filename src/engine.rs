@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::backoff::Schedule;
+use crate::backoff::{Jitter, Schedule};
 use crate::classify::{Class, LimitKey, Verdict};
 pub use crate::exec::Executor;
 use crate::exit::ExitCode;
@@ -236,7 +236,7 @@ pub trait RetryBudget {
 pub struct Env<'a> {
     pub clock: &'a dyn Clock,
     pub sleeper: &'a mut dyn Sleeper,
-    pub rng: &'a mut ChaCha8Rng,
+    pub jitter: &'a mut Jitter,
     pub events: &'a mut dyn Events,
     pub retry_hook: &'a mut dyn RetryHook,
     /// The shared retry budget, if any (none for a nested run: the outer one counts).
@@ -451,9 +451,9 @@ fn decide(
     let now = env.clock.now();
     let left = deadline.map(|d| d.saturating_sub(now));
     if let Some(hint) = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero()) {
-        return obey_hint(hint, ctx.number, policy, left, env.rng);
+        return obey_hint(hint, ctx.number, policy, left, env.jitter.rng());
     }
-    let delay = policy.schedule.delay(ctx.number, *previous_delay, env.rng);
+    let delay = policy.schedule.delay(ctx.number, *previous_delay, env.jitter.rng());
     *previous_delay = Some(delay);
     match left {
         Some(left) if delay >= left => Next::Stop(
@@ -755,11 +755,11 @@ mod tests {
         }
 
         fn run(&mut self, policy: &Policy) -> RunSummary {
-            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut jitter = Jitter::new(1);
             let mut env = Env {
                 clock: &self.clock,
                 sleeper: &mut self.sleeper,
-                rng: &mut rng,
+                jitter: &mut jitter,
                 events: &mut self.events,
                 retry_hook: &mut self.hook,
                 budget: self.budget.as_mut().map(|b| b as &mut dyn RetryBudget),

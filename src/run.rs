@@ -3,8 +3,6 @@
 //! makes one per slot with that slot's overrides ([`SlotRun`]). Building the
 //! configuration is `config`'s job, the retry loop `engine`'s.
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use crate::config::fleet::{CircuitConfig, FleetConfig};
@@ -76,7 +74,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     }
     let report_path = config.report.as_deref();
     let mut hooks = Hooks::new(config.hooks.clone(), &run, header.idempotency_key);
-    let seed = config.seed.unwrap_or_else(rand::random);
+    let seed = config.seed.unwrap_or_else(crate::backoff::random_seed);
     // The run, and its --max-time budget, start before the splay and the wait for a lock.
     let clock = clock::SystemClock::new();
     // A nested run leaves the fleet's accounting to the outer one.
@@ -264,7 +262,7 @@ fn run_engine(
             &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
         );
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut jitter = crate::backoff::Jitter::new(seed);
     let mut sleeper = clock::SignalSleeper {
         countdown: setup.countdown,
         limit: setup.policy.attempts,
@@ -281,7 +279,7 @@ fn run_engine(
     let mut env = engine::Env {
         clock: setup.clock,
         sleeper: &mut sleeper,
-        rng: &mut rng,
+        jitter: &mut jitter,
         events: &mut logger,
         retry_hook: hooks,
         budget: budget.as_mut().map(|b| b as &mut dyn RetryBudget),
