@@ -128,7 +128,8 @@ impl Jitter {
 
     pub fn rng(&mut self) -> &mut ChaCha8Rng {
         let seed = self.seed;
-        self.rng.get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
+        self.rng
+            .get_or_insert_with(|| ChaCha8Rng::seed_from_u64(seed))
     }
 }
 

@@ -453,7 +453,9 @@ fn decide(
     if let Some(hint) = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero()) {
         return obey_hint(hint, ctx.number, policy, left, env.jitter.rng());
     }
-    let delay = policy.schedule.delay(ctx.number, *previous_delay, env.jitter.rng());
+    let delay = policy
+        .schedule
+        .delay(ctx.number, *previous_delay, env.jitter.rng());
     *previous_delay = Some(delay);
     match left {
         Some(left) if delay >= left => Next::Stop(

@@ -19,6 +19,7 @@ mod io;
 mod jobs;
 mod parse;
 mod report;
+mod resolve;
 mod run;
 mod schedule;
 mod signals;

@@ -55,11 +55,7 @@ pub enum HttpVersion {
     Http2 { prior_knowledge: bool },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    V4,
-    V6,
-}
+pub use crate::resolve::Family;
 
 impl ClientSettings {
     /// `url` is the target, when it parses: `--resolve` and `--http2` depend on it.

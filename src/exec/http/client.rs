@@ -2,13 +2,14 @@
 //! proxies, certificates, protocol versions, name resolution and Unix sockets;
 //! and what those settings (and `-u`) change, for `--dry-run`.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use anyhow::Context;
 use reqwest::ClientBuilder;
 
 use crate::config::http::{ACCEPT_ENCODINGS, ClientSettings, Family, HttpVersion, ProxyChoice};
+use crate::resolve::HttpResolver;
 
 /// The client every attempt uses.
 pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
@@ -46,14 +47,14 @@ pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
     for (host, addrs) in &settings.resolve {
         builder = builder.resolve_to_addrs(host, addrs);
     }
+    // Names never go to glibc (see `resolve`): `-4` / `-6` narrow this resolver's answers.
+    builder = builder.dns_resolver(Arc::new(HttpResolver(settings.family)));
     if let Some(family) = settings.family {
         let local: IpAddr = match family {
             Family::V4 => Ipv4Addr::UNSPECIFIED.into(),
             Family::V6 => Ipv6Addr::UNSPECIFIED.into(),
         };
-        builder = builder
-            .dns_resolver(Arc::new(OneFamily(family)))
-            .local_address(local);
+        builder = builder.local_address(local);
     }
     if let Some(path) = &settings.unix_socket {
         builder = builder.unix_socket(path.as_path());
@@ -104,26 +105,4 @@ pub fn describe(settings: &ClientSettings, shown_user: Option<&str>) -> Vec<Stri
         HttpVersion::Http2 { .. } => out.push("HTTP/2 (--http2): offered first by ALPN over https://, prior knowledge (h2c) over http://".into()),
     }
     out
-}
-
-/// `-4` / `-6`: the system resolver's answers of one address family only; a
-/// name with none is a resolve failure, as with curl.
-struct OneFamily(Family);
-
-impl reqwest::dns::Resolve for OneFamily {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let family = self.0;
-        let host = name.as_str().to_string();
-        Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .filter(|a| a.is_ipv4() == (family == Family::V4))
-                .collect();
-            if found.is_empty() {
-                let which = if family == Family::V4 { "IPv4" } else { "IPv6" };
-                return Err(format!("{host} has no {which} address").into());
-            }
-            Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
 }

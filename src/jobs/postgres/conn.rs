@@ -37,9 +37,19 @@ pub(crate) fn connect(target: &PgTarget, flag: &str, application: &str) -> anyho
     let port = target.port.unwrap_or(5432);
     let dbname = target.dbname.clone().unwrap_or_else(|| user.clone());
     let mut config = postgres::Config::new();
+    if host.starts_with('/') {
+        config.host(&host);
+    } else {
+        // Resolved here, not by tokio-postgres through glibc (see `resolve`); the name
+        // still serves TLS verification and ~/.pgpass.
+        let addrs =
+            crate::resolve::lookup_blocking(&host).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+        for addr in addrs {
+            config.host(&host).hostaddr(addr);
+        }
+    }
     config
         .user(&user)
-        .host(&host)
         .port(port)
         .dbname(&dbname)
         .application_name(target.application_name.as_deref().unwrap_or(application))

@@ -3,12 +3,16 @@
 
 use std::path::PathBuf;
 
-/// The user's login name, libpq's default user.
+/// The user's login name, libpq's default user: the name /etc/passwd gives this uid.
+/// Read from the file, not through glibc (see `resolve`), so users that only LDAP or
+/// sssd know have no login name here and need PGUSER or a user in the URL.
 pub(super) fn login_name() -> Option<String> {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name)
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines()
+        .map(|line| line.split(':').collect::<Vec<_>>())
+        .find(|fields| fields.len() >= 3 && fields[2] == uid)
+        .map(|fields| fields[0].to_string())
 }
 
 /// The password for this connection from `$PGPASSFILE` or `~/.pgpass`, as libpq reads
