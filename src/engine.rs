@@ -576,7 +576,6 @@ mod tests {
     use super::*;
     use crate::classify::Limit;
     use crate::cli::JitterKind;
-    use rand::SeedableRng;
     use std::cell::Cell;
     use std::rc::Rc;
 

@@ -5,6 +5,7 @@
 //! Processes are checked through `/proc`.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -558,7 +559,65 @@ fn control_file_is_empty_private_and_removed_after_the_attempt() {
         );
     }
     assert_eq!(s.read("modes"), "700\n700\n");
-    assert_eq!(std::fs::read_dir(s.path("runtime")).unwrap().count(), 0);
+    // The private directory is this user's, kept for the next run; nothing is left in it.
+    let dirs: Vec<_> = std::fs::read_dir(s.path("runtime"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let uid = std::fs::metadata(s.path("runtime")).unwrap().uid();
+    assert!(
+        dirs[0].ends_with(format!("retry-control-{uid}")),
+        "{dirs:?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .all(|p| std::path::Path::new(p).parent() == Some(&dirs[0]))
+    );
+    assert_eq!(std::fs::read_dir(&dirs[0]).unwrap().count(), 0);
+}
+
+/// A `retry-control-UID` that is open to others or is a symbolic link is not used: the
+/// attempt gets a fresh private directory, removed after it.
+#[test]
+fn an_unsafe_control_directory_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Scratch::new();
+    let job = s.script(
+        "job",
+        "echo \"$RETRY_CONTROL\" >> \"$D/paths\"\nstat -c %a \"$(dirname \"$RETRY_CONTROL\")\" >> \"$D/modes\"",
+    );
+    let uid = std::fs::metadata(s.dir.path()).unwrap().uid();
+    for case in ["open", "link"] {
+        let runtime = s.path(case);
+        std::fs::create_dir(&runtime).unwrap();
+        let own = runtime.join(format!("retry-control-{uid}"));
+        if case == "open" {
+            std::fs::create_dir(&own).unwrap();
+            std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o777)).unwrap();
+        } else {
+            std::fs::create_dir(s.path("elsewhere")).unwrap();
+            std::os::unix::fs::symlink(s.path("elsewhere"), &own).unwrap();
+        }
+        let r = retry()
+            .args(["--", &job])
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .run();
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        let path = s.read("paths").lines().last().unwrap().to_string();
+        assert!(!path.starts_with(own.to_str().unwrap()), "{case}: {path}");
+        assert!(
+            path.starts_with(runtime.to_str().unwrap()),
+            "{case}: {path}"
+        );
+        assert!(
+            !std::path::Path::new(&path).parent().unwrap().exists(),
+            "{case}: {path}"
+        );
+        assert_eq!(s.read("modes").lines().last(), Some("700"));
+    }
+    assert_eq!(std::fs::read_dir(s.path("elsewhere")).unwrap().count(), 0);
 }
 
 #[test]
