@@ -361,7 +361,7 @@ fn zombies_are_reaped_and_never_waited_on_as_pid_1() {
         return;
     }
     let mut child = Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", support::BIN])
+        .args(["--pid", "--fork", "--mount-proc", support::bin()])
         .args(["-a", "2", "--delay", "0", "-j", "none"])
         .args(["--", "sh", "-c", "sleep 0.1 & exit 1"])
         .env_remove("RETRY_DEPTH")
@@ -571,4 +571,60 @@ fn stress_random_signals_and_early_readers_leave_no_orphans_and_no_hangs() {
     for t in threads {
         t.join().expect("a stress run failed");
     }
+}
+
+/// glibc's name service switch is never asked for a host or a user: the statically
+/// linked build would crash loading a module such as `systemd` or `myhostname`. Under an
+/// nsswitch.conf naming such modules (bind-mounted in a private mount namespace), a
+/// `*.localhost` URL (RFC 6761) is fetched, and a PostgreSQL lock for a uid that /etc/passwd does not
+/// know is refused with a clear error, not a crash.
+#[test]
+fn hosts_and_users_resolve_whatever_nsswitch_conf_names() {
+    let probe = Command::new("unshare")
+        .args(["--mount", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !privileged("unshare --mount", probe) {
+        return;
+    }
+    let s = Scratch::new();
+    std::fs::write(
+        s.path("nsswitch.conf"),
+        "passwd: files systemd\ngroup: files systemd\nshadow: files systemd\n\
+         hosts: files myhostname mdns4_minimal [NOTFOUND=return] dns\n",
+    )
+    .unwrap();
+    let server = Server::script(vec![Reply::ok("fetched")]).expect_hits(1);
+    // Not in /etc/hosts: glibc would ask the next module (myhostname) for it.
+    let url = format!("http://retry-test.localhost:{}/x", server.port());
+    let conf = s.p("nsswitch.conf");
+    let under_conf = |prefix: &[&str], args: &[&str]| {
+        let mut inv = support::Invocation::of("unshare");
+        inv.args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount --bind \"$0\" /etc/nsswitch.conf && exec \"$@\"",
+            &conf,
+        ])
+        .args(prefix)
+        .arg(support::bin())
+        .args(args);
+        inv.run()
+    };
+    let r = under_conf(&[], &[url.as_str()]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "fetched");
+    let r = under_conf(
+        &[
+            "setpriv",
+            "--reuid=54321",
+            "--regid=54321",
+            "--clear-groups",
+        ],
+        &["--lock", "postgres://localhost:1/db#nss", "--", "true"],
+    );
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    r.assert_stderr_has("no PGUSER");
 }

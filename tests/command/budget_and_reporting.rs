@@ -232,7 +232,7 @@ fn countdown_on_a_terminal() {
     let job = exits(&s, &[1, 0]);
     let inner = format!(
         "{} --delay 1500ms --jitter none -- {} 2> /dev/tty",
-        support::BIN,
+        support::bin(),
         job
     );
     let mut child = std::process::Command::new("script")
@@ -287,7 +287,7 @@ fn colour_on_a_terminal_and_never_with_no_color() {
     let s = Scratch::new();
     let job = exits(&s, &[1, 0]);
     let through_pty = |no_color: bool| {
-        let inner = format!("{} --delay 1ms -- {}", support::BIN, job);
+        let inner = format!("{} --delay 1ms -- {}", support::bin(), job);
         let mut c = std::process::Command::new("script");
         c.args(["-qec", &inner, "/dev/null"])
             .env_remove("RETRY_DEPTH")
@@ -319,7 +319,7 @@ fn sigpipe_from_a_vanished_reader_is_not_retried() {
     let job = s.job("echo run >> \"$D/count\"; exec yes");
     let line = format!(
         "{{ {} --delay 1ms -- {job}; echo $? > {}; }} | head -n 1",
-        support::BIN,
+        support::bin(),
         s.p("status")
     );
     let r = support::Invocation::of("sh")

@@ -77,7 +77,7 @@ fn retry_inside_retry_does_not_multiply_attempts() {
     let r = run(&fast(&[
         "-a",
         "3",
-        support::BIN,
+        support::bin(),
         "--delay",
         "1ms",
         "-a",

@@ -80,7 +80,7 @@ fn endless_input_does_not_hang() {
     let s = Scratch::new();
     let r = support::Invocation::of("sh")
         .arg("-c")
-        .arg(format!("yes | {} --delay 1ms -- head -n 1", support::BIN))
+        .arg(format!("yes | {} --delay 1ms -- head -n 1", support::bin()))
         .env_remove("RETRY_DEPTH")
         .run();
     assert_eq!(r.status, 0, "{}", r.stderr);

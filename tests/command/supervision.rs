@@ -121,7 +121,7 @@ fn interactive_command_reads_the_terminal() {
     // `script` gives retry a real pseudo-terminal as its controlling terminal.
     let s = Scratch::new();
     let job = s.job("read answer; echo \"got:$answer\" > \"$D/answer\"");
-    let inner = format!("{} -- {}", support::BIN, job);
+    let inner = format!("{} -- {}", support::bin(), job);
     let mut child = std::process::Command::new("script")
         .args(["-qec", &inner, "/dev/null"])
         .env_remove("RETRY_DEPTH")
@@ -146,7 +146,7 @@ fn ctrl_c_at_the_terminal_stops_an_interactive_run() {
     let job = s.job("echo run >> \"$D/count\"; echo ready > \"$D/ready\"; sleep 30");
     let inner = format!(
         "{} -- {}; echo \"status:$?\" > {}",
-        support::BIN,
+        support::bin(),
         job,
         s.p("status")
     );

@@ -134,7 +134,7 @@ impl Case {
     /// Runs curl, then retry, each against a fresh server.
     pub fn run(&self) -> Compared {
         let curl = self.side("curl", &["-q"]);
-        let retry = self.side(super::BIN, &self.retry_prefix);
+        let retry = self.side(super::bin(), &self.retry_prefix);
         Compared { curl, retry }
     }
 

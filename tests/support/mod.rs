@@ -10,7 +10,7 @@ pub mod scratch;
 pub mod terminal;
 pub mod tools;
 
-pub use run::{BIN, Invocation, Run, fast, generated, retry, run, signal, status_of, wait_for_run};
+pub use run::{Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_for_run};
 pub use scratch::{
     Scratch, alive, assert_stopped_because, read_json, run_job, wait_for_file, wait_for_pid,
     wait_until,

@@ -8,7 +8,18 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+/// The binary under test: cargo's build of it, or the one `RETRY_TEST_BIN` names (CI runs
+/// the tests that touch name resolution and the network against the statically linked
+/// release build this way).
+pub fn bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("RETRY_TEST_BIN")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_retry").to_string())
+    })
+}
 
 /// Backoff that keeps a test fast: 1 ms growing to at most 5 ms.
 pub const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
@@ -34,7 +45,7 @@ pub const CLEARED_ENV: &[&str] = &[
 
 /// `retry` with the environment of [`CLEARED_ENV`] removed and an empty stdin.
 pub fn retry() -> Invocation {
-    Invocation::of(BIN)
+    Invocation::of(bin())
 }
 
 /// Runs `retry ARGS` to completion.
