@@ -4,10 +4,13 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
-# R: the binary measured; RETRY_BIN=path measures that one as it is.
+# R: the binary measured, built as the README's install command builds it (statically
+# linked, relative relocations packed); RETRY_BIN=path measures that one as it is.
 if [[ -z ${RETRY_BIN:-} ]]; then
-    cargo build --release --locked
-    RETRY_BIN=${CARGO_TARGET_DIR:-target}/release/retry
+    HOST=$(rustc -vV | sed -n 's/^host: //p')
+    RUSTFLAGS='-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs' \
+        cargo build --release --locked --bin retry --target "$HOST"
+    RETRY_BIN=${CARGO_TARGET_DIR:-target}/$HOST/release/retry
 fi
 R=$(realpath "$RETRY_BIN")
 

@@ -7,7 +7,7 @@
 # the peak number in any 100 ms window after recovery. Prints a table and writes it
 # into BENCHMARKS.md.
 #
-# Usage: bench/herd.sh                 (builds target/release/retry first)
+# Usage: bench/herd.sh                 (builds target/HOST/release/retry first, as the README's install does)
 #        RETRY_BIN=path bench/herd.sh  (measures that binary as it is)
 # All clients wait at a FIFO gate and start together, as clients that failed
 # together would; the outage clock starts at the server's first request.

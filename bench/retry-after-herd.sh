@@ -8,7 +8,7 @@
 # retry comes back sooner than the 2 s asked).
 # Prints a table and writes it into BENCHMARKS.md.
 #
-# Usage: bench/retry-after-herd.sh                 (builds target/release/retry first)
+# Usage: bench/retry-after-herd.sh                 (builds target/HOST/release/retry first, as the README's install does)
 #        RETRY_BIN=path bench/retry-after-herd.sh  (measures that binary as it is)
 # Knobs: CLIENTS (20), RUNS (5), RETRY_ARGS (none: the defaults are what is measured),
 #        NO_DOCS=1 to print the table without writing BENCHMARKS.md, SUMMARY=FILE for a

@@ -7,7 +7,7 @@
 #   (gzip-encoded) against curl --compressed.
 # Prints a table of ratios and writes it into BENCHMARKS.md with the date and machine.
 #
-# Usage: bench/run.sh            (builds target/release/retry first)
+# Usage: bench/run.sh            (builds target/HOST/release/retry first, as the README's install does)
 #        RETRY_BIN=path bench/run.sh   (measures that binary as it is)
 # Knobs: RUNS (default 30) for the short benchmarks, STARTUP_RUNS (default 300) for
 #        start-up, BIG_RUNS (default 10) for the 1 GiB ones, SIZE (default 1G),

@@ -8,7 +8,7 @@
 # Knobs: RUNS (default 1000) starts of every binary, in turn; NO_INSTALL=1 to skip
 #        installing valgrind and perf.
 set -euo pipefail
-# common.sh builds target/release/retry unless RETRY_BIN is set; this script measures only its arguments.
+# common.sh builds the static target/HOST/release/retry unless RETRY_BIN is set; this script measures only its arguments.
 RETRY_BIN=${RETRY_BIN:-/bin/true}
 source "$(dirname "$0")/common.sh"
 

@@ -6,7 +6,7 @@
 # (those ÷ clients), and how the clients ended. Then measures what a budget or circuit
 # update costs with file state. Writes both tables into BENCHMARKS.md.
 #
-# Usage: bench/storm.sh                 (builds target/release/retry first)
+# Usage: bench/storm.sh                 (builds target/HOST/release/retry first, as the README's install does)
 #        RETRY_BIN=path bench/storm.sh  (measures that binary as it is)
 # Knobs: CLIENTS (200), OUTAGE (10), RETRY_ARGS ("-a 5"), ROUNDS (2000 updates timed).
 set -euo pipefail

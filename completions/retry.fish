@@ -151,7 +151,7 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'job' -x -d 'The j
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up' -x -a 'none\\t\'Run none; say how many were dropped\' latest\\t\'Run the most recent missed slot of the window\' all\\t\'Run every missed slot of the window, oldest first\'' -d 'What to do with missed slots (no record in --state)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up-window' -x -d 'How far back missed slots are looked for'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'overlap' -x -a 'skip\\t\'Do not run it; record and log it as skipped\' queue\\t\'Run it after the running one ends\'' -d 'A slot that comes while the previous run still runs: skip it, or run it after'
-complete -c retry -n 'not __retry_target_start >/dev/null' -l 'tz' -x -d 'The zone CRON is read in (IANA name) [default: TZ, else local]'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'tz' -x -d 'The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-budget' -x -d 'Share a retry budget called NAME: retries stop while half its tokens are spent'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'budget-size' -x -d 'Tokens the retry budget holds (it starts full)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'budget-ratio' -x -d 'Tokens a successful attempt earns, 0 < R <= 1'

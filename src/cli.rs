@@ -677,7 +677,7 @@ pub struct Cli {
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = Overlap::Skip, requires = "schedule", help_heading = SCHEDULE)]
     pub overlap: Overlap,
 
-    /// The zone CRON is read in (IANA name) [default: TZ, else local]
+    /// The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]
     #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]
     pub tz: Option<String>,
 
