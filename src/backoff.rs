@@ -133,13 +133,12 @@ impl Jitter {
     }
 }
 
-/// A seed from the operating system, for a run without `--seed`.
+/// A seed for a run without `--seed`, from the keys std draws from the kernel's
+/// getrandom(2) for its hash maps (the getrandom crate, in a statically linked build,
+/// would first try /dev/random and /dev/urandom).
 pub fn random_seed() -> u64 {
-    // getrandom(2) does not fail on Linux 3.17 or later; the clock is a last resort.
-    getrandom::u64().unwrap_or_else(|_| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        now.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
-    })
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::process::id())
 }
 
 /// A uniform pick from [lo, hi], at nanosecond resolution.
