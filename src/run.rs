@@ -125,19 +125,19 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         hooks.set_fencing_token(token);
     }
     let circuit = config.fleet.circuit.as_ref();
-    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
-        if let Some((exit_code, message)) = admit(f, c) {
-            report::notice(&message);
-            let summary = not_run(exit_code, StopReason::CircuitOpen, message, &clock);
-            if let Some(slot) = slot {
-                record_refused(slot, &job_options.command);
-            }
-            finish_report(report_path, &header, &summary)?;
-            return Ok(RunEnd {
-                summary,
-                skipped: None,
-            });
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
+        && let Some((exit_code, message)) = admit(f, c)
+    {
+        report::notice(&message);
+        let summary = not_run(exit_code, StopReason::CircuitOpen, message, &clock);
+        if let Some(slot) = slot {
+            record_refused(slot, &job_options.command);
         }
+        finish_report(report_path, &header, &summary)?;
+        return Ok(RunEnd {
+            summary,
+            skipped: None,
+        });
     }
     announce(config, &header);
     let engine_setup = EngineSetup {

@@ -520,10 +520,10 @@ fn stress_run(rng: &mut impl rand::Rng, n: usize) {
         let mut buf = vec![0u8; 4096];
         let mut total = 0;
         loop {
-            if let Reader::LeavesAfter(limit) = reader {
-                if total >= limit {
-                    return;
-                }
+            if let Reader::LeavesAfter(limit) = reader
+                && total >= limit
+            {
+                return;
             }
             match out.read(&mut buf) {
                 Ok(0) | Err(_) => return,

@@ -190,10 +190,10 @@ impl CommandRules {
         if listed(&self.success_on) {
             return Verdict::success(format!("exit status {code} is in --success-on"));
         }
-        if code != 0 {
-            if let Some(verdict) = self.profile_verdict(code, facts) {
-                return verdict;
-            }
+        if code != 0
+            && let Some(verdict) = self.profile_verdict(code, facts)
+        {
+            return verdict;
         }
         let row = profiles::GENERIC_EXITS
             .iter()

@@ -157,10 +157,10 @@ impl FormField {
                 }
             }
         }
-        if let FormContent::File(p) | FormContent::FileText(p) = &field.content {
-            if p.is_empty() {
-                return Err(format!("'{text}': no file after @ or <; {ACCEPTS}"));
-            }
+        if let FormContent::File(p) | FormContent::FileText(p) = &field.content
+            && p.is_empty()
+        {
+            return Err(format!("'{text}': no file after @ or <; {ACCEPTS}"));
         }
         Ok(field)
     }

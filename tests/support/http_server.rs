@@ -211,10 +211,10 @@ impl Drop for Server {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        if let Some(n) = self.expected {
-            if !std::thread::panicking() {
-                assert_eq!(self.hits(), n, "requests received by the test server");
-            }
+        if let Some(n) = self.expected
+            && !std::thread::panicking()
+        {
+            assert_eq!(self.hits(), n, "requests received by the test server");
         }
     }
 }

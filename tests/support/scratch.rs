@@ -122,10 +122,10 @@ pub fn wait_for_pid(path: &Path, limit: Duration) -> i32 {
 pub fn wait_for_file(path: &Path, limit: Duration) -> String {
     let end = Instant::now() + limit;
     while Instant::now() < end {
-        if let Ok(text) = fs::read_to_string(path) {
-            if text.ends_with('\n') {
-                return text;
-            }
+        if let Ok(text) = fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
