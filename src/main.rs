@@ -2,11 +2,15 @@
 // finds the main thread's stack guard through /proc/self/maps and sets up an
 // alternate signal stack, which costs more than everything retry does before its
 // first spawn. What of it retry relies on is done here.
-#![no_main]
+// (Under `cargo test` the bin's test harness brings its own main.)
+#![cfg_attr(not(test), no_main)]
 
+#[cfg(not(test))]
 use std::ffi::{c_char, c_int};
+#[cfg(not(test))]
 use std::io::Write;
 
+#[cfg(not(test))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     open_standard_descriptors();
@@ -24,6 +28,7 @@ extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     c_int::from(u8::try_from(status).unwrap_or(retry::USAGE_EXIT))
 }
 
+#[cfg(not(test))]
 /// Opens /dev/null on any of descriptors 0–2 that is closed, as std does, so that no
 /// file retry opens later becomes the command's stdin, stdout or stderr.
 fn open_standard_descriptors() {
