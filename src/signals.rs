@@ -25,6 +25,19 @@ pub const STOPPING: [i32; 4] = [
 ];
 const SIGCHLD: i32 = Signal::SIGCHLD as i32;
 
+/// Every signal whose disposition retry changes (handlers for the stopping signals and
+/// SIGCHLD; SIGPIPE and, in the terminal's foreground, SIGTTOU ignored): an attempt's
+/// process resets them to the default before it execs.
+pub const CHANGED: [i32; 7] = [
+    Signal::SIGINT as i32,
+    Signal::SIGTERM as i32,
+    Signal::SIGHUP as i32,
+    Signal::SIGQUIT as i32,
+    SIGCHLD,
+    Signal::SIGPIPE as i32,
+    Signal::SIGTTOU as i32,
+];
+
 struct State {
     read: OwnedFd,
     /// Another end of the self-pipe, for threads that must wake a waiting one.

@@ -9,7 +9,6 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -22,6 +21,16 @@ use nix::unistd::{Whence, lseek, pipe2, read, write};
 use super::Fault;
 use super::spool::Spool;
 use crate::cli::StdinMode;
+
+/// What an attempt's stdin is.
+pub enum ChildStdin {
+    /// retry's own.
+    Inherit,
+    /// /dev/null.
+    Null,
+    /// The read end of the pipe the feeder replays the recording into.
+    Pipe(OwnedFd),
+}
 
 const CHUNK: usize = 64 << 10;
 
@@ -98,13 +107,13 @@ impl StdinPlan {
     }
 
     /// The child's stdin for the next attempt, and the feeder thread if one runs.
-    pub fn prepare(&mut self, fault: &Arc<Fault>) -> io::Result<(Stdio, Option<Feeder>)> {
+    pub fn prepare(&mut self, fault: &Arc<Fault>) -> io::Result<(ChildStdin, Option<Feeder>)> {
         match self {
-            StdinPlan::Inherit => Ok((Stdio::inherit(), None)),
-            StdinPlan::Null => Ok((Stdio::null(), None)),
+            StdinPlan::Inherit => Ok((ChildStdin::Inherit, None)),
+            StdinPlan::Null => Ok((ChildStdin::Null, None)),
             StdinPlan::Rewind { offset } => {
                 lseek(stdin_fd(), *offset, Whence::SeekSet)?;
-                Ok((Stdio::inherit(), None))
+                Ok((ChildStdin::Inherit, None))
             }
             StdinPlan::Replay(slot) => {
                 let recorder = slot.take().unwrap_or_default();
@@ -117,7 +126,7 @@ impl StdinPlan {
                     .name("stdin-replay".into())
                     .spawn(move || feed(recorder, our_end, cancel_read, &fault))?;
                 Ok((
-                    Stdio::from(child_end),
+                    ChildStdin::Pipe(child_end),
                     Some(Feeder {
                         cancel: cancel_write,
                         handle,

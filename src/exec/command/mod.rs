@@ -1,24 +1,22 @@
 //! Command mode: starts one attempt of a command in its own process group, with
 //! stdin replay, and classifies how it ended (the rules are `classify::command`).
-//! Waiting for the process, its time limit and signals are `supervisor`'s; the
+//! Starting the process is `spawn`'s (clone with CLONE_VM and CLONE_VFORK); waiting
+//! for it, its time limit and signals are `supervisor`'s; the
 //! pumps and the held stdout are `output`'s; the terminal hand-over is
 //! `terminal`'s.
 
 mod control;
 mod output;
+mod spawn;
 pub(crate) mod supervisor;
 mod terminal;
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::BorrowedFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{self, SigHandler, Signal};
-use nix::unistd::{Pid, getpid, getppid, setpgid, tcsetpgrp};
+use nix::unistd::{setpgid, tcsetpgrp};
 
 use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
 use crate::classify::control::DIRECTIVES;
@@ -33,7 +31,7 @@ use crate::exit::ExitCode;
 use crate::io::Fault;
 use crate::io::pump::Shared;
 use crate::io::spool;
-use crate::io::stdin::StdinPlan;
+use crate::io::stdin::{ChildStdin, StdinPlan};
 use crate::{report, signals};
 use control::ControlFile;
 use output::{HeldStdout, Pumps, output_reader_gone};
@@ -216,69 +214,58 @@ impl CommandExecutor {
         report
     }
 
-    fn command(
+    /// The attempt's process: argv, the RETRY_* variables, and its descriptors.
+    fn spec(
         &self,
         ctx: &AttemptContext,
-        stdin: Stdio,
+        stdin: ChildStdin,
         stdout_file: Option<&std::fs::File>,
         control: Option<&ControlFile>,
-    ) -> io::Result<Command> {
-        let mut cmd = Command::new(&self.argv[0]);
-        cmd.args(&self.argv[1..]);
-        cmd.env("RETRY_ATTEMPT", ctx.number.to_string())
-            .env("RETRY_ATTEMPTS", ctx.limit.to_string())
-            .env("RETRY_IDEMPOTENCY_KEY", &self.info.idempotency_key)
-            .env("RETRY_DEPTH", (self.info.depth + 1).to_string());
+    ) -> io::Result<spawn::Spec<'_>> {
+        let mut env: Vec<(&'static str, Option<OsString>)> = vec![
+            ("RETRY_ATTEMPT", Some(ctx.number.to_string().into())),
+            ("RETRY_ATTEMPTS", Some(ctx.limit.to_string().into())),
+            (
+                "RETRY_IDEMPOTENCY_KEY",
+                Some(self.info.idempotency_key.clone().into()),
+            ),
+            (
+                "RETRY_DEPTH",
+                Some((self.info.depth + 1).to_string().into()),
+            ),
+            (
+                "RETRY_DEADLINE_MS",
+                ctx.budget_left
+                    .map(|left| left.as_millis().to_string().into()),
+            ),
+            // Never an outer retry's file: the directive would reach the wrong run.
+            ("RETRY_CONTROL", control.map(|file| file.path().into())),
+        ];
         if let Some(token) = self.fencing_token {
-            cmd.env("RETRY_FENCING_TOKEN", token.to_string());
+            env.push(("RETRY_FENCING_TOKEN", Some(token.to_string().into())));
         }
-        match ctx.budget_left {
-            Some(left) => cmd.env("RETRY_DEADLINE_MS", left.as_millis().to_string()),
-            None => cmd.env_remove("RETRY_DEADLINE_MS"),
-        };
-        // Never an outer retry's file: the directive would reach the wrong run.
-        match control {
-            Some(file) => cmd.env("RETRY_CONTROL", file.path()),
-            None => cmd.env_remove("RETRY_CONTROL"),
-        };
-        cmd.stdin(stdin);
         let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
-        cmd.stdout(match stdout_file {
-            Some(file) => Stdio::from(file.try_clone()?),
-            None if self.hold_stdout || watch_out => Stdio::piped(),
-            None => Stdio::inherit(),
-        });
-        cmd.stderr(if self.watch.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::inherit()
-        });
-        let parent = getpid();
-        let foreground = self.foreground;
-        // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe calls (setpgid, tcsetpgrp, signal, prctl, getppid, kill).
-        unsafe {
-            cmd.pre_exec(move || {
-                if foreground {
-                    // Own group and the terminal's foreground: the command can read the terminal and Ctrl-C reaches it.
-                    setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
-                    let tty = BorrowedFd::borrow_raw(0);
-                    let _ = tcsetpgrp(tty, getpid());
-                    signal::signal(Signal::SIGTTOU, SigHandler::SigDfl)?;
-                }
-                // If retry is SIGKILLed, the kernel ends the attempt's main process too.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                if getppid() != parent {
-                    // retry died before the line above took effect.
-                    let _ = signal::kill(getpid(), Signal::SIGKILL);
-                }
-                Ok(())
-            });
-        }
-        if !foreground {
-            cmd.process_group(0);
-        }
-        Ok(cmd)
+        Ok(spawn::Spec {
+            argv: &self.argv,
+            env,
+            stdin: match stdin {
+                ChildStdin::Inherit => spawn::Stdio::Inherit,
+                ChildStdin::Null => spawn::Stdio::Null,
+                ChildStdin::Pipe(fd) => spawn::Stdio::Fd(fd),
+            },
+            stdout: match stdout_file {
+                Some(file) => spawn::Stdio::Fd(file.try_clone()?.into()),
+                None if self.hold_stdout || watch_out => spawn::Stdio::Piped,
+                None => spawn::Stdio::Inherit,
+            },
+            stderr: if self.watch.is_some() {
+                spawn::Stdio::Piped
+            } else {
+                spawn::Stdio::Inherit
+            },
+            foreground: self.foreground,
+            reset_signals: &signals::CHANGED,
+        })
     }
 
     /// This attempt's RETRY_CONTROL file; without one, -v says why (once).
@@ -341,20 +328,18 @@ impl Executor for CommandExecutor {
         let stdout_file = self.stdout_file();
         let (stdin, feeder) = self.stdin.prepare(&fault)?;
         let control = self.control_file();
-        let mut cmd = self.command(ctx, stdin, stdout_file.as_ref(), control.as_ref())?;
+        let spec = self.spec(ctx, stdin, stdout_file.as_ref(), control.as_ref())?;
         if self.foreground {
             ignore_sigttou();
         }
-        let spawned = cmd.spawn();
-        drop(cmd);
-        let mut child = match spawned {
+        let mut child = match spawn::spawn(spec) {
             Ok(child) => child,
             Err(err) => {
                 self.stdin.finish(feeder);
                 return Ok(self.spawn_failure(&err));
             }
         };
-        let pid = Pid::from_raw(child.id() as i32);
+        let pid = child.pid;
         if self.foreground {
             // Both sides set the group and the foreground, whichever runs first.
             let _ = setpgid(pid, pid);
@@ -366,7 +351,12 @@ impl Executor for CommandExecutor {
             facts: Arc::clone(&facts),
             fault: Arc::clone(&fault),
         };
-        let pumps = Pumps::start(&mut child, self.hold_stdout, &shared)?;
+        let pumps = Pumps::start(
+            child.stdout.take(),
+            child.stderr.take(),
+            self.hold_stdout,
+            &shared,
+        )?;
         let supervised = Supervisor {
             pid,
             kill_after: self.kill_after,

@@ -5,7 +5,6 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -46,26 +45,26 @@ pub(super) struct Pumps {
 
 impl Pumps {
     /// Starts a pump on each stream retry reads: stdout held or forwarded, stderr forwarded.
-    pub fn start(child: &mut Child, hold_stdout: bool, shared: &Shared) -> io::Result<Pumps> {
-        let stdout = match child.stdout.take() {
+    pub fn start(
+        stdout: Option<OwnedFd>,
+        stderr: Option<OwnedFd>,
+        hold_stdout: bool,
+        shared: &Shared,
+    ) -> io::Result<Pumps> {
+        let stdout = match stdout {
             Some(out) => {
                 let sink = if hold_stdout {
                     Sink::Hold(Spool::new())
                 } else {
                     Sink::Forward(1)
                 };
-                Some(Pump::start(
-                    OwnedFd::from(out),
-                    sink,
-                    Stream::Stdout,
-                    shared.clone(),
-                )?)
+                Some(Pump::start(out, sink, Stream::Stdout, shared.clone())?)
             }
             None => None,
         };
-        let stderr = match child.stderr.take() {
+        let stderr = match stderr {
             Some(err) => Some(Pump::start(
-                OwnedFd::from(err),
+                err,
                 Sink::Forward(2),
                 Stream::Stderr,
                 shared.clone(),
