@@ -82,13 +82,15 @@ faults() {
     perf stat -x, -r 100 -e page-faults "${cmd[@]}" 2>&1 >/dev/null | awk -F, 'NR == 1 { print $1 }'
 }
 
-# relocs PATH: counts of RELATIVE, symbol and IRELATIVE relocations, and .relr.dyn size.
+# relocs PATH: counts of RELATIVE (packed or not), symbol and IRELATIVE relocations, and .relr.dyn size.
 relocs() {
     local relr
-    relr=$(readelf -S -W "$1" | awk '$2 == ".relr.dyn" { print $6 }')
+    relr=$(readelf -S -W "$1" | sed 's/\[ */[/' | awk '$2 == ".relr.dyn" { print $6 }')
     relr=$((16#${relr:-0}))
+    # A packed .relr.dyn section is listed as "N offsets": relative relocations too.
     readelf -r -W "$1" | awk -v relr="$relr" '
-        /R_X86_64_RELATIVE/ { rel++ } /R_X86_64_(GLOB_DAT|JUMP_SLO|64)/ { sym++ }
+        /R_X86_64_RELATIVE/ { rel++ } /^ *[0-9]+ offsets$/ { rel += $1 }
+        /R_X86_64_(GLOB_DAT|JUMP_SLO|64)/ { sym++ }
         /R_X86_64_IRELATIV/ { irel++ }
         END { printf "%d\t%d\t%d\t%d\n", rel, sym, irel, relr }'
 }
