@@ -9,8 +9,7 @@
 //! prepared (C strings, pointer arrays, descriptors), never allocates, and reports a
 //! failure before the exec through an integer it shares with the parent.
 
-use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString, c_char, c_int, c_void};
+use std::ffi::{CStr, CString, OsStr, OsString, c_char, c_int, c_void};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -98,24 +97,36 @@ pub(super) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     let Some(program) = argv.first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "no command"));
     };
-    // Sorted by name, as std's Command passes it.
-    let mut vars: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    for (name, value) in spec.env {
-        match value {
-            Some(value) => vars.insert(name.into(), value),
-            None => vars.remove(OsStr::new(name)),
-        };
+    // retry's environment as it is (its strings, not copies), without the variables the
+    // attempt sets or removes, then the ones it sets.
+    let mut envp: Vec<*const c_char> = Vec::with_capacity(64);
+    // SAFETY: retry never changes its own environment, so `environ` and its strings stay
+    // as the C library set them up, valid and NUL-terminated, for the whole process.
+    unsafe {
+        let mut entry = libc::environ.cast_const();
+        while !(*entry).is_null() {
+            let bytes = CStr::from_ptr(*entry).to_bytes();
+            let name = bytes.split(|b| *b == b'=').next().unwrap_or(bytes);
+            if !spec.env.iter().any(|(n, _)| n.as_bytes() == name) {
+                envp.push(*entry);
+            }
+            entry = entry.add(1);
+        }
     }
-    let envp: Vec<CString> = vars
+    let set: Vec<CString> = spec
+        .env
         .iter()
-        .map(|(name, value)| {
+        .filter_map(|(name, value)| {
+            let value = value.as_ref()?;
             let mut entry = name.as_bytes().to_vec();
             entry.push(b'=');
             entry.extend_from_slice(value.as_bytes());
-            c_string(OsStr::from_bytes(&entry))
+            Some(c_string(OsStr::from_bytes(&entry)))
         })
         .collect::<Result<_, _>>()?;
-    let (argv_ptrs, envp_ptrs) = (pointers(&argv), pointers(&envp));
+    envp.extend(set.iter().map(|s| s.as_ptr()));
+    envp.push(std::ptr::null());
+    let argv_ptrs = pointers(&argv);
 
     // The child's ends stay open in retry until the child has exec'd (or failed).
     let mut child_ends: Vec<OwnedFd> = Vec::new();
@@ -144,7 +155,7 @@ pub(super) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     let args = ChildArgs {
         program: program.as_ptr(),
         argv: argv_ptrs.as_ptr(),
-        envp: envp_ptrs.as_ptr(),
+        envp: envp.as_ptr(),
         fds,
         foreground: spec.foreground,
         parent: std::process::id() as libc::pid_t,
