@@ -14,8 +14,15 @@ fn t(text: &str) -> Slot {
         .with_timezone(&Utc)
 }
 
-fn berlin() -> crate::schedule::zone::Zone {
-    crate::schedule::zone::Zone::named("Europe/Berlin").unwrap()
+/// The slots a schedule read in Europe/Berlin (overlaps skipped, 1 h window) runs from
+/// `start` until the world stops it after `stop_after` runs.
+fn ran_in_berlin(cron: &str, catch_up: CatchUp, start: &str, stop_after: usize) -> Vec<Slot> {
+    let zone = crate::schedule::zone::Zone::named("Europe/Berlin").unwrap();
+    let mut cfg = config(cron, catch_up, Overlap::Skip, 3600);
+    cfg.cron = CronSchedule::parse(cron, zone).unwrap();
+    let mut world = Fake::new(start, HashSet::new(), stop_after);
+    run(&cfg, &mut world);
+    world.ran
 }
 
 fn set(slots: &[&str]) -> HashSet<Slot> {
@@ -246,31 +253,20 @@ fn a_suspended_host_catches_up_from_state_on_waking() {
 
 #[test]
 fn a_fixed_time_in_the_spring_gap_runs_once_through_the_loop() {
-    let mut cfg = config("30 2 * * *", CatchUp::Latest, Overlap::Skip, 3600);
-    cfg.cron = CronSchedule::parse("30 2 * * *", berlin()).unwrap();
-    let mut world = Fake::new("2026-03-28T12:00:00Z", HashSet::new(), 2);
-    run(&cfg, &mut world);
     assert_eq!(
-        world.ran,
+        ran_in_berlin("30 2 * * *", CatchUp::Latest, "2026-03-28T12:00:00Z", 2),
         vec![t("2026-03-29T01:00:00Z"), t("2026-03-30T00:30:00Z")]
     );
 }
 
 #[test]
 fn a_repeated_hour_runs_a_fixed_time_once_and_an_hourly_job_twice() {
-    let mut cfg = config("30 2 * * *", CatchUp::None, Overlap::Skip, 3600);
-    cfg.cron = CronSchedule::parse("30 2 * * *", berlin()).unwrap();
-    let mut world = Fake::new("2026-10-24T12:00:00Z", HashSet::new(), 2);
-    run(&cfg, &mut world);
     assert_eq!(
-        world.ran,
+        ran_in_berlin("30 2 * * *", CatchUp::None, "2026-10-24T12:00:00Z", 2),
         vec![t("2026-10-25T00:30:00Z"), t("2026-10-26T01:30:00Z")]
     );
-    cfg.cron = CronSchedule::parse("30 * * * *", berlin()).unwrap();
-    let mut world = Fake::new("2026-10-24T23:45:00Z", HashSet::new(), 3);
-    run(&cfg, &mut world);
     assert_eq!(
-        world.ran,
+        ran_in_berlin("30 * * * *", CatchUp::None, "2026-10-24T23:45:00Z", 3),
         vec![
             t("2026-10-25T00:30:00Z"),
             t("2026-10-25T01:30:00Z"),

@@ -114,9 +114,7 @@ mod tests {
     use super::*;
 
     fn utc(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
+        text.parse().unwrap()
     }
 
     fn naive(text: &str) -> NaiveDateTime {
