@@ -7,14 +7,14 @@
 //! watchdog thread) records it with [`lose_lock`], which wakes the same self-pipe,
 //! so every wait that notices signals notices it too ([`stop`]).
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use nix::libc;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
 /// The signals that end a run, in the order they are reported.
 pub const STOPPING: [i32; 4] = [
@@ -42,15 +42,39 @@ struct State {
     read: OwnedFd,
     /// Another end of the self-pipe, for threads that must wake a waiting one.
     write: OwnedFd,
-    flags: Vec<(i32, Arc<AtomicBool>)>,
-    child: Arc<AtomicBool>,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
+/// Set by the handler for each signal number it sees; taken by the functions below.
+static RAISED: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
+/// The self-pipe's write end, for the handler (-1 until installed).
+static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// The first stopping signal seen; 0 while none.
 static FIRST: AtomicI32 = AtomicI32::new(0);
 /// Why a lock the run depends on was lost; set once per run, by the first to notice.
 static LOCK_LOST: Mutex<Option<String>> = Mutex::new(None);
+
+/// The handler: marks the signal and writes a byte to the self-pipe, nothing else.
+extern "C" fn on_signal(sig: libc::c_int) {
+    // SAFETY: only atomics and write(2), which are async-signal-safe; errno is kept
+    // for the code the signal interrupted. A full pipe drops the byte (non-blocking):
+    // a wake-up is already pending then.
+    unsafe {
+        let errno = *libc::__errno_location();
+        if let Some(flag) = RAISED.get(sig as usize) {
+            flag.store(true, Ordering::SeqCst);
+        }
+        let fd = WAKE.load(Ordering::SeqCst);
+        if fd >= 0 {
+            libc::write(fd, [0u8].as_ptr().cast(), 1);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+fn raised(sig: i32) -> &'static AtomicBool {
+    &RAISED[sig as usize]
+}
 
 /// Why a run must stop before its policy says so.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,35 +92,28 @@ pub fn install() -> std::io::Result<()> {
     }
     let (read, write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
-    let write = std::os::unix::net::UnixStream::from(write);
-    let mut flags = Vec::new();
+    WAKE.store(write.as_raw_fd(), Ordering::SeqCst);
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
     for sig in STOPPING.iter().copied().chain([SIGCHLD]) {
-        let flag = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(sig, Arc::clone(&flag))?;
-        signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
-        flags.push((sig, flag));
+        let sig = Signal::try_from(sig).map_err(std::io::Error::from)?;
+        // SAFETY: `on_signal` is async-signal-safe (see there).
+        unsafe { sigaction(sig, &action) }.map_err(std::io::Error::from)?;
     }
-    let child = flags
-        .iter()
-        .find(|(s, _)| *s == SIGCHLD)
-        .map(|(_, f)| Arc::clone(f))
-        .expect("registered");
-    let _ = STATE.set(State {
-        read,
-        write: OwnedFd::from(write.try_clone()?),
-        flags,
-        child,
-    });
+    let _ = STATE.set(State { read, write });
     Ok(())
 }
 
 /// The stopping signal received so far, if any (the first one wins).
 pub fn pending() -> Option<i32> {
-    let state = STATE.get()?;
+    STATE.get()?;
     if FIRST.load(Ordering::SeqCst) == 0 {
-        for (sig, flag) in &state.flags {
-            if *sig != SIGCHLD && flag.swap(false, Ordering::SeqCst) {
-                let _ = FIRST.compare_exchange(0, *sig, Ordering::SeqCst, Ordering::SeqCst);
+        for sig in STOPPING {
+            if raised(sig).swap(false, Ordering::SeqCst) {
+                let _ = FIRST.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
             }
         }
     }
@@ -109,12 +126,10 @@ pub fn pending() -> Option<i32> {
 /// A stopping signal that arrived after `pending` first reported one (a second
 /// Ctrl-C): taken once.
 pub fn take_repeat() -> Option<i32> {
-    let state = STATE.get()?;
-    state
-        .flags
-        .iter()
-        .find(|(sig, flag)| *sig != SIGCHLD && flag.swap(false, Ordering::SeqCst))
-        .map(|(sig, _)| *sig)
+    STATE.get()?;
+    STOPPING
+        .into_iter()
+        .find(|sig| raised(*sig).swap(false, Ordering::SeqCst))
 }
 
 /// Whether the handlers are installed (without them no SIGCHLD is noticed).
@@ -124,9 +139,7 @@ pub fn installed() -> bool {
 
 /// Whether a SIGCHLD arrived since the last call.
 pub fn child_changed() -> bool {
-    STATE
-        .get()
-        .is_some_and(|s| s.child.swap(false, Ordering::SeqCst))
+    STATE.get().is_some() && raised(SIGCHLD).swap(false, Ordering::SeqCst)
 }
 
 /// Sleeps up to `d`, waking early when any handled signal arrives.
