@@ -88,6 +88,56 @@ fn pointers(strings: &[CString]) -> Vec<*const c_char> {
         .collect()
 }
 
+/// The children's stack: an anonymous mapping kept for the next attempt (unmapping it
+/// after each would cost a TLB flush), replaced only when an attempt needs more.
+struct Stack {
+    base: *mut c_void,
+    size: usize,
+}
+
+// SAFETY: the mapping is only used while the mutex guarding it is held.
+unsafe impl Send for Stack {}
+
+static STACK: std::sync::Mutex<Stack> = std::sync::Mutex::new(Stack {
+    base: std::ptr::null_mut(),
+    size: 0,
+});
+
+impl Stack {
+    /// This stack, made or grown to at least `size` bytes.
+    fn at_least(&mut self, size: usize) -> io::Result<&Stack> {
+        if self.size < size {
+            // SAFETY: a fresh anonymous private mapping; the old one, if any, is no
+            // longer used by any child (CLONE_VFORK returns after the child's exec).
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    size,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            if !self.base.is_null() {
+                // SAFETY: see above.
+                unsafe { libc::munmap(self.base, self.size) };
+            }
+            (self.base, self.size) = (base, size);
+        }
+        Ok(self)
+    }
+
+    /// The address a child's stack starts from (stacks grow down).
+    fn top(&self) -> *mut c_void {
+        // SAFETY: one past the end of the mapping, which clone(2) expects.
+        unsafe { self.base.cast::<u8>().add(self.size).cast() }
+    }
+}
+
 pub(super) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     let argv: Vec<CString> = spec
         .argv
@@ -167,22 +217,9 @@ pub(super) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     // script through /bin/sh.
     let page = 4096;
     let stack_size = (64 * 1024 + argv_ptrs.len() * 8 + 4 * page).next_multiple_of(page);
+    let mut stack = STACK.lock().unwrap_or_else(|e| e.into_inner());
+    let stack = stack.at_least(stack_size)?;
     let pid = {
-        // SAFETY: a fresh anonymous private mapping, unmapped below once the child has
-        // left it (CLONE_VFORK returns only after the child's execve or exit).
-        let stack = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                stack_size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if stack == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         // SAFETY: sigset_t is plain data, filled by sigfillset before use; blocking every
         // signal keeps retry's handlers from running in the child, which shares its memory.
         let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -196,16 +233,15 @@ pub(super) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
         let pid = unsafe {
             libc::clone(
                 child,
-                stack.cast::<u8>().add(stack_size).cast::<c_void>(),
+                stack.top(),
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
                 std::ptr::from_ref(&args).cast_mut().cast::<c_void>(),
             )
         };
         let clone_error = io::Error::last_os_error();
-        // SAFETY: restores the mask saved above; the child no longer uses the stack.
+        // SAFETY: restores the mask saved above.
         unsafe {
             libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-            libc::munmap(stack, stack_size);
         }
         if pid < 0 {
             return Err(clone_error);
