@@ -68,6 +68,29 @@ fn wait_lines(dir: &Scratch, file: &str, n: usize, limit: Duration) {
     }
 }
 
+/// Waits until a slot's marker in the `--state` directory `state` says it succeeded.
+fn wait_for_success_record(state: &str, limit: Duration) {
+    let end = Instant::now() + limit;
+    let recorded = || {
+        fs::read_dir(state)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| {
+                let path = entry.path();
+                path.extension().is_some_and(|e| e == "json")
+                    && fs::read_to_string(&path).is_ok_and(|t| t.contains("\"succeeded\""))
+            })
+    };
+    while !recorded() {
+        assert!(
+            Instant::now() < end,
+            "no slot in {state} was recorded as succeeded"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A CRON that fires once a minute, `ahead` seconds from now.
 fn once_a_minute_in(ahead: u32) -> String {
     let second = (Utc::now().second() + ahead) % 60;
@@ -203,6 +226,9 @@ fn a_slot_killed_mid_run_runs_again_with_the_same_key_and_a_finished_one_never()
 
     let second = Scheduler::start(&dir, "second", &args);
     wait_lines(&dir, "ends", 1, Duration::from_secs(10));
+    // Stopped only once the slot is recorded: a SIGTERM that reaches the command before
+    // it has exited interrupts the attempt, and an interrupted attempt records nothing.
+    wait_for_success_record(&state, Duration::from_secs(10));
     let (_, log2) = second.stop();
     let starts = keys(&dir, "starts");
     assert_eq!(
