@@ -61,16 +61,14 @@ fn assert_no_key_twice(keys: &[String], logs: &str) {
 
 /// Waits until `file` has `n` lines, for up to `limit`.
 fn wait_lines(dir: &Scratch, file: &str, n: usize, limit: Duration) {
-    let end = Instant::now() + limit;
-    while dir.count(file) < n {
-        assert!(Instant::now() < end, "{file} did not reach {n} lines");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        cmd::wait_until(limit, || dir.count(file) >= n),
+        "{file} did not reach {n} lines"
+    );
 }
 
 /// Waits until a slot's marker in the `--state` directory `state` says it succeeded.
 fn wait_for_success_record(state: &str, limit: Duration) {
-    let end = Instant::now() + limit;
     let recorded = || {
         fs::read_dir(state)
             .into_iter()
@@ -82,13 +80,10 @@ fn wait_for_success_record(state: &str, limit: Duration) {
                     && fs::read_to_string(&path).is_ok_and(|t| t.contains("\"succeeded\""))
             })
     };
-    while !recorded() {
-        assert!(
-            Instant::now() < end,
-            "no slot in {state} was recorded as succeeded"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        cmd::wait_until(limit, recorded),
+        "no slot in {state} was recorded as succeeded"
+    );
 }
 
 /// A CRON that fires once a minute, `ahead` seconds from now.
