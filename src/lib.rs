@@ -23,6 +23,7 @@ mod resolve;
 mod run;
 mod schedule;
 mod signals;
+mod wait;
 
 /// The clap definition, for tests that walk every option.
 pub use cli::Cli;

@@ -95,14 +95,12 @@ pub async fn lookup(host: &str, family: Option<Family>) -> Result<Vec<IpAddr>, S
     Ok(addrs)
 }
 
-/// `lookup` from code that is not async (the PostgreSQL connection), on a runtime of
-/// its own.
+/// `lookup` from code that is not async (the PostgreSQL connection), on this thread's
+/// runtime.
 pub fn lookup_blocking(host: &str) -> Result<Vec<IpAddr>, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    runtime.block_on(lookup(host, None))
+    let bound = crate::wait::Bound::signals_only();
+    crate::wait::block_on(lookup(host, None), &bound)
+        .map_err(|ended| format!("cannot resolve {host}: {ended}"))?
 }
 
 /// For reqwest: every name the HTTP client connects to, the target's and a proxy's.

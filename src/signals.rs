@@ -157,37 +157,24 @@ pub fn wait(d: Duration) {
     drain(state.read.as_fd());
 }
 
+/// The self-pipe's read end, for a wait that polls it beside its own descriptor
+/// (`None` before the handlers are installed).
+pub fn wake_fd() -> Option<BorrowedFd<'static>> {
+    STATE.get().map(|state| state.read.as_fd())
+}
+
+/// Empties the self-pipe after a wait saw it readable (the flags keep what happened).
+pub fn drain_wakes() {
+    if let Some(state) = STATE.get() {
+        drain(state.read.as_fd());
+    }
+}
+
 fn drain(fd: BorrowedFd<'_>) {
     let mut buf = [0u8; 64];
     while let Ok(n) = nix::unistd::read(fd, &mut buf) {
         if n == 0 {
             break;
-        }
-    }
-}
-
-/// Waits until `fd` is ready for `events` (or has an error or hang-up), unless a
-/// stopping signal arrives first; returns the signal if one did.
-pub fn wait_ready(fd: BorrowedFd<'_>, events: PollFlags) -> Result<(), i32> {
-    loop {
-        if let Some(sig) = pending() {
-            return Err(sig);
-        }
-        let Some(state) = STATE.get() else {
-            let mut fds = [PollFd::new(fd, events)];
-            let _ = poll(&mut fds, PollTimeout::NONE);
-            return Ok(());
-        };
-        let mut fds = [
-            PollFd::new(fd, events),
-            PollFd::new(state.read.as_fd(), PollFlags::POLLIN),
-        ];
-        let _ = poll(&mut fds, PollTimeout::NONE);
-        if fds[1].any().unwrap_or(false) {
-            drain(state.read.as_fd());
-        }
-        if fds[0].any().unwrap_or(false) {
-            return Ok(());
         }
     }
 }

@@ -18,6 +18,7 @@ use nix::sys::socket::{MsgFlags, send};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
 use crate::signals;
+use crate::wait::Bound;
 
 const CHUNK: usize = 64 << 10;
 
@@ -133,7 +134,8 @@ impl Output {
     fn wait_for_room(&self, stop: Stop<'_>) -> Result<(), WriteError> {
         match stop {
             Stop::Signals => {
-                signals::wait_ready(self.fd(), PollFlags::POLLOUT).map_err(|_| WriteError::Stopped)
+                crate::wait::ready(self.fd(), PollFlags::POLLOUT, &Bound::signals_only())
+                    .map_err(|_| WriteError::Stopped)
             }
             Stop::Cancel(cancel) => {
                 let mut fds = [

@@ -24,6 +24,7 @@ use crate::engine::RunSummary;
 use crate::parse::human;
 use crate::report;
 use crate::signals::{self, Stop};
+use crate::wait::{Bound, Ended};
 
 pub use self::postgres::PgTarget;
 
@@ -616,10 +617,7 @@ enum Acquired {
     Stopped(Stop),
 }
 
-/// Longest pause between two tries of a busy lock.
-const POLL_MAX: Duration = Duration::from_millis(200);
-
-/// Tries `attempt` until it succeeds or `deadline` passes, sleeping in between so
+/// Tries `attempt` until it succeeds or `deadline` passes, pausing in between so
 /// that a stopping signal (or a lock already held being lost) ends the wait at once.
 fn acquire(
     what: &str,
@@ -627,27 +625,24 @@ fn acquire(
     wait: Duration,
     mut attempt: impl FnMut() -> anyhow::Result<bool>,
 ) -> anyhow::Result<Acquired> {
-    let mut pause = Duration::from_millis(10);
     let mut announced = false;
-    loop {
-        if attempt()? {
-            return Ok(Acquired::Held);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Ok(Acquired::Busy);
-        }
-        if !announced {
+    let bound = Bound::until(Some(deadline)).or_lost_lock();
+    let tried = crate::wait::retry_until(&bound, || {
+        let held = attempt()?;
+        if !held && !announced && Instant::now() < deadline {
             report::info(&format!(
                 "{what} is busy; waiting up to {} for it",
                 human(wait)
             ));
             announced = true;
         }
-        if let Err(stop) = signals::sleep_or_stop(pause.min(deadline - now)) {
-            return Ok(Acquired::Stopped(stop));
-        }
-        pause = (pause * 2).min(POLL_MAX);
+        anyhow::Ok(held.then_some(()))
+    });
+    match tried {
+        Ok(Ok(())) => Ok(Acquired::Held),
+        Ok(Err(e)) => Err(e),
+        Err(Ended::TimedOut) => Ok(Acquired::Busy),
+        Err(Ended::Stopped(stop)) => Ok(Acquired::Stopped(stop)),
     }
 }
 

@@ -1,5 +1,5 @@
-//! HTTP mode: sends one attempt of the request with reqwest on a current-thread
-//! tokio runtime that exists only here, classifies how it ended (status,
+//! HTTP mode: sends one attempt of the request with reqwest on the thread's
+//! current-thread tokio runtime (`wait::runtime`), classifies how it ended (status,
 //! transport failure, method safety), reads the waits the server asks for, and
 //! holds the body until the engine says which attempt is final. The rules are
 //! tables in `classify::http`; header parsing is `exec::http_headers`. What to
@@ -16,7 +16,6 @@ mod writeout;
 use std::cell::RefCell;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context;
 use reqwest::header::{HeaderValue, IF_RANGE, RANGE};
 use reqwest::{RequestBuilder, Response, Url};
 
@@ -50,7 +49,6 @@ const EXCERPT_WAIT: Duration = Duration::from_secs(1);
 pub struct HttpExecutor {
     /// `HTTP METHOD URL` (user information redacted), for the dry run.
     target: String,
-    runtime: Box<tokio::runtime::Runtime>,
     client: reqwest::Client,
     spec: Box<Request>,
     rules: HttpRules,
@@ -72,23 +70,18 @@ pub struct HttpExecutor {
 }
 
 impl HttpExecutor {
-    /// Starts the runtime and builds the client; `info` holds the run's idempotency key.
+    /// Builds the client on this thread's runtime; `info` holds the run's idempotency key.
     pub fn new(config: HttpConfig, info: &RunInfo) -> anyhow::Result<Self> {
         let spec = config.request.with_run_key(&info.idempotency_key)?;
         // reqwest is built without a default crypto provider; another part of
         // the program may have installed it already, which is just as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the HTTP runtime")?;
         let client = {
-            let _guard = runtime.enter();
+            let _guard = crate::wait::runtime().enter();
             client::build(&config.client)?
         };
         Ok(HttpExecutor {
             target: format!("HTTP {} {}", spec.method, report::redact_url(&config.url)),
-            runtime: Box::new(runtime),
             client,
             curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
             spec: Box::new(spec),
@@ -573,7 +566,7 @@ impl HttpExecutor {
             transfer: &self.transfer,
         };
         let started = Instant::now();
-        let ended = self.runtime.block_on(attempt_within(exchange, ctx.timeout));
+        let ended = crate::wait::runtime().block_on(attempt_within(exchange, ctx.timeout));
         Ok(match ended {
             Ended::Done(Attempted::Response {
                 status,

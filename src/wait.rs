@@ -1,0 +1,319 @@
+//! The one rule for waiting: anything that can block takes a [`Bound`] (the instant
+//! it must end by, if any) and ends within a second of a stopping signal (SIGINT,
+//! SIGTERM, SIGHUP, SIGQUIT) and, when the bound says so, of a lost lock. Sleeps,
+//! descriptors and non-blocking tries wait on the signal self-pipe; futures run on
+//! this thread's runtime beside a watcher of the same flags.
+//!
+//! Which deadline applies is the caller's choice (a call's own limit such as
+//! `connect_timeout`, and `--max-time` before and between attempts, never after the
+//! last one); how to wait is this module's.
+
+use std::future::Future;
+use std::os::fd::BorrowedFd;
+use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+use crate::signals::{self, Stop};
+
+/// How often an async wait looks at the signal flags (a signal also wakes every
+/// sync wait through the self-pipe at once).
+const SIGNAL_TICK: Duration = Duration::from_millis(20);
+/// Longest pause between two tries of something that is busy.
+const TRY_PAUSE_MAX: Duration = Duration::from_millis(200);
+/// First pause between two tries.
+const TRY_PAUSE_MIN: Duration = Duration::from_millis(5);
+
+/// When a wait must end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound {
+    deadline: Option<Instant>,
+    /// A lost lock ends the wait too (a wait that belongs to the run's attempts).
+    lost_lock_ends: bool,
+}
+
+/// Why a wait ended before what it waited for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// A stopping signal, or (when the bound says so) a lost lock.
+    Stopped(Stop),
+    /// The deadline passed.
+    TimedOut,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Stopped(Stop::Signal(sig)) => {
+                write!(f, "interrupted by {}", crate::exit::signal_name(*sig))
+            }
+            Ended::Stopped(Stop::LockLost(why)) => write!(f, "{why}"),
+            Ended::TimedOut => write!(f, "timed out"),
+        }
+    }
+}
+
+impl std::error::Error for Ended {}
+
+// `within`, `earlier` and `deadline` serve the bounded PostgreSQL calls and lookups.
+#[allow(dead_code)]
+impl Bound {
+    /// No deadline: only a stopping signal ends the wait.
+    pub const fn signals_only() -> Bound {
+        Bound {
+            deadline: None,
+            lost_lock_ends: false,
+        }
+    }
+
+    /// Ends `limit` from now (or at a stopping signal).
+    pub fn within(limit: Duration) -> Bound {
+        Bound::until(Instant::now().checked_add(limit))
+    }
+
+    /// Ends at `deadline` when there is one (or at a stopping signal).
+    pub const fn until(deadline: Option<Instant>) -> Bound {
+        Bound {
+            deadline,
+            lost_lock_ends: false,
+        }
+    }
+
+    /// The same bound, ending at `deadline` instead when that is earlier.
+    #[must_use]
+    pub fn earlier(self, deadline: Option<Instant>) -> Bound {
+        let deadline = match (self.deadline, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Bound { deadline, ..self }
+    }
+
+    /// The same bound, ended by a lost lock too.
+    #[must_use]
+    pub const fn or_lost_lock(self) -> Bound {
+        Bound {
+            lost_lock_ends: true,
+            ..self
+        }
+    }
+
+    pub const fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// What is left before the deadline (`None`: no deadline).
+    pub fn left(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Why the wait must end now, if it must.
+    pub fn check(&self) -> Result<(), Ended> {
+        if let Some(stop) = self.stop() {
+            return Err(Ended::Stopped(stop));
+        }
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(Ended::TimedOut),
+            _ => Ok(()),
+        }
+    }
+
+    fn stop(&self) -> Option<Stop> {
+        if self.lost_lock_ends {
+            signals::stop()
+        } else {
+            signals::pending().map(Stop::Signal)
+        }
+    }
+
+    /// How long one poll may block: until the deadline, and never more than a second,
+    /// so a flag set without a wake-up is still seen in time.
+    fn slice(&self, at_most: Duration) -> Duration {
+        let cap = at_most.min(Duration::from_secs(1));
+        self.left().map_or(cap, |left| left.min(cap))
+    }
+}
+
+/// Sleeps `d`; `Err` when the bound ends first (its deadline passing before `d` has is
+/// [`Ended::TimedOut`]).
+pub fn sleep(d: Duration, bound: &Bound) -> Result<(), Ended> {
+    let end = Instant::now().checked_add(d);
+    loop {
+        bound.check()?;
+        let left = end.map_or(Duration::MAX, |e| {
+            e.saturating_duration_since(Instant::now())
+        });
+        if left.is_zero() {
+            return Ok(());
+        }
+        signals::wait(bound.slice(left));
+    }
+}
+
+/// Waits until `fd` is ready for `events` (or reports an error or hang-up).
+pub fn ready(fd: BorrowedFd<'_>, events: PollFlags, bound: &Bound) -> Result<(), Ended> {
+    loop {
+        bound.check()?;
+        let slice = bound.slice(Duration::from_secs(1));
+        let ms = u16::try_from(slice.as_millis()).unwrap_or(u16::MAX);
+        let mut fds = [PollFd::new(fd, events)];
+        // The self-pipe is polled by `signals::wait`; here a short slice bounds the
+        // time a signal goes unnoticed, and the flags are checked at the loop's top.
+        match signals::wake_fd() {
+            Some(wake) => {
+                let mut both = [
+                    PollFd::new(fd, events),
+                    PollFd::new(wake, PollFlags::POLLIN),
+                ];
+                let _ = poll(&mut both, PollTimeout::from(ms));
+                if both[1].any().unwrap_or(false) {
+                    signals::drain_wakes();
+                }
+                if both[0].any().unwrap_or(false) {
+                    return Ok(());
+                }
+            }
+            None => {
+                let _ = poll(&mut fds, PollTimeout::from(ms));
+                if fds[0].any().unwrap_or(false) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Calls `attempt` until it gives `Some` (or an error), pausing between tries from
+/// 5 ms up to 200 ms; `Err(Ended)` when the bound ends first. The first try is made
+/// whatever the bound says (a lock with no wait is still tried once).
+pub fn retry_until<T, E>(
+    bound: &Bound,
+    mut attempt: impl FnMut() -> Result<Option<T>, E>,
+) -> Result<Result<T, E>, Ended> {
+    let mut pause = TRY_PAUSE_MIN;
+    loop {
+        match attempt() {
+            Ok(Some(value)) => return Ok(Ok(value)),
+            Err(e) => return Ok(Err(e)),
+            Ok(None) => {}
+        }
+        sleep(pause, bound)?;
+        pause = (pause * 2).min(TRY_PAUSE_MAX);
+    }
+}
+
+/// This thread's runtime (current-thread, with timers and I/O), made at first use and
+/// kept for the thread's life: the PostgreSQL connections, name lookups and HTTP
+/// attempts of a thread all run on it.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    thread_local! {
+        static RUNTIME: &'static tokio::runtime::Runtime = Box::leak(Box::new(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime needs only an epoll and a timer"),
+        ));
+    }
+    RUNTIME.with(|rt| *rt)
+}
+
+/// Runs `fut` on this thread's runtime until it completes or the bound ends. Dropping
+/// the future is how an abandoned call is cancelled: its caller must not use what it
+/// was talking to again (a connection that timed out is closed, never reused).
+pub fn block_on<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended> {
+    runtime().block_on(within(fut, bound))
+}
+
+/// The same rule for code already on a runtime.
+pub async fn within<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended> {
+    let deadline = async {
+        match bound.deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stopped = async {
+        loop {
+            if let Some(stop) = bound.stop() {
+                return stop;
+            }
+            tokio::time::sleep(SIGNAL_TICK).await;
+        }
+    };
+    tokio::select! {
+        biased;
+        stop = stopped => Err(Ended::Stopped(stop)),
+        out = fut => Ok(out),
+        () = deadline => Err(Ended::TimedOut),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_take_the_earlier_deadline() {
+        let now = Instant::now();
+        let a = Bound::until(Some(now + Duration::from_secs(5)));
+        assert_eq!(
+            a.earlier(Some(now + Duration::from_secs(1))).deadline(),
+            Some(now + Duration::from_secs(1))
+        );
+        assert_eq!(
+            a.earlier(Some(now + Duration::from_secs(9))).deadline(),
+            a.deadline()
+        );
+        assert_eq!(a.earlier(None).deadline(), a.deadline());
+        assert_eq!(
+            Bound::signals_only().earlier(Some(now)).deadline(),
+            Some(now)
+        );
+    }
+
+    #[test]
+    fn a_passed_deadline_ends_every_kind_of_wait_at_once() {
+        let past = Bound::until(Some(Instant::now()));
+        assert_eq!(past.check(), Err(Ended::TimedOut));
+        assert_eq!(sleep(Duration::from_secs(60), &past), Err(Ended::TimedOut));
+        let mut tries = 0;
+        let tried = retry_until(&past, || {
+            tries += 1;
+            Ok::<Option<()>, ()>(None)
+        });
+        assert_eq!((tried, tries), (Err(Ended::TimedOut), 1), "tried once");
+        let never = block_on(std::future::pending::<()>(), &past);
+        assert_eq!(never, Err(Ended::TimedOut));
+    }
+
+    #[test]
+    fn a_deadline_ends_a_sleep_and_a_future_on_time() {
+        let start = Instant::now();
+        let bound = Bound::within(Duration::from_millis(50));
+        assert_eq!(sleep(Duration::from_secs(10), &bound), Err(Ended::TimedOut));
+        assert!(start.elapsed() < Duration::from_secs(2));
+        let bound = Bound::within(Duration::from_millis(50));
+        assert_eq!(
+            block_on(std::future::pending::<()>(), &bound),
+            Err(Ended::TimedOut)
+        );
+        assert_eq!(block_on(async { 7 }, &bound), Ok(7));
+        assert_eq!(
+            sleep(Duration::from_millis(1), &Bound::signals_only()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn tries_go_on_until_something_is_given() {
+        let mut n = 0;
+        let got = retry_until(&Bound::within(Duration::from_secs(5)), || {
+            n += 1;
+            Ok::<_, ()>((n == 3).then_some(n))
+        });
+        assert_eq!(got, Ok(Ok(3)));
+        let failed = retry_until(&Bound::signals_only(), || Err::<Option<()>, _>("no"));
+        assert_eq!(failed, Ok(Err("no")));
+    }
+}
