@@ -618,10 +618,20 @@ pub struct Cli {
     #[arg(long, value_name = "KEY", value_parser = once_key_value, help_heading = JOBS)]
     pub once: Option<String>,
 
-    /// Where --once markers live: a directory or postgres://...
-    /// [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]
+    /// Where markers, schedule records, budgets, circuits and fencing counters live: a
+    /// directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
     pub state: Option<String>,
+
+    /// Lifetime of a PostgreSQL lease, 3s to 1h [default: 15s]
+    ///
+    /// A PostgreSQL lock (--lock postgres://...#NAME, a --once key or a slot in --state
+    /// postgres://...) is a lease renewed every TTL/3; a holder that cannot renew it for
+    /// 2/3 of TTL loses it and its command is killed before TTL runs out. A holder killed by
+    /// SIGKILL keeps others out for up to TTL: a shorter TTL frees the lock sooner, a
+    /// longer one rides out longer network trouble.
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = lease_ttl_value, help_heading = JOBS)]
+    pub lease_ttl: Option<Duration>,
 
     /// Run CMD with sh -c after a failed attempt that will be retried, during the sleep
     ///
@@ -845,6 +855,15 @@ pub enum GenerateKind {
 }
 
 /// A hook's shell command: run with `sh -c`, so any non-blank text.
+/// `--lease-ttl`: a duration from 3s to 1h.
+fn lease_ttl_value(text: &str) -> Result<Duration, String> {
+    let ttl = parse::duration(text)?;
+    crate::jobs::postgres::lease::check_ttl(ttl).map_err(|e| {
+        let e = e.to_string();
+        e.trim_start_matches("--lease-ttl: ").to_string()
+    })
+}
+
 fn hook_value(text: &str) -> Result<String, String> {
     if text.trim().is_empty() {
         Err("expected a shell command, run with sh -c".into())

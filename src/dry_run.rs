@@ -8,6 +8,7 @@ use crate::cli::{BackoffKind, JitterKind};
 use crate::config::fleet::FleetConfig;
 use crate::engine::Policy;
 use crate::exec::{Description, RunInfo};
+use crate::jobs::{Backend, JobOptions};
 use crate::parse::human;
 
 pub fn render(policy: &Policy, run: &RunInfo, is_http: bool, described: &Description) -> String {
@@ -85,6 +86,55 @@ pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
         let _ = writeln!(out, "{line}");
     }
     format!("\n{out}")
+}
+
+/// The scheduled-job part of the dry run: the lock, the `--once` key and where its
+/// marker goes, and how long a PostgreSQL lease lives. Nothing is locked or read.
+pub fn jobs(jobs: &JobOptions) -> String {
+    let mut out = String::new();
+    let lease = |name: String| {
+        format!(
+            "a lease {name} for {}, renewed every {}, lost 2/3 of it after the last answered renewal",
+            human(jobs.lease_ttl),
+            human(jobs.lease_ttl / 3)
+        )
+    };
+    match &jobs.lock {
+        Some(Backend::File(path)) => {
+            let _ = writeln!(out, "lock:        flock on {}", path.display());
+        }
+        Some(Backend::Postgres(pg)) => {
+            let name = format!("lock:{}", pg.name.as_deref().unwrap_or_default());
+            let _ = writeln!(out, "lock:        {}: {}", pg.server(), lease(name));
+        }
+        None => {}
+    }
+    if jobs.lock.is_some() {
+        let _ = writeln!(
+            out,
+            "busy lock:   wait up to {}, then skip with exit status {}",
+            human(jobs.lock_wait),
+            jobs.busy_exit
+        );
+    }
+    if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
+        let place = match state {
+            Backend::File(dir) => format!("a marker file in {}", dir.display()),
+            Backend::Postgres(pg) => format!(
+                "a row of retry_once at {pg}, written as {} is released",
+                lease(format!("once:{key}"))
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "once:        key {key:?}: skip if it succeeded; else {place}"
+        );
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
 }
 
 fn describe_schedule(policy: &Policy) -> String {

@@ -45,7 +45,7 @@ pub struct Hooks {
     /// The key, when the command sees it or the request sends it.
     key: Option<String>,
     /// `RETRY_FENCING_TOKEN`, once a lock yields one.
-    fencing_token: Option<u64>,
+    fencing_token: Option<i64>,
     running: Option<RunningHook>,
 }
 
@@ -99,7 +99,7 @@ impl Hooks {
     }
 
     /// The lock's fencing token, as the command gets it.
-    pub fn set_fencing_token(&mut self, token: u64) {
+    pub fn set_fencing_token(&mut self, token: i64) {
         self.fencing_token = Some(token);
     }
 

@@ -93,7 +93,13 @@ fn clap_exit(err: clap::Error) -> i32 {
     status
 }
 
+/// retry's own failure is 125; a wait that a stopping signal ended is 128+N.
 fn fail(err: &anyhow::Error) -> i32 {
+    if let Some(jobs::Interrupted(sig)) = err.downcast_ref::<jobs::Interrupted>() {
+        let status = ExitCode::signal(*sig);
+        report::notice(&format!("{err:#}; exit status {status}"));
+        return status;
+    }
     report::error(&format!("{err:#}"));
     ExitCode::USAGE
 }
@@ -107,6 +113,7 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
             text += &schedule::dry_run(schedule)?;
         }
         text += &dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
+        text += &dry_run::jobs(&config.jobs);
         text += &dry_run::fleet(&config.fleet, config.seed, config.run.nested);
         print!("{text}");
         return Ok(0);

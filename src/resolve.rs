@@ -95,8 +95,8 @@ pub async fn lookup(host: &str, family: Option<Family>) -> Result<Vec<IpAddr>, S
     Ok(addrs)
 }
 
-/// `lookup` from code that is not async (the PostgreSQL connection), on this thread's
-/// runtime.
+/// `lookup` from code that is not async, on this thread's runtime.
+#[cfg(test)]
 pub fn lookup_blocking(host: &str) -> Result<Vec<IpAddr>, String> {
     let bound = crate::wait::Bound::signals_only();
     crate::wait::block_on(lookup(host, None), &bound)

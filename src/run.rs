@@ -71,27 +71,43 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     if let Some(slot) = slot {
         job_options.once = Some(slot.key.clone());
         job_options.state = Some(slot.state.clone());
+        job_options.statuses = true;
     }
     let report_path = config.report.as_deref();
     let mut hooks = Hooks::new(config.hooks.clone(), &run, header.idempotency_key);
     let seed = config.seed.unwrap_or_else(crate::backoff::random_seed);
     // The run, and its --max-time budget, start before the splay and the wait for a lock.
     let clock = clock::SystemClock::new();
+    let run_deadline = config
+        .policy
+        .max_time
+        .and_then(|t| std::time::Instant::now().checked_add(t));
+    let end_early = |summary: RunSummary, skipped: Option<SkipWhy>| {
+        finish_report(report_path, &header, &summary)?;
+        anyhow::Ok(RunEnd { summary, skipped })
+    };
     // A nested run leaves the fleet's accounting to the outer one.
     let mut fleet = match (&config.fleet.state, config.run.nested) {
-        (Some(target), false) => Some(fleet::Fleet::new(fleet::open(target)?)),
+        (Some(target), false) => {
+            match fleet::open(target, &crate::wait::Bound::until(run_deadline)) {
+                Ok(store) => Some(fleet::Fleet::new(store, run_deadline)),
+                Err(err) => return end_early(out_of_time(err, &clock)?, None),
+            }
+        }
         _ => None,
     };
     if let Err((exit_code, message)) = splay(&config.fleet, seed, config.policy.max_time) {
         report::notice(&message);
-        let summary = not_run(exit_code, StopReason::Signal, message, &clock);
-        finish_report(report_path, &header, &summary)?;
-        return Ok(RunEnd {
-            summary,
-            skipped: None,
-        });
+        return end_early(
+            not_run(exit_code, StopReason::Signal, message, &clock),
+            None,
+        );
     }
-    let mut held = match jobs::prepare(&job_options)? {
+    let gate = match jobs::prepare(&job_options, run_deadline) {
+        Ok(gate) => gate,
+        Err(err) => return end_early(out_of_time(err, &clock)?, None),
+    };
+    let mut held = match gate {
         jobs::Gate::Proceed(held) => held,
         jobs::Gate::Skip {
             exit_code,
@@ -100,11 +116,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         } => {
             report::notice(&message);
             let summary = not_run(exit_code, StopReason::Skipped, message, &clock);
-            finish_report(report_path, &header, &summary)?;
-            return Ok(RunEnd {
-                summary,
-                skipped: Some(why),
-            });
+            return end_early(summary, Some(why));
         }
         jobs::Gate::Stopped { stop, message } => {
             report::notice(&message);
@@ -112,12 +124,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
                 signals::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
                 signals::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
             };
-            let summary = not_run(exit_code, reason, message, &clock);
-            finish_report(report_path, &header, &summary)?;
-            return Ok(RunEnd {
-                summary,
-                skipped: None,
-            });
+            return end_early(not_run(exit_code, reason, message, &clock), None);
         }
     };
     if let Some(token) = held.fencing_token() {
@@ -133,11 +140,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         if let Some(slot) = slot {
             record_refused(slot, &job_options.command);
         }
-        finish_report(report_path, &header, &summary)?;
-        return Ok(RunEnd {
-            summary,
-            skipped: None,
-        });
+        return end_early(summary, None);
     }
     announce(config, &header);
     let engine_setup = EngineSetup {
@@ -155,10 +158,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         run_engine(exec.as_mut(), &engine_setup, &mut hooks, budget)?
     };
     if summary.stopped_because == StopReason::Success {
-        match held.confirm() {
-            Ok(()) => held.record_success(&summary)?,
-            Err(lost) => summary = lost_after_success(summary, &lost),
-        }
+        summary = record_success(&mut held, summary);
     }
     if let Some(slot) = slot {
         record_gave_up(&mut held, slot, &summary, &job_options.command);
@@ -169,11 +169,13 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
             f.record_run(c, summary.stopped_because == StopReason::Success);
         }
     }
+    // A signal during the marker, the records or the updates ends the run with 128+N.
+    let summary = stopped_after_the_attempts(summary);
     // After the marker, budget and circuit updates; before the report and the lock's
     // release (SPEC: the order of a run).
     let summary = hooks.after_run(summary, |s| report::report_json(&header, s));
-    drop(held);
     finish_report(report_path, &header, &summary)?;
+    drop(held);
     Ok(RunEnd {
         summary,
         skipped: None,
@@ -228,6 +230,36 @@ fn finish_report(
     Ok(())
 }
 
+/// Records the success under the run's locks: a lock lost first (or a lease found gone
+/// by the statement that records) is exit 125 `lock_lost`; a marker that cannot be
+/// written is exit 125 saying a later run will run the command again.
+fn record_success(held: &mut jobs::HeldLocks, summary: RunSummary) -> RunSummary {
+    if let Err(lost) = held.confirm() {
+        return lost_after_success(summary, &lost);
+    }
+    match held.record_success(&summary) {
+        Ok(()) => summary,
+        Err(err) if err.downcast_ref::<jobs::LeaseLost>().is_some() => {
+            let lost = err
+                .downcast_ref::<jobs::LeaseLost>()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            lost_after_success(summary, &format!("the command succeeded but {lost}"))
+        }
+        Err(err) => {
+            let message = format!(
+                "{err:#}; the command succeeded but its success could not be recorded, so a later run will run it again"
+            );
+            report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
+            RunSummary {
+                exit_code: ExitCode::USAGE,
+                message,
+                ..summary
+            }
+        }
+    }
+}
+
 /// The last attempt succeeded, but a lock was lost before its success could count.
 fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
     let message = format!("{lost}; the success is not recorded");
@@ -235,6 +267,50 @@ fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
     RunSummary {
         exit_code: ExitCode::USAGE,
         stopped_because: StopReason::LockLost,
+        message,
+        ..summary
+    }
+}
+
+/// A call before the first attempt failed: when `--max-time` ended it, the run ends
+/// with 125 (report `max_time`); any other error stays an error.
+fn out_of_time(err: anyhow::Error, clock: &clock::SystemClock) -> anyhow::Result<RunSummary> {
+    let ran_out = matches!(
+        err.downcast_ref::<jobs::postgres::db::NoAnswer>(),
+        Some(jobs::postgres::db::NoAnswer::Deadline)
+    );
+    if !ran_out {
+        return Err(err);
+    }
+    let message = format!("{err:#}: --max-time ran out before the first attempt");
+    report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
+    Ok(not_run(
+        ExitCode::USAGE,
+        StopReason::MaxTime,
+        message,
+        clock,
+    ))
+}
+
+/// A stopping signal that arrived after the attempts (while the marker, a record or a
+/// fleet update was being written) ends the run as a signal does: 128+N.
+fn stopped_after_the_attempts(summary: RunSummary) -> RunSummary {
+    let Some(sig) = signals::pending() else {
+        return summary;
+    };
+    if summary.stopped_because == StopReason::Signal {
+        return summary;
+    }
+    let exit_code = ExitCode::signal(sig);
+    let message = format!(
+        "stopped by {} after the last attempt ({}); exit status {exit_code}",
+        exit::signal_name(sig),
+        summary.message
+    );
+    report::notice(&message);
+    RunSummary {
+        exit_code,
+        stopped_because: StopReason::Signal,
         message,
         ..summary
     }

@@ -4,7 +4,7 @@
 //! wait can be a `poll` on that pipe with a timeout, free of races.
 //!
 //! A lost lock is the other reason a run must stop early: whoever notices it (a
-//! watchdog thread) records it with [`lose_lock`], which wakes the same self-pipe,
+//! lease's renewer) records it with [`lose_lock_within`], which wakes the same self-pipe,
 //! so every wait that notices signals notices it too ([`stop`]).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -51,8 +51,16 @@ static RAISED: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// The first stopping signal seen; 0 while none.
 static FIRST: AtomicI32 = AtomicI32::new(0);
-/// Why a lock the run depends on was lost; set once per run, by the first to notice.
-static LOCK_LOST: Mutex<Option<String>> = Mutex::new(None);
+/// Why a lock the run depends on was lost, and how soon its attempt must be gone; set
+/// once per run, by the first to notice.
+static LOCK_LOST: Mutex<Option<LostLock>> = Mutex::new(None);
+
+struct LostLock {
+    message: String,
+    /// The attempt gets SIGKILL at most this long after SIGTERM (a lease's holder must be
+    /// gone before the server can hand the lease on).
+    kill_within: Option<Duration>,
+}
 
 /// The handler: marks the signal and writes a byte to the self-pipe, nothing else.
 extern "C" fn on_signal(sig: libc::c_int) {
@@ -184,16 +192,26 @@ pub fn sleep(d: Duration) -> Result<(), i32> {
     sleep_unless(d, pending)
 }
 
-/// Records that a lock the run holds was lost, and wakes any waiting thread. The
-/// first message wins.
-pub fn lose_lock(message: String) {
-    lost_lock_slot().get_or_insert(message);
+/// Records that a lock the run holds was lost, and wakes any waiting thread; the
+/// attempt is killed at most `kill_within` after its SIGTERM when that is set (a
+/// PostgreSQL lease's holder must be gone before the lease can pass on). The first
+/// message wins.
+pub fn lose_lock_within(message: String, kill_within: Option<Duration>) {
+    lost_lock_slot().get_or_insert(LostLock {
+        message,
+        kill_within,
+    });
     wake();
 }
 
 /// The message of a lost lock, if one was lost.
 pub fn lock_lost() -> Option<String> {
-    lost_lock_slot().clone()
+    lost_lock_slot().as_ref().map(|l| l.message.clone())
+}
+
+/// How long after SIGTERM a lost lock's attempt must be killed, when the lock sets a limit.
+pub fn lost_lock_kill_within() -> Option<Duration> {
+    lost_lock_slot().as_ref().and_then(|l| l.kill_within)
 }
 
 /// Forgets a lost lock once its run has ended, so the scheduler's next slot starts clean.
@@ -201,7 +219,7 @@ pub fn clear_lost_lock() {
     *lost_lock_slot() = None;
 }
 
-fn lost_lock_slot() -> std::sync::MutexGuard<'static, Option<String>> {
+fn lost_lock_slot() -> std::sync::MutexGuard<'static, Option<LostLock>> {
     LOCK_LOST.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -30,6 +30,9 @@ pub struct Bound {
     deadline: Option<Instant>,
     /// A lost lock ends the wait too (a wait that belongs to the run's attempts).
     lost_lock_ends: bool,
+    /// Signals do not end it: a wait on a helper thread (the lease renewer), whose
+    /// owner ends it when the run stops. It must have a deadline.
+    background: bool,
 }
 
 /// Why a wait ended before what it waited for.
@@ -63,6 +66,16 @@ impl Bound {
         Bound {
             deadline: None,
             lost_lock_ends: false,
+            background: false,
+        }
+    }
+
+    /// A helper thread's wait, ended by `deadline` alone (its owner stops the thread).
+    pub const fn background(deadline: Instant) -> Bound {
+        Bound {
+            deadline: Some(deadline),
+            lost_lock_ends: false,
+            background: true,
         }
     }
 
@@ -76,6 +89,7 @@ impl Bound {
         Bound {
             deadline,
             lost_lock_ends: false,
+            background: false,
         }
     }
 
@@ -120,7 +134,9 @@ impl Bound {
     }
 
     fn stop(&self) -> Option<Stop> {
-        if self.lost_lock_ends {
+        if self.background {
+            None
+        } else if self.lost_lock_ends {
             signals::stop()
         } else {
             signals::pending().map(Stop::Signal)
@@ -221,6 +237,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// Runs `fut` on this thread's runtime until it completes or the bound ends. Dropping
 /// the future is how an abandoned call is cancelled: its caller must not use what it
 /// was talking to again (a connection that timed out is closed, never reused).
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn block_on<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended> {
     runtime().block_on(within(fut, bound))
 }

@@ -44,6 +44,8 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--busy-exit", "256"),
     ("--once", ""),
     ("--state", "postgres://db.example/jobs#name"),
+    ("--lease-ttl", "2s"),
+    ("--lease-ttl", "later"),
     ("--budget-size", "0"),
     ("--budget-ratio", "1.5"),
     ("--circuit-failures", "0"),
@@ -154,6 +156,7 @@ const COMMAND_ONLY: &[&str] = &[
 
 /// Options of both modes; every other option is a request option (HTTP mode).
 const BOTH: &[&str] = &[
+    "lease-ttl",
     "on-retry",
     "on-give-up",
     "on-success",
@@ -279,6 +282,16 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("busy-exit", &["--busy-exit", "3"]),
     ("once", &["--once", "key", "--state", "{dir}/state"]),
     ("state", &["--state", "{dir}/state"]),
+    (
+        "lease-ttl",
+        &[
+            "--lease-ttl",
+            "5s",
+            "--lock",
+            "postgres://u@127.0.0.1:1/db#x",
+            "--dry-run",
+        ],
+    ),
     (
         "retry-budget",
         &["--retry-budget", "b", "--state", "{dir}/state"],

@@ -6,7 +6,7 @@
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::postgres;
+use crate::both_ways;
 use crate::support::{self as cmd, Invocation, Run, Scratch};
 
 /// How many runs share a budget or a lock.
@@ -99,23 +99,20 @@ fn twenty_failing_runs_sharing_a_file_budget_make_at_most_n_half_plus_one_retrie
     assert!(file.contains("\"tokens\":0"), "{file}");
 }
 
-#[test]
-fn twenty_failing_runs_sharing_a_postgres_budget_make_at_most_n_half_plus_one_retries() {
-    let Some(pg) = postgres::start("fleet budget") else {
-        return;
-    };
-    let s = Scratch::new();
-    let attempts = crowd_on_budget(&s, &pg.url(""));
-    assert!(
-        (CROWD..=CROWD + 10 / 2 + 1).contains(&attempts),
-        "{attempts} attempts"
-    );
-    let tokens: f64 = pg
-        .client()
-        .query_one("SELECT tokens FROM retry_budgets WHERE name = 'api'", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(tokens, 0.0);
+both_ways! {
+    fn twenty_failing_runs_sharing_a_postgres_budget_make_at_most_n_half_plus_one_retries(pg) {
+        let s = Scratch::new();
+        let attempts = crowd_on_budget(&s, &pg.url(""));
+        assert!(
+            (CROWD..=CROWD + 10 / 2 + 1).contains(&attempts),
+            "{attempts} attempts"
+        );
+        let tokens: f64 = pg
+            .client()
+            .query_one("SELECT tokens FROM retry_budgets WHERE name = 'api'", &[])
+            .get(0);
+        assert_eq!(tokens, 0.0);
+    }
 }
 
 /// Runs the counting script once under budget `b` (size 4, ratio 1) and gives the
@@ -175,13 +172,11 @@ fn successes_refill_a_file_budget() {
     successes_refill(&s.p("state"), &s);
 }
 
-#[test]
-fn successes_refill_a_postgres_budget() {
-    let Some(pg) = postgres::start("fleet refill") else {
-        return;
-    };
-    let s = Scratch::new();
-    successes_refill(&pg.url(""), &s);
+both_ways! {
+    fn successes_refill_a_postgres_budget(pg) {
+        let s = Scratch::new();
+        successes_refill(&pg.url(""), &s);
+    }
 }
 
 /// One run on circuit `c` (2 failures open it, cooldown `cooldown`).
@@ -257,13 +252,11 @@ fn a_file_circuit_opens_refuses_lets_one_probe_through_and_closes() {
     circuit_lifecycle(&s, &s.p("state"));
 }
 
-#[test]
-fn a_postgres_circuit_opens_refuses_lets_one_probe_through_and_closes() {
-    let Some(pg) = postgres::start("fleet circuit") else {
-        return;
-    };
-    let s = Scratch::new();
-    circuit_lifecycle(&s, &pg.url(""));
+both_ways! {
+    fn a_postgres_circuit_opens_refuses_lets_one_probe_through_and_closes(pg) {
+        let s = Scratch::new();
+        circuit_lifecycle(&s, &pg.url(""));
+    }
 }
 
 #[test]
@@ -378,38 +371,12 @@ fn the_fencing_token_of_a_file_lock_increases_under_twenty_concurrent_lockers() 
     );
 }
 
-#[test]
-fn the_fencing_token_of_a_postgres_lock_increases_and_survives_a_restart() {
-    let Some(pg) = postgres::start("fleet fencing") else {
-        return;
-    };
-    let s = Scratch::new();
-    let tokens = crowd_on_lock(&s, &pg.url("#nightly"));
-    assert_increasing(&tokens);
-    pg.restart();
-    let after = run(
-        &s,
-        &args(&[
-            "--lock",
-            &pg.url("#nightly"),
-            "--",
-            "sh",
-            "-c",
-            "echo $RETRY_FENCING_TOKEN",
-        ]),
-    );
-    assert_eq!(after.status, 0, "{}", after.stderr);
-    let token: u64 = after.stdout_text().trim().parse().unwrap();
-    assert!(token > tokens[CROWD - 1], "{token} after {tokens:?}");
-    let row: i64 = pg
-        .client()
-        .query_one(
-            "SELECT token FROM retry_fencing WHERE name = 'nightly'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(row as u64, token);
+both_ways! {
+    fn the_fencing_token_of_a_postgres_lease_increases_under_concurrent_lockers(pg) {
+        let s = Scratch::new();
+        let tokens = crowd_on_lock(&s, &pg.url("#nightly"));
+        assert_increasing(&tokens);
+    }
 }
 
 #[test]
@@ -617,63 +584,4 @@ fn bad_fleet_values_are_refused_naming_the_flag() {
         assert_eq!(r.status, 125, "{flag} {value}");
         assert!(r.stderr.contains(flag), "{flag}: {}", r.stderr);
     }
-}
-
-#[test]
-fn a_role_without_create_is_told_the_sql_to_run() {
-    let Some(pg) = postgres::start("fleet without create") else {
-        return;
-    };
-    let s = Scratch::new();
-    // Since PostgreSQL 15 only the owner may create in schema public.
-    pg.client()
-        .batch_execute("CREATE ROLE plain LOGIN")
-        .expect("create role");
-    let url = |rest: &str| format!("postgres://plain@127.0.0.1:{}/postgres{rest}", pg.port);
-    let lock = run(&s, &args(&["--lock", &url("#job"), "--", "true"]));
-    assert_eq!(lock.status, 125, "{}", lock.stderr);
-    lock.assert_stderr_has("CREATE TABLE IF NOT EXISTS retry_fencing");
-    let state = run(
-        &s,
-        &args(&["--state", &url(""), "--retry-budget", "b", "--", "true"]),
-    );
-    assert_eq!(state.status, 125, "{}", state.stderr);
-    state.assert_stderr_has("CREATE TABLE IF NOT EXISTS retry_budgets");
-    // Made once by the owner, as the messages say, the tables serve the role.
-    pg.client()
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS retry_budgets (
-                 name text PRIMARY KEY,
-                 tokens double precision NOT NULL,
-                 updated_at timestamptz NOT NULL DEFAULT now()
-             );
-             CREATE TABLE IF NOT EXISTS retry_circuits (
-                 name text PRIMARY KEY,
-                 failures integer NOT NULL,
-                 open_until timestamptz,
-                 probe text,
-                 updated_at timestamptz NOT NULL DEFAULT now()
-             );
-             CREATE TABLE IF NOT EXISTS retry_fencing (name text PRIMARY KEY, token bigint NOT NULL);
-             GRANT SELECT, INSERT, UPDATE ON retry_fencing, retry_budgets, retry_circuits TO plain",
-        )
-        .expect("create the tables");
-    let lock = run(
-        &s,
-        &args(&[
-            "--lock",
-            &url("#job"),
-            "--",
-            "sh",
-            "-c",
-            "echo $RETRY_FENCING_TOKEN",
-        ]),
-    );
-    assert_eq!(lock.status, 0, "{}", lock.stderr);
-    assert_eq!(lock.stdout_text().trim(), "1");
-    let state = run(
-        &s,
-        &args(&["--state", &url(""), "--retry-budget", "b", "--", "true"]),
-    );
-    assert_eq!(state.status, 0, "{}", state.stderr);
 }

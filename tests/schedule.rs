@@ -8,8 +8,9 @@ use std::fs;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::postgres;
-use crate::support::{self as cmd, Scratch, retry, status_of};
+use crate::both_ways;
+use crate::support::stall::{Proxy, When};
+use crate::support::{self as cmd, Scratch, retry, status_of, tcp_connections_to};
 use chrono::{Timelike, Utc};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -160,21 +161,18 @@ fn two_schedulers_sharing_a_state_directory_run_each_slot_once() {
     two_schedulers_share(&state.p("state"));
 }
 
-#[test]
-fn two_schedulers_sharing_postgres_state_run_each_slot_once() {
-    let Some(pg) = postgres::start("two_schedulers_sharing_postgres_state_run_each_slot_once")
-    else {
-        return;
-    };
-    two_schedulers_share(&pg.url(""));
-    let rows = pg
-        .client()
-        .query(
-            "SELECT key FROM retry_once WHERE key LIKE 'shared@%' AND status = 'succeeded'",
-            &[],
-        )
-        .unwrap();
-    assert!(rows.len() >= 3, "{} slot records", rows.len());
+both_ways! {
+    fn two_schedulers_sharing_postgres_state_run_each_slot_once(pg) {
+        two_schedulers_share(&pg.url(""));
+        let rows = pg
+            .client()
+            .query(
+                "SELECT key FROM retry_once WHERE key LIKE 'shared@%' AND status = 'succeeded'",
+                &[],
+            )
+            ;
+        assert!(rows.len() >= 3, "{} slot records", rows.len());
+    }
 }
 
 #[test]
@@ -602,70 +600,96 @@ fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
     assert!(!dir.path("ran").exists());
 }
 
-#[test]
-fn a_lost_lock_ends_the_slot_as_gave_up_and_the_scheduler_goes_on_holding_nothing() {
-    let Some(pg) = postgres::start("a_lost_lock_ends_the_slot_as_gave_up") else {
-        return;
-    };
-    let dir = Scratch::new();
-    let work = dir.script(
-        "hang.sh",
-        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"; exec sleep 30",
-    );
-    let (lock, state, cron) = (pg.url("#lost"), pg.url(""), once_a_minute_in(2));
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            &cron,
-            "--job",
-            "guarded",
-            "--catch-up",
-            "none",
-            "--lock",
-            &lock,
-            "--state",
-            &state,
-            "--kill-after",
-            "1s",
-            "--",
-            &work,
-        ],
-    );
-    wait_lines(&dir, "starts", 1, Duration::from_secs(10));
-    assert_eq!(pg.terminate("retry --lock lost"), 1);
-    let mut client = pg.client();
-    let status = |client: &mut ::postgres::Client| -> Option<String> {
-        client
-            .query_opt(
-                "SELECT status FROM retry_once WHERE key LIKE 'guarded@%'",
-                &[],
-            )
-            .unwrap()
-            .map(|row| row.get(0))
-    };
-    let end = Instant::now() + Duration::from_secs(10);
-    while status(&mut client).is_none() {
-        assert!(Instant::now() < end, "the slot was not recorded");
-        std::thread::sleep(Duration::from_millis(50));
+both_ways! {
+    fn a_lost_lease_ends_the_slot_as_gave_up_and_the_scheduler_goes_on_holding_nothing(pg) {
+        let dir = Scratch::new();
+        let work = dir.script(
+            "hang.sh",
+            "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/starts\"; exec sleep 30",
+        );
+        // The lock's renewals stall once the slot runs; the state is reached directly.
+        let proxy = Proxy::to(pg.port(), When::FileExists(dir.path("stall")));
+        let lock = proxy.url("?connect_timeout=2#lost");
+        let (state, cron) = (pg.url(""), once_a_minute_in(2));
+        let s = Scheduler::start(
+            &dir,
+            "s",
+            &[
+                "--schedule", &cron, "--job", "guarded", "--catch-up", "none",
+                "--lock", &lock, "--lease-ttl", "3s", "--state", &state,
+                "--kill-after", "1s", "--", &work,
+            ],
+        );
+        wait_lines(&dir, "starts", 1, Duration::from_secs(10));
+        fs::write(dir.path("stall"), "").unwrap();
+        let client = pg.client();
+        let status = || {
+            client
+                .query_opt("SELECT status FROM retry_once WHERE key LIKE 'guarded@%'", &[])
+                .map(|row| row.get::<_, String>(0))
+        };
+        assert!(cmd::wait_until(Duration::from_secs(10), || status().is_some()), "the slot was not recorded");
+        assert_eq!(status().as_deref(), Some("gave_up"));
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = s.child.id() as i32;
+        assert_eq!(tcp_connections_to(pid, pg.port()), 0, "no connection between slots");
+        let (code, log) = s.stop();
+        assert_eq!(code, 143, "the scheduler went on after the lost lease\n{log}");
+        assert!(log.contains("was lost"), "{log}");
     }
-    assert_eq!(status(&mut client).as_deref(), Some("gave_up"));
-    std::thread::sleep(Duration::from_millis(300));
-    let held: i64 = client
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'retry%'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(held, 0, "no connection between slots");
-    let (code, log) = s.stop();
-    assert_eq!(
-        code, 143,
-        "the scheduler went on after the lost lock\n{log}"
-    );
-    assert!(log.contains("was lost"), "{log}");
+}
+
+both_ways! {
+    fn a_stalled_first_read_of_the_state_is_125_at_start(pg) {
+        let dir = Scratch::new();
+        let proxy = Proxy::to(pg.port(), When::FirstStatement);
+        let state = proxy.url("?connect_timeout=2");
+        let args = ["--schedule", "* * * * * *", "--state", &state, "--", "touch", "ran"];
+        let out = retry().args(args).current_dir(dir.path("")).run();
+        assert_eq!(out.status, 125, "{}", out.stderr);
+        assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
+        assert!(!dir.path("ran").exists());
+        assert_eq!(proxy.calls_after_stall(), 0);
+        let proxy = Proxy::to(pg.port(), When::FirstStatement);
+        let state = proxy.url("?connect_timeout=30");
+        let s = Scheduler::start(
+            &dir,
+            "s",
+            &["--schedule", "* * * * * *", "--state", &state, "--", "touch", "ran"],
+        );
+        assert!(cmd::wait_until(Duration::from_secs(10), || proxy.stalled()));
+        let stopped = Instant::now();
+        let (code, log) = s.stop();
+        assert_eq!(code, 143, "{log}");
+        assert!(stopped.elapsed() < Duration::from_secs(1), "{:?}", stopped.elapsed());
+    }
+}
+
+both_ways! {
+    fn a_stalled_slot_record_is_an_error_line_and_the_next_slot_runs_on_time(pg) {
+        let dir = Scratch::new();
+        // Only the call that records the first slot gets no answer.
+        let proxy = Proxy::to_one(pg.port(), When::FileExists(dir.path("stall")));
+        let state = proxy.url("?connect_timeout=2");
+        let work = dir.script(
+            "work.sh",
+            "date +%s.%N >> \"$D/runs\"; touch \"$D/stall\"",
+        );
+        let s = Scheduler::start(
+            &dir,
+            "s",
+            &["--schedule", "*/4 * * * * *", "--catch-up", "none", "--state", &state, "--", &work],
+        );
+        wait_lines(&dir, "runs", 2, Duration::from_secs(15));
+        let (code, log) = s.stop();
+        assert_eq!(code, 143, "{log}");
+        assert!(log.contains("could not be recorded"), "{log}");
+        assert!(proxy.stalled());
+        assert_eq!(proxy.calls_after_stall(), 0, "{log}");
+        let runs: Vec<f64> = dir.read("runs").lines().map(|l| l.parse().unwrap()).collect();
+        let late = runs[1] % 4.0;
+        assert!(late < 1.0, "the next slot started {late:.2}s after its time\n{log}");
+    }
 }
 
 #[test]
@@ -746,39 +770,37 @@ fn sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
     assert_eq!(dir.read("got"), "TERM\n", "{log}");
 }
 
-#[test]
-fn a_slot_whose_state_cannot_be_reached_does_not_run_and_the_scheduler_goes_on() {
-    let Some(pg) = postgres::start("a_slot_whose_state_cannot_be_reached_does_not_run") else {
-        return;
-    };
-    let dir = Scratch::new();
-    let work = append_key(&dir, "runs");
-    let state = format!("{}?connect_timeout=2", pg.url(""));
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "*/1 * * * * *",
-            "--catch-up",
-            "none",
-            "--state",
-            &state,
-            "--",
-            &work,
-        ],
-    );
-    wait_lines(&dir, "runs", 1, Duration::from_secs(10));
-    drop(pg);
-    let ran = dir.count("runs");
-    std::thread::sleep(Duration::from_millis(2500));
-    let (status, log) = s.stop();
-    assert_eq!(status, 143, "{log}");
-    assert!(
-        dir.count("runs") <= ran + 1,
-        "no slot runs unguarded\n{log}"
-    );
-    assert!(log.contains("the slot did not run"), "{log}");
+both_ways! {
+    fn a_slot_whose_state_cannot_be_reached_does_not_run_and_the_scheduler_goes_on(pg) {
+        let dir = Scratch::new();
+        let work = append_key(&dir, "runs");
+        let state = format!("{}?connect_timeout=2", pg.url(""));
+        let s = Scheduler::start(
+            &dir,
+            "s",
+            &[
+                "--schedule",
+                "*/1 * * * * *",
+                "--catch-up",
+                "none",
+                "--state",
+                &state,
+                "--",
+                &work,
+            ],
+        );
+        wait_lines(&dir, "runs", 1, Duration::from_secs(10));
+        drop(pg);
+        let ran = dir.count("runs");
+        std::thread::sleep(Duration::from_millis(2500));
+        let (status, log) = s.stop();
+        assert_eq!(status, 143, "{log}");
+        assert!(
+            dir.count("runs") <= ran + 1,
+            "no slot runs unguarded\n{log}"
+        );
+        assert!(log.contains("the slot did not run"), "{log}");
+    }
 }
 
 #[test]

@@ -114,6 +114,8 @@ impl Config {
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
+            lease_ttl: cli.lease_ttl,
+            schedule: cli.schedule.is_some(),
         })?;
         let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
         let policy = Policy {

@@ -22,7 +22,7 @@ pub trait Executor {
     fn discard(&mut self) {}
     /// The run holds a lock with this fencing token: the command sees it as
     /// `RETRY_FENCING_TOKEN` (a request has nowhere to carry it).
-    fn set_fencing_token(&mut self, _token: u64) {}
+    fn set_fencing_token(&mut self, _token: i64) {}
     /// What `--dry-run` shows of this executor: the target, facts about it, and
     /// the classification rules in force, in the order they are checked.
     fn describe(&self) -> Description;

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::{Admission, CircuitState, FleetStore, now_ms, tokens_after};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
 use crate::jobs::file::escape_key;
+use crate::wait::Bound;
 
 /// What a budget file holds.
 #[derive(Serialize, Deserialize)]
@@ -171,7 +172,12 @@ impl FleetStore for FileFleet {
         format!("state directory {}", self.dir.display())
     }
 
-    fn spend(&mut self, budget: &BudgetConfig, success: bool) -> anyhow::Result<f64> {
+    fn spend(
+        &mut self,
+        budget: &BudgetConfig,
+        success: bool,
+        _bound: &Bound,
+    ) -> anyhow::Result<f64> {
         self.update("budgets", &budget.name, |stored: Option<BudgetFile>| {
             let tokens = tokens_after(
                 fresh_tokens(stored, budget),
@@ -189,12 +195,12 @@ impl FleetStore for FileFleet {
         })
     }
 
-    fn tokens(&mut self, budget: &BudgetConfig) -> anyhow::Result<f64> {
+    fn tokens(&mut self, budget: &BudgetConfig, _bound: &Bound) -> anyhow::Result<f64> {
         let stored = self.read("budgets", &budget.name)?;
         Ok(fresh_tokens(stored, budget))
     }
 
-    fn admit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<Admission> {
+    fn admit(&mut self, circuit: &CircuitConfig, _bound: &Bound) -> anyhow::Result<Admission> {
         // A closed circuit is read without writing: most runs only look.
         let state: Option<CircuitState> = self.read("circuits", &circuit.name)?;
         if state.is_none_or(|mut s| s.admit(now_ms(), circuit) == Admission::Closed) {
@@ -211,6 +217,7 @@ impl FleetStore for FileFleet {
         &mut self,
         circuit: &CircuitConfig,
         success: bool,
+        _bound: &Bound,
     ) -> anyhow::Result<CircuitState> {
         self.update("circuits", &circuit.name, |stored: Option<CircuitState>| {
             let mut state = stored.unwrap_or_default();
@@ -219,7 +226,7 @@ impl FleetStore for FileFleet {
         })
     }
 
-    fn circuit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<CircuitState> {
+    fn circuit(&mut self, circuit: &CircuitConfig, _bound: &Bound) -> anyhow::Result<CircuitState> {
         Ok(self.read("circuits", &circuit.name)?.unwrap_or_default())
     }
 }
@@ -238,10 +245,16 @@ mod tests {
             ratio: 0.5,
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
-        assert_eq!(store.tokens(&budget).unwrap(), 10.0);
-        assert_eq!(store.spend(&budget, false).unwrap(), 9.0);
+        assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
+        assert_eq!(
+            store.spend(&budget, false, &Bound::signals_only()).unwrap(),
+            9.0
+        );
         let mut again = FileFleet::open(dir.path().to_path_buf()).unwrap();
-        assert_eq!(again.spend(&budget, true).unwrap(), 9.5);
+        assert_eq!(
+            again.spend(&budget, true, &Bound::signals_only()).unwrap(),
+            9.5
+        );
         assert!(dir.path().join("budgets/api%2Fv1.json").exists());
     }
 
@@ -255,9 +268,12 @@ mod tests {
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         std::fs::write(dir.path().join("budgets/b.json"), b"{\"tok").unwrap();
-        assert_eq!(store.tokens(&budget).unwrap(), 10.0);
-        assert_eq!(store.spend(&budget, false).unwrap(), 9.0);
-        assert_eq!(store.tokens(&budget).unwrap(), 9.0);
+        assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
+        assert_eq!(
+            store.spend(&budget, false, &Bound::signals_only()).unwrap(),
+            9.0
+        );
+        assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 9.0);
     }
 
     #[test]
@@ -270,16 +286,22 @@ mod tests {
             exit: 75,
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
-        store.record_run(&c, false).unwrap();
-        assert_eq!(store.admit(&c).unwrap(), Admission::Closed);
-        store.record_run(&c, false).unwrap();
+        store.record_run(&c, false, &Bound::signals_only()).unwrap();
+        assert_eq!(
+            store.admit(&c, &Bound::signals_only()).unwrap(),
+            Admission::Closed
+        );
+        store.record_run(&c, false, &Bound::signals_only()).unwrap();
         assert!(matches!(
-            store.admit(&c).unwrap(),
+            store.admit(&c, &Bound::signals_only()).unwrap(),
             Admission::Open { failures: 2, .. }
         ));
-        let before = store.circuit(&c).unwrap();
-        assert!(matches!(store.admit(&c).unwrap(), Admission::Open { .. }));
-        assert_eq!(store.circuit(&c).unwrap(), before);
+        let before = store.circuit(&c, &Bound::signals_only()).unwrap();
+        assert!(matches!(
+            store.admit(&c, &Bound::signals_only()).unwrap(),
+            Admission::Open { .. }
+        ));
+        assert_eq!(store.circuit(&c, &Bound::signals_only()).unwrap(), before);
     }
 
     /// What one update costs here: run by bench/storm.sh, which reads the `cost` lines.
@@ -317,15 +339,19 @@ mod tests {
             println!("cost\t{what}\t{}\t{}", mean.as_micros(), p99.as_micros());
         };
         time("budget update (spend or earn)", &mut |i| {
-            store.spend(&budget, i % 2 == 0).unwrap();
+            store
+                .spend(&budget, i % 2 == 0, &Bound::signals_only())
+                .unwrap();
         });
         let mut store = FileFleet::open(store.dir.clone()).unwrap();
         time("circuit update (a finished run)", &mut |i| {
-            store.record_run(&circuit, i % 2 == 0).unwrap();
+            store
+                .record_run(&circuit, i % 2 == 0, &Bound::signals_only())
+                .unwrap();
         });
         let mut store = FileFleet::open(store.dir.clone()).unwrap();
         time("circuit admission (closed: a read)", &mut |_| {
-            store.admit(&circuit).unwrap();
+            store.admit(&circuit, &Bound::signals_only()).unwrap();
         });
     }
 }

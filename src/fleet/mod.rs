@@ -8,7 +8,7 @@
 pub mod file;
 pub mod postgres;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -18,6 +18,7 @@ use crate::config::fleet::{BudgetConfig, CircuitConfig};
 use crate::engine::{Refusal, RetryBudget};
 use crate::jobs::Backend;
 use crate::report;
+use crate::wait::Bound;
 
 /// Tokens after one attempt: a failure takes one (never below 0), a success adds
 /// `ratio` (never above `size`); a budget holding more than `size` is cut to it.
@@ -130,50 +131,72 @@ pub fn splay_delay(window: Duration, seed: u64) -> Duration {
     Duration::from_nanos(rng.random_range(0..=span))
 }
 
-/// Where budgets and circuits live. Every update is atomic across processes.
+/// Where budgets and circuits live. Every update is atomic across processes, and
+/// every call ends within its `bound` (and the store's own limits).
 pub trait FleetStore {
     /// How messages name the store (never with a password).
     fn describe(&self) -> String;
     /// Applies one attempt's result to the budget; returns the tokens left.
-    fn spend(&mut self, budget: &BudgetConfig, success: bool) -> anyhow::Result<f64>;
+    fn spend(&mut self, budget: &BudgetConfig, success: bool, bound: &Bound)
+    -> anyhow::Result<f64>;
     /// The budget's tokens, unchanged.
-    fn tokens(&mut self, budget: &BudgetConfig) -> anyhow::Result<f64>;
+    fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64>;
     /// Admits a run, claiming the probe when the cooldown has passed.
-    fn admit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<Admission>;
+    fn admit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<Admission>;
     /// Counts a finished run; returns the state after.
     fn record_run(
         &mut self,
         circuit: &CircuitConfig,
         success: bool,
+        bound: &Bound,
     ) -> anyhow::Result<CircuitState>;
     /// The circuit's state, unchanged.
-    fn circuit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<CircuitState>;
+    fn circuit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<CircuitState>;
 }
 
-/// Opens the store (creating directories or tables): an error is exit 125.
-pub fn open(target: &Backend) -> anyhow::Result<Box<dyn FleetStore>> {
+/// Opens the store (creating directories or tables) within `bound`: an error is exit 125.
+pub fn open(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
     Ok(match target {
         Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
-        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect(pg.clone())?),
+        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect(pg.clone(), bound)?),
     })
 }
 
 /// The store as a run uses it: after its first failure, a warning, then nothing
-/// (budgets and circuits fail open).
+/// (budgets and circuits fail open). Calls before and between attempts end with
+/// `--max-time` too; those after the last attempt only with the store's limits.
 pub struct Fleet {
     store: Option<Box<dyn FleetStore>>,
+    run_deadline: Option<Instant>,
 }
 
 impl Fleet {
-    pub fn new(store: Box<dyn FleetStore>) -> Fleet {
-        Fleet { store: Some(store) }
+    pub fn new(store: Box<dyn FleetStore>, run_deadline: Option<Instant>) -> Fleet {
+        Fleet {
+            store: Some(store),
+            run_deadline,
+        }
     }
 
     /// Runs `op` on the store, unless it already failed; a failure warns once.
-    fn with<T>(&mut self, op: impl FnOnce(&mut dyn FleetStore) -> anyhow::Result<T>) -> Option<T> {
+    fn with<T>(
+        &mut self,
+        before_last: bool,
+        op: impl FnOnce(&mut dyn FleetStore, &Bound) -> anyhow::Result<T>,
+    ) -> Option<T> {
+        let bound = if before_last {
+            Bound::until(self.run_deadline)
+        } else {
+            Bound::signals_only()
+        };
         let store = self.store.as_mut()?;
-        match op(store.as_mut()) {
+        match op(store.as_mut(), &bound) {
             Ok(value) => Some(value),
+            // A signal stops the run; it is no failure of the store to warn about.
+            Err(err) if err.is::<crate::jobs::Interrupted>() => {
+                self.store = None;
+                None
+            }
             Err(err) => {
                 report::notice(&format!(
                     "warning: the fleet state in {} failed ({err:#}); going on without the retry budget and circuit breaker",
@@ -185,12 +208,15 @@ impl Fleet {
         }
     }
 
+    /// Before the first attempt.
     pub fn admit(&mut self, circuit: &CircuitConfig) -> Admission {
-        self.with(|s| s.admit(circuit)).unwrap_or(Admission::Closed)
+        self.with(true, |s, b| s.admit(circuit, b))
+            .unwrap_or(Admission::Closed)
     }
 
+    /// After the last attempt.
     pub fn record_run(&mut self, circuit: &CircuitConfig, success: bool) {
-        if let Some(state) = self.with(|s| s.record_run(circuit, success)) {
+        if let Some(state) = self.with(false, |s, b| s.record_run(circuit, success, b)) {
             let shown = match state
                 .open_until_ms
                 .filter(|_| state.failures >= circuit.failures)
@@ -234,7 +260,7 @@ impl RetryBudget for SharedBudget<'_> {
         let config = self.config;
         let tokens = match self.tokens {
             Some(t) => Some(t),
-            None => self.fleet.with(|s| s.tokens(config)),
+            None => self.fleet.with(true, |s, b| s.tokens(config, b)),
         };
         match tokens {
             Some(t) if !allows_retry(t, config.size) => Err(Refusal(format!(
@@ -249,7 +275,8 @@ impl RetryBudget for SharedBudget<'_> {
 
     fn record(&mut self, success: bool) {
         let config = self.config;
-        self.tokens = self.fleet.with(|s| s.spend(config, success));
+        // After any attempt, the last included: the store's own limits only.
+        self.tokens = self.fleet.with(false, |s, b| s.spend(config, success, b));
     }
 }
 
@@ -259,13 +286,14 @@ pub fn describe_state(
     budget: Option<&BudgetConfig>,
     circuit: Option<&CircuitConfig>,
 ) -> Vec<String> {
-    let mut store = match open_read_only(target) {
+    let bound = Bound::signals_only();
+    let mut store = match open_read_only(target, &bound) {
         Ok(store) => store,
         Err(err) => return vec![format!("fleet:       state unreadable: {err:#}")],
     };
     let mut lines = Vec::new();
     if let Some(b) = budget {
-        let line = match store.tokens(b) {
+        let line = match store.tokens(b, &bound) {
             Ok(t) => format!(
                 "budget:      {} holds {} of {} tokens (retries while more than {}; a success earns {}) in {}",
                 b.name,
@@ -280,7 +308,7 @@ pub fn describe_state(
         lines.push(line);
     }
     if let Some(c) = circuit {
-        let line = match store.circuit(c) {
+        let line = match store.circuit(c, &bound) {
             Ok(state) => circuit_line(c, &state),
             Err(err) => format!("circuit:     {}: unreadable: {err:#}", c.name),
         };
@@ -307,10 +335,10 @@ fn circuit_line(c: &CircuitConfig, state: &CircuitState) -> String {
 }
 
 /// A store for reading: a missing directory or table reads as fresh state.
-fn open_read_only(target: &Backend) -> anyhow::Result<Box<dyn FleetStore>> {
+fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
     Ok(match target {
         Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())),
-        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone())?),
+        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone(), bound)?),
     })
 }
 

@@ -2,99 +2,62 @@
 //! `retry_circuits`, created if missing, each update one statement that the
 //! server applies atomically (the row lock orders concurrent updates, and each
 //! re-reads the row it changes). Times are the server's, so hosts whose clocks
-//! disagree still agree on when a circuit opens.
+//! disagree still agree on when a circuit opens. Every call goes through the one
+//! bounded connection of `jobs::postgres::db`.
+
+use std::rc::Rc;
 
 use anyhow::Context;
-use postgres::Client;
+use tokio_postgres::Row;
+use tokio_postgres::types::Type;
 
 use super::{Admission, CircuitState, FleetStore};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::jobs::postgres::{ADVISORY_KEY_SQL, PgTarget, application_name, connect};
+use crate::jobs::postgres::PgTarget;
+use crate::jobs::postgres::db::Db;
+use crate::jobs::postgres::schema::{self, Needs};
+use crate::wait::Bound;
 
-pub const BUDGET_TABLE: &str = "retry_budgets";
-pub const CIRCUIT_TABLE: &str = "retry_circuits";
-
-/// Taken while creating the tables, so concurrent first runs do not race.
-const TABLE_LOCK_NAME: &str = "retry-fleet-tables";
-
-/// The tables, as a person without CREATE would ask an administrator to make them.
-pub const CREATE_SQL: &str = "CREATE TABLE IF NOT EXISTS retry_budgets (
-    name text PRIMARY KEY,
-    tokens double precision NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS retry_circuits (
-    name text PRIMARY KEY,
-    failures integer NOT NULL,
-    open_until timestamptz,
-    probe text,
-    updated_at timestamptz NOT NULL DEFAULT now()
-);";
+pub use crate::jobs::postgres::schema::{BUDGET_TABLE, CIRCUIT_TABLE};
 
 /// Milliseconds since the epoch of a timestamptz column.
 const MS: &str = "(extract(epoch FROM open_until) * 1000)::bigint";
 
 pub struct PgFleet {
-    client: Client,
+    db: Rc<Db>,
     target: PgTarget,
     /// Missing tables read as fresh state (for `--dry-run`).
     tables: bool,
 }
 
 impl PgFleet {
-    /// Connects and creates the tables if missing.
-    pub fn connect(target: PgTarget) -> anyhow::Result<PgFleet> {
-        let client = connect(&target, "--state", &application_name("fleet state"))?;
-        let mut fleet = PgFleet {
-            client,
+    /// Connects (within `bound`) and creates the tables if missing.
+    pub fn connect(target: PgTarget, bound: &Bound) -> anyhow::Result<PgFleet> {
+        let db = Db::open(&target);
+        let needs = Needs {
+            fleet: true,
+            ..Needs::default()
+        };
+        schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
+        Ok(PgFleet {
+            db,
             target,
             tables: true,
-        };
-        fleet.ensure_tables().with_context(|| {
-            format!(
-                "--state: cannot create tables {BUDGET_TABLE} and {CIRCUIT_TABLE} in {}; \
-                 a role without CREATE needs them made once:\n{CREATE_SQL}",
-                fleet.target
-            )
-        })?;
-        Ok(fleet)
-    }
-
-    /// Connects without creating anything.
-    pub fn connect_read_only(target: PgTarget) -> anyhow::Result<PgFleet> {
-        let mut client = connect(&target, "--state", &application_name("fleet state"))?;
-        let tables: bool = client
-            .query_one(
-                "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
-                &[&BUDGET_TABLE, &CIRCUIT_TABLE],
-            )?
-            .get(0);
-        Ok(PgFleet {
-            client,
-            target,
-            tables,
         })
     }
 
-    fn ensure_tables(&mut self) -> anyhow::Result<()> {
-        let exists: bool = self
-            .client
-            .query_one(
+    /// Connects without creating anything.
+    pub fn connect_read_only(target: PgTarget, bound: &Bound) -> anyhow::Result<PgFleet> {
+        let db = Db::open(&target);
+        let tables = db
+            .query(
                 "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
-                &[&BUDGET_TABLE, &CIRCUIT_TABLE],
+                &[(&BUDGET_TABLE, Type::TEXT), (&CIRCUIT_TABLE, Type::TEXT)],
+                bound,
             )?
-            .get(0);
-        if exists {
-            return Ok(());
-        }
-        let mut tx = self.client.transaction()?;
-        tx.execute(
-            &format!("SELECT pg_advisory_xact_lock({ADVISORY_KEY_SQL})"),
-            &[&TABLE_LOCK_NAME],
-        )?;
-        tx.batch_execute(CREATE_SQL)?;
-        tx.commit()?;
-        Ok(())
+            .first()
+            .is_some_and(|r| r.get(0));
+        Ok(PgFleet { db, target, tables })
     }
 
     fn context(&self) -> String {
@@ -106,7 +69,7 @@ fn cooldown_secs(c: &CircuitConfig) -> f64 {
     c.cooldown.as_secs_f64()
 }
 
-fn state_of(row: &postgres::Row) -> CircuitState {
+fn state_of(row: &Row) -> CircuitState {
     let failures: i32 = row.get(0);
     let until: Option<i64> = row.get(1);
     CircuitState {
@@ -123,7 +86,12 @@ impl FleetStore for PgFleet {
         )
     }
 
-    fn spend(&mut self, budget: &BudgetConfig, success: bool) -> anyhow::Result<f64> {
+    fn spend(
+        &mut self,
+        budget: &BudgetConfig,
+        success: bool,
+        bound: &Bound,
+    ) -> anyhow::Result<f64> {
         let sql = format!(
             "INSERT INTO {BUDGET_TABLE} AS b (name, tokens) VALUES ($1::text, greatest(least($2::float8 + $3::float8, $2::float8), 0))
              ON CONFLICT (name) DO UPDATE
@@ -132,27 +100,40 @@ impl FleetStore for PgFleet {
              RETURNING tokens"
         );
         let delta = if success { budget.ratio } else { -1.0 };
-        let row = self
-            .client
-            .query_one(&sql, &[&budget.name, &f64::from(budget.size), &delta])
+        let size = f64::from(budget.size);
+        let rows = self
+            .db
+            .query(
+                &sql,
+                &[
+                    (&budget.name, Type::TEXT),
+                    (&size, Type::FLOAT8),
+                    (&delta, Type::FLOAT8),
+                ],
+                bound,
+            )
             .with_context(|| self.context())?;
-        Ok(row.get(0))
+        Ok(rows.first().context("no row")?.get(0))
     }
 
-    fn tokens(&mut self, budget: &BudgetConfig) -> anyhow::Result<f64> {
+    fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64> {
         let size = f64::from(budget.size);
         if !self.tables {
             return Ok(size);
         }
         let sql = format!("SELECT least(tokens, $2::float8) FROM {BUDGET_TABLE} WHERE name = $1");
-        let row = self
-            .client
-            .query_opt(&sql, &[&budget.name, &size])
+        let rows = self
+            .db
+            .query(
+                &sql,
+                &[(&budget.name, Type::TEXT), (&size, Type::FLOAT8)],
+                bound,
+            )
             .with_context(|| self.context())?;
-        Ok(row.map_or(size, |r| r.get(0)))
+        Ok(rows.first().map_or(size, |r| r.get(0)))
     }
 
-    fn admit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<Admission> {
+    fn admit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<Admission> {
         // One statement: the row lock makes a second claimant re-read the pushed time.
         let run = uuid::Uuid::new_v4().to_string();
         let sql = format!(
@@ -165,20 +146,27 @@ impl FleetStore for PgFleet {
              RETURNING failures, {MS}, coalesce(probe = $4::text, false)"
         );
         let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
-        let row = self
-            .client
-            .query_opt(
+        let cooldown = cooldown_secs(circuit);
+        let rows = self
+            .db
+            .query(
                 &sql,
-                &[&circuit.name, &limit, &cooldown_secs(circuit), &run],
+                &[
+                    (&circuit.name, Type::TEXT),
+                    (&limit, Type::INT4),
+                    (&cooldown, Type::FLOAT8),
+                    (&run, Type::TEXT),
+                ],
+                bound,
             )
             .with_context(|| self.context())?;
-        let Some(row) = row else {
+        let Some(row) = rows.first() else {
             return Ok(Admission::Closed);
         };
         if row.get::<_, bool>(2) {
             return Ok(Admission::Probe);
         }
-        let state = state_of(&row);
+        let state = state_of(row);
         Ok(Admission::Open {
             until_ms: state.open_until_ms.unwrap_or(0),
             failures: state.failures,
@@ -189,6 +177,7 @@ impl FleetStore for PgFleet {
         &mut self,
         circuit: &CircuitConfig,
         success: bool,
+        bound: &Bound,
     ) -> anyhow::Result<CircuitState> {
         let sql = format!(
             "INSERT INTO {CIRCUIT_TABLE} AS c (name, failures, open_until)
@@ -204,25 +193,32 @@ impl FleetStore for PgFleet {
              RETURNING failures, {MS}"
         );
         let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
-        let row = self
-            .client
-            .query_one(
+        let cooldown = cooldown_secs(circuit);
+        let rows = self
+            .db
+            .query(
                 &sql,
-                &[&circuit.name, &success, &limit, &cooldown_secs(circuit)],
+                &[
+                    (&circuit.name, Type::TEXT),
+                    (&success, Type::BOOL),
+                    (&limit, Type::INT4),
+                    (&cooldown, Type::FLOAT8),
+                ],
+                bound,
             )
             .with_context(|| self.context())?;
-        Ok(state_of(&row))
+        Ok(state_of(rows.first().context("no row")?))
     }
 
-    fn circuit(&mut self, circuit: &CircuitConfig) -> anyhow::Result<CircuitState> {
+    fn circuit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<CircuitState> {
         if !self.tables {
             return Ok(CircuitState::default());
         }
         let sql = format!("SELECT failures, {MS} FROM {CIRCUIT_TABLE} WHERE name = $1");
-        let row = self
-            .client
-            .query_opt(&sql, &[&circuit.name])
+        let rows = self
+            .db
+            .query(&sql, &[(&circuit.name, Type::TEXT)], bound)
             .with_context(|| self.context())?;
-        Ok(row.as_ref().map(state_of).unwrap_or_default())
+        Ok(rows.first().map(state_of).unwrap_or_default())
     }
 }

@@ -15,6 +15,7 @@ use nix::fcntl::{Flock, FlockArg};
 use std::time::SystemTime;
 
 use super::{Done, Lock, Marker, MarkerStore, Status};
+use crate::wait::Bound;
 
 /// Longest file name most file systems take (NAME_MAX).
 const NAME_MAX: usize = 255;
@@ -31,7 +32,7 @@ pub struct FileLock {
     remove_on_release: bool,
     /// Where the fencing counters live (`STATE/fencing`), for a `--lock` file.
     fencing_dir: Option<PathBuf>,
-    token: Option<u64>,
+    token: Option<i64>,
 }
 
 impl FileLock {
@@ -99,11 +100,11 @@ impl Lock for FileLock {
         self.path.display().to_string()
     }
 
-    fn fencing_token(&self) -> Option<u64> {
+    fn fencing_token(&self) -> Option<i64> {
         self.token
     }
 
-    fn try_acquire(&mut self) -> anyhow::Result<bool> {
+    fn try_acquire(&mut self, _bound: &Bound) -> anyhow::Result<bool> {
         if self.held.is_some() {
             return Ok(true);
         }
@@ -134,7 +135,7 @@ impl Lock for FileLock {
 
 impl FileLock {
     /// Bumps the fencing counter of this lock file, durably, while holding the lock.
-    fn next_token(&self) -> anyhow::Result<Option<u64>> {
+    fn next_token(&self) -> anyhow::Result<Option<i64>> {
         let Some(dir) = &self.fencing_dir else {
             return Ok(None);
         };
@@ -161,7 +162,7 @@ impl FileLock {
         let mut text = serde_json::to_vec(&Fencing { lock: key, token })?;
         text.push(b'\n');
         crate::report::write_atomically(&counter, &text)?;
-        Ok(Some(token))
+        Ok(Some(i64::try_from(token).unwrap_or(i64::MAX)))
     }
 }
 
@@ -242,7 +243,7 @@ impl MarkerStore for FileStore {
         format!("state directory {}", self.dir.display())
     }
 
-    fn find(&mut self, key: &str) -> anyhow::Result<Option<Done>> {
+    fn find(&mut self, key: &str, _bound: &Bound) -> anyhow::Result<Option<Done>> {
         let path = self.marker_path(key);
         let text = match std::fs::read(&path) {
             Ok(text) => text,
@@ -267,14 +268,14 @@ impl MarkerStore for FileStore {
         }))
     }
 
-    fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool> {
+    fn try_lock_key(&mut self, key: &str, bound: &Bound) -> anyhow::Result<bool> {
         let path = self.key_lock_path(key);
         self.key_lock
             .get_or_insert_with(|| FileLock::removable(path))
-            .try_acquire()
+            .try_acquire(bound)
     }
 
-    fn record(&mut self, marker: &Marker) -> anyhow::Result<()> {
+    fn record(&mut self, marker: &Marker, _bound: &Bound) -> anyhow::Result<()> {
         let path = self.marker_path(&marker.key);
         // Only a success replaces a record: a late "skipped" never hides how a slot ended.
         if marker.status != Status::Succeeded && path.exists() {
@@ -285,7 +286,7 @@ impl MarkerStore for FileStore {
         crate::report::write_atomically(&path, &text)
     }
 
-    fn keys_with_prefix(&mut self, prefix: &str) -> anyhow::Result<Vec<String>> {
+    fn keys_with_prefix(&mut self, prefix: &str, _bound: &Bound) -> anyhow::Result<Vec<String>> {
         Ok(self
             .entries(prefix)?
             .into_iter()
@@ -293,7 +294,7 @@ impl MarkerStore for FileStore {
             .collect())
     }
 
-    fn prune(&mut self, prefix: &str, before: SystemTime) -> anyhow::Result<usize> {
+    fn prune(&mut self, prefix: &str, before: SystemTime, _bound: &Bound) -> anyhow::Result<usize> {
         let mut removed = 0;
         for (_, path) in self.entries(prefix)? {
             let old = std::fs::metadata(&path)
@@ -410,10 +411,10 @@ mod tests {
         let path = dir.path().join("job.lock");
         let mut first = FileLock::new(path.clone());
         let mut second = FileLock::new(path.clone());
-        assert!(first.try_acquire().unwrap());
-        assert!(!second.try_acquire().unwrap());
+        assert!(first.try_acquire(&Bound::signals_only()).unwrap());
+        assert!(!second.try_acquire(&Bound::signals_only()).unwrap());
         drop(first);
-        assert!(second.try_acquire().unwrap());
+        assert!(second.try_acquire(&Bound::signals_only()).unwrap());
         drop(second);
         assert!(path.exists(), "a --lock file is never removed");
     }
@@ -422,21 +423,21 @@ mod tests {
     fn a_key_lock_file_is_removed_on_release() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = FileStore::open(dir.path().join("state")).unwrap();
-        assert!(store.try_lock_key("k").unwrap());
+        assert!(store.try_lock_key("k", &Bound::signals_only()).unwrap());
         let mut other = FileStore::open(dir.path().join("state")).unwrap();
-        assert!(!other.try_lock_key("k").unwrap());
+        assert!(!other.try_lock_key("k", &Bound::signals_only()).unwrap());
         let lock_path = store.key_lock_path("k");
         assert!(lock_path.exists());
         drop(store);
         assert!(!lock_path.exists());
-        assert!(other.try_lock_key("k").unwrap());
+        assert!(other.try_lock_key("k", &Bound::signals_only()).unwrap());
     }
 
     #[test]
     fn markers_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = FileStore::open(dir.path().to_path_buf()).unwrap();
-        assert_eq!(store.find("a/b").unwrap(), None);
+        assert_eq!(store.find("a/b", &Bound::signals_only()).unwrap(), None);
         let marker = Marker {
             status: Status::Succeeded,
             key: "a/b".into(),
@@ -446,8 +447,8 @@ mod tests {
             command: vec!["make-report".into()],
             attempts: 2,
         };
-        store.record(&marker).unwrap();
-        let done = store.find("a/b").unwrap().unwrap();
+        store.record(&marker, &Bound::signals_only()).unwrap();
+        let done = store.find("a/b", &Bound::signals_only()).unwrap().unwrap();
         assert_eq!(done.succeeded_at, marker.succeeded_at);
         assert_eq!(done.host, "web1");
         assert!(dir.path().join("a%2Fb.json").exists());

@@ -3,18 +3,16 @@
 //! parses lock and state targets, takes the locks, checks and records markers, and
 //! decides whether the run proceeds or is skipped. Storage lives behind two small
 //! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` and PostgreSQL in
-//! `postgres.rs`; the retry loop, the report and the exit status are left to others.
-//! A lock that can be lost while held (one on a connection) is checked every second
-//! by a [`Watch`] thread for as long as it is held; a loss stops the run through
-//! `signals::lose_lock`.
+//! `postgres/`; the retry loop, the report and the exit status are left to others.
+//! Every call takes a [`Bound`]: before the attempts it carries `--max-time`, after
+//! them only signals (and each store's own limits). A PostgreSQL lock is a lease
+//! that its renewer keeps alive; a lost one stops the run through
+//! `signals::lose_lock_within`.
 
 pub mod file;
 pub mod postgres;
 
 use std::path::PathBuf;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -43,6 +41,10 @@ pub struct JobOptions {
     pub command: Vec<String>,
     /// `STATE/fencing`, where a `--lock` file's fencing counter lives.
     pub fencing_dir: Option<PathBuf>,
+    /// `--lease-ttl`: the lifetime of a PostgreSQL lease.
+    pub lease_ttl: Duration,
+    /// Records other endings than success (a scheduler's slots).
+    pub statuses: bool,
 }
 
 /// The scheduled-job flags as given, before they are parsed.
@@ -55,6 +57,9 @@ pub struct JobFlags<'a> {
     /// `--state`, parsed once by the configuration.
     pub state: Option<Backend>,
     pub command: Vec<String>,
+    pub lease_ttl: Option<Duration>,
+    /// `--schedule` is given: slots are `--once` keys in `--state`.
+    pub schedule: bool,
 }
 
 /// Whether the run goes ahead.
@@ -140,6 +145,18 @@ impl std::fmt::Display for Interrupted {
 }
 
 impl std::error::Error for Interrupted {}
+
+/// The lease a run holds was gone when its record was written: nothing was recorded.
+#[derive(Debug)]
+pub struct LeaseLost(pub String);
+
+impl std::fmt::Display for LeaseLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LeaseLost {}
 
 /// Where a lock or the markers live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -250,6 +267,15 @@ impl JobOptions {
         if let (Some(key), Some(Backend::File(_))) = (flags.once, &state) {
             file::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
+        let on_postgres = |b: &Option<Backend>| matches!(b, Some(Backend::Postgres(_)));
+        let lease_ttl = match flags.lease_ttl {
+            Some(_) if !on_postgres(&lock) && !on_postgres(&state) => anyhow::bail!(
+                "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
+                 without --lock postgres://…#NAME or --state postgres://…"
+            ),
+            Some(ttl) => postgres::lease::check_ttl(ttl)?,
+            None => postgres::lease::DEFAULT_TTL,
+        };
         let fencing_dir = match (&lock, &state) {
             (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.join("fencing")),
             (Some(Backend::File(_)), _) => default_state_dir().ok().map(|d| d.join("fencing")),
@@ -264,55 +290,53 @@ impl JobOptions {
             once: flags.once.map(str::to_string),
             state,
             command: flags.command,
+            lease_ttl,
+            statuses: flags.schedule,
         })
     }
 }
 
-/// A single-instance lock. Once acquired it stays held until the value is dropped,
-/// and the kernel or the server frees it when the process dies.
+/// A single-instance lock. Once acquired it stays held until the value is dropped
+/// (which releases it), and the kernel or the server frees it when the process dies.
 pub trait Lock {
     /// How messages name the lock (never with a password).
     fn describe(&self) -> String;
-    /// Tries once, without blocking: `Ok(true)` when now held, `Ok(false)` when busy.
-    fn try_acquire(&mut self) -> anyhow::Result<bool>;
+    /// Tries once, within `bound`: `Ok(true)` when now held, `Ok(false)` when busy.
+    fn try_acquire(&mut self, bound: &Bound) -> anyhow::Result<bool>;
     /// The fencing token this acquisition was given: greater than any before it
     /// for the same lock (`None` when the lock keeps no counter).
-    fn fencing_token(&self) -> Option<u64> {
+    fn fencing_token(&self) -> Option<i64> {
         None
     }
-    /// How to check that the held lock is still held, for a lock that can be lost
-    /// (`None`: held until the process exits, like a `flock`).
-    fn liveness(&self) -> Option<Box<dyn Liveness>> {
-        None
+    /// Checks now that the held lock is still held (before a success is recorded
+    /// under it); `Err` says why not.
+    fn confirm(&mut self, _bound: &Bound) -> Result<(), String> {
+        Ok(())
     }
 }
 
-/// Checks that a held lock is still held.
-pub trait Liveness: Send {
-    /// `Err` says why the lock is gone. Returns within a few seconds, whatever the network does.
-    fn check(&mut self) -> Result<(), String>;
-}
-
-/// Where `--once` successes are recorded.
+/// Where `--once` successes (and a scheduler's slot records) are kept.
 pub trait MarkerStore {
     /// How messages name the store (never with a password).
     fn describe(&self) -> String;
-    /// The recorded success of `key`, if any.
-    fn find(&mut self, key: &str) -> anyhow::Result<Option<Done>>;
+    /// The recorded end of `key`, if any.
+    fn find(&mut self, key: &str, bound: &Bound) -> anyhow::Result<Option<Done>>;
     /// Tries once to take the lock that keeps runs with the same `key` apart;
-    /// `Ok(false)` when another run holds it. Held until the store is dropped.
-    fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool>;
-    /// Records how a run ended, durably; returns only once it is committed.
-    fn record(&mut self, marker: &Marker) -> anyhow::Result<()>;
-    /// The keys with a record that start with `prefix`.
-    fn keys_with_prefix(&mut self, prefix: &str) -> anyhow::Result<Vec<String>>;
-    /// Removes the records of keys starting with `prefix` recorded before `before`;
-    /// returns how many.
-    fn prune(&mut self, prefix: &str, before: SystemTime) -> anyhow::Result<usize>;
-    /// Like [`Lock::liveness`], for the lock taken by `try_lock_key`.
-    fn key_lock_liveness(&self) -> Option<Box<dyn Liveness>> {
+    /// `Ok(false)` when another run holds it. Held until recorded or dropped.
+    fn try_lock_key(&mut self, key: &str, bound: &Bound) -> anyhow::Result<bool>;
+    /// The fencing token of the key lock held, when the store keeps one.
+    fn key_token(&self) -> Option<i64> {
         None
     }
+    /// Records how a run ended, durably; returns only once it is committed. For the
+    /// key whose lock this store holds, the record is made only while that lock is
+    /// still held ([`LeaseLost`] otherwise), and it frees the lock.
+    fn record(&mut self, marker: &Marker, bound: &Bound) -> anyhow::Result<()>;
+    /// The keys with a record that start with `prefix`.
+    fn keys_with_prefix(&mut self, prefix: &str, bound: &Bound) -> anyhow::Result<Vec<String>>;
+    /// Removes the records of keys starting with `prefix` recorded before `before`;
+    /// returns how many.
+    fn prune(&mut self, prefix: &str, before: SystemTime, bound: &Bound) -> anyhow::Result<usize>;
 }
 
 /// A recorded success, as found in a store.
@@ -343,77 +367,10 @@ pub struct Marker {
 
 /// The locks a proceeding run holds, and what it must record on success.
 pub struct HeldLocks {
-    // Dropped in this order: the checks, the key lock, then the single-instance lock.
-    watches: Vec<Watch>,
+    // Dropped in this order: the key lock (with its store), then the single-instance lock.
     once: Option<OnceRun>,
-    _lock: Option<Box<dyn Lock>>,
-    fencing_token: Option<u64>,
-}
-
-/// How often a lock that can be lost is checked.
-const CHECK_EVERY: Duration = Duration::from_secs(1);
-
-/// Checks one held lock every [`CHECK_EVERY`] on its own thread until dropped; the
-/// first failed check records the loss (`signals::lose_lock`), which stops the run.
-struct Watch {
-    what: String,
-    liveness: Arc<Mutex<Box<dyn Liveness>>>,
-    // Dropping the sender ends the thread's wait at once.
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watch {
-    fn start(what: String, liveness: Box<dyn Liveness>) -> anyhow::Result<Watch> {
-        let liveness = Arc::new(Mutex::new(liveness));
-        let (stop, stopped) = mpsc::channel::<()>();
-        let (name, shared) = (what.clone(), Arc::clone(&liveness));
-        let thread = std::thread::Builder::new()
-            .name("lock-watch".into())
-            .spawn(move || {
-                // A fixed beat, so the time a check takes does not stretch the interval.
-                let mut next = Instant::now() + CHECK_EVERY;
-                while let Err(RecvTimeoutError::Timeout) =
-                    stopped.recv_timeout(next.saturating_duration_since(Instant::now()))
-                {
-                    next += CHECK_EVERY;
-                    if check(&name, &shared).is_err() {
-                        return;
-                    }
-                }
-            })
-            .context("cannot start the thread that checks the lock")?;
-        Ok(Watch {
-            what,
-            liveness,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-
-    /// Checks now, on this thread.
-    fn check_now(&self) -> Result<(), String> {
-        check(&self.what, &self.liveness)
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// One check of `what`; a failure is recorded as the lost lock and returned.
-fn check(what: &str, liveness: &Mutex<Box<dyn Liveness>>) -> Result<(), String> {
-    let mut liveness = liveness.lock().unwrap_or_else(|p| p.into_inner());
-    liveness.check().map_err(|why| {
-        let message = format!("{what} was lost: {why}");
-        signals::lose_lock(message.clone());
-        message
-    })
+    lock: Option<Box<dyn Lock>>,
+    fencing_token: Option<i64>,
 }
 
 struct OnceRun {
@@ -423,21 +380,20 @@ struct OnceRun {
 }
 
 impl HeldLocks {
-    /// The `--lock` acquisition's fencing token (`RETRY_FENCING_TOKEN`).
-    pub fn fencing_token(&self) -> Option<u64> {
+    /// The fencing token (`RETRY_FENCING_TOKEN`): the `--lock` token when there is a
+    /// `--lock`, else the `--once` key's (or the slot's).
+    pub fn fencing_token(&self) -> Option<i64> {
         self.fencing_token
     }
 
     /// Whether every lock is still held, checked now when a marker is about to be
     /// written (a success recorded without its lock could be done twice).
-    pub fn confirm(&self) -> Result<(), String> {
+    pub fn confirm(&mut self) -> Result<(), String> {
         if let Some(lost) = signals::lock_lost() {
             return Err(lost);
         }
-        if self.once.is_some() {
-            for watch in &self.watches {
-                watch.check_now()?;
-            }
+        if let (Some(_), Some(lock)) = (&self.once, &mut self.lock) {
+            lock.confirm(&Bound::signals_only())?;
         }
         Ok(())
     }
@@ -448,6 +404,7 @@ impl HeldLocks {
     }
 
     /// Records how the run of the `--once` key ended, while its lock is still held.
+    /// After the last attempt: bounded by the store's own limits and signals only.
     pub fn record_end(&mut self, status: Status, summary: &RunSummary) -> anyhow::Result<()> {
         let Some(once) = &mut self.once else {
             return Ok(());
@@ -461,14 +418,16 @@ impl HeldLocks {
             command: once.command.clone(),
             attempts: u32::try_from(summary.attempts.len()).unwrap_or(u32::MAX),
         };
-        once.store.record(&marker).with_context(|| {
-            format!(
-                "the run {} but --once key {:?} could not be recorded in {}",
-                status.phrase(),
-                once.key,
-                once.store.describe()
-            )
-        })?;
+        once.store
+            .record(&marker, &Bound::signals_only())
+            .with_context(|| {
+                format!(
+                    "the run {} but --once key {:?} could not be recorded in {}",
+                    status.phrase(),
+                    once.key,
+                    once.store.describe()
+                )
+            })?;
         report::verbose(
             1,
             &format!(
@@ -482,15 +441,17 @@ impl HeldLocks {
     }
 }
 
-/// Records how a slot ended with a fresh connection to `state` (for a slot that never
-/// held its key lock, or whose store connection went with a lost lock).
+/// Records how a slot ended with a store of its own (for a slot that never held its
+/// key lock, or whose lock was lost). After the slot: signals and the store's limits only.
 pub fn record_status(
     state: &Backend,
     key: &str,
     status: Status,
     command: &[String],
 ) -> anyhow::Result<()> {
-    let mut store = open_store(state.clone())?;
+    let bound = Bound::signals_only();
+    let ttl = postgres::lease::DEFAULT_TTL;
+    let mut store = open_store(state.clone(), true, ttl, &bound)?;
     let marker = Marker {
         key: key.to_string(),
         status,
@@ -501,7 +462,7 @@ pub fn record_status(
         attempts: 0,
     };
     store
-        .record(&marker)
+        .record(&marker, &bound)
         .with_context(|| format!("cannot record {key:?} in {}", store.describe()))
 }
 
@@ -516,41 +477,53 @@ pub fn host_name() -> String {
 }
 
 /// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
-fn open_lock(target: Backend, fencing_dir: Option<&PathBuf>) -> anyhow::Result<Box<dyn Lock>> {
+fn open_lock(opts: &JobOptions, target: Backend, bound: &Bound) -> anyhow::Result<Box<dyn Lock>> {
     Ok(match target {
-        Backend::File(path) => match fencing_dir {
+        Backend::File(path) => match &opts.fencing_dir {
             Some(dir) => Box::new(file::FileLock::fenced(path, dir.clone())),
             None => Box::new(file::FileLock::new(path)),
         },
-        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg)?),
+        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg, opts.lease_ttl, bound)?),
     })
 }
 
-/// Opens the backend for a `--state` target (creating the directory or table).
-pub fn open_store(target: Backend) -> anyhow::Result<Box<dyn MarkerStore>> {
+/// Opens the backend for a `--state` target (creating the directory or tables);
+/// `statuses` when endings other than success are recorded (a scheduler).
+pub fn open_store(
+    target: Backend,
+    statuses: bool,
+    lease_ttl: Duration,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn MarkerStore>> {
     Ok(match target {
         Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
-        Backend::Postgres(pg) => Box::new(postgres::PgStore::connect(pg)?),
+        Backend::Postgres(pg) => {
+            Box::new(postgres::PgStore::connect(pg, statuses, lease_ttl, bound)?)
+        }
     })
 }
 
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
-/// Waiting for the locks ends at `--lock-wait` or when `--max-time` runs out.
-pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
+/// Waiting for the locks ends at `--lock-wait` or at `run_deadline` (`--max-time`),
+/// which bounds every call before the attempts too.
+pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Result<Gate> {
+    let calls = Bound::until(run_deadline);
     let wait = opts
         .max_time
         .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
-    let mut watches = Vec::new();
     let mut once = None;
     if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
-        let mut store = match open_store(state.clone()) {
+        let opened = open_store(state.clone(), opts.statuses, opts.lease_ttl, &calls);
+        let mut store = match opened {
             Ok(store) => store,
             Err(err) => return stopped_by(err, "connecting to the --state server"),
         };
-        if let Some(done) = store.find(key)? {
-            return Ok(already_done(key, &done));
+        match store.find(key, &calls) {
+            Ok(Some(done)) => return Ok(already_done(key, &done)),
+            Ok(None) => {}
+            Err(err) => return stopped_by(err, "reading the --once key"),
         }
         once = Some(OnceRun {
             store,
@@ -561,52 +534,57 @@ pub fn prepare(opts: &JobOptions) -> anyhow::Result<Gate> {
     let mut lock = None;
     let mut fencing_token = None;
     if let Some(target) = &opts.lock {
-        let mut backend = match open_lock(target.clone(), opts.fencing_dir.as_ref()) {
+        let mut backend = match open_lock(opts, target.clone(), &calls) {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };
         let what = format!("lock {}", backend.describe());
-        match acquire(&what, deadline, wait, || backend.try_acquire())? {
-            Acquired::Held => {}
-            Acquired::Busy => return Ok(busy(opts, wait, format!("{what} is busy"))),
-            Acquired::Stopped(stop) => return Ok(stopped(stop, &format!("waiting for {what}"))),
+        match acquire(&what, deadline, run_deadline, wait, |b| {
+            backend.try_acquire(b)
+        }) {
+            Ok(Acquired::Held) => {}
+            Ok(Acquired::Busy) => return Ok(busy(opts, wait, format!("{what} is busy"))),
+            Ok(Acquired::Stopped(stop)) => {
+                return Ok(stopped(stop, &format!("waiting for {what}")));
+            }
+            Err(err) => return stopped_by(err, &format!("taking {what}")),
         }
         report::verbose(1, &format!("holding {what}"));
         fencing_token = backend.fencing_token();
-        if let Some(token) = fencing_token {
-            report::verbose(1, &format!("fencing token {token} (RETRY_FENCING_TOKEN)"));
-        }
-        if let Some(liveness) = backend.liveness() {
-            watches.push(Watch::start(what, liveness)?);
-        }
         lock = Some(backend);
     }
     if let Some(run) = &mut once {
         let what = format!("the lock on --once key {:?}", run.key);
         let store = &mut run.store;
         let key = run.key.as_str();
-        match acquire(&what, deadline, wait, || store.try_lock_key(key))? {
-            Acquired::Held => {}
-            Acquired::Busy => {
+        match acquire(&what, deadline, run_deadline, wait, |b| {
+            store.try_lock_key(key, b)
+        }) {
+            Ok(Acquired::Held) => {}
+            Ok(Acquired::Busy) => {
                 let text =
                     format!("another run with --once key {key:?} is in progress ({what} is busy)");
                 return Ok(busy(opts, wait, text));
             }
-            Acquired::Stopped(stop) => return Ok(stopped(stop, &format!("waiting for {what}"))),
+            Ok(Acquired::Stopped(stop)) => {
+                return Ok(stopped(stop, &format!("waiting for {what}")));
+            }
+            Err(err) => return stopped_by(err, &format!("taking {what}")),
         }
-        if let Some(done) = store.find(key)? {
-            return Ok(already_done(key, &done));
+        match store.find(key, &calls) {
+            Ok(Some(done)) => return Ok(already_done(key, &done)),
+            Ok(None) => {}
+            Err(err) => return stopped_by(err, "reading the --once key"),
         }
-        let place = format!("{what} in {}", store.describe());
-        report::verbose(1, &format!("holding {place}"));
-        if let Some(liveness) = store.key_lock_liveness() {
-            watches.push(Watch::start(place, liveness)?);
-        }
+        report::verbose(1, &format!("holding {what} in {}", store.describe()));
+        fencing_token = fencing_token.or_else(|| store.key_token());
+    }
+    if let Some(token) = fencing_token {
+        report::verbose(1, &format!("fencing token {token} (RETRY_FENCING_TOKEN)"));
     }
     Ok(Gate::Proceed(HeldLocks {
-        watches,
         once,
-        _lock: lock,
+        lock,
         fencing_token,
     }))
 }
@@ -617,18 +595,21 @@ enum Acquired {
     Stopped(Stop),
 }
 
-/// Tries `attempt` until it succeeds or `deadline` passes, pausing in between so
-/// that a stopping signal (or a lock already held being lost) ends the wait at once.
+/// Tries `attempt` until it succeeds or `deadline` (`--lock-wait`) passes, pausing in
+/// between so that a stopping signal (or a lock already held being lost) ends the
+/// wait at once. Each try is bounded by `run_deadline` (`--max-time`).
 fn acquire(
     what: &str,
     deadline: Instant,
+    run_deadline: Option<Instant>,
     wait: Duration,
-    mut attempt: impl FnMut() -> anyhow::Result<bool>,
+    mut attempt: impl FnMut(&Bound) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Acquired> {
     let mut announced = false;
+    let calls = Bound::until(run_deadline);
     let bound = Bound::until(Some(deadline)).or_lost_lock();
     let tried = crate::wait::retry_until(&bound, || {
-        let held = attempt()?;
+        let held = attempt(&calls)?;
         if !held && !announced && Instant::now() < deadline {
             report::info(&format!(
                 "{what} is busy; waiting up to {} for it",
@@ -683,7 +664,7 @@ fn stopped(stop: Stop, doing: &str) -> Gate {
     Gate::Stopped { stop, message }
 }
 
-/// A gate stopped by a signal while connecting; any other error stays an error.
+/// A gate stopped by a signal while talking to a store; any other error stays an error.
 fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
     match err.downcast_ref::<Interrupted>() {
         Some(Interrupted(sig)) => Ok(stopped(Stop::Signal(*sig), doing)),
@@ -810,6 +791,8 @@ mod tests {
             once: None,
             state: None,
             command: vec!["true".into()],
+            lease_ttl: None,
+            schedule: false,
         };
         let err = JobOptions::from_flags(JobFlags {
             lock: Some("postgres://h/db"),

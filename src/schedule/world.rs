@@ -10,6 +10,7 @@ use super::{Slot, SlotEnd, World, slot_key, slot_of_key};
 use crate::config::{Config, ScheduleConfig};
 use crate::jobs::{self, Status};
 use crate::run::{self, SlotRun};
+use crate::wait::Bound;
 use crate::{report, signals};
 
 /// Longest single sleep: the wall clock is compared at least this often, so a clock
@@ -41,6 +42,14 @@ impl<'a> SystemWorld<'a> {
         format!("{}@", self.schedule.job)
     }
 
+    /// The slot records, opened for one call (no connection is held between slots).
+    fn store(&self, bound: &Bound) -> anyhow::Result<Box<dyn jobs::MarkerStore>> {
+        let ttl = self
+            .config
+            .map_or(jobs::postgres::lease::DEFAULT_TTL, |c| c.jobs.lease_ttl);
+        jobs::open_store(self.schedule.state.clone(), true, ttl, bound)
+    }
+
     fn slot_run(&self, slot: Slot) -> SlotRun {
         SlotRun {
             key: slot_key(&self.schedule.job, slot),
@@ -67,8 +76,9 @@ impl World for SystemWorld<'_> {
     }
 
     fn handled(&mut self) -> anyhow::Result<HashSet<Slot>> {
-        let mut store = jobs::open_store(self.schedule.state.clone())?;
-        let keys = store.keys_with_prefix(&self.prefix())?;
+        let bound = Bound::signals_only();
+        let mut store = self.store(&bound)?;
+        let keys = store.keys_with_prefix(&self.prefix(), &bound)?;
         Ok(keys
             .iter()
             .filter_map(|k| slot_of_key(&self.schedule.job, k))
@@ -113,8 +123,10 @@ impl World for SystemWorld<'_> {
 
     fn prune(&mut self, before: Slot) {
         let before = std::time::SystemTime::from(before);
-        let pruned = jobs::open_store(self.schedule.state.clone())
-            .and_then(|mut store| store.prune(&self.prefix(), before));
+        let bound = Bound::signals_only();
+        let pruned = self
+            .store(&bound)
+            .and_then(|mut store| store.prune(&self.prefix(), before, &bound));
         match pruned {
             Ok(0) => {}
             Ok(n) => report::verbose(1, &format!("pruned {n} old slot records")),

@@ -7,12 +7,13 @@ pub mod http_server;
 pub mod postgres;
 pub mod run;
 pub mod scratch;
+pub mod stall;
 pub mod terminal;
 pub mod tools;
 
 pub use run::{Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_for_run};
 pub use scratch::{
-    Scratch, alive, assert_stopped_because, read_json, run_job, wait_for_file, wait_for_pid,
-    wait_until,
+    Scratch, alive, assert_stopped_because, read_json, run_job, tcp_connections_to, wait_for_file,
+    wait_for_pid, wait_until,
 };
 pub use terminal::{Terminal, terminal};

@@ -3,8 +3,15 @@
 //! same directory, stopped and removed on drop. Run as `nobody` when the tests run
 //! as root (PostgreSQL refuses to run as root), as the current user otherwise.
 //!
+//! Every PostgreSQL test runs twice (the [`both_ways!`](crate::both_ways) macro): once
+//! against the server directly and once through Debian's `pgbouncer` in transaction
+//! mode with a pool of two server connections, so that clients share server sessions
+//! as they do in production. `url` names whichever the test runs through;
+//! `direct_url` and `client` always reach the server itself, for the test's own looks.
+//!
 //! Without PostgreSQL installed, `start` prints a loud SKIPPED line and returns
-//! `None`, unless `RETRY_TEST_REQUIRE_POSTGRES=1`, when it panics instead.
+//! `None`, unless `RETRY_TEST_REQUIRE_POSTGRES=1`, when it panics instead; likewise
+//! for pgbouncer.
 
 #![allow(dead_code)]
 
@@ -17,43 +24,125 @@ use std::process::{Command, Output};
 /// The role the tests connect as (trust authentication, loopback only).
 pub const USER: &str = "postgres";
 
+/// The roles a test may connect as through the pooler (its auth file lists them).
+pub const ROLES: [&str; 4] = [USER, "plain", "limited", "app"];
+
+/// How a test reaches the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Direct,
+    /// PgBouncer in transaction mode, `default_pool_size = 2`.
+    Pooler,
+}
+
 /// What the server should offer besides plain TCP.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct Options {
-    /// TLS with a self-signed certificate for `localhost`, written to `cert_path()`.
+    /// TLS with a self-signed certificate for `localhost`, written to `cert_path()`
+    /// (and offered by the pooler too).
     pub tls: bool,
+    pub via: Via,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            tls: false,
+            via: Via::Direct,
+        }
+    }
 }
 
 pub struct Postgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     run_as: Option<String>,
+    /// The server's own port.
     pub port: u16,
+    pub via: Via,
+    pooler: Option<Pooler>,
 }
 
-/// Starts a server for `test`, or says loudly why not and returns `None`.
+/// Runs a PostgreSQL test twice, as `NAME::direct` and `NAME::pooled`: the body gets
+/// `pg`, a server reached directly or through PgBouncer in transaction mode.
+#[macro_export]
+macro_rules! both_ways {
+    ($(#[$meta:meta])* fn $name:ident($pg:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn body($pg: $crate::support::postgres::Postgres) $body
+
+            #[test]
+            fn direct() {
+                let via = $crate::support::postgres::Via::Direct;
+                if let Some(pg) = $crate::support::postgres::start_via(stringify!($name), via) {
+                    body(pg);
+                }
+            }
+
+            #[test]
+            fn pooled() {
+                let via = $crate::support::postgres::Via::Pooler;
+                if let Some(pg) = $crate::support::postgres::start_via(stringify!($name), via) {
+                    body(pg);
+                }
+            }
+        }
+    };
+}
+
+/// Starts a server for `test`, reached directly, or says loudly why not and returns
+/// `None`. Only for tests that SPEC lets run directly alone (they need one particular
+/// server session); every other test uses [`both_ways!`](crate::both_ways).
 pub fn start(test: &str) -> Option<Postgres> {
     start_with(test, Options::default())
+}
+
+/// Starts a server for `test`, reached `via` the pooler or not.
+pub fn start_via(test: &str, via: Via) -> Option<Postgres> {
+    start_with(
+        test,
+        Options {
+            via,
+            ..Options::default()
+        },
+    )
 }
 
 pub fn start_with(test: &str, options: Options) -> Option<Postgres> {
     let Some(bin) = find_bin() else {
         let why =
             "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb, no initdb on PATH)";
-        if std::env::var("RETRY_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
-            panic!(
-                "{test}: {why}, and RETRY_TEST_REQUIRE_POSTGRES=1 makes PostgreSQL tests mandatory"
-            );
-        }
-        // Straight to stderr, past the test harness's capture, so a skip is never silent.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED {test}: {why}; install postgresql or set RETRY_TEST_REQUIRE_POSTGRES=1 to fail instead ***\n"
-        );
-        return None;
+        return skip(test, why, "postgresql");
     };
+    if options.via == Via::Pooler && find_pgbouncer().is_none() {
+        return skip(test, "pgbouncer is not installed", "pgbouncer");
+    }
     check_dev_null();
     Some(Postgres::start(bin, options))
+}
+
+/// Says loudly why `test` does not run, or panics when PostgreSQL tests are mandatory.
+fn skip(test: &str, why: &str, package: &str) -> Option<Postgres> {
+    if std::env::var("RETRY_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
+        panic!("{test}: {why}, and RETRY_TEST_REQUIRE_POSTGRES=1 makes PostgreSQL tests mandatory");
+    }
+    // Straight to stderr, past the test harness's capture, so a skip is never silent.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {test}: {why}; install {package} or set RETRY_TEST_REQUIRE_POSTGRES=1 to fail instead ***\n"
+    );
+    None
+}
+
+fn find_pgbouncer() -> Option<PathBuf> {
+    ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
 }
 
 /// initdb and pg_ctl redirect to /dev/null; say so plainly when it is not the device.
@@ -103,6 +192,8 @@ impl Postgres {
             bin,
             run_as,
             port: 0,
+            via: options.via,
+            pooler: None,
         };
         for sub in ["data", "sock"] {
             std::fs::create_dir(pg.path(sub)).unwrap();
@@ -114,6 +205,9 @@ impl Postgres {
             pg.make_certificate();
         }
         pg.start_on_a_free_port(options);
+        if options.via == Via::Pooler {
+            pg.pooler = Some(Pooler::start(&pg, options.tls));
+        }
         pg
     }
 
@@ -254,52 +348,263 @@ impl Postgres {
         check("pg_ctl restart", &out);
     }
 
-    /// Ends the backends whose `application_name` is `name` with
+    /// Ends every backend of `retry` (`application_name` starting with "retry") with
     /// `pg_terminate_backend`; returns how many there were.
-    pub fn terminate(&self, name: &str) -> i64 {
+    pub fn terminate_retry_backends(&self) -> i64 {
         self.client()
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                 WHERE application_name = $1",
-                &[&name],
+                 WHERE application_name LIKE 'retry%' AND pid <> pg_backend_pid()",
+                &[],
             )
-            .expect("terminate backends")
             .get(0)
     }
 
-    /// Whether a backend named `name` holds an advisory lock (granted, not waiting).
-    pub fn holds_advisory_lock(&self, name: &str) -> bool {
+    /// The lease row `name` (`lock:NAME`, `once:KEY`): holder, token, and whether it is
+    /// held now, by the server's clock.
+    pub fn lease(&self, name: &str) -> Option<Lease> {
         self.client()
-            .query_one(
-                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                 WHERE a.application_name = $1 AND l.locktype = 'advisory' AND l.granted",
+            .query_opt(
+                "SELECT holder, token, expires_at > now(),
+                        extract(epoch FROM expires_at)::float8 - extract(epoch FROM now())::float8
+                 FROM retry_lease WHERE name = $1",
                 &[&name],
             )
-            .expect("look at pg_locks")
-            .get::<_, i64>(0)
-            > 0
+            .map(|row| Lease {
+                holder: row.get(0),
+                token: row.get(1),
+                held: row.get(2),
+                expires_in: row.get(3),
+            })
     }
 
-    /// `postgres://postgres@127.0.0.1:PORT/postgres` followed by `rest` (e.g. `#lock`).
+    /// The port a test connects to: the pooler's, or the server's.
+    pub fn port(&self) -> u16 {
+        self.pooler.as_ref().map_or(self.port, |p| p.port)
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres` followed by `rest` (e.g. `#lock`),
+    /// through the pooler when the test runs through it.
     pub fn url(&self, rest: &str) -> String {
+        self.url_as(USER, rest)
+    }
+
+    /// [`url`](Self::url) for another role (one of [`ROLES`]).
+    pub fn url_as(&self, user: &str, rest: &str) -> String {
+        format!("postgres://{user}@127.0.0.1:{}/postgres{rest}", self.port())
+    }
+
+    /// The server itself, never through the pooler.
+    pub fn direct_url(&self, rest: &str) -> String {
         format!("postgres://{USER}@127.0.0.1:{}/postgres{rest}", self.port)
     }
 
-    /// A plain connection for the test's own queries.
-    pub fn client(&self) -> postgres::Client {
-        postgres::Client::connect(
-            &format!(
-                "host=127.0.0.1 port={} user={USER} dbname=postgres",
-                self.port
-            ),
-            postgres::NoTls,
-        )
-        .expect("connect to the test server")
+    /// A plain connection to the server itself, for the test's own queries.
+    pub fn client(&self) -> Client {
+        Client::connect(&format!(
+            "host=127.0.0.1 port={} user={USER} dbname=postgres",
+            self.port
+        ))
+    }
+}
+
+impl Postgres {
+    /// Stops (SIGSTOP) the server backend of the one session whose `application_name` is
+    /// `name`, once there is one (within `wait`); it is continued when the guard drops.
+    /// Only for tests that run directly: through the pooler, sessions are shared.
+    pub fn stop_backend(&self, name: &str, wait: std::time::Duration) -> StoppedBackend {
+        assert_eq!(
+            self.via,
+            Via::Direct,
+            "a backend of one session is only found directly"
+        );
+        let client = self.client();
+        let start = std::time::Instant::now();
+        loop {
+            let row = client.query_opt(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            );
+            if let Some(row) = row {
+                let pid = nix::unistd::Pid::from_raw(row.get(0));
+                nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+                return StoppedBackend(pid);
+            }
+            assert!(start.elapsed() < wait, "no backend named {name:?}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// A backend stopped with SIGSTOP; continued on drop.
+pub struct StoppedBackend(nix::unistd::Pid);
+
+impl Drop for StoppedBackend {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
+    }
+}
+
+/// A lease row, as the test sees it.
+#[derive(Debug)]
+pub struct Lease {
+    pub holder: String,
+    pub token: i64,
+    pub held: bool,
+    /// Seconds until it expires by the server's clock (negative: expired).
+    pub expires_in: f64,
+}
+
+/// A synchronous client for the tests' own queries, on tokio-postgres (the one
+/// PostgreSQL client crate of the project).
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+impl Client {
+    pub fn connect(config: &str) -> Client {
+        Client::try_connect(config).expect("connect to the test server")
+    }
+
+    pub fn try_connect(config: &str) -> Result<Client, tokio_postgres::Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async {
+            let (client, connection) =
+                tokio_postgres::connect(config, tokio_postgres::NoTls).await?;
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            Ok::<_, tokio_postgres::Error>(client)
+        })?;
+        Ok(Client { runtime, client })
+    }
+
+    pub fn query(&self, sql: &str, params: Params<'_>) -> Vec<tokio_postgres::Row> {
+        self.try_query(sql, params)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    pub fn try_query(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        self.runtime.block_on(self.client.query(sql, params))
+    }
+
+    pub fn query_one(&self, sql: &str, params: Params<'_>) -> tokio_postgres::Row {
+        let mut rows = self.query(sql, params);
+        assert_eq!(rows.len(), 1, "{sql}: one row expected");
+        rows.pop().unwrap()
+    }
+
+    pub fn query_opt(&self, sql: &str, params: Params<'_>) -> Option<tokio_postgres::Row> {
+        self.try_query(sql, params).ok()?.pop()
+    }
+
+    pub fn execute(&self, sql: &str, params: Params<'_>) -> u64 {
+        self.runtime
+            .block_on(self.client.execute(sql, params))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    pub fn batch_execute(&self, sql: &str) {
+        self.runtime
+            .block_on(self.client.batch_execute(sql))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+}
+
+/// PgBouncer in front of the server, as SPEC's CI configuration says: transaction
+/// mode, two server connections per pool, 200 clients, the startup parameters that
+/// clients send and PgBouncer does not track ignored.
+struct Pooler {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Pooler {
+    fn start(pg: &Postgres, tls: bool) -> Pooler {
+        let sock = pg.path("sock");
+        let users: String = ROLES.iter().map(|r| format!("\"{r}\" \"\"\n")).collect();
+        std::fs::write(sock.join("userlist.txt"), users).unwrap();
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut config = format!(
+                "[databases]\n* = host=127.0.0.1 port={server}\n\
+                 [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
+                 unix_socket_dir =\nauth_type = trust\nauth_file = {auth}\n\
+                 pool_mode = transaction\ndefault_pool_size = 2\nmax_client_conn = 200\n\
+                 ignore_startup_parameters = extra_float_digits,options,application_name\n\
+                 logfile = {log}\npidfile = {pid}\n",
+                server = pg.port,
+                auth = sock.join("userlist.txt").display(),
+                log = sock.join("pgbouncer.log").display(),
+                pid = sock.join("pgbouncer.pid").display(),
+            );
+            if tls {
+                config.push_str(&format!(
+                    "client_tls_sslmode = allow\nclient_tls_key_file = {}\nclient_tls_cert_file = {}\n",
+                    sock.join("server.key").display(),
+                    pg.cert_path().display()
+                ));
+            }
+            let ini = sock.join("pgbouncer.ini");
+            std::fs::write(&ini, config).unwrap();
+            pg.give_to_server_user(&ini);
+            let mut cmd = match &pg.run_as {
+                Some(user) => {
+                    let mut cmd = Command::new("runuser");
+                    cmd.args(["-u", user, "--", "pgbouncer"]);
+                    cmd
+                }
+                None => Command::new("pgbouncer"),
+            };
+            let mut child = cmd
+                .arg(&ini)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start pgbouncer");
+            let up = std::time::Instant::now();
+            while up.elapsed() < std::time::Duration::from_secs(10) {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Pooler { child, port };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            last = std::fs::read_to_string(sock.join("pgbouncer.log")).unwrap_or_default();
+        }
+        panic!("pgbouncer did not start:\n{last}");
+    }
+}
+
+impl Drop for Pooler {
+    fn drop(&mut self) {
+        // runuser passes SIGTERM on to pgbouncer.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
     }
 }
 
 impl Drop for Postgres {
     fn drop(&mut self) {
+        drop(self.pooler.take());
         let _ = self
             .server_command("pg_ctl")
             .arg("-D")

@@ -131,3 +131,29 @@ pub fn wait_for_file(path: &Path, limit: Duration) -> String {
     }
     panic!("{} did not appear within {limit:?}", path.display());
 }
+
+/// How many TCP connections process `pid` has open to `127.0.0.1:port` (its socket
+/// descriptors matched with /proc/net/tcp).
+pub fn tcp_connections_to(pid: i32, port: u16) -> usize {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            let inode = target.strip_prefix("socket:[")?.strip_suffix(']')?;
+            Some(inode.to_string())
+        })
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let remote = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.len() > 9)
+        // Established (01) connections whose remote end is the port.
+        .filter(|f| f[2].ends_with(&remote) && f[3] == "01" && inodes.iter().any(|i| i == f[9]))
+        .count()
+}

@@ -59,7 +59,7 @@ pub struct CommandExecutor {
     /// Why RETRY_CONTROL could not be given, once said.
     control_missing_said: bool,
     /// `RETRY_FENCING_TOKEN`, when the run holds a lock.
-    fencing_token: Option<u64>,
+    fencing_token: Option<i64>,
 }
 
 impl CommandExecutor {
@@ -308,7 +308,7 @@ impl CommandExecutor {
 }
 
 impl Executor for CommandExecutor {
-    fn set_fencing_token(&mut self, token: u64) {
+    fn set_fencing_token(&mut self, token: i64) {
         self.fencing_token = Some(token);
     }
 
@@ -393,7 +393,10 @@ impl Executor for CommandExecutor {
                 .map_or(true, |s| s.timed_out || s.interrupted_by.is_some());
         if failed {
             // No process of a failed attempt outlives it, not even one that left the group.
-            procs::end_attempt(pid, self.kill_after);
+            // A lost lease's holder must be gone before the server can hand the lease on.
+            let grace = signals::lost_lock_kill_within()
+                .map_or(self.kill_after, |w| w.min(self.kill_after));
+            procs::end_attempt(pid, grace);
         }
         pumps.wait(drain_until);
         self.stdin.finish(feeder);

@@ -110,8 +110,12 @@ impl Supervisor<'_> {
                 && forwarded.is_none()
                 && signals::lock_lost().is_some()
             {
-                // Without its lock the attempt must not go on: end it like a timeout.
+                // Without its lock the attempt must not go on: end it like a timeout, and
+                // within the lease's limit, before the server can hand the lease on.
                 lock_lost = true;
+                if let Some(within) = signals::lost_lock_kill_within() {
+                    escalate_at = Some(now + within.min(self.kill_after));
+                }
                 self.terminate(now, &mut escalate_at);
             }
             if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)

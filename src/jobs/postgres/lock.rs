@@ -1,134 +1,107 @@
-//! `--lock postgres://…#NAME`: a session advisory lock on a key the server
-//! computes from NAME, so an operator can find it in `pg_locks`.
+//! `--lock postgres://…#NAME`: the lease `lock:NAME` (see `lease`).
 
-use std::sync::Arc;
+use std::rc::Rc;
+use std::time::Duration;
 
 use anyhow::Context;
-use postgres::Client;
 
-use super::conn::{Conn, PgLiveness, Shared, application_name, connect, lock_client};
+use super::db::Db;
+use super::lease::{self, Held, LeaseName, Taken};
+use super::schema::{self, Needs};
 use super::url::PgTarget;
-use crate::jobs::{Liveness, Lock};
+use crate::jobs::Lock;
+use crate::report;
+use crate::wait::Bound;
 
-/// The advisory lock key for the name in `$1`: the first 8 bytes of SHA-256 of its
-/// UTF-8 bytes, big-endian, as a signed 64-bit integer. Computed by the server, so
-/// an operator can run this same expression to find a lock in `pg_locks`.
-pub const ADVISORY_KEY_SQL: &str =
-    "('x' || left(encode(sha256(convert_to($1::text, 'UTF8')), 'hex'), 16))::bit(64)::bigint";
-
-/// The advisory lock key of `name`, as the server computes it.
-fn advisory_key(client: &mut Client, name: &str) -> anyhow::Result<i64> {
-    let row = client.query_one(&format!("SELECT {ADVISORY_KEY_SQL}"), &[&name])?;
-    Ok(row.get(0))
-}
-
-/// The table of fencing counters, one row per lock name.
-pub const FENCING_TABLE: &str = "retry_fencing";
-
-/// The fencing table, as a role without CREATE would ask an administrator to make it.
-pub const FENCING_SQL: &str =
-    "CREATE TABLE IF NOT EXISTS retry_fencing (name text PRIMARY KEY, token bigint NOT NULL)";
-
-/// Taken while creating the table, so concurrent first runs do not race.
-const TABLE_LOCK_NAME: &str = "retry-fencing-table";
-
-/// Creates the fencing table if it is missing; the error carries the SQL to run.
-fn ensure_fencing_table(client: &mut Client, target: &PgTarget) -> anyhow::Result<()> {
-    let exists: bool = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&FENCING_TABLE])?
-        .get(0);
-    if exists {
-        return Ok(());
-    }
-    let created = (|| -> Result<(), postgres::Error> {
-        let mut tx = client.transaction()?;
-        tx.execute(
-            &format!("SELECT pg_advisory_xact_lock({ADVISORY_KEY_SQL})"),
-            &[&TABLE_LOCK_NAME],
-        )?;
-        tx.batch_execute(FENCING_SQL)?;
-        tx.commit()
-    })();
-    created.with_context(|| {
-        format!(
-            "--lock: cannot create table {FENCING_TABLE} for fencing tokens in {target}; \
-             a role without CREATE needs it made once: {FENCING_SQL}"
-        )
-    })
-}
-
-/// Tries the session advisory lock on `key` and, when it is taken, bumps the
-/// fencing counter of `name`, in one transaction: the token is committed before it
-/// is handed out, and the row lock orders acquisitions from every host. A failure
-/// after the lock was taken drops the connection, which frees the lock.
-fn try_advisory_lock(client: &mut Client, key: i64, name: &str) -> anyhow::Result<Option<u64>> {
-    let mut tx = client.transaction()?;
-    let held: bool = tx
-        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
-        .get(0);
-    if !held {
-        return Ok(None);
-    }
-    let token: i64 = tx
-        .query_one(
-            &format!(
-                "INSERT INTO {FENCING_TABLE} AS f (name, token) VALUES ($1, 1)
-                 ON CONFLICT (name) DO UPDATE SET token = f.token + 1 RETURNING token"
-            ),
-            &[&name],
-        )?
-        .get(0);
-    tx.commit()?;
-    Ok(Some(u64::try_from(token).unwrap_or(0)))
-}
-
-/// `--lock postgres://…#NAME`: a session advisory lock on `advisory_key(NAME)`.
+/// `--lock postgres://…#NAME`: a lease on `lock:NAME`.
 pub struct PgLock {
-    client: Shared,
+    db: Rc<Db>,
     target: PgTarget,
-    key: i64,
-    token: Option<u64>,
+    name: LeaseName,
+    ttl: Duration,
+    /// An earlier version counted this lock's fencing tokens in `retry_fencing`.
+    seed_from_fencing: bool,
+    held: Option<Held>,
 }
 
 impl PgLock {
-    pub fn connect(target: PgTarget) -> anyhow::Result<PgLock> {
-        let name = target.name.clone().unwrap_or_default();
-        let mut client = connect(
-            &target,
-            "--lock",
-            &application_name(&format!("--lock {name}")),
-        )?;
-        let key = advisory_key(&mut client, &name).with_context(|| format!("--lock: {target}"))?;
-        ensure_fencing_table(&mut client, &target)?;
+    /// Connects (within `bound` and `connect_timeout`) and makes sure the lease table exists.
+    pub fn connect(target: PgTarget, ttl: Duration, bound: &Bound) -> anyhow::Result<PgLock> {
+        let db = Db::open(&target);
+        let needs = Needs {
+            leases: true,
+            ..Needs::default()
+        };
+        let found =
+            schema::ensure(&db, needs, bound).with_context(|| format!("--lock: {target}"))?;
+        let name = LeaseName::lock(target.name.as_deref().unwrap_or_default());
         Ok(PgLock {
-            client: Conn::new(client),
-            key,
+            db,
             target,
-            token: None,
+            name,
+            ttl,
+            seed_from_fencing: found.fencing,
+            held: None,
         })
     }
 }
 
 impl Lock for PgLock {
     fn describe(&self) -> String {
-        format!("{} (advisory lock key {})", self.target, self.key)
+        format!("{} (lease {})", self.target, self.name)
     }
 
-    fn try_acquire(&mut self) -> anyhow::Result<bool> {
-        if self.token.is_some() {
+    fn try_acquire(&mut self, bound: &Bound) -> anyhow::Result<bool> {
+        if self.held.is_some() {
             return Ok(true);
         }
-        let name = self.target.name.clone().unwrap_or_default();
-        self.token = try_advisory_lock(&mut lock_client(&self.client), self.key, &name)
+        let seed_from = self
+            .seed_from_fencing
+            .then(|| self.target.name.as_deref().unwrap_or_default());
+        let taken = lease::try_take(&self.db, &self.name, self.ttl, seed_from, bound)
             .with_context(|| format!("--lock: {}", self.target))?;
-        Ok(self.token.is_some())
+        match taken {
+            Taken::Held(held) => {
+                self.held = Some(held);
+                Ok(true)
+            }
+            Taken::Busy => Ok(false),
+        }
     }
 
-    fn fencing_token(&self) -> Option<u64> {
-        self.token
+    fn fencing_token(&self) -> Option<i64> {
+        self.held.as_ref().map(|h| h.token)
     }
 
-    fn liveness(&self) -> Option<Box<dyn Liveness>> {
-        Some(Box::new(PgLiveness(Arc::clone(&self.client))))
+    fn confirm(&mut self, bound: &Bound) -> Result<(), String> {
+        let Some(held) = &self.held else {
+            return Ok(());
+        };
+        match held.confirm(&self.db, bound) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(format!(
+                "lock {} was lost: it expired or another holder took it",
+                self.describe()
+            )),
+            Err(e) => Err(format!(
+                "lock {} could not be confirmed: {e:#}",
+                self.describe()
+            )),
+        }
+    }
+}
+
+impl Drop for PgLock {
+    fn drop(&mut self) {
+        if let Some(mut held) = self.held.take() {
+            // After the last attempt: bounded by connect_timeout and signals only.
+            if let Err(e) = held.release(&self.db, &Bound::signals_only()) {
+                report::notice(&format!(
+                    "warning: could not release the lease {} ({e:#}); it expires within {}",
+                    self.name,
+                    crate::parse::human(self.ttl)
+                ));
+            }
+        }
     }
 }

@@ -1,85 +1,145 @@
-//! `--state postgres://…`: `--once` markers as committed rows of one table,
-//! created on first use, and the per-key advisory lock that keeps two runs of
-//! one key apart.
+//! `--state postgres://…`: `--once` markers and schedule records as rows of
+//! `retry_once`, and the lease `once:KEY` that keeps two runs of one key apart. A
+//! run's record is written by the statement that releases its key's lease, and only
+//! while that lease is still its own: a success is never recorded by a holder that
+//! lost its lock.
 
-use std::sync::Arc;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
+use tokio_postgres::types::Type;
 
-use super::conn::{Conn, PgLiveness, Shared, application_name, connect, lock_client};
-use super::lock::ADVISORY_KEY_SQL;
+use super::db::{Db, Param};
+use super::lease::{self, Held, LeaseName, Taken};
+use super::schema::{self, Found, Needs};
 use super::url::PgTarget;
-use std::time::SystemTime;
-
-use crate::jobs::{Done, Liveness, Marker, MarkerStore, Status, command_line};
+use crate::jobs::{Done, LeaseLost, Marker, MarkerStore, Status, command_line};
+use crate::report;
+use crate::wait::Bound;
 
 /// The table `--state postgres://…` keeps markers in (in the connection's search_path).
-pub const MARKER_TABLE: &str = "retry_once";
-
-/// How the advisory lock key of a `--once` key is named: this prefix, then the key.
-pub const ONCE_LOCK_PREFIX: &str = "retry-once:";
-
-/// Taken while creating the marker table, so concurrent first runs do not race.
-const TABLE_LOCK_NAME: &str = "retry-once-table";
+pub const MARKER_TABLE: &str = schema::ONCE_TABLE;
 
 /// `--state postgres://…`: one committed row per key in [`MARKER_TABLE`].
 pub struct PgStore {
-    client: Shared,
+    db: Rc<Db>,
     target: PgTarget,
+    found: Found,
+    ttl: Duration,
+    /// The lease on the key this run holds, with the key.
+    held: Option<(String, Held)>,
 }
 
+/// The columns of a record, after the key (`$1`).
+const COLUMNS: &str = "succeeded_at, host, pid, command, attempts";
+
 impl PgStore {
-    /// Connects and creates the marker table if it is missing.
-    pub fn connect(target: PgTarget) -> anyhow::Result<PgStore> {
-        let client = connect(&target, "--state", &application_name("--once"))?;
-        let mut store = PgStore {
-            client: Conn::new(client),
-            target,
+    /// Connects (within `bound`) and makes sure the tables exist; `statuses` when the
+    /// caller records endings other than success (a scheduler).
+    pub fn connect(
+        target: PgTarget,
+        statuses: bool,
+        ttl: Duration,
+        bound: &Bound,
+    ) -> anyhow::Result<PgStore> {
+        let db = Db::open(&target);
+        let needs = Needs {
+            leases: true,
+            markers: true,
+            statuses,
+            fleet: false,
         };
-        store.ensure_table().with_context(|| {
-            format!(
-                "--state: cannot create table {MARKER_TABLE} in {}",
-                store.target
-            )
-        })?;
-        Ok(store)
+        let found =
+            schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
+        Ok(PgStore {
+            db,
+            target,
+            found,
+            ttl,
+            held: None,
+        })
     }
 
-    fn ensure_table(&mut self) -> anyhow::Result<()> {
-        let mut client = lock_client(&self.client);
-        let exists: bool = client
-            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&MARKER_TABLE])?
-            .get(0);
-        let has_status: bool = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM information_schema.columns
-                 WHERE table_name = $1 AND column_name = 'status'
-                 AND table_schema = ANY (current_schemas(false)))",
-                &[&MARKER_TABLE],
-            )?
-            .get(0);
-        if exists && has_status {
-            return Ok(());
+    fn context(&self) -> String {
+        format!("--state: {}", self.target)
+    }
+
+    /// The INSERT of a record: `$1` the key, `$2`–`$5` host, pid, command and
+    /// attempts, `status` the status's parameter, from `VALUES` or (`from`) a CTE. Only
+    /// a success replaces an existing record, so a late "skipped" never hides how a
+    /// slot ended.
+    fn insert(&self, status: &str, from: Option<&str>) -> String {
+        let (status_column, status_value, only_success) = if self.found.once_status {
+            (
+                ", status",
+                format!(", {status}"),
+                "WHERE EXCLUDED.status = 'succeeded'",
+            )
+        } else {
+            // An earlier table without statuses holds successes only.
+            ("", String::new(), "")
+        };
+        let row = format!("$1, now(), $2, $3, $4, $5{status_value}");
+        let source = match from {
+            Some(cte) => format!("SELECT {row} FROM {cte}"),
+            None => format!("VALUES ({row})"),
+        };
+        format!(
+            "INSERT INTO {MARKER_TABLE} (key, {COLUMNS}{status_column}) {source}
+             ON CONFLICT (key) DO UPDATE SET succeeded_at = EXCLUDED.succeeded_at,
+                 host = EXCLUDED.host, pid = EXCLUDED.pid, command = EXCLUDED.command,
+                 attempts = EXCLUDED.attempts{status_column_set} {only_success}",
+            status_column_set = if self.found.once_status {
+                ", status = EXCLUDED.status"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// Records the run of the key whose lease this store holds and releases the lease,
+    /// in one statement that finds the lease still its own, or records nothing.
+    fn record_and_release(
+        &self,
+        record: &[Param<'_>],
+        status: &str,
+        held: &Held,
+        bound: &Bound,
+    ) -> anyhow::Result<()> {
+        if held.is_lost() {
+            return Err(LeaseLost(format!(
+                "the lease {} in {} was lost before the record",
+                held.name, self.target
+            ))
+            .into());
         }
-        // Two first runs creating the table at once can collide in the catalog; the lock orders them.
-        let mut tx = client.transaction()?;
-        tx.execute(
-            &format!("SELECT pg_advisory_xact_lock({ADVISORY_KEY_SQL})"),
-            &[&TABLE_LOCK_NAME],
-        )?;
-        tx.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (
-                 key text PRIMARY KEY,
-                 succeeded_at timestamptz NOT NULL,
-                 host text NOT NULL,
-                 pid integer NOT NULL,
-                 command text NOT NULL,
-                 attempts integer NOT NULL
-             );
-             ALTER TABLE {MARKER_TABLE} ADD COLUMN IF NOT EXISTS
-                 status text NOT NULL DEFAULT 'succeeded'"
-        ))?;
-        tx.commit()?;
+        let mut params = record.to_vec();
+        params.extend(held.identity());
+        if self.found.once_status {
+            params.push((&status, Type::TEXT));
+        }
+        let insert = self.insert("$9", Some("released"));
+        let sql = format!(
+            "WITH released AS (
+                 UPDATE retry_lease SET expires_at = '-infinity'
+                 WHERE name = $6 AND holder = $7 AND token = $8 AND expires_at > now()
+                 RETURNING name
+             ), recorded AS ({insert} RETURNING key)
+             SELECT count(*) FROM released"
+        );
+        let rows = self
+            .db
+            .query(&sql, &params, bound)
+            .with_context(|| self.context())?;
+        let released: i64 = rows.first().map_or(0, |r| r.get(0));
+        if released == 0 {
+            return Err(LeaseLost(format!(
+                "the lease {} in {} was lost: it expired or another holder took it",
+                held.name, self.target
+            ))
+            .into());
+        }
         Ok(())
     }
 }
@@ -89,15 +149,22 @@ impl MarkerStore for PgStore {
         format!("table {MARKER_TABLE} at {}", self.target)
     }
 
-    fn find(&mut self, key: &str) -> anyhow::Result<Option<Done>> {
+    fn find(&mut self, key: &str, bound: &Bound) -> anyhow::Result<Option<Done>> {
+        let status = if self.found.once_status {
+            "status"
+        } else {
+            "'succeeded'"
+        };
         let sql = format!(
-            "SELECT to_char(succeeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), host, status
+            "SELECT to_char(succeeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                    host, {status}
              FROM {MARKER_TABLE} WHERE key = $1"
         );
-        let row = lock_client(&self.client)
-            .query_opt(&sql, &[&key])
-            .with_context(|| format!("--state: {}", self.target))?;
-        Ok(row.map(|row| Done {
+        let rows = self
+            .db
+            .query(&sql, &[(&key, Type::TEXT)], bound)
+            .with_context(|| self.context())?;
+        Ok(rows.first().map(|row| Done {
             status: Status::from_name(row.get(2)),
             succeeded_at: row.get(0),
             host: row.get(1),
@@ -105,59 +172,67 @@ impl MarkerStore for PgStore {
         }))
     }
 
-    fn try_lock_key(&mut self, key: &str) -> anyhow::Result<bool> {
-        let name = format!("{ONCE_LOCK_PREFIX}{key}");
-        let sql = format!("SELECT pg_try_advisory_lock({ADVISORY_KEY_SQL})");
-        let row = lock_client(&self.client)
-            .query_one(&sql, &[&name])
-            .with_context(|| format!("--state: {}", self.target))?;
-        Ok(row.get(0))
+    fn try_lock_key(&mut self, key: &str, bound: &Bound) -> anyhow::Result<bool> {
+        if self.held.as_ref().is_some_and(|(k, _)| k == key) {
+            return Ok(true);
+        }
+        let name = LeaseName::once(key);
+        let taken = lease::try_take(&self.db, &name, self.ttl, None, bound)
+            .with_context(|| self.context())?;
+        Ok(match taken {
+            Taken::Held(held) => {
+                self.held = Some((key.to_string(), held));
+                true
+            }
+            Taken::Busy => false,
+        })
     }
 
-    fn key_lock_liveness(&self) -> Option<Box<dyn Liveness>> {
-        Some(Box::new(PgLiveness(Arc::clone(&self.client))))
+    fn key_token(&self) -> Option<i64> {
+        self.held.as_ref().map(|(_, h)| h.token)
     }
 
-    fn record(&mut self, marker: &Marker) -> anyhow::Result<()> {
-        // Only a success replaces a record: a late "skipped" never hides how a slot ended.
-        let on_conflict = if marker.status == Status::Succeeded {
-            "DO UPDATE SET succeeded_at = EXCLUDED.succeeded_at, host = EXCLUDED.host,
-                 pid = EXCLUDED.pid, command = EXCLUDED.command,
-                 attempts = EXCLUDED.attempts, status = EXCLUDED.status"
-        } else {
-            "DO NOTHING"
-        };
-        let sql = format!(
-            "INSERT INTO {MARKER_TABLE} (key, succeeded_at, host, pid, command, attempts, status)
-             VALUES ($1, now(), $2, $3, $4, $5, $6)
-             ON CONFLICT (key) {on_conflict}"
-        );
+    fn record(&mut self, marker: &Marker, bound: &Bound) -> anyhow::Result<()> {
         let pid = i32::try_from(marker.pid).unwrap_or(i32::MAX);
         let attempts = i32::try_from(marker.attempts).unwrap_or(i32::MAX);
-        // Outside a transaction the statement commits before execute returns.
-        lock_client(&self.client).execute(
-            &sql,
-            &[
-                &marker.key,
-                &marker.host,
-                &pid,
-                &command_line(&marker.command),
-                &attempts,
-                &marker.status.as_str(),
-            ],
-        )?;
-        Ok(())
+        let command = command_line(&marker.command);
+        let status = marker.status.as_str();
+        let record: [Param<'_>; 5] = [
+            (&marker.key, Type::TEXT),
+            (&marker.host, Type::TEXT),
+            (&pid, Type::INT4),
+            (&command, Type::TEXT),
+            (&attempts, Type::INT4),
+        ];
+        match self.held.take() {
+            Some((key, mut held)) if key == marker.key => {
+                held.stop_renewals();
+                self.record_and_release(&record, status, &held, bound)
+            }
+            other => {
+                self.held = other;
+                let mut params = record.to_vec();
+                if self.found.once_status {
+                    params.push((&status, Type::TEXT));
+                }
+                self.db
+                    .execute(&self.insert("$6", None), &params, bound)
+                    .with_context(|| self.context())?;
+                Ok(())
+            }
+        }
     }
 
-    fn keys_with_prefix(&mut self, prefix: &str) -> anyhow::Result<Vec<String>> {
+    fn keys_with_prefix(&mut self, prefix: &str, bound: &Bound) -> anyhow::Result<Vec<String>> {
         let sql = format!("SELECT key FROM {MARKER_TABLE} WHERE starts_with(key, $1)");
-        let rows = lock_client(&self.client)
-            .query(&sql, &[&prefix])
-            .with_context(|| format!("--state: {}", self.target))?;
+        let rows = self
+            .db
+            .query(&sql, &[(&prefix, Type::TEXT)], bound)
+            .with_context(|| self.context())?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    fn prune(&mut self, prefix: &str, before: SystemTime) -> anyhow::Result<usize> {
+    fn prune(&mut self, prefix: &str, before: SystemTime, bound: &Bound) -> anyhow::Result<usize> {
         let sql = format!(
             "DELETE FROM {MARKER_TABLE} WHERE starts_with(key, $1)
              AND succeeded_at < to_timestamp($2)"
@@ -165,9 +240,26 @@ impl MarkerStore for PgStore {
         let secs = before
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        let n = lock_client(&self.client)
-            .execute(&sql, &[&prefix, &secs])
-            .with_context(|| format!("--state: {}", self.target))?;
+        let n = self
+            .db
+            .execute(&sql, &[(&prefix, Type::TEXT), (&secs, Type::FLOAT8)], bound)
+            .with_context(|| self.context())?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        if let Some((_, mut held)) = self.held.take() {
+            // A run that recorded nothing frees its key (after the last attempt: bounded
+            // by connect_timeout and signals only).
+            if let Err(e) = held.release(&self.db, &Bound::signals_only()) {
+                report::notice(&format!(
+                    "warning: could not release the lease {} ({e:#}); it expires within {}",
+                    held.name,
+                    crate::parse::human(held.ttl)
+                ));
+            }
+        }
     }
 }

@@ -53,11 +53,30 @@ pub struct PgTarget {
     pub dbname: Option<String>,
     pub sslmode: SslMode,
     pub sslrootcert: Option<PathBuf>,
-    /// `Some(ZERO)`: no limit.
+    /// The limit on connecting and on every statement (`None`: the default, 10 s).
     pub connect_timeout: Option<Duration>,
     pub application_name: Option<String>,
     /// The lock name after `#`.
     pub name: Option<String>,
+}
+
+/// Used when the URL sets no `connect_timeout`, as libpq's documentation suggests.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl PgTarget {
+    /// What bounds connecting and every statement: the URL's `connect_timeout`.
+    pub fn call_timeout(&self) -> Duration {
+        self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+
+    /// The same server, database and credentials without the lock name: connections
+    /// are shared by every lock, marker and fleet record of one URL.
+    pub fn server(&self) -> PgTarget {
+        PgTarget {
+            name: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// Never shows the password.
@@ -236,6 +255,13 @@ fn apply_parameter(target: &mut PgTarget, key: &str, value: String) -> Result<()
             let secs = value.parse::<u32>().map_err(|_| {
                 format!("connect_timeout={value:?} is not a whole number of seconds")
             })?;
+            // libpq reads 0 as "wait forever"; every call retry makes has an end.
+            if secs == 0 {
+                return Err(
+                    "connect_timeout=0 would wait forever; expected a whole number of seconds, 1 or more"
+                        .into(),
+                );
+            }
             target.connect_timeout = Some(Duration::from_secs(u64::from(secs)));
         }
         "application_name" => target.application_name = Some(value),
@@ -309,6 +335,8 @@ mod tests {
             ("postgres://u@h/db%zz", "percent"),
             ("postgres://u@h/db%ff", "UTF-8"),
             ("postgres://u@h o/db", "host"),
+            ("postgres://u@h/db?connect_timeout=0", "forever"),
+            ("postgres://u@h/db?connect_timeout=-1", "whole number"),
         ] {
             let err = parse(url).unwrap_err();
             assert!(err.contains(says), "{url}: {err}");

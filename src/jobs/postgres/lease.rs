@@ -1,0 +1,435 @@
+//! Leases: a PostgreSQL lock is a row of `retry_lease`, taken, renewed and released
+//! by single statements on the server's clock, so it works through a transaction
+//! pooler and survives a lost connection. Its token is the lock's fencing counter
+//! and only grows. While held, a lease is renewed every TTL/3 by the renewer thread
+//! on a connection of its own; if no renewal is answered within 2/3 TTL of the last
+//! one sent (or one finds the lease gone), the lease is lost: the run is told through
+//! `signals::lose_lock_within`, which ends the attempt before the server can hand the
+//! lease to anyone else.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio_postgres::types::Type;
+
+use super::db::{Conn, Db};
+use super::url::PgTarget;
+use crate::wait::{self, Bound};
+use crate::{report, signals};
+
+/// `--lease-ttl`'s default.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(15);
+/// How long a failed renewal waits before the next try on a fresh connection.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Takes the lease when its row is absent or expired by the server's clock. The token
+/// is the greatest of the old one + 1, the server's clock in microseconds, and `$4`
+/// (an earlier version's fencing count + 1, or 0).
+const TAKE_SQL: &str = "INSERT INTO retry_lease AS l (name, holder, token, expires_at)
+    VALUES ($1, $2, greatest((extract(epoch FROM now()) * 1000000)::bigint, $4),
+            now() + make_interval(secs => $3))
+    ON CONFLICT (name) DO UPDATE
+        SET holder = EXCLUDED.holder, token = greatest(l.token + 1, EXCLUDED.token),
+            expires_at = EXCLUDED.expires_at
+        WHERE l.expires_at <= now()
+    RETURNING token";
+
+/// The earlier version's fencing count for a lock name, + 1 (0 when it has none).
+const FENCING_SEED_SQL: &str =
+    "SELECT coalesce((SELECT token + 1 FROM retry_fencing WHERE name = $1), 0)";
+
+/// Where this holder still holds it, the lease lives TTL from now.
+const RENEW_SQL: &str = "UPDATE retry_lease SET expires_at = now() + make_interval(secs => $4)
+    WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > now()";
+
+/// Where this holder still holds it, the lease is freed.
+pub const RELEASE_SQL: &str = "UPDATE retry_lease SET expires_at = '-infinity'
+    WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > now()";
+
+/// A lease's row: `lock:NAME` for `--lock postgres://…#NAME`, `once:KEY` for a `--once`
+/// key or a slot, so the two never collide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseName(String);
+
+impl LeaseName {
+    pub fn lock(name: &str) -> LeaseName {
+        LeaseName(format!("lock:{name}"))
+    }
+
+    pub fn once(key: &str) -> LeaseName {
+        LeaseName(format!("once:{key}"))
+    }
+}
+
+/// A lease this process holds.
+pub struct Held {
+    pub name: LeaseName,
+    pub holder: String,
+    pub token: i64,
+    pub ttl: Duration,
+    /// The renewals, until the lease is released (dropping it stops them).
+    renewal: Option<Renewal>,
+    /// Set by the renewer when the lease was lost: there is nothing left to release.
+    lost: Arc<AtomicBool>,
+}
+
+impl Held {
+    /// The statement parameters that say "this holder's lease": name, holder, token.
+    pub fn identity(&self) -> [(&(dyn tokio_postgres::types::ToSql + Sync), Type); 3] {
+        [
+            (&self.name.0, Type::TEXT),
+            (&self.holder, Type::TEXT),
+            (&self.token, Type::INT8),
+        ]
+    }
+
+    /// Renews now, on the run's connection: `Ok(false)` when the lease is no longer this
+    /// holder's (checked before a success is recorded under it).
+    pub fn confirm(&self, db: &Db, bound: &Bound) -> anyhow::Result<bool> {
+        let [name, holder, token] = self.identity();
+        let ttl = self.ttl.as_secs_f64();
+        let renewed = db.execute(
+            RENEW_SQL,
+            &[name, holder, token, (&ttl, Type::FLOAT8)],
+            bound,
+        )?;
+        Ok(renewed == 1)
+    }
+
+    /// Stops the renewals: the lease is about to be released (or recorded and released).
+    pub fn stop_renewals(&mut self) {
+        self.renewal = None;
+    }
+
+    /// Whether the renewer found the lease lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Stops the renewals and frees the lease (where it is still this holder's; a lost
+    /// one is left alone, and no call is made for it).
+    pub fn release(&mut self, db: &Db, bound: &Bound) -> anyhow::Result<()> {
+        self.stop_renewals();
+        if !self.is_lost() {
+            db.execute(RELEASE_SQL, &self.identity(), bound)?;
+        }
+        Ok(())
+    }
+}
+
+/// A holder id: which host and process, and a fresh UUID (an operator reads it in
+/// `retry_lease.holder`).
+fn holder_id() -> String {
+    format!(
+        "{}:{}:{}",
+        crate::jobs::host_name(),
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    )
+}
+
+/// How a try to take a lease ended.
+pub enum Taken {
+    Held(Held),
+    Busy,
+}
+
+/// Tries once to take `name` for `ttl`. A take answered after its own loss deadline
+/// (2/3 TTL after it was sent) is released at once and is an error: the renewals
+/// could not have kept it.
+pub fn try_take(
+    db: &Db,
+    name: &LeaseName,
+    ttl: Duration,
+    seed_from: Option<&str>,
+    bound: &Bound,
+) -> anyhow::Result<Taken> {
+    let seed: i64 = match seed_from {
+        Some(old) => db
+            .query(FENCING_SEED_SQL, &[(&old, Type::TEXT)], bound)?
+            .first()
+            .map_or(0, |r| r.get(0)),
+        None => 0,
+    };
+    let holder = holder_id();
+    let secs = ttl.as_secs_f64();
+    let sent = Instant::now();
+    let rows = db.query(
+        TAKE_SQL,
+        &[
+            (&name.0, Type::TEXT),
+            (&holder, Type::TEXT),
+            (&secs, Type::FLOAT8),
+            (&seed, Type::INT8),
+        ],
+        bound,
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(Taken::Busy);
+    };
+    let token: i64 = row.get(0);
+    let lost = Arc::new(AtomicBool::new(false));
+    let renewal = Renewal::start(&db.target(), name, &holder, token, ttl, sent, &lost);
+    let mut held = Held {
+        name: name.clone(),
+        holder,
+        token,
+        ttl,
+        renewal: Some(renewal),
+        lost,
+    };
+    let late = sent.elapsed();
+    if late >= loss_after(ttl) {
+        let _ = held.release(db, bound);
+        anyhow::bail!(
+            "the lease {} was granted {} after it was asked for, past 2/3 of its TTL ({}); released it",
+            name.0,
+            crate::parse::human(late),
+            crate::parse::human(ttl)
+        );
+    }
+    Ok(Taken::Held(held))
+}
+
+/// The loss deadline: 2/3 of TTL after the last take or renewal that was answered was sent.
+pub fn loss_after(ttl: Duration) -> Duration {
+    ttl * 2 / 3
+}
+
+/// How long after SIGTERM a lost lease's attempt is killed: TTL/3 − 0.5 s, so it is
+/// gone before the server's TTL runs out (loss at 2/3 TTL, + TTL/3 − 0.5 s).
+pub fn kill_within(ttl: Duration) -> Duration {
+    (ttl / 3).saturating_sub(Duration::from_millis(500))
+}
+
+/// One lease's renewals on the renewer thread; dropping it stops them.
+pub struct Renewal {
+    _stop: oneshot::Sender<()>,
+}
+
+/// What the renewer thread is asked to keep alive, until `stop` is dropped.
+struct Job {
+    lease: Renewed,
+    stop: oneshot::Receiver<()>,
+    /// Set when the lease is lost.
+    lost: Arc<AtomicBool>,
+}
+
+/// A lease as its renewals see it.
+struct Renewed {
+    target: PgTarget,
+    name: LeaseName,
+    holder: String,
+    token: i64,
+    ttl: Duration,
+    /// When the last answered take or renewal was sent.
+    sent: Instant,
+}
+
+impl Renewal {
+    fn start(
+        target: &PgTarget,
+        name: &LeaseName,
+        holder: &str,
+        token: i64,
+        ttl: Duration,
+        sent: Instant,
+        lost: &Arc<AtomicBool>,
+    ) -> Renewal {
+        let (stop_tx, stop) = oneshot::channel();
+        let job = Job {
+            lease: Renewed {
+                target: target.clone(),
+                name: name.clone(),
+                holder: holder.to_string(),
+                token,
+                ttl,
+                sent,
+            },
+            stop,
+            lost: Arc::clone(lost),
+        };
+        if renewer().send(job).is_err() {
+            // The thread could not be started: say so; the run has no renewals, so the
+            // lease counts as lost at its loss deadline.
+            let ttl = loss_after(ttl);
+            report::error(&format!(
+                "cannot renew the lease {}: the renewer thread is gone; it counts as lost after {}",
+                name.0,
+                crate::parse::human(ttl)
+            ));
+        }
+        Renewal { _stop: stop_tx }
+    }
+}
+
+/// The renewer thread's queue, started at the first lease.
+fn renewer() -> &'static mpsc::UnboundedSender<Job> {
+    static RENEWER: OnceLock<mpsc::UnboundedSender<Job>> = OnceLock::new();
+    RENEWER.get_or_init(|| {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let started = std::thread::Builder::new()
+            .name("lease-renewer".into())
+            .spawn(move || {
+                // The renewals are tasks of this thread alone.
+                let local = tokio::task::LocalSet::new();
+                wait::runtime().block_on(local.run_until(serve(queue)));
+            });
+        if let Err(e) = started {
+            report::error(&format!("cannot start the lease renewer thread: {e}"));
+        }
+        jobs
+    })
+}
+
+/// The renewer: one task per lease; leases on one server share one connection.
+async fn serve(mut queue: mpsc::UnboundedReceiver<Job>) {
+    let mut conns: HashMap<String, Weak<Mutex<Conn>>> = HashMap::new();
+    while let Some(job) = queue.recv().await {
+        let key = super::db::server_key(&job.lease.target);
+        let conn = match conns.get(&key).and_then(Weak::upgrade) {
+            Some(conn) => conn,
+            None => {
+                let conn = Arc::new(Mutex::new(Conn::new(&job.lease.target, "lease renewal")));
+                conns.insert(key, Arc::downgrade(&conn));
+                conn
+            }
+        };
+        conns.retain(|_, c| c.strong_count() > 0);
+        tokio::task::spawn_local(renew(job, conn));
+    }
+}
+
+/// Keeps one lease alive until its holder stops the renewals, or says it was lost.
+async fn renew(job: Job, conn: Arc<Mutex<Conn>>) {
+    let Job {
+        mut lease,
+        mut stop,
+        lost: lost_flag,
+    } = job;
+    let renewing = async {
+        loop {
+            let next = lease.sent + lease.ttl / 3;
+            tokio::time::sleep_until(next.into()).await;
+            match renew_once(&lease, &conn).await {
+                Ok(sent) => lease.sent = sent,
+                Err(why) => return why,
+            }
+        }
+    };
+    let lost = tokio::select! {
+        _ = &mut stop => None,
+        why = renewing => Some(why),
+    };
+    // A lease its holder is releasing is not lost, whatever its last renewal found.
+    let stopped = matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Closed));
+    if let Some(why) = lost.filter(|_| !stopped) {
+        lost_flag.store(true, Ordering::SeqCst);
+        let message = format!("the lease {} was lost: {why}", lease.name.0);
+        signals::lose_lock_within(message, Some(kill_within(lease.ttl)));
+    }
+    // The last lease on this server closes the connection (none is held between slots).
+    if Arc::strong_count(&conn) == 1 {
+        conn.lock().await.close().await;
+    }
+}
+
+/// One renewal, tried again on a fresh connection until the loss deadline; returns
+/// when the answered renewal was sent.
+async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String> {
+    let deadline = job.sent + loss_after(job.ttl);
+    let bound = Bound::background(deadline);
+    let secs = job.ttl.as_secs_f64();
+    let mut last_error = String::from("no renewal was answered in time");
+    loop {
+        let sent = Instant::now();
+        if sent >= deadline {
+            return Err(format!(
+                "no renewal was answered within {} ({last_error})",
+                crate::parse::human(loss_after(job.ttl))
+            ));
+        }
+        let renewed = conn
+            .lock()
+            .await
+            .execute(
+                RENEW_SQL,
+                &[
+                    (&job.name.0, Type::TEXT),
+                    (&job.holder, Type::TEXT),
+                    (&job.token, Type::INT8),
+                    (&secs, Type::FLOAT8),
+                ],
+                &bound,
+            )
+            .await;
+        match renewed {
+            Ok(1) => return Ok(sent),
+            Ok(_) => {
+                return Err("it expired or another holder took it".into());
+            }
+            Err(e) => {
+                last_error = format!("{e:#}");
+                conn.lock().await.discard();
+                let pause = (sent + RETRY_PAUSE).min(deadline);
+                tokio::time::sleep_until(pause.into()).await;
+            }
+        }
+    }
+}
+
+/// `--lease-ttl`'s range.
+pub const TTL_RANGE: (Duration, Duration) = (Duration::from_secs(3), Duration::from_secs(3600));
+
+/// Checks a `--lease-ttl` value.
+pub fn check_ttl(ttl: Duration) -> anyhow::Result<Duration> {
+    let (min, max) = TTL_RANGE;
+    anyhow::ensure!(
+        (min..=max).contains(&ttl),
+        "--lease-ttl: {} is out of range; expected a duration from 3s to 1h",
+        crate::parse::human(ttl)
+    );
+    Ok(ttl)
+}
+
+impl std::fmt::Display for LeaseName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_locks_and_keys_never_collide() {
+        assert_eq!(LeaseName::lock("x").to_string(), "lock:x");
+        assert_eq!(LeaseName::once("x").to_string(), "once:x");
+        assert_ne!(LeaseName::lock("once:x"), LeaseName::once("x"));
+    }
+
+    #[test]
+    fn a_lost_holder_is_gone_before_the_ttl_runs_out() {
+        for secs in [3, 15, 3600] {
+            let ttl = Duration::from_secs(secs);
+            let gone = loss_after(ttl) + kill_within(ttl);
+            assert!(gone + Duration::from_millis(500) <= ttl, "{ttl:?}");
+        }
+        assert_eq!(loss_after(Duration::from_secs(3)), Duration::from_secs(2));
+        assert_eq!(
+            kill_within(Duration::from_secs(3)),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn ttls_outside_3s_to_1h_are_refused() {
+        assert!(check_ttl(Duration::from_secs(2)).is_err());
+        assert!(check_ttl(Duration::from_secs(3601)).is_err());
+        assert!(check_ttl(Duration::from_secs(15)).is_ok());
+    }
+}
