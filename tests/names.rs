@@ -63,6 +63,12 @@ fn resolv_conf(servers: &[Nameserver], options: &str) -> String {
     text
 }
 
+/// A private /etc with `hosts` whose resolv.conf names `ns` alone.
+fn with_nameserver(test: &str, hosts: &str, ns: Nameserver) -> Option<(Nameserver, PrivateEtc)> {
+    let etc = PrivateEtc::new(test, hosts, &resolv_conf(std::slice::from_ref(&ns), ""))?;
+    Some((ns, etc))
+}
+
 /// One configuration of the comparison with `getent ahosts`.
 struct Case {
     what: &'static str,
@@ -77,6 +83,14 @@ struct Case {
     /// Whether /etc/hosts lists the name as asked: then no question may reach a nameserver.
     listed: bool,
 }
+
+/// retry's family flag, and which of getent's addresses it keeps.
+type FamilyFlag = (Option<&'static str>, fn(&IpAddr) -> bool);
+const FAMILIES: [FamilyFlag; 3] = [
+    (None, |_| true),
+    (Some("-4"), IpAddr::is_ipv4),
+    (Some("-6"), IpAddr::is_ipv6),
+];
 
 const ANSWER: &[Behaviour] = &[Behaviour::Answer];
 /// A nameserver that never answers, given up on after a second.
@@ -117,16 +131,15 @@ impl Case {
             return;
         };
         let expected = etc.getent(self.name);
-        eprintln!("{} ({}): getent ahosts gives {expected:?}", self.what, self.name);
-        let families: &[(Option<&str>, fn(&IpAddr) -> bool)] = if expected.is_empty() {
-            // All three fail alike; once is enough when the nameserver takes its time.
-            &[(None, |_| true)]
+        eprintln!(
+            "{} ({}): getent ahosts gives {expected:?}",
+            self.what, self.name
+        );
+        // Without an answer all three fail alike: once is enough.
+        let families = if expected.is_empty() {
+            &FAMILIES[..1]
         } else {
-            &[
-                (None, |_| true),
-                (Some("-4"), IpAddr::is_ipv4),
-                (Some("-6"), IpAddr::is_ipv6),
-            ]
+            &FAMILIES[..]
         };
         for (flag, admits) in families {
             let want = expected.iter().copied().find(admits);
@@ -403,9 +416,11 @@ fn names_that_do_not_resolve_fail_as_getent_ahosts_fails() {
 #[test]
 fn a_name_in_etc_hosts_wins_over_its_dns_records() {
     let test = "a_name_in_etc_hosts_wins_over_its_dns_records";
-    let ns = Nameserver::answering(&[("pinned.test", "::1"), ("pinned.test", "127.0.0.3")]);
-    let conf = resolv_conf(std::slice::from_ref(&ns), "");
-    let Some(etc) = PrivateEtc::new(test, "127.0.0.2 pinned.test\n", &conf) else {
+    let Some((ns, etc)) = with_nameserver(
+        test,
+        "127.0.0.2 pinned.test\n",
+        Nameserver::answering(&[("pinned.test", "::1"), ("pinned.test", "127.0.0.3")]),
+    ) else {
         return;
     };
     let hosts: IpAddr = "127.0.0.2".parse().unwrap();
@@ -434,9 +449,8 @@ fn a_name_in_etc_hosts_wins_over_its_dns_records() {
 #[test]
 fn a_name_in_etc_hosts_needs_no_answer_from_the_nameserver() {
     let test = "a_name_in_etc_hosts_needs_no_answer_from_the_nameserver";
-    let ns = Nameserver::silent();
-    let conf = resolv_conf(std::slice::from_ref(&ns), "");
-    let Some(etc) = PrivateEtc::new(test, "127.0.0.7 quiet.test\n", &conf) else {
+    let Some((ns, etc)) = with_nameserver(test, "127.0.0.7 quiet.test\n", Nameserver::silent())
+    else {
         return;
     };
     let hosts: IpAddr = "127.0.0.7".parse().unwrap();
@@ -473,9 +487,8 @@ fn exit_of(child: &mut Child, limit: Duration) -> Option<(i32, Instant)> {
 #[test]
 fn sigterm_ends_a_lookup_that_the_nameserver_never_answers() {
     let test = "sigterm_ends_a_lookup_that_the_nameserver_never_answers";
-    let ns = Nameserver::silent();
-    let conf = resolv_conf(std::slice::from_ref(&ns), "");
-    let Some(etc) = PrivateEtc::new(test, "127.0.0.2 other.test\n", &conf) else {
+    let Some((ns, etc)) = with_nameserver(test, "127.0.0.2 other.test\n", Nameserver::silent())
+    else {
         return;
     };
     let port = crate::support::http_server::dead_port();
@@ -503,9 +516,9 @@ fn sigterm_ends_a_lookup_that_the_nameserver_never_answers() {
 #[test]
 fn timeouts_bound_a_lookup_that_the_nameserver_never_answers() {
     let test = "timeouts_bound_a_lookup_that_the_nameserver_never_answers";
-    let ns = Nameserver::silent();
-    let conf = resolv_conf(std::slice::from_ref(&ns), "");
-    let Some(etc) = PrivateEtc::new(test, "127.0.0.2 other.test\n", &conf) else {
+    let Some((_silent, etc)) =
+        with_nameserver(test, "127.0.0.2 other.test\n", Nameserver::silent())
+    else {
         return;
     };
     let port = crate::support::http_server::dead_port();
@@ -537,9 +550,11 @@ fn timeouts_bound_a_lookup_that_the_nameserver_never_answers() {
 #[test]
 fn a_proxy_name_in_etc_hosts_wins_over_its_dns_records() {
     let test = "a_proxy_name_in_etc_hosts_wins_over_its_dns_records";
-    let ns = Nameserver::answering(&[("proxy.test", "::1"), ("proxy.test", "127.0.0.22")]);
-    let conf = resolv_conf(std::slice::from_ref(&ns), "");
-    let Some(etc) = PrivateEtc::new(test, "127.0.0.21 proxy.test\n", &conf) else {
+    let Some((ns, etc)) = with_nameserver(
+        test,
+        "127.0.0.21 proxy.test\n",
+        Nameserver::answering(&[("proxy.test", "::1"), ("proxy.test", "127.0.0.22")]),
+    ) else {
         return;
     };
     let hosts: IpAddr = "127.0.0.21".parse().unwrap();
@@ -571,9 +586,11 @@ fn a_postgres_host_in_etc_hosts_is_reached_at_its_hosts_address() {
     let Some(pg) = postgres::start(test) else {
         return;
     };
-    let ns = Nameserver::answering(&[("pgpin.test", "::1"), ("pgpin.test", "127.0.0.3")]);
-    let conf = resolv_conf(std::slice::from_ref(&ns), "");
-    let Some(etc) = PrivateEtc::new(test, "127.0.0.1 pgpin.test\n", &conf) else {
+    let Some((ns, etc)) = with_nameserver(
+        test,
+        "127.0.0.1 pgpin.test\n",
+        Nameserver::answering(&[("pgpin.test", "::1"), ("pgpin.test", "127.0.0.3")]),
+    ) else {
         return;
     };
     // Bound but never accepted: a connection there would wait in the backlog.
@@ -601,4 +618,65 @@ fn a_postgres_host_in_etc_hosts_is_reached_at_its_hosts_address() {
         );
     }
     assert_eq!(ns.questions(), [], "no question about a name in /etc/hosts");
+}
+
+/// The NSS modules an nsswitch.conf may name besides `files` and `dns`.
+const MODULES: &str = "hosts: systemd myhostname mdns4_minimal [NOTFOUND=return] files dns\n";
+
+/// Whether libnss_systemd.so.2 is in a multiarch library directory (`.ci/run` installs it).
+fn systemd_module_installed() -> bool {
+    std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|dir| dir.path().join("libnss_systemd.so.2").exists())
+}
+
+/// Whether the process `pid` has an NSS module (`libnss_*.so`) mapped.
+fn maps_an_nss_module(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .expect("read the process's maps")
+        .contains("/libnss_")
+}
+
+/// Resolution never loads an NSS module, whatever /etc/nsswitch.conf names (a statically
+/// linked glibc crashes loading one): while retry waits on the nameserver, its memory
+/// maps no `libnss_*.so`, where `getent`, which follows nsswitch.conf, has loaded the
+/// `systemd` module by then. A name in /etc/hosts still resolves from there.
+#[test]
+fn no_nss_module_is_loaded_whatever_nsswitch_conf_names() {
+    let test = "no_nss_module_is_loaded_whatever_nsswitch_conf_names";
+    let Some((ns, etc)) = with_nameserver(test, "127.0.0.2 listed.test\n", Nameserver::silent())
+    else {
+        return;
+    };
+    let etc = etc.nsswitch(MODULES);
+    let observe = |mut inv: support::Invocation, asked_before: usize| {
+        let mut child = inv.start();
+        assert!(
+            wait_until(Duration::from_secs(10), || ns.asked_about("silent.test")
+                > asked_before),
+            "the nameserver was asked"
+        );
+        let loaded = maps_an_nss_module(child.id());
+        support::signal(&child, Signal::SIGTERM);
+        let _ = child.wait();
+        loaded
+    };
+    let mut getent = etc.invocation("getent");
+    getent.args(["ahosts", "silent.test"]);
+    if systemd_module_installed() {
+        assert!(
+            observe(getent, 0),
+            "getent loads the systemd module (the check sees modules)"
+        );
+    }
+    let asked = ns.asked_about("silent.test");
+    let mut retry = etc.retry();
+    retry.args(["-a", "1", "http://silent.test:9/"]);
+    assert!(!observe(retry, asked), "retry loaded an NSS module");
+    let listeners = Listeners::on(&["127.0.0.2".parse().unwrap()]);
+    let url = format!("http://listed.test:{}/", listeners.port);
+    let run = etc.retry().args(["-a", "1", &url]).run();
+    assert_eq!(run.status, 0, "{}", run.stderr);
 }

@@ -49,6 +49,12 @@ impl PrivateEtc {
         Some(PrivateEtc { dir })
     }
 
+    /// The same /etc with another nsswitch.conf (the resolver under test must not care).
+    pub fn nsswitch(self, text: &str) -> PrivateEtc {
+        std::fs::write(self.dir.path().join("nsswitch.conf"), text).expect("write nsswitch.conf");
+        self
+    }
+
     /// `program` run under this /etc.
     pub fn invocation(&self, program: &str) -> Invocation {
         let mut inv = Invocation::of("unshare");
