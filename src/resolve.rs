@@ -149,8 +149,8 @@ fn files_then_dns() {
                     service_line: *const std::ffi::c_char,
                 ) -> std::ffi::c_int;
             }
-            // SAFETY: glibc's exported setter (it takes its own lock), given two
-            // NUL-terminated static strings; it fails only for an unknown database.
+            // SAFETY: two NUL-terminated static strings; called once, before the first
+            // lookup thread starts, so no hosts lookup reads the entry it replaces.
             let status =
                 unsafe { __nss_configure_lookup(c"hosts".as_ptr(), c"files dns".as_ptr()) };
             debug_assert_eq!(status, 0, "glibc knows the hosts database");
