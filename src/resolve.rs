@@ -1,20 +1,22 @@
-//! Host names to addresses without the C library's name service switch: /etc/hosts,
-//! then the nameservers /etc/resolv.conf lists (hickory-resolver), for HTTP targets and
-//! proxies and for PostgreSQL hosts alike.
+//! Host names to addresses as the system resolves them under `hosts: files dns`, for
+//! HTTP targets, proxies and PostgreSQL hosts alike: glibc's `getaddrinfo` with its NSS
+//! `hosts` database set to `files dns` whatever /etc/nsswitch.conf says, so a name in
+//! /etc/hosts is answered from there alone and other names go to the nameservers of
+//! /etc/resolv.conf with its `search`, `ndots`, `timeout`, `attempts` and `rotate`, in
+//! RFC 6724 order (and /etc/gai.conf's), as `getent ahosts` shows them.
 //!
-//! retry is linked statically (no dynamic loader at start-up), and a statically linked
-//! glibc loads NSS modules other than `files` and `dns` (`systemd`, `myhostname`,
-//! `mdns`) with `dlopen`, which crashes the process. So retry never asks glibc: a name
-//! that only such a module knows does not resolve (the README says so), and with no
-//! readable /etc/resolv.conf only /etc/hosts and `localhost` resolve; retry never falls
-//! back to a public nameserver.
+//! `files` and `dns` are built into glibc, so even a statically linked retry loads no
+//! NSS module (a static glibc crashes loading `systemd` or `myhostname`). `getaddrinfo`
+//! cannot be interrupted: it runs on a thread of its own, and a lookup that its caller
+//! stops waiting for (a deadline, a signal) is abandoned; the thread ends when glibc's
+//! own timeouts end it, or with the process. Bounding the wait is the caller's (see
+//! `wait::within`); `localhost` and `*.localhost` not listed in /etc/hosts are loopback
+//! here (RFC 6761) rather than a question to a nameserver.
 
-use std::net::IpAddr;
-use std::sync::OnceLock;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use hickory_resolver::TokioResolver;
-use hickory_resolver::config::{LookupIpStrategy, ResolverConfig, ResolverOpts};
-use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use dns_lookup::{AddrInfoHints, LookupErrorKind};
+use nix::libc;
 
 /// Which addresses a name may resolve to (`-4` / `-6`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,84 +25,162 @@ pub enum Family {
     V6,
 }
 
-/// The system's resolver configuration, read once; with no usable /etc/resolv.conf,
-/// no nameserver (and the reason, for errors), never a public one.
-struct System {
-    config: ResolverConfig,
-    options: ResolverOpts,
-    no_dns: Option<String>,
+impl Family {
+    fn admits(self, ip: &IpAddr) -> bool {
+        match self {
+            Family::V4 => ip.is_ipv4(),
+            Family::V6 => ip.is_ipv6(),
+        }
+    }
 }
 
-fn system() -> &'static System {
-    static SYSTEM: OnceLock<System> = OnceLock::new();
-    SYSTEM.get_or_init(|| match hickory_resolver::system_conf::read_system_conf() {
-        Ok((config, options)) => System {
-            config,
-            options,
-            no_dns: None,
-        },
-        Err(e) => System {
-            config: ResolverConfig::from_parts(None, vec![], vec![]),
-            options: ResolverOpts::default(),
-            no_dns: Some(format!("/etc/resolv.conf: {e}")),
-        },
-    })
-}
-
-/// A resolver with the system's configuration, for `family`.
-fn resolver(family: Option<Family>) -> Result<TokioResolver, String> {
-    let system = system();
-    let mut options = system.options.clone();
-    // getaddrinfo's order for a host with both: IPv6 first; connecting tries them all.
-    options.ip_strategy = match family {
-        None => LookupIpStrategy::Ipv6AndIpv4,
-        Some(Family::V4) => LookupIpStrategy::Ipv4Only,
-        Some(Family::V6) => LookupIpStrategy::Ipv6Only,
-    };
-    let mut builder =
-        TokioResolver::builder_with_config(system.config.clone(), TokioRuntimeProvider::default());
-    *builder.options_mut() = options;
-    builder
-        .build()
-        .map_err(|e| format!("cannot set up name resolution: {e}"))
-}
-
-/// The addresses of `host` (a name or an IP literal), of `family` when given.
+/// The addresses of `host` (a name or an IP literal) in the order to try them, of
+/// `family` when given (one family of the same answer). Dropping the future abandons
+/// the lookup.
 pub async fn lookup(host: &str, family: Option<Family>) -> Result<Vec<IpAddr>, String> {
     // Brackets are URL syntax for IPv6 literals.
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<IpAddr>() {
         return match family {
-            Some(Family::V4) if !ip.is_ipv4() => Err(format!("{host} is not an IPv4 address")),
-            Some(Family::V6) if !ip.is_ipv6() => Err(format!("{host} is not an IPv6 address")),
+            Some(f) if !f.admits(&ip) => Err(format!("{host} is not an {} address", name_of(f))),
             _ => Ok(vec![ip]),
         };
     }
-    let found = resolver(family)?
-        .lookup_ip(bare)
-        .await
-        .map_err(|e| match &system().no_dns {
-            Some(why) => format!("cannot resolve {host}: {e} (no nameserver: {why})"),
-            None => format!("cannot resolve {host}: {e}"),
-        })?;
-    let addrs: Vec<IpAddr> = found.iter().collect();
-    if addrs.is_empty() {
-        let which = match family {
-            Some(Family::V4) => "IPv4 address",
-            Some(Family::V6) => "IPv6 address",
-            None => "address",
-        };
-        return Err(format!("{host} has no {which}"));
+    let found = if is_localhost(bare) && !listed_in_hosts(bare) {
+        vec![
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+        ]
+    } else {
+        system(bare)
+            .await
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+    };
+    let kept: Vec<IpAddr> = found
+        .into_iter()
+        .filter(|ip| family.is_none_or(|f| f.admits(ip)))
+        .collect();
+    if kept.is_empty() {
+        let which = family.map_or(String::new(), |f| format!("{} ", name_of(f)));
+        return Err(format!("cannot resolve {host}: it has no {which}address"));
     }
-    Ok(addrs)
+    Ok(kept)
 }
 
-/// `lookup` from code that is not async, on this thread's runtime.
+fn name_of(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "IPv4",
+        Family::V6 => "IPv6",
+    }
+}
+
+/// `lookup` from code that is not async, on this thread's runtime, until it ends or a
+/// stopping signal.
 #[cfg(test)]
 pub fn lookup_blocking(host: &str) -> Result<Vec<IpAddr>, String> {
     let bound = crate::wait::Bound::signals_only();
     crate::wait::block_on(lookup(host, None), &bound)
         .map_err(|ended| format!("cannot resolve {host}: {ended}"))?
+}
+
+/// `getaddrinfo` on a thread of its own; the answer comes back through a channel, so
+/// a caller that stops waiting leaves the thread to finish alone.
+async fn system(name: &str) -> Result<Vec<IpAddr>, String> {
+    files_then_dns();
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let owned = name.to_string();
+    std::thread::Builder::new()
+        .name("lookup".into())
+        .spawn(move || {
+            let _ = answer.send(getaddrinfo(&owned));
+        })
+        .map_err(|e| format!("cannot start a thread for the lookup: {e}"))?;
+    answered
+        .await
+        .map_err(|_| "the lookup thread ended without an answer".to_string())?
+}
+
+/// glibc's answer for `name`, duplicates left out (an address listed twice in
+/// /etc/hosts is tried once).
+fn getaddrinfo(name: &str) -> Result<Vec<IpAddr>, String> {
+    let hints = AddrInfoHints {
+        socktype: libc::SOCK_STREAM,
+        // As `getent ahosts` asks: a family that no interface has a non-loopback
+        // address of is left out (and not asked of the nameservers).
+        flags: libc::AI_ADDRCONFIG | libc::AI_V4MAPPED,
+        ..AddrInfoHints::default()
+    };
+    let answers = dns_lookup::getaddrinfo(Some(name), None, Some(hints))
+        .map_err(|e| reason(e.kind()).map_or_else(|| e.to_string(), str::to_string))?;
+    let mut addrs: Vec<IpAddr> = Vec::new();
+    for answer in answers {
+        let ip = answer.map_err(|e| e.to_string())?.sockaddr.ip();
+        if !addrs.contains(&ip) {
+            addrs.push(ip);
+        }
+    }
+    Ok(addrs)
+}
+
+/// What a failed `getaddrinfo` means, in the user's terms.
+fn reason(kind: LookupErrorKind) -> Option<&'static str> {
+    Some(match kind {
+        LookupErrorKind::NoName => {
+            "no such name (neither /etc/hosts nor the nameservers of /etc/resolv.conf know it)"
+        }
+        LookupErrorKind::NoData => "the name has no address",
+        LookupErrorKind::Again => {
+            "no answer from the nameservers of /etc/resolv.conf (temporary failure in name resolution)"
+        }
+        LookupErrorKind::Fail => "the nameservers of /etc/resolv.conf failed",
+        _ => return None,
+    })
+}
+
+/// Sets glibc's NSS `hosts` database to `files dns`, once, before the first lookup:
+/// SPEC's resolution whatever /etc/nsswitch.conf names, and no module loaded.
+fn files_then_dns() {
+    #[cfg(target_env = "gnu")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            unsafe extern "C" {
+                fn __nss_configure_lookup(
+                    dbname: *const std::ffi::c_char,
+                    service_line: *const std::ffi::c_char,
+                ) -> std::ffi::c_int;
+            }
+            // SAFETY: two NUL-terminated static strings; called once, before the first
+            // lookup thread starts, so no hosts lookup reads the entry it replaces.
+            let status =
+                unsafe { __nss_configure_lookup(c"hosts".as_ptr(), c"files dns".as_ptr()) };
+            debug_assert_eq!(status, 0, "glibc knows the hosts database");
+        });
+    }
+}
+
+/// `localhost`, or a name under `.localhost` (RFC 6761), with or without a final dot.
+fn is_localhost(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// Whether /etc/hosts lists `name`, as glibc's `files` matches it (any field after the
+/// address, case aside; a final dot is part of the name).
+fn listed_in_hosts(name: &str) -> bool {
+    std::fs::read_to_string("/etc/hosts").is_ok_and(|text| hosts_lists(&text, name))
+}
+
+fn hosts_lists(text: &str, name: &str) -> bool {
+    text.lines()
+        .map(|line| line.split('#').next().unwrap_or(""))
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            // A line whose first field is no address is skipped, as glibc does.
+            fields.next()?.parse::<IpAddr>().ok()?;
+            Some(fields)
+        })
+        .any(|mut names| names.any(|n| n.eq_ignore_ascii_case(name)))
 }
 
 /// For reqwest: every name the HTTP client connects to, the target's and a proxy's.
@@ -122,6 +202,14 @@ impl reqwest::dns::Resolve for HttpResolver {
 mod tests {
     use super::*;
 
+    fn on_runtime<T>(fut: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(fut)
+    }
+
     #[test]
     fn literals_need_no_lookup_and_respect_the_family() {
         assert_eq!(
@@ -132,24 +220,50 @@ mod tests {
             lookup_blocking("[::1]").unwrap(),
             vec!["::1".parse::<IpAddr>().unwrap()]
         );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let err = rt.block_on(lookup("::1", Some(Family::V4))).unwrap_err();
+        let err = on_runtime(lookup("::1", Some(Family::V4))).unwrap_err();
         assert!(err.contains("not an IPv4"), "{err}");
     }
 
     #[test]
-    fn localhost_resolves_to_loopback_without_nss() {
+    fn localhost_resolves_to_loopback() {
         let found = lookup_blocking("localhost").unwrap();
         assert!(!found.is_empty());
         assert!(found.iter().all(|ip| ip.is_loopback()), "{found:?}");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let v4 = rt.block_on(lookup("localhost", Some(Family::V4))).unwrap();
+        let v4 = on_runtime(lookup("localhost", Some(Family::V4))).unwrap();
         assert!(v4.iter().all(|ip| ip.is_ipv4()), "{v4:?}");
+    }
+
+    #[test]
+    fn names_under_localhost_are_loopback_of_both_families() {
+        let found = lookup_blocking("retry-unit.localhost.").unwrap();
+        assert_eq!(
+            found,
+            [
+                IpAddr::from(Ipv6Addr::LOCALHOST),
+                IpAddr::from(Ipv4Addr::LOCALHOST)
+            ]
+        );
+        let v6 = on_runtime(lookup("App.LOCALHOST", Some(Family::V6))).unwrap();
+        assert_eq!(v6, [IpAddr::from(Ipv6Addr::LOCALHOST)]);
+        assert!(!is_localhost("localhost.example"));
+        assert!(!is_localhost("notlocalhost"));
+    }
+
+    #[test]
+    fn hosts_lines_match_names_and_aliases_as_glibc_does() {
+        let hosts = "# comment 127.0.0.9 commented.localhost\n\
+                     127.0.0.2\tApp.localhost  alias.localhost # trailing\n\
+                     not-an-address other.localhost\n\
+                     ::1 six.localhost\n";
+        assert!(hosts_lists(hosts, "app.localhost"));
+        assert!(hosts_lists(hosts, "ALIAS.localhost"));
+        assert!(hosts_lists(hosts, "six.localhost"));
+        assert!(!hosts_lists(hosts, "commented.localhost"));
+        assert!(!hosts_lists(hosts, "other.localhost"));
+        assert!(
+            !hosts_lists(hosts, "app.localhost."),
+            "a final dot is not stripped"
+        );
+        assert!(!hosts_lists(hosts, "127.0.0.2"));
     }
 }

@@ -20,6 +20,9 @@
 //!   `assert_stopped_because` read a report.
 //! - `http_server::Server` answers on 127.0.0.1 from a script and counts its hits;
 //!   `curl::Case` runs curl and retry side by side against it.
+//! - `dns::Nameserver` answers on 127.53.x.y port 53 from a table of records (or refuses,
+//!   or never answers) and records the questions; `private_etc::PrivateEtc` runs a
+//!   program with the test's /etc/hosts and /etc/resolv.conf in a mount namespace.
 //! - `postgres::start(test)` gives a private PostgreSQL server (or skips, unless
 //!   RETRY_TEST_REQUIRE_POSTGRES=1); `tools` has rsync, git and ssh daemons.
 //!
@@ -41,6 +44,7 @@ mod help;
 mod hooks;
 mod http;
 mod jobs;
+mod names;
 mod props;
 mod schedule;
 mod tools;

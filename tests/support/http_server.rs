@@ -1,10 +1,11 @@
-//! A small HTTP/1.1 server on 127.0.0.1 for the HTTP-mode tests, plain or over
-//! TLS with a self-signed certificate. Each request is recorded, then answered
-//! by a script (the nth request gets the nth reply; the last one repeats) or a
-//! handler, over one connection that is closed after the reply. Replies can
-//! also misbehave on purpose: be slow, close at once, or cut the body short;
-//! a hang-up server closes every connection before a byte is read. Dropping
-//! the server stops it and checks the number of requests if one was expected.
+//! A small HTTP/1.1 server on 127.0.0.1 (or another loopback address) for the
+//! HTTP-mode tests, plain or over TLS with a self-signed certificate. Each request
+//! is recorded, then answered by a script (the nth request gets the nth reply;
+//! the last one repeats) or a handler, over one connection that is closed after
+//! the reply. Replies can also misbehave on purpose: be slow, close at once, or
+//! cut the body short; a hang-up server closes every connection before a byte is
+//! read. Dropping the server stops it and checks the number of requests if one
+//! was expected.
 
 #![allow(dead_code)]
 
@@ -153,8 +154,25 @@ impl Server {
         Server::start(Mode::HangUp, Arc::new(|_, _| Reply::Close))
     }
 
+    /// Like `script`, listening on `addr` (a loopback address; port 0 for any port);
+    /// `Err` when it is taken.
+    pub fn script_at(addr: SocketAddr, replies: Vec<Reply>) -> std::io::Result<Server> {
+        assert!(!replies.is_empty());
+        assert!(
+            addr.ip().is_loopback(),
+            "test servers listen on loopback only"
+        );
+        let listener = TcpListener::bind(addr)?;
+        let handler: Arc<Handler> = Arc::new(move |_, n| replies[n.min(replies.len() - 1)].clone());
+        Ok(Server::serve(listener, Mode::Plain, handler))
+    }
+
     fn start(mode: Mode, handler: Arc<Handler>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        Server::serve(listener, mode, handler)
+    }
+
+    fn serve(listener: TcpListener, mode: Mode, handler: Arc<Handler>) -> Server {
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));

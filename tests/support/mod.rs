@@ -1,10 +1,12 @@
 //! What every feature module shares: running the binary, scratch directories and
-//! counting scripts, the HTTP server, the curl conformance harness, PostgreSQL and
-//! the third-party tool daemons.
+//! counting scripts, the HTTP server, the curl conformance harness, the nameserver and
+//! private /etc of the name-resolution tests, PostgreSQL and the third-party tool daemons.
 
 pub mod curl;
+pub mod dns;
 pub mod http_server;
 pub mod postgres;
+pub mod private_etc;
 pub mod run;
 pub mod scratch;
 pub mod stall;
