@@ -1,18 +1,22 @@
 //! What every feature module shares: running the binary, scratch directories and
-//! counting scripts, the HTTP server, the curl conformance harness, PostgreSQL and
-//! the third-party tool daemons.
+//! counting scripts, the HTTP server, the curl conformance harness, PostgreSQL,
+//! the third-party tool daemons, and what tests that need root get from the host.
 
 pub mod curl;
 pub mod http_server;
 pub mod postgres;
 pub mod run;
 pub mod scratch;
+pub mod system;
 pub mod terminal;
 pub mod tools;
 
-pub use run::{Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_for_run};
+pub use run::{
+    Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_exit, wait_for_run,
+};
 pub use scratch::{
     Scratch, alive, assert_stopped_because, read_json, run_job, wait_for_file, wait_for_pid,
     wait_until,
 };
+pub use system::privileged;
 pub use terminal::{Terminal, terminal};

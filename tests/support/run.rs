@@ -272,3 +272,21 @@ pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
         .expect("signal the program");
 }
+
+/// Waits for a started program itself to exit (polling it, not its pipes, which a
+/// leftover process may hold), for at most `limit`: its status and when. Past the
+/// limit it is killed and the test fails.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> (i32, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return (status_of(&status), start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the program did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
