@@ -92,9 +92,9 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
         foreground: spec.foreground,
         parent: getpid(),
     };
-    // SAFETY: `ChildSetup::run` makes only async-signal-safe calls and allocates
-    // nothing (see there), which is what a closure run after fork in a process that
-    // may have other threads must keep to.
+    // SAFETY: `ChildSetup::run` only makes system calls through thin wrappers, taking
+    // no lock and allocating nothing (see there), which is what a closure run after a
+    // fork in a process that may have other threads must keep to.
     unsafe {
         command.pre_exec(move || setup.run());
     }
@@ -126,9 +126,9 @@ struct ChildSetup {
 }
 
 impl ChildSetup {
-    /// Runs in the forked child with every signal blocked. Each call here is
-    /// async-signal-safe (sigaction, tcsetpgrp, getpid, prctl, getppid, kill,
-    /// sigprocmask) and nothing is allocated: errors are OS error numbers.
+    /// Runs in the forked child with every signal blocked. Each call here is a thin
+    /// wrapper of one system call (sigaction, tcsetpgrp, getpid, prctl, getppid, kill,
+    /// rt_sigprocmask), none takes a lock or allocates, and errors are OS error numbers.
     fn run(&self) -> io::Result<()> {
         self.signals.restore_dispositions()?;
         if self.foreground {
