@@ -36,7 +36,7 @@ fn flags(dir: &Path, extra: &[&str]) -> Vec<String> {
 fn retry_threads(user: &TestUser, extra: &[&str]) -> usize {
     let scratch = user_dir(user);
     let out = user
-        .run(bin(), None)
+        .run(user.reachable(bin(), scratch.path()), None)
         .args(flags(scratch.path(), extra))
         .args(["--", "sh", "-c", "grep '^Threads:' /proc/$PPID/status"])
         .env("TMPDIR", scratch.path())
@@ -51,7 +51,7 @@ fn retry_threads(user: &TestUser, extra: &[&str]) -> usize {
 /// tasks now plus `retry`'s own threads: nothing more can start until a task ends.
 fn starved(user: &TestUser, dir: &Path, extra: &[&str]) -> crate::support::Run {
     let limit = tasks_of(user.uid) + retry_threads(user, extra);
-    user.run(bin(), Some(limit))
+    user.run(user.reachable(bin(), dir), Some(limit))
         .args(flags(dir, extra))
         .args(["--", "/bin/echo", "hi"])
         .env("TMPDIR", dir)
@@ -128,7 +128,7 @@ fn a_run_that_ends_on_it_exits_125_and_spends_no_budget_and_no_circuit() {
     // earns 0.1 token, up to the 10 the budget holds: it stays full only if no token
     // was taken.
     let next = user
-        .run(bin(), None)
+        .run(user.reachable(bin(), dir.path()), None)
         .args(flags(dir.path(), &fleet))
         .args(["--", "true"])
         .env("TMPDIR", dir.path())
@@ -147,7 +147,7 @@ fn the_limit_is_what_retry_needs_and_no_more() {
     let dir = user_dir(&user);
     let limit = tasks_of(user.uid) + retry_threads(&user, &[]) + 1;
     let out = user
-        .run(bin(), Some(limit))
+        .run(user.reachable(bin(), dir.path()), Some(limit))
         .args(["-a", "1", "--", "/bin/echo", "hi"])
         .env("TMPDIR", dir.path())
         .run();

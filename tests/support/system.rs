@@ -112,6 +112,19 @@ impl TestUser {
         invocation
     }
 
+    /// `program` as a path this user can run: itself, or when a directory on its way
+    /// is closed to the user (a build under /root), a copy in `dir`.
+    pub fn reachable(&self, program: &str, dir: &std::path::Path) -> std::path::PathBuf {
+        let runnable = self.run("test", None).args(["-x", program]).run().status == 0;
+        if runnable {
+            return program.into();
+        }
+        let copy = dir.join("retry");
+        std::fs::copy(program, &copy).expect("copy the binary");
+        self.owns(&copy);
+        copy
+    }
+
     /// Makes `path` this user's (a directory its runs write in).
     pub fn owns(&self, path: &std::path::Path) {
         nix::unistd::chown(
