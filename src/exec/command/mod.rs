@@ -266,12 +266,12 @@ impl CommandExecutor {
         let end = match (err.raw_os_error(), err.kind()) {
             (Some(libc::EAGAIN), _) => CommandEnd::NoResources {
                 message: format!(
-                    "cannot start {name}: no process can be created now ({err}; \
-                     ulimit -u or a cgroup's pids.max reached)"
+                    "cannot start {name}: no process can be created now \
+                     (EAGAIN: ulimit -u or a cgroup's pids.max reached)"
                 ),
             },
             (Some(libc::ENOMEM), _) => CommandEnd::NoResources {
-                message: format!("cannot start {name}: out of memory ({err})"),
+                message: format!("cannot start {name}: out of memory (ENOMEM)"),
             },
             (_, io::ErrorKind::NotFound) => CommandEnd::NotRunnable {
                 code: 127,
