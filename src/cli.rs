@@ -279,10 +279,11 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, short = 't', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
-    /// Wall-clock budget for the whole run
+    /// Wall-clock budget for the attempts and the waits before and between them
     ///
-    /// No sleep or attempt starts that would end past it, and each attempt's --timeout is
-    /// cut to what is left.
+    /// No sleep or attempt starts that would end past it, each attempt's --timeout is
+    /// cut to what is left, and --on-retry ends with it. What follows the last attempt
+    /// has its own limits: --on-give-up and --on-success still run, under --hook-timeout.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub max_time: Option<Duration>,
 

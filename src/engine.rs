@@ -37,12 +37,31 @@ pub struct AttemptContext {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Outcome {
-    Exit { code: i32 },
-    Signal { signal: i32, name: String },
-    Timeout { after_ms: u64 },
-    NotRunnable { code: i32, error: String },
-    Http { status: u16 },
-    Error { kind: String, message: String },
+    Exit {
+        code: i32,
+    },
+    Signal {
+        signal: i32,
+        name: String,
+    },
+    Timeout {
+        after_ms: u64,
+    },
+    NotRunnable {
+        code: i32,
+        error: String,
+    },
+    /// retry could not start the command for lack of resources (EAGAIN, ENOMEM).
+    NoResources {
+        error: String,
+    },
+    Http {
+        status: u16,
+    },
+    Error {
+        kind: String,
+        message: String,
+    },
 }
 
 impl Outcome {
@@ -56,10 +75,16 @@ impl Outcome {
                     human(Duration::from_millis(*after_ms))
                 )
             }
-            Outcome::NotRunnable { error, .. } => error.clone(),
+            Outcome::NotRunnable { error, .. } | Outcome::NoResources { error } => error.clone(),
             Outcome::Http { status } => format!("HTTP {status}"),
             Outcome::Error { message, .. } => message.clone(),
         }
+    }
+
+    /// Whether retry could not start the attempt for lack of resources: the service
+    /// never saw it, so it neither spends nor earns budget tokens nor counts for a circuit.
+    pub fn lacked_resources(&self) -> bool {
+        matches!(self, Outcome::NoResources { .. })
     }
 }
 
@@ -367,12 +392,16 @@ fn sleep_with_hook(env: &mut Env<'_>, facts: &RetryFacts<'_>, upcoming: u32) -> 
 }
 
 /// Counts the attempt in the shared budget, and asks it before a retry. An attempt
-/// cut short by retry's own signal or a lost lock says nothing about the service.
+/// cut short by retry's own signal or a lost lock, or one retry could not start for
+/// lack of resources, says nothing about the service.
 fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next {
     let Some(budget) = env.budget.as_deref_mut() else {
         return next;
     };
-    if report.interrupted_by.is_some() || report.lock_lost.is_some() {
+    if report.interrupted_by.is_some()
+        || report.lock_lost.is_some()
+        || report.outcome.lacked_resources()
+    {
         return next;
     }
     budget.record(report.verdict.class == Class::Success);
@@ -1173,6 +1202,39 @@ mod tests {
         let b = h.budget.unwrap();
         assert_eq!(b.recorded, vec![true]);
         assert!((b.tokens - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_attempt_that_lacked_resources_is_retried_and_takes_no_token() {
+        let unstarted = AttemptReport::new(
+            Outcome::NoResources {
+                error: "cannot start echo: out of processes".into(),
+            },
+            Verdict::transient("lack of resources"),
+            ExitCode::USAGE,
+        );
+        let mut h = Harness::new(vec![unstarted.clone(), ok()]);
+        h.budget = Some(CountingBudget {
+            tokens: 5.0,
+            size: 10,
+            recorded: vec![],
+        });
+        let s = h.run(&policy(5, JitterKind::None));
+        assert_eq!(s.stopped_because, StopReason::Success);
+        assert_eq!(
+            h.sleeper.slept,
+            [Duration::from_secs(1)],
+            "with the backoff"
+        );
+        let budget = h.budget.unwrap();
+        assert_eq!(budget.recorded, [true], "only the attempt that ran counts");
+        let mut h = Harness::new(vec![unstarted]);
+        let s = h.run(&policy(3, JitterKind::None));
+        assert_eq!(
+            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (StopReason::Attempts, ExitCode::USAGE, 3)
+        );
+        assert!(s.attempts[2].outcome.lacked_resources());
     }
 
     #[test]

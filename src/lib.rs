@@ -27,6 +27,9 @@ mod wait;
 
 /// The clap definition, for tests that walk every option.
 pub use cli::Cli;
+/// For `main`, before any signal disposition changes: records what retry inherited,
+/// which every command and hook it starts gets back.
+pub use signals::record_inherited as record_inherited_signals;
 
 /// The parsers of outside input (flag values, lock and state targets, marker file
 /// names, HTTP header lines and wait headers), public for the property tests.

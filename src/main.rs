@@ -14,6 +14,8 @@ use std::io::Write;
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     open_standard_descriptors();
+    // Before SIGPIPE below: the commands retry starts get back what retry was given.
+    retry::record_inherited_signals();
     // Writes to a closed pipe must fail with EPIPE, not kill retry (std does the same).
     // SAFETY: no other thread exists yet, and SIG_IGN runs no code.
     let _ = unsafe {

@@ -163,11 +163,10 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     if let Some(slot) = slot {
         record_gave_up(&mut held, slot, &summary, &job_options.command);
     }
-    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
-        // A run stopped by a signal counts for nothing; every other ending but success is a failed run.
-        if summary.stopped_because != StopReason::Signal {
-            f.record_run(c, summary.stopped_because == StopReason::Success);
-        }
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
+        && counts_for_circuit(&summary)
+    {
+        f.record_run(c, summary.stopped_because == StopReason::Success);
     }
     // A signal during the marker, the records or the updates ends the run with 128+N.
     let summary = stopped_after_the_attempts(summary);
@@ -180,6 +179,17 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         summary,
         skipped: None,
     })
+}
+
+/// Whether a run counts for its circuit: every ending does (success closes it, any other
+/// is a failed run) but a signal's and one on an attempt retry could not start for lack
+/// of resources, which says nothing of the service.
+fn counts_for_circuit(summary: &RunSummary) -> bool {
+    let unstarted = summary
+        .attempts
+        .last()
+        .is_some_and(|last| last.outcome.lacked_resources());
+    summary.stopped_because != StopReason::Signal && !unstarted
 }
 
 /// A slot that ran and did not succeed is recorded as gave up (an interrupted one is

@@ -6,15 +6,22 @@
 //! A lost lock is the other reason a run must stop early: whoever notices it (a
 //! lease's renewer) records it with [`lose_lock_within`], which wakes the same self-pipe,
 //! so every wait that notices signals notices it too ([`stop`]).
+//!
+//! What retry inherited (which signals were ignored, the signal mask) is recorded
+//! before retry changes anything, and every process retry starts gets exactly that
+//! back ([`for_child`]): a signal that `nohup` or a shell ignored stays ignored, in
+//! retry (a stopping signal it inherited ignored gets no handler) and in the command.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::libc;
+use nix::libc::{self, c_int};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+use nix::sys::signal::{
+    SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask, sigaction,
+};
 
 /// The signals that end a run, in the order they are reported.
 pub const STOPPING: [i32; 4] = [
@@ -24,19 +31,6 @@ pub const STOPPING: [i32; 4] = [
     Signal::SIGQUIT as i32,
 ];
 const SIGCHLD: i32 = Signal::SIGCHLD as i32;
-
-/// Every signal whose disposition retry changes (handlers for the stopping signals and
-/// SIGCHLD; SIGPIPE and, in the terminal's foreground, SIGTTOU ignored): an attempt's
-/// process resets them to the default before it execs.
-pub const CHANGED: [i32; 7] = [
-    Signal::SIGINT as i32,
-    Signal::SIGTERM as i32,
-    Signal::SIGHUP as i32,
-    Signal::SIGQUIT as i32,
-    SIGCHLD,
-    Signal::SIGPIPE as i32,
-    Signal::SIGTTOU as i32,
-];
 
 struct State {
     read: OwnedFd,
@@ -106,7 +100,11 @@ pub fn install() -> std::io::Result<()> {
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
-    for sig in STOPPING.iter().copied().chain([SIGCHLD]) {
+    let inherited = inherited();
+    // A stopping signal that came ignored (nohup's SIGHUP, SIGINT and SIGQUIT of a
+    // background job in a script) stays ignored: catching it would end the command.
+    let stopping = STOPPING.into_iter().filter(|sig| !inherited.ignores(*sig));
+    for sig in stopping.chain([SIGCHLD]) {
         let sig = Signal::try_from(sig).map_err(std::io::Error::from)?;
         // SAFETY: `on_signal` is async-signal-safe (see there).
         unsafe { sigaction(sig, &action) }.map_err(std::io::Error::from)?;
@@ -256,5 +254,185 @@ fn sleep_unless<T>(d: Duration, why_stop: impl Fn() -> Option<T>) -> Result<(), 
             return Ok(());
         }
         wait(end - now);
+    }
+}
+
+/// Signals 1 to 64: Linux's standard and real-time signals.
+const SIGNALS: std::ops::RangeInclusive<c_int> = 1..=64;
+
+/// What retry inherited: the signals it found ignored (every other one was at its
+/// default, since handlers do not survive an exec) and the signal mask.
+struct Inherited {
+    /// Bit `sig` is set when `sig` came ignored.
+    ignored: u128,
+    mask: SigSet,
+}
+
+impl Inherited {
+    fn ignores(&self, sig: c_int) -> bool {
+        self.ignored & (1 << sig) != 0
+    }
+}
+
+static INHERITED: OnceLock<Inherited> = OnceLock::new();
+
+/// Records the signal dispositions and mask retry inherited. `main` calls it before
+/// anything changes them; later calls (and code without such a `main`, like unit
+/// tests) record what is in force at the first call.
+pub fn record_inherited() {
+    inherited();
+}
+
+fn inherited() -> &'static Inherited {
+    INHERITED.get_or_init(|| Inherited {
+        ignored: SIGNALS
+            .filter(|sig| handler(*sig) == Some(libc::SIG_IGN))
+            .fold(0, |bits, sig| bits | 1 << sig),
+        mask: SigSet::thread_get_mask().unwrap_or_else(|_| SigSet::empty()),
+    })
+}
+
+/// The disposition `sig` has now; `None` for a number that cannot be queried (the
+/// two real-time signals the C library keeps for itself).
+fn handler(sig: c_int) -> Option<libc::sighandler_t> {
+    // SAFETY: a plain C struct that sigaction fills; all zeroes is a valid value of it.
+    let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: only reads the disposition (no new action), into `now`.
+    let queried = unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) };
+    (queried == 0).then_some(now.sa_sigaction)
+}
+
+/// Which dispositions a new process must change before its exec so that it starts
+/// with what retry inherited: `(signal, SIG_DFL or SIG_IGN)` for every signal whose
+/// disposition `now` differs from that. A handler is never left in place: it is
+/// retry's code, and a signal must not run it between the fork and the exec.
+fn restore_plan(
+    ignored_at_start: impl Fn(c_int) -> bool,
+    now: impl Fn(c_int) -> Option<libc::sighandler_t>,
+) -> Vec<(c_int, libc::sighandler_t)> {
+    let unchangeable = [Signal::SIGKILL as c_int, Signal::SIGSTOP as c_int];
+    SIGNALS
+        .filter(|sig| !unchangeable.contains(sig))
+        .filter_map(|sig| {
+            let wanted = if ignored_at_start(sig) {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            now(sig).filter(|now| *now != wanted).map(|_| (sig, wanted))
+        })
+        .collect()
+}
+
+/// The signal state a process retry starts must get, prepared in retry and applied
+/// in the child between fork and exec, where only async-signal-safe calls may be
+/// made: [`ChildSignals::restore_dispositions`] first, while every signal is still
+/// blocked ([`block_all`]), then [`ChildSignals::restore_mask`] last.
+pub struct ChildSignals {
+    actions: Vec<(c_int, libc::sigaction)>,
+    mask: SigSet,
+}
+
+/// What a process retry starts needs, taken now.
+pub fn for_child() -> ChildSignals {
+    let inherited = inherited();
+    let actions = restore_plan(|sig| inherited.ignores(sig), handler)
+        .into_iter()
+        .map(|(sig, wanted)| {
+            // SAFETY: a plain C struct; all zeroes is an empty mask and no flags.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = wanted;
+            (sig, action)
+        })
+        .collect();
+    ChildSignals {
+        actions,
+        mask: inherited.mask,
+    }
+}
+
+impl ChildSignals {
+    /// Puts back every disposition retry changed. Async-signal-safe: sigaction only.
+    pub fn restore_dispositions(&self) -> std::io::Result<()> {
+        for (sig, action) in &self.actions {
+            // SAFETY: installs SIG_DFL or SIG_IGN, which run no code of retry's.
+            if unsafe { libc::sigaction(*sig, action, std::ptr::null_mut()) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the mask retry inherited. Async-signal-safe: one sigprocmask.
+    pub fn restore_mask(&self) -> std::io::Result<()> {
+        pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.mask), None)
+            .map_err(std::io::Error::from)
+    }
+}
+
+/// Every signal blocked on this thread until the guard is dropped, so that a
+/// process forked meanwhile starts with none of retry's handlers able to run.
+pub struct Blocked(SigSet);
+
+pub fn block_all() -> std::io::Result<Blocked> {
+    let mut old = SigSet::empty();
+    pthread_sigmask(
+        SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::all()),
+        Some(&mut old),
+    )?;
+    Ok(Blocked(old))
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        // Cannot fail: the mask came from the same call.
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.0), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HANDLER: libc::sighandler_t = 0x1234;
+
+    #[test]
+    fn a_child_gets_back_exactly_what_retry_inherited() {
+        let hup = Signal::SIGHUP as c_int;
+        let int = Signal::SIGINT as c_int;
+        let pipe = Signal::SIGPIPE as c_int;
+        let ttou = Signal::SIGTTOU as c_int;
+        let usr1 = Signal::SIGUSR1 as c_int;
+        // nohup ignored SIGHUP and a script ignored SIGUSR1; retry caught SIGHUP and
+        // SIGINT, ignored SIGPIPE and SIGTTOU, and left SIGUSR1 as it found it.
+        let ignored_at_start = |sig| sig == hup || sig == usr1;
+        let now = |sig| match sig {
+            32 | 33 => None,
+            s if s == hup || s == int => Some(HANDLER),
+            s if s == pipe || s == ttou || s == usr1 => Some(libc::SIG_IGN),
+            _ => Some(libc::SIG_DFL),
+        };
+        let plan = restore_plan(ignored_at_start, now);
+        assert_eq!(
+            plan,
+            [
+                (hup, libc::SIG_IGN),
+                (int, libc::SIG_DFL),
+                (pipe, libc::SIG_DFL),
+                (ttou, libc::SIG_DFL),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_handler_is_never_left_and_kill_and_stop_are_never_touched() {
+        let plan = restore_plan(|_| true, |_| Some(HANDLER));
+        assert!(plan.iter().all(|(_, wanted)| *wanted == libc::SIG_IGN));
+        let sigs: Vec<c_int> = plan.iter().map(|(sig, _)| *sig).collect();
+        assert!(!sigs.contains(&(Signal::SIGKILL as c_int)));
+        assert!(!sigs.contains(&(Signal::SIGSTOP as c_int)));
+        assert_eq!(sigs.len(), 62);
+        assert!(restore_plan(|_| false, |_| Some(libc::SIG_DFL)).is_empty());
     }
 }

@@ -10,7 +10,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::http_server::{Reply, Server};
-use crate::support::{Scratch, alive, fast, retry, run, status_of, wait_for_file, wait_until};
+use crate::support::{
+    Scratch, alive, fast, retry, run, status_of, wait_exit, wait_for_file, wait_until,
+};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -413,6 +415,39 @@ fn a_retry_hook_counts_towards_max_time() {
 }
 
 #[test]
+fn a_give_up_hook_runs_after_max_time_under_its_own_limit() {
+    // --max-time ends the attempts; the hook that follows still runs, and
+    // --hook-timeout alone bounds it: the run ends near max-time + hook-timeout.
+    let s = Scratch::new();
+    let hook = format!("echo $$ > '{}'; sleep 100", s.p("hook"));
+    let report = s.p("report.json");
+    let mut child = retry()
+        .args(["--max-time", "1s", "--delay", "100ms", "--jitter", "none"])
+        .args([
+            "--hook-timeout",
+            "1s",
+            "--on-give-up",
+            &hook,
+            "--report",
+            &report,
+        ])
+        .args(["--", "sh", "-c", "sleep 0.2; exit 3"])
+        .start();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(10));
+    let stderr = crate::support::wait_for_run(child).stderr;
+    assert_eq!(status, 3, "{stderr}");
+    assert!(
+        stderr.contains("--on-give-up hook ran out of time after 1s"),
+        "{stderr}"
+    );
+    assert!(took >= Duration::from_millis(1800), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let report = json(&s.read("report.json"));
+    assert_eq!(report["result"]["stopped_because"], "max_time");
+    assert!(all_gone(&pids(&s.read("hook")), Duration::from_secs(1)));
+}
+
+#[test]
 fn hook_flags_refuse_bad_values_naming_the_flag() {
     for (flag, value) in [
         ("--hook-timeout", "0"),
@@ -534,6 +569,25 @@ fn control_garbage_is_a_warning_and_ignored() {
     let r = run(&fast(&["--", &says(&s, "please retry", 0)]));
     assert_eq!((r.status, s.count("count")), (0, 1));
     r.assert_stderr_has("warning: RETRY_CONTROL ignored: \"please retry\" is not a directive");
+}
+
+#[test]
+fn a_fifo_in_place_of_the_control_file_is_a_warning_not_a_hang() {
+    // No writer ever opens the FIFO: a blocking open of it would never return.
+    let s = Scratch::new();
+    let job = s.job(
+        "echo run >> \"$D/count\"\nrm \"$RETRY_CONTROL\" && mkfifo \"$RETRY_CONTROL\" || exit 64\nexit 1",
+    );
+    let mut child = retry().args(fast(&["-a", "2", &job])).start();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(10));
+    let stderr = crate::support::wait_for_run(child).stderr;
+    assert_eq!(status, 1, "{stderr}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(s.count("count"), 2, "{stderr}");
+    assert!(
+        stderr.contains("RETRY_CONTROL ignored: it is a FIFO, not a regular file"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -25,6 +25,10 @@ pub enum CommandEnd {
         code: i32,
         message: String,
     },
+    /// retry could not start it for lack of resources (EAGAIN, ENOMEM).
+    NoResources {
+        message: String,
+    },
 }
 
 /// What the output scan saw during one attempt.
@@ -144,8 +148,12 @@ impl CommandRules {
     }
 
     fn classify_end(&self, end: &CommandEnd, facts: &OutputFacts) -> Verdict {
-        if let CommandEnd::NotRunnable { message, .. } = end {
-            return endings::NOT_RUNNABLE.verdict(&[("error", message)]);
+        match end {
+            CommandEnd::NoResources { .. } => return endings::NO_RESOURCES.verdict(&[]),
+            CommandEnd::NotRunnable { message, .. } => {
+                return endings::NOT_RUNNABLE.verdict(&[("error", message)]);
+            }
+            _ => {}
         }
         if let Some(directive) = &facts.control {
             return directive.verdict();
@@ -165,7 +173,9 @@ impl CommandRules {
             CommandEnd::Signaled(sig) => {
                 endings::SIGNALED.verdict(&[("signal", &signal_name(*sig))])
             }
-            CommandEnd::NotRunnable { .. } => unreachable!("handled above"),
+            CommandEnd::NotRunnable { .. } | CommandEnd::NoResources { .. } => {
+                unreachable!("handled above")
+            }
         }
     }
 

@@ -42,6 +42,15 @@ const fn rule(class: Class, why: &'static str, source: &'static str) -> EndRule 
     EndRule { class, why, source }
 }
 
+/// Checked before every other rule: the command never ran, so nothing it could have
+/// said applies.
+pub static NO_RESOURCES: EndRule = rule(
+    Class::Transient,
+    "retry could not start the command for lack of resources",
+    "fork(2), execve(2): EAGAIN (ulimit -u, a cgroup's pids.max) or ENOMEM; \
+     retry's own failure, exit 125 if it is the last attempt",
+);
+
 pub static NOT_RUNNABLE: EndRule = rule(
     Class::Permanent,
     "{error}: retrying cannot help",
@@ -98,7 +107,12 @@ pub static LOCK_LOST_REQUEST: EndRule = rule(
 );
 
 /// Command-mode endings checked before any exit-status rule, in order, for `--dry-run`.
-pub static COMMAND_FIRST: [&EndRule; 3] = [&INTERRUPTED_COMMAND, &LOCK_LOST_COMMAND, &NOT_RUNNABLE];
+pub static COMMAND_FIRST: [&EndRule; 4] = [
+    &INTERRUPTED_COMMAND,
+    &LOCK_LOST_COMMAND,
+    &NO_RESOURCES,
+    &NOT_RUNNABLE,
+];
 
 /// Command-mode endings that are not an exit status, checked after, for `--dry-run`.
 pub static COMMAND_LAST: [&EndRule; 4] =

@@ -1,22 +1,25 @@
-//! Runs one hook process: `sh -c CMD` in its own process group, its stdout and
-//! stderr on retry's stderr (never the command's stdout), the report or nothing
-//! on stdin. A watchdog thread cuts it at its time limit (SIGTERM to the group,
+//! Runs one hook process: `sh -c CMD` in its own process group, started through
+//! the attempts' spawn path (`exec::command::spawn`, with the same guarantees), its
+//! stdout and stderr on retry's stderr (never the command's stdout), the report or
+//! nothing on stdin. A watchdog thread cuts it at its time limit (SIGTERM to the group,
 //! SIGKILL a second later) even while the engine sleeps beside it; waiting for
 //! it is command mode's supervisor, which passes retry's stopping signals on.
 //! What a hook is told, and when it runs, is `hooks`' job.
 
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::process::CommandExt;
-use std::process::{ChildStdin, Command, Stdio};
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{self, Signal, killpg};
-use nix::unistd::{Pid, getpid, getppid};
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::waitpid;
+use nix::unistd::Pid;
 
 use crate::classify::command::CommandEnd;
+use crate::exec::command::spawn::{self, Spec, Stdio};
 use crate::exec::command::supervisor::Supervisor;
 use crate::io::Fault;
 
@@ -60,14 +63,33 @@ pub struct RunningHook {
 
 /// Starts the hook; `Err` says why it could not be started.
 pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
-    let mut cmd = command(&spec).map_err(|e| HookEnd::Failed(format!("cannot start sh: {e}")))?;
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| HookEnd::Failed(format!("cannot start sh: {e}")))?;
+    let cannot = |e: std::io::Error| HookEnd::Failed(format!("cannot start sh: {e}"));
+    let argv = [OsString::from("sh"), "-c".into(), spec.command.into()];
+    // Its output is about the run, not the command's result: stderr for both.
+    let stderr = crate::io::std_fd(2).try_clone_to_owned().map_err(cannot)?;
+    // Every RETRY_* variable of retry's own environment goes first; the hook's are set after.
+    let removed = spec.remove.iter().map(|name| (*name, None));
+    let set = spec
+        .env
+        .iter()
+        .map(|(name, v)| (name.as_str(), Some(v.clone())));
+    let mut child = spawn::spawn(Spec {
+        argv: &argv,
+        env: removed.chain(set).collect(),
+        stdin: if spec.stdin.is_some() {
+            Stdio::Piped
+        } else {
+            Stdio::Null
+        },
+        stdout: Stdio::Fd(stderr),
+        stderr: Stdio::Inherit,
+        foreground: false,
+    })
+    .map_err(cannot)?;
     if let (Some(stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
         feed(stdin, bytes);
     }
-    let pid = Pid::from_raw(child.id() as i32);
+    let pid = child.pid;
     let watchdog = Arc::new(Watchdog::default());
     let guard = Arc::clone(&watchdog);
     let limit = spec.limit;
@@ -84,50 +106,19 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
         Err(e) => {
             // A hook nothing would cut at its limit must not run at all.
             let _ = killpg(pid, Signal::SIGKILL);
-            let _ = child.wait();
+            let _ = waitpid(pid, None);
             Err(HookEnd::Failed(format!("cannot watch its time limit: {e}")))
         }
     }
 }
 
-fn command(spec: &HookSpec<'_>) -> std::io::Result<Command> {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(spec.command);
-    for name in spec.remove {
-        cmd.env_remove(name);
-    }
-    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
-    cmd.stdin(match spec.stdin {
-        Some(_) => Stdio::piped(),
-        None => Stdio::null(),
-    });
-    // Its output is about the run, not the command's result: stderr for both.
-    let stderr = crate::io::std_fd(2).try_clone_to_owned()?;
-    cmd.stdout(Stdio::from(stderr)).stderr(Stdio::inherit());
-    cmd.process_group(0);
-    let parent = getpid();
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe calls (prctl, getppid, kill, getpid).
-    unsafe {
-        cmd.pre_exec(move || {
-            // If retry is SIGKILLed, the kernel ends the hook's main process too.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-            if getppid() != parent {
-                let _ = signal::kill(getpid(), Signal::SIGKILL);
-            }
-            Ok(())
-        });
-    }
-    Ok(cmd)
-}
-
 /// Writes the hook's stdin from a thread of its own: a hook that never reads it
 /// must not hold retry up (the write fails with EPIPE once the hook is gone).
-fn feed(mut stdin: ChildStdin, bytes: Vec<u8>) {
+fn feed(stdin: OwnedFd, bytes: Vec<u8>) {
     let _ = std::thread::Builder::new()
         .name("hook-stdin".into())
         .spawn(move || {
-            let _ = stdin.write_all(&bytes);
+            let _ = File::from(stdin).write_all(&bytes);
         });
 }
 
@@ -235,7 +226,8 @@ fn send(pgid: Pid, sigs: &[Signal], watchdog: &Watchdog) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::ExitStatusExt;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::process::Command;
 
     fn sleeper() -> (std::process::Child, Pid) {
         let child = Command::new("sleep")

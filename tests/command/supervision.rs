@@ -150,13 +150,11 @@ fn ctrl_c_at_the_terminal_stops_an_interactive_run() {
         job,
         s.p("status")
     );
-    let mut child = std::process::Command::new("script")
+    let mut child = support::Invocation::of("script")
         .args(["-qec", &inner, "/dev/null"])
-        .env_remove("RETRY_DEPTH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .spawn()
-        .expect("script(1)");
+        .spawn();
     wait_for_file(&s.path("ready"), Duration::from_secs(5));
     // script(1) can drop a keystroke that comes while it is still starting up
     // (seen on a loaded machine, the job already in the foreground): press Ctrl-C

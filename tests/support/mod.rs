@@ -1,6 +1,7 @@
 //! What every feature module shares: running the binary, scratch directories and
 //! counting scripts, the HTTP server, the curl conformance harness, the nameserver and
-//! private /etc of the name-resolution tests, PostgreSQL and the third-party tool daemons.
+//! private /etc of the name-resolution tests, PostgreSQL (and a proxy that stalls it), the
+//! third-party tool daemons, and what tests that need root get from the host.
 
 pub mod curl;
 pub mod dns;
@@ -10,12 +11,16 @@ pub mod private_etc;
 pub mod run;
 pub mod scratch;
 pub mod stall;
+pub mod system;
 pub mod terminal;
 pub mod tools;
 
-pub use run::{Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_for_run};
+pub use run::{
+    Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_exit, wait_for_run,
+};
 pub use scratch::{
     Scratch, alive, assert_stopped_because, read_json, run_job, tcp_connections_to, wait_for_file,
     wait_for_pid, wait_until,
 };
+pub use system::privileged;
 pub use terminal::{Terminal, terminal};

@@ -3,10 +3,13 @@
 
 use std::ffi::OsStr;
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::SigHandler;
+use nix::sys::signal::Signal::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 
 /// The binary under test: cargo's build of it, or the one `RETRY_TEST_BIN` names (CI runs
 /// the tests that touch name resolution and the network against the statically linked
@@ -70,13 +73,27 @@ pub struct Invocation {
 }
 
 impl Invocation {
-    /// `program` with a cleared environment and an empty stdin.
+    /// `program` with a cleared environment, an empty stdin, and the signals that stop
+    /// retry at their default.
     pub fn of(program: impl AsRef<OsStr>) -> Invocation {
         let mut command = Command::new(program);
         for var in CLEARED_ENV {
             command.env_remove(var);
         }
         command.stdin(Stdio::null());
+        // As from an interactive shell, even when the tests themselves run under nohup
+        // or as a background job of a script (SIGHUP, or SIGINT and SIGQUIT, ignored):
+        // retry keeps a stopping signal it was started with ignored.
+        // SAFETY: signal(2) with SIG_DFL runs no code of ours and allocates nothing, as
+        // the child of a fork in a process with other threads must keep to.
+        unsafe {
+            command.pre_exec(|| {
+                for sig in [SIGHUP, SIGINT, SIGQUIT, SIGTERM] {
+                    nix::sys::signal::signal(sig, SigHandler::SigDfl)?;
+                }
+                Ok(())
+            });
+        }
         Invocation {
             command,
             input: None,
@@ -271,4 +288,22 @@ pub fn generated(kind: &str) -> Vec<u8> {
 pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
         .expect("signal the program");
+}
+
+/// Waits for a started program itself to exit (polling it, not its pipes, which a
+/// leftover process may hold), for at most `limit`: its status and when. Past the
+/// limit it is killed and the test fails.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> (i32, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return (status_of(&status), start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the program did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

@@ -7,9 +7,13 @@
 //! making and removing a directory per attempt cost ~120 µs on ext4, a twentieth of
 //! retry's start-up. When it cannot be used, a fresh private directory is made and
 //! removed with the file. What a directive means is `classify::control`'s.
+//!
+//! The command may have put anything at the path: it is opened without blocking and
+//! without following a link, and read only if it is a regular file, so a FIFO (whose
+//! open would wait for a writer), a device or a link is a warning, never a hang.
 
 use std::io::Read;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::classify::control::{self, Directive};
@@ -103,20 +107,36 @@ impl ControlFile {
 impl Drop for ControlFile {
     /// The file goes with the attempt (a fresh directory goes with it, as a `TempDir`).
     fn drop(&mut self) {
-        if self.fresh.is_none() {
-            let _ = std::fs::remove_file(&self.path);
+        if self.fresh.is_none() && std::fs::remove_file(&self.path).is_err() {
+            // The command may have put a directory there.
+            let _ = std::fs::remove_dir_all(&self.path);
         }
     }
 }
 
-/// The file's text, refused when it is longer than a directive can be or not UTF-8.
+/// The file's text, refused when it is not a regular file, longer than a directive
+/// can be or not UTF-8.
 fn read_limited(path: &Path) -> Result<String, String> {
-    let file = match std::fs::File::open(path) {
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW | nix::libc::O_NOCTTY)
+        .open(path);
+    let file = match opened {
         Ok(file) => file,
         // Removed by the command: it said nothing.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err("it is a symbolic link, not a regular file".into());
+        }
         Err(e) => return Err(format!("cannot read it: {e}")),
     };
+    let kind = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(format!("it is {}, not a regular file", describe(kind)));
+    }
     let mut bytes = Vec::new();
     file.take(control::MAX_LEN as u64 + 1)
         .read_to_end(&mut bytes)
@@ -127,9 +147,65 @@ fn read_limited(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
 }
 
+/// What a file that is not a regular one is, for the warning.
+fn describe(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "something else"
+    }
+}
+
 fn warn(why: &str) {
     report::notice(&format!(
         "warning: RETRY_CONTROL ignored: {why}; expected {}",
         control::EXPECTED
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_is_read_and_a_missing_one_said_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("directive");
+        assert_eq!(read_limited(&path), Ok(String::new()));
+        std::fs::write(&path, "stop\n").unwrap();
+        assert_eq!(read_limited(&path), Ok("stop\n".into()));
+    }
+
+    #[test]
+    fn a_fifo_a_device_or_a_link_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        // No writer ever opens it: a blocking open would never return.
+        assert_eq!(
+            read_limited(&fifo),
+            Err("it is a FIFO, not a regular file".into())
+        );
+        assert_eq!(
+            read_limited(Path::new("/dev/null")),
+            Err("it is a device, not a regular file".into())
+        );
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert_eq!(
+            read_limited(&link),
+            Err("it is a symbolic link, not a regular file".into())
+        );
+        assert_eq!(
+            read_limited(dir.path()),
+            Err("it is a directory, not a regular file".into())
+        );
+    }
 }

@@ -1,13 +1,13 @@
 //! Command mode: starts one attempt of a command in its own process group, with
 //! stdin replay, and classifies how it ended (the rules are `classify::command`).
-//! Starting the process is `spawn`'s (clone with CLONE_VM and CLONE_VFORK); waiting
+//! Starting the process is `spawn`'s (the one spawn path, hooks' too); waiting
 //! for it, its time limit and signals are `supervisor`'s; the
 //! pumps and the held stdout are `output`'s; the terminal hand-over is
 //! `terminal`'s.
 
 mod control;
 mod output;
-mod spawn;
+pub(crate) mod spawn;
 pub(crate) mod supervisor;
 mod terminal;
 
@@ -16,7 +16,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::unistd::{setpgid, tcsetpgrp};
+use nix::libc;
 
 use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
 use crate::classify::control::DIRECTIVES;
@@ -36,7 +36,7 @@ use crate::{report, signals};
 use control::ControlFile;
 use output::{HeldStdout, Pumps, output_reader_gone};
 use supervisor::{Supervised, Supervisor};
-use terminal::{ignore_sigttou, in_terminal_foreground, reclaim_terminal, stdin_tty};
+use terminal::{ignore_sigttou, in_terminal_foreground, reclaim_terminal};
 
 /// How long output threads get to drain after the command exits before leftover
 /// processes that still hold the pipes are dealt with.
@@ -174,29 +174,7 @@ impl CommandExecutor {
         if let Some(sig) = supervised.interrupted_by {
             verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &signal_name(sig))]);
         }
-        let (outcome, exit_code) = match end {
-            CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
-            CommandEnd::Signaled(sig) => (
-                Outcome::Signal {
-                    signal: *sig,
-                    name: signal_name(*sig),
-                },
-                ExitCode::signal(*sig),
-            ),
-            CommandEnd::TimedOut => (
-                Outcome::Timeout {
-                    after_ms: supervised.ran.as_millis() as u64,
-                },
-                ExitCode::TIMEOUT,
-            ),
-            CommandEnd::NotRunnable { code, message } => (
-                Outcome::NotRunnable {
-                    code: *code,
-                    error: message.clone(),
-                },
-                *code,
-            ),
-        };
+        let (outcome, exit_code) = outcome(end, supervised.ran);
         // A failed attempt never reports success to the caller, even when the command exited 0.
         let exit_code = if exit_code == 0 && verdict.class != Class::Success {
             1
@@ -264,7 +242,6 @@ impl CommandExecutor {
                 spawn::Stdio::Inherit
             },
             foreground: self.foreground,
-            reset_signals: &signals::CHANGED,
         })
     }
 
@@ -282,28 +259,71 @@ impl CommandExecutor {
         }
     }
 
+    /// The attempt that could not be started: out of processes or memory is retry's
+    /// own transient failure; anything else is the command's (not found, not executable).
     fn spawn_failure(&self, err: &io::Error) -> AttemptReport {
         let name = self.argv[0].to_string_lossy();
-        let (code, message) = match err.kind() {
-            io::ErrorKind::NotFound => (127, format!("{name}: command not found")),
-            io::ErrorKind::PermissionDenied => {
-                (126, format!("{name}: permission denied (not executable)"))
-            }
-            _ => (126, format!("{name}: cannot run: {err}")),
-        };
-        let end = CommandEnd::NotRunnable {
-            code,
-            message: message.clone(),
+        let end = match (err.raw_os_error(), err.kind()) {
+            (Some(libc::EAGAIN), _) => CommandEnd::NoResources {
+                message: format!(
+                    "cannot start {name}: no process can be created now \
+                     (EAGAIN: ulimit -u or a cgroup's pids.max reached)"
+                ),
+            },
+            (Some(libc::ENOMEM), _) => CommandEnd::NoResources {
+                message: format!("cannot start {name}: out of memory (ENOMEM)"),
+            },
+            (_, io::ErrorKind::NotFound) => CommandEnd::NotRunnable {
+                code: 127,
+                message: format!("{name}: command not found"),
+            },
+            (_, io::ErrorKind::PermissionDenied) => CommandEnd::NotRunnable {
+                code: 126,
+                message: format!("{name}: permission denied (not executable)"),
+            },
+            _ => CommandEnd::NotRunnable {
+                code: 126,
+                message: format!("{name}: cannot run: {err}"),
+            },
         };
         let verdict = self.rules.classify(&end, &OutputFacts::default());
-        AttemptReport::new(
-            Outcome::NotRunnable {
-                code,
-                error: message,
+        let (outcome, exit_code) = outcome(&end, Duration::ZERO);
+        AttemptReport::new(outcome, verdict, exit_code)
+    }
+}
+
+/// How an attempt that ended as `end` after running for `ran` is recorded, and the
+/// status retry exits with if it is the last.
+fn outcome(end: &CommandEnd, ran: Duration) -> (Outcome, i32) {
+    match end {
+        CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
+        CommandEnd::Signaled(sig) => (
+            Outcome::Signal {
+                signal: *sig,
+                name: signal_name(*sig),
             },
-            verdict,
-            code,
-        )
+            ExitCode::signal(*sig),
+        ),
+        CommandEnd::TimedOut => (
+            Outcome::Timeout {
+                after_ms: ran.as_millis() as u64,
+            },
+            ExitCode::TIMEOUT,
+        ),
+        CommandEnd::NotRunnable { code, message } => (
+            Outcome::NotRunnable {
+                code: *code,
+                error: message.clone(),
+            },
+            *code,
+        ),
+        // retry's own failure: the command never ran.
+        CommandEnd::NoResources { message } => (
+            Outcome::NoResources {
+                error: message.clone(),
+            },
+            ExitCode::USAGE,
+        ),
     }
 }
 
@@ -340,11 +360,6 @@ impl Executor for CommandExecutor {
             }
         };
         let pid = child.pid;
-        if self.foreground {
-            // Both sides set the group and the foreground, whichever runs first.
-            let _ = setpgid(pid, pid);
-            let _ = tcsetpgrp(stdin_tty(), pid);
-        }
         let facts = Arc::new(Mutex::new(OutputFacts::default()));
         let shared = Shared {
             watch: self.watch.clone(),

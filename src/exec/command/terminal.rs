@@ -1,7 +1,7 @@
 //! Terminal hand-over for interactive commands: whether retry is in the
 //! terminal's foreground, and giving the terminal back to retry after an
-//! attempt. The child's side (its own group in the foreground) is set up where
-//! the command is built, in `mod.rs`.
+//! attempt. The child's side (its own group in the foreground), and the hand-back
+//! when it cannot start, are `spawn`'s.
 
 use std::io::IsTerminal;
 use std::os::fd::BorrowedFd;

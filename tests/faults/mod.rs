@@ -1,51 +1,28 @@
 //! The promises under real faults: a missing or full `$TMPDIR`, a reader that
 //! goes away or stalls, background processes that hold the pipes, `kill -9` of
 //! retry, processes that leave the group, retry as PID 1, secrets in URLs,
-//! unwritable report targets. Every test measures when `retry` itself exited
-//! (polling the child), never when a pipe that a leftover holds reached EOF,
-//! and checks processes through `/proc`.
+//! unwritable report targets; and in their own files, how a process starts
+//! (`spawn`: the terminal, signal dispositions and mask it inherits) and an attempt
+//! that cannot start for lack of resources (`resources`). Every test measures when
+//! `retry` itself exited (polling the child), never when a pipe that a leftover
+//! holds reached EOF, and checks processes through `/proc`.
+
+mod resources;
+mod spawn;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::http_server;
 use crate::support::{
-    self, Scratch, alive, fast, retry, status_of, wait_for_file, wait_for_pid, wait_until,
+    self, Scratch, alive, fast, privileged, retry, wait_exit, wait_for_file, wait_for_pid,
+    wait_until,
 };
 use http_server::{Reply, Server};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-
-/// Waits for retry itself to exit, for at most `limit`: its status and when.
-fn wait_exit(child: &mut Child, limit: Duration) -> (i32, Duration) {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return (status_of(&status), start.elapsed());
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("retry did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Tests that need root (mount, unshare) run everywhere CI runs; elsewhere they
-/// say loudly that they were skipped.
-fn privileged(what: &str, ok: bool) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var_os("RETRY_TEST_REQUIRE_PRIVILEGE").is_some() {
-        panic!("{what} is required here (RETRY_TEST_REQUIRE_PRIVILEGE is set)");
-    }
-    eprintln!("SKIPPED: {what} is not available (not root?)");
-    false
-}
 
 /// A small tmpfs, unmounted on drop.
 struct Tmpfs {
