@@ -689,6 +689,22 @@ both_ways! {
         let runs: Vec<f64> = dir.read("runs").lines().map(|l| l.parse().unwrap()).collect();
         let late = runs[1] % 4.0;
         assert!(late < 1.0, "the next slot started {late:.2}s after its time\n{log}");
+        // SIGTERM while a slot record gets no answer: 143 within a second.
+        let dir = Scratch::new();
+        let proxy = Proxy::to(pg.port(), When::FileExists(dir.path("stall")));
+        let state = proxy.url("?connect_timeout=30");
+        let work = dir.script("work.sh", "touch \"$D/stall\"");
+        let s = Scheduler::start(
+            &dir,
+            "s",
+            &["--schedule", "* * * * * *", "--catch-up", "none", "--state", &state, "--", &work],
+        );
+        assert!(cmd::wait_until(Duration::from_secs(10), || proxy.stalled()));
+        std::thread::sleep(Duration::from_millis(200));
+        let stopped = Instant::now();
+        let (code, log) = s.stop();
+        assert_eq!(code, 143, "{log}");
+        assert!(stopped.elapsed() < Duration::from_secs(1), "{:?}", stopped.elapsed());
     }
 }
 

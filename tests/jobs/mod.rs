@@ -593,6 +593,33 @@ fn silent_listener() -> u16 {
 }
 
 #[test]
+fn lease_and_timeout_values_that_would_mean_nothing_are_refused() {
+    let dir = Dir::new();
+    for args in [
+        vec!["--lock", "postgres://u@127.0.0.1/db?connect_timeout=0#x"],
+        vec![
+            "--once",
+            "k",
+            "--state",
+            "postgres://u@127.0.0.1/db?connect_timeout=0",
+        ],
+        vec!["--lease-ttl", "10s"],
+        vec!["--lease-ttl", "10s", "--lock", "job.lock"],
+        vec!["--lease-ttl", "2s", "--lock", "postgres://u@127.0.0.1/db#x"],
+        vec!["--lease-ttl", "2h", "--lock", "postgres://u@127.0.0.1/db#x"],
+    ] {
+        let out = dir.retry().args(&args).args(dir.work(0.0)).run();
+        assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("--lease-ttl") || out.stderr.contains("connect_timeout=0"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(dir.count(), 0);
+}
+
+#[test]
 fn connect_timeout_bounds_the_whole_startup() {
     let dir = Dir::new();
     let port = silent_listener();

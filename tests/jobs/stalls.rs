@@ -138,6 +138,26 @@ fn fleet_run(pg: &Postgres, dir: &Dir, sql: &str, flags: &[&str], status: i32) -
 }
 
 both_ways! {
+    fn a_lease_granted_after_its_loss_deadline_is_released_and_is_125(pg) {
+        let dir = Dir::new();
+        // A take answered 2.5 s late: past 2/3 of a 3 s TTL, within connect_timeout.
+        let late = When::Late("INSERT INTO retry_lease".into(), Duration::from_millis(2500));
+        let proxy = Proxy::to(pg.port(), late);
+        let lock = proxy.url("?connect_timeout=10#late");
+        let out = dir
+            .locked(&lock)
+            .args(["--lease-ttl", "3s"])
+            .args(work_then(&dir, 0))
+            .run();
+        assert_eq!(out.status, 125, "{}", out.stderr);
+        out.assert_stderr_has("past 2/3 of its TTL");
+        assert_eq!(dir.count(), 0, "no attempt");
+        let lease = pg.lease("lock:late").expect("the row");
+        assert!(!lease.held, "released at once: {lease:?}");
+    }
+}
+
+both_ways! {
     fn a_stalled_budget_update_fails_open_and_the_run_goes_on(pg) {
         let dir = Dir::new();
         let flags = ["--retry-budget", "b", "-a", "2"];
@@ -150,6 +170,8 @@ both_ways! {
         out.assert_stderr_has("going on without the retry budget");
         assert_eq!(dir.count(), 2, "the retry was made");
         assert_eq!(proxy.calls_after_stall(), 0);
+        let (proxy, child) = fleet_run(&pg, &dir, "INSERT INTO retry_budgets", &flags, 3);
+        stopped_by_sigterm(&proxy, child);
     }
 }
 

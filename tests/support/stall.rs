@@ -29,6 +29,9 @@ pub enum When {
     Sql(String),
     /// At any statement once this file exists (a command creates it when it is done).
     FileExists(PathBuf),
+    /// Never: every statement whose text holds the SQL is held this long, then forwarded
+    /// (a server that answers late).
+    Late(String, Duration),
 }
 
 pub struct Proxy {
@@ -176,6 +179,11 @@ fn relay(mut client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
             continue;
         }
         let text = statement_text(&message);
+        if let When::Late(sql, delay) = &shared.when
+            && text.contains(sql.as_str())
+        {
+            std::thread::sleep(*delay);
+        }
         if authenticated.load(Ordering::SeqCst)
             && matches!(kind, b'Q' | b'P')
             && stalls(shared, &text)
@@ -219,6 +227,7 @@ fn stalls(shared: &Shared, text: &str) -> bool {
         When::FirstStatement => true,
         When::Sql(sql) => text.contains(sql.as_str()),
         When::FileExists(path) => path.exists(),
+        When::Late(..) => false,
     }
 }
 
