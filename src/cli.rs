@@ -29,14 +29,6 @@ const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
 
-/// `--version` names this retry apart from others of the same name (Debian's
-/// /usr/bin/retry is unrelated): name, version and the package's description.
-const LONG_VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    "\n",
-    env!("CARGO_PKG_DESCRIPTION")
-);
-
 /// How the target is chosen, shown first after the options in `--help`.
 pub const MODES: &str = "\
 A first operand starting with http:// or https:// is an HTTP request; anything else is a \
@@ -233,7 +225,6 @@ fn wrap(text: &str, by: usize) -> String {
 #[command(
     name = "retry",
     version,
-    long_version = LONG_VERSION,
     about = "Run a command or an HTTP request, retrying only the failures another attempt could fix",
     long_about = "Run a command or an HTTP request, retrying only the failures that another \
                   attempt could fix: transient failures are retried with jittered exponential \
@@ -361,6 +352,8 @@ pub struct Cli {
     pub json: Option<String>,
 
     /// Write the successful body to FILE atomically; FILE is untouched if the run fails
+    ///
+    /// -o - is stdout, as with curl.
     #[arg(short = 'o', long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = HTTP)]
     pub output: Option<PathBuf>,
 
@@ -423,7 +416,9 @@ pub struct Cli {
     pub fail_with_body: bool,
 
     /// Nothing on stderr (-qq); with -S, the final error line only (-q)
-    #[arg(short = 's', long, conflicts_with = "verbose", help_heading = CURL)]
+    ///
+    /// With -v (-sv) the verbose lines are shown, as curl shows them.
+    #[arg(short = 's', long, help_heading = CURL)]
     pub silent: bool,
 
     /// With -s, still print the final error line

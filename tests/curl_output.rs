@@ -580,3 +580,86 @@ fn dump_header_after_redirects_matches_curl() {
     );
     assert_eq!(c.retry.file("body"), Some(b"the end\n".to_vec()));
 }
+
+#[test]
+fn output_dash_is_stdout_like_curl() {
+    let c = Case::new(&["-sS", "-o", "-", "{url}/page"])
+        .reply(Reply::ok("to stdout\n"))
+        .run();
+    assert_conforms(&c);
+    assert_eq!(c.retry.stdout, b"to stdout\n");
+    assert_eq!(c.retry.file("-"), None, "retry wrote a file named -");
+    // With -D - as well, the headers come first, then the body, as with curl.
+    let c = Case::new(&["-o", "-", "-D", "-", "{url}/page"])
+        .reply(raw("200 OK", &[("x-one", "1")], b"body"))
+        .run();
+    assert_conforms(&c);
+}
+
+#[test]
+fn silent_with_verbose_is_verbose_like_curl() {
+    let c = Case::new(&["-sv", "{url}/v"]).reply(Reply::ok("ok")).run();
+    assert_conforms(&c);
+    assert!(c.curl.stderr.contains("> GET /v"), "{}", c.curl.stderr);
+    assert!(
+        c.retry.stderr.contains("request: GET http://127.0.0.1:"),
+        "{}",
+        c.retry.stderr
+    );
+    // -s -v in two words, and -v before -s, mean the same.
+    for args in [&["-s", "-v"][..], &["-v", "-s"]] {
+        let mut all = args.to_vec();
+        let url = format!("http://127.0.0.1:{}/", http_server::dead_port());
+        all.extend(["-a", "1", url.as_str()]);
+        let out = run(&all);
+        assert_eq!(out.status, 7, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("attempt 1/1"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// The final line names the last failure's cause, as curl's one line does, with
+/// -sS and -q alike and in the GitHub annotation.
+#[test]
+fn the_final_line_names_the_cause_like_curl() {
+    let port = http_server::dead_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let curl = Invocation::of("curl").args(["-sS", &url]).run();
+    assert_eq!(curl.status, 7);
+    assert!(curl.stderr.contains("Failed to connect"), "{}", curl.stderr);
+    let cause =
+        format!("exit status 7 (could not connect to 127.0.0.1:{port}: connection refused)");
+    for flags in [&["-sS"][..], &["-q"]] {
+        let mut args = vec!["--delay", "1ms", "-a", "3"];
+        args.extend_from_slice(flags);
+        args.push(&url);
+        let out = run(&args);
+        assert_eq!(out.status, 7, "{flags:?}");
+        assert_eq!(
+            out.stderr,
+            format!("retry: gave up after 3 attempts: {cause}\n"),
+            "{flags:?}"
+        );
+    }
+    let out = retry()
+        .args(["--delay", "1ms", "-a", "2", "-sS", &url])
+        .env("GITHUB_ACTIONS", "true")
+        .run();
+    assert!(
+        out.stderr.contains(&format!(
+            "::error title=retry::gave up after 2 attempts: {cause}"
+        )),
+        "{}",
+        out.stderr
+    );
+    // A response's status is the cause when the stop message does not say it already.
+    let server = Server::script(vec![Reply::status(503)]);
+    let out = run(&["--delay", "1ms", "-a", "2", "-sS", &server.url("/")]);
+    assert_eq!(
+        out.stderr,
+        "retry: gave up after 2 attempts: exit status 22 (HTTP 503)\n"
+    );
+}

@@ -369,7 +369,8 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
     if let Some(budget) = cli.retry_max_time.filter(|d| !d.is_zero()) {
         cli.max_time = Some(budget);
     }
-    if cli.silent {
+    // `-sv` is `-v`, as in curl: the verbose lines are what was asked for.
+    if cli.silent && cli.verbose == 0 {
         let level = if cli.show_error { 1 } else { 2 };
         cli.quiet = cli.quiet.max(level);
     }
@@ -388,9 +389,9 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
         cli.output = Some(name.into());
     }
     if cli.continue_at.is_some() {
-        if cli.output.is_none() {
+        if cli.output.as_deref().is_none_or(|o| o == "-") {
             return Err(usage_error(
-                "-C/--continue-at - needs -o FILE (or -O): the part already received is kept beside FILE".into(),
+                "-C/--continue-at - needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
             ));
         }
         if cli.include || cli.fail_with_body {

@@ -395,14 +395,7 @@ impl Exchange<'_> {
 }
 
 fn failed(err: &reqwest::Error, phase: Phase, url: &Url) -> Attempted {
-    let kind = errors::transport_kind(err, phase, url.scheme() == "https");
-    let mut message = errors::message(err);
-    if phase == Phase::Send {
-        // Name the server: after redirects or through a proxy it may not be the one asked for.
-        let host = err.url().unwrap_or(url);
-        let port = host.port_or_known_default().unwrap_or(0);
-        message = format!("{}:{port}: {message}", host.host_str().unwrap_or("?"));
-    }
+    let (kind, message) = errors::classify(err, phase, url);
     Attempted::Failed { kind, message }
 }
 
