@@ -531,6 +531,23 @@ pub struct Cli {
     #[arg(skip)]
     pub stdin_given: bool,
 
+    /// Upload FILE as the body of a PUT (- reads stdin), as it is
+    ///
+    /// No Content-Type unless one is given with -H. FILE is opened again and streamed
+    /// from its start on every attempt; stdin (and a FIFO) is recorded once and replayed.
+    /// When the URL's path is empty or ends with /, FILE's name is appended to it.
+    #[arg(short = 'T', long = "upload-file", value_name = "FILE", value_hint = ValueHint::FilePath,
+          conflicts_with_all = ["data", "data_binary", "data_raw", "data_urlencode", "json", "form", "get", "head"],
+          help_heading = CURL)]
+    pub upload_file: Option<String>,
+
+    /// Send [ ] { } in the URL as they are: no globbing
+    ///
+    /// Without -g a URL with these characters in its path or query is refused: curl
+    /// would expand it into several transfers. { and } in the path go percent-encoded.
+    #[arg(short = 'g', long, help_heading = CURL)]
+    pub globoff: bool,
+
     /// Send the -d-style data in the URL's query string, with GET
     #[arg(short = 'G', long = "get", conflicts_with = "json", help_heading = CURL)]
     pub get: bool,

@@ -288,6 +288,8 @@ pub enum Transport {
     Receive,
     BodyCutOff,
     LocalWrite,
+    /// The file to upload (-T) could not be opened for this request.
+    LocalRead,
     /// The proxy's own name did not resolve.
     ProxyDns,
     /// The proxy could not be reached.
@@ -443,6 +445,13 @@ pub const TRANSPORT_TABLE: &[TransportRow] = &[
         "write error",
     ),
     transport(
+        Transport::LocalRead,
+        ("read", Permanent, 26),
+        true,
+        "the file to upload could not be read",
+        "cannot read the file to upload",
+    ),
+    transport(
         Transport::ProxyDns,
         ("proxy_dns", Transient, 5),
         true,
@@ -580,8 +589,11 @@ impl HttpRules {
     pub fn transport(&self, kind: Transport) -> (Verdict, i32) {
         let row = transport_row(kind);
         let mut verdict = Verdict::new(row.class, row.why).limited(row.limit);
-        let all =
-            self.retry_all_errors && !matches!(kind, Transport::BadUrl | Transport::LocalWrite);
+        let all = self.retry_all_errors
+            && !matches!(
+                kind,
+                Transport::BadUrl | Transport::LocalWrite | Transport::LocalRead
+            );
         if all && verdict.class == Class::Permanent {
             verdict = Verdict::transient(format!("{}; --retry-all-errors", row.why));
         }

@@ -44,7 +44,6 @@ const UNSUPPORTED: &[Unsupported] = &[
     ),
     row(&["--libcurl"], NONE),
     row(&["--limit-rate"], NONE),
-    row(&["-T", "--upload-file"], "-X PUT -d @FILE"),
     row(
         &["-Z", "--parallel", "--parallel-max", "--parallel-immediate"],
         "run one retry per URL",
@@ -120,12 +119,12 @@ const UNSUPPORTED: &[Unsupported] = &[
             "--preproxy",
             "--proxy-insecure",
             "--proxy-cacert",
-            "--socks4",
-            "--socks4a",
-            "--socks5",
-            "--socks5-hostname",
         ],
         NONE,
+    ),
+    row(
+        &["--socks4", "--socks4a", "--socks5", "--socks5-hostname"],
+        "-x socks4://HOST:PORT, socks4a://, socks5:// or socks5h:// (the name resolved by the proxy)",
     ),
     row(
         &[
@@ -154,7 +153,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         &["--interface", "--local-port", "--dns-servers", "--doh-url"],
         NONE,
     ),
-    row(&["-g", "--globoff"], "nothing: retry does no URL globbing"),
     row(
         &[
             "--path-as-is",
@@ -392,6 +390,12 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
         if cli.output.as_deref().is_none_or(|o| o == "-") {
             return Err(usage_error(
                 "-C/--continue-at - needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
+            ));
+        }
+        if cli.upload_file.is_some() {
+            return Err(usage_error(
+                "-C/--continue-at - resumes downloads; resuming an upload (-T) is not supported"
+                    .into(),
             ));
         }
         if cli.include || cli.fail_with_body {

@@ -7,12 +7,15 @@
 mod body;
 mod client;
 mod request;
+mod upload;
+mod url;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use self::client::{ClientSettings, Family, HttpVersion, ProxyChoice};
 pub use self::request::{ACCEPT_ENCODINGS, Request};
+pub use self::upload::Payload;
 use super::KeyChoice;
 use crate::classify::http::HttpRules;
 use crate::cli::Cli;
@@ -143,7 +146,7 @@ mod tests {
             c.request.key_header,
             Some(HeaderName::from_static("idempotency-key"))
         );
-        assert_eq!(c.request.body.as_deref(), Some(&b"a=1"[..]));
+        assert!(matches!(&c.request.body, Some(Payload::Bytes(b)) if b == &b"a=1"[..]));
         assert!(c.request.headers.contains_key(AUTHORIZATION));
         assert_eq!(c.request.shown_user.as_deref(), Some("me:***"));
         assert_eq!(c.output.dump_header, Some(HeaderDump::Stdout));

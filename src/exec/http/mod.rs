@@ -16,12 +16,12 @@ mod writeout;
 use std::cell::RefCell;
 use std::time::{Duration, Instant, SystemTime};
 
-use reqwest::header::{HeaderValue, IF_RANGE, RANGE};
+use reqwest::header::{CONTENT_LENGTH, HeaderValue, IF_RANGE, RANGE};
 use reqwest::{RequestBuilder, Response, Url};
 
 use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
 use crate::classify::{Class, Verdict, endings, wait};
-use crate::config::http::{HttpConfig, OutputOptions, Request};
+use crate::config::http::{HttpConfig, OutputOptions, Payload, Request};
 use crate::engine::{AttemptContext, AttemptReport, Outcome, WaitHint};
 use crate::exec::RunInfo;
 use crate::exec::{Description, Executor};
@@ -160,7 +160,7 @@ impl HttpExecutor {
             .spec
             .body
             .as_ref()
-            .map(|b| format!("; body {} bytes", b.len()))
+            .map(|b| format!("; {}", b.describe()))
             .unwrap_or_default();
         report::verbose(
             1,
@@ -232,7 +232,16 @@ impl Exchange<'_> {
         let mut hop = Hop::first(self.spec, self.url.clone());
         let mut heads = Vec::new();
         let mut response = loop {
-            let response = match self.request(&hop, range.as_ref()).send().await {
+            let request = match self.request(&hop, range.as_ref()) {
+                Ok(request) => request,
+                Err(e) => {
+                    return Attempted::Failed {
+                        kind: Transport::LocalRead,
+                        message: format!("cannot read the file to upload: {e}"),
+                    };
+                }
+            };
+            let response = match request.send().await {
                 Ok(response) => response,
                 Err(e) => return failed(&e, Phase::Send, &hop.url),
             };
@@ -304,8 +313,13 @@ impl Exchange<'_> {
         }
     }
 
-    /// One hop's request; with a part kept (-C -), it asks for the rest.
-    fn request(&self, hop: &Hop, range: Option<&(u64, HeaderValue)>) -> RequestBuilder {
+    /// One hop's request; with a part kept (-C -), it asks for the rest. An upload
+    /// is opened again here, so every request sends FILE from its start.
+    fn request(
+        &self,
+        hop: &Hop,
+        range: Option<&(u64, HeaderValue)>,
+    ) -> std::io::Result<RequestBuilder> {
         let mut request = self
             .client
             .request(hop.method.clone(), hop.url.clone())
@@ -315,10 +329,16 @@ impl Exchange<'_> {
                 .header(RANGE, format!("bytes={from}-"))
                 .header(IF_RANGE, validator.clone());
         }
-        if let Some(body) = &hop.body {
-            request = request.body(body.clone());
+        match &hop.body {
+            Some(Payload::Bytes(bytes)) => request = request.body(bytes.clone()),
+            Some(Payload::Upload(upload)) => {
+                let (len, body) = upload.open()?;
+                // A stream has no length of its own: without this it would go chunked.
+                request = request.header(CONTENT_LENGTH, len).body(body);
+            }
+            None => {}
         }
-        request
+        Ok(request)
     }
 
     /// Notes the latest response for -w and -D.
