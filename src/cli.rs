@@ -564,7 +564,10 @@ pub struct Cli {
     #[arg(long, help_heading = CURL)]
     pub compressed: bool,
 
-    /// Use this proxy (http://, https:// or HOST:PORT) instead of the environment's
+    /// Use this proxy (http://, https://, socks4://, socks4a://, socks5://, socks5h:// or HOST:PORT)
+    ///
+    /// Instead of the environment's (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, which may name a
+    /// SOCKS proxy too). socks5h:// and socks4a:// leave the name to the proxy to resolve.
     #[arg(short = 'x', long = "proxy", value_name = "URL", value_parser = curl::proxy_value, help_heading = CURL)]
     pub proxy: Option<String>,
 

@@ -758,7 +758,7 @@ fn bad_values_exit_125_naming_the_flag_and_send_nothing() {
         (&["-F", "a=1;headers=X: y"], "--form"),
         (&["-F", "f=@/no/such/file"], "-F/--form"),
         (&["-F", "a=1", "-d", "b=2"], "--form"),
-        (&["-x", "socks5://127.0.0.1:1"], "--proxy"),
+        (&["-x", "ftp://127.0.0.1:1"], "--proxy"),
         (&["-x", "http://"], "--proxy"),
         (&["--noproxy", "a b"], "--noproxy"),
         (&["--cacert", "/no/such/ca.pem"], "--cacert"),

@@ -19,7 +19,9 @@
 //!   `wait_for_pid` watch what they leave behind; `read_json` and
 //!   `assert_stopped_because` read a report.
 //! - `http_server::Server` answers on 127.0.0.1 from a script and counts its hits;
-//!   `curl::Case` runs curl and retry side by side against it.
+//!   `curl::Case` runs curl and retry side by side against it; `socks` has a real
+//!   SOCKS5 proxy (microsocks), a scripted SOCKS4/4a/5 one and a nameserver that
+//!   knows no name.
 //! - `postgres::start(test)` gives a private PostgreSQL server (or skips, unless
 //!   RETRY_TEST_REQUIRE_POSTGRES=1); `tools` has rsync, git and ssh daemons.
 //!
@@ -33,6 +35,7 @@ mod command;
 mod completion;
 mod curl_output;
 mod curl_request;
+mod curl_socks;
 mod faults;
 mod flags;
 mod fleet;

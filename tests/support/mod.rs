@@ -7,6 +7,7 @@ pub mod http_server;
 pub mod postgres;
 pub mod run;
 pub mod scratch;
+pub mod socks;
 pub mod terminal;
 pub mod tools;
 

@@ -51,7 +51,8 @@ pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
         builder = builder.resolve_to_addrs(host, addrs);
     }
     // Names never go to glibc (see `resolve`): `-4` / `-6` narrow this resolver's answers.
-    builder = builder.dns_resolver(Arc::new(HttpResolver(settings.family)));
+    let names = settings.family.or(settings.socks4.then_some(Family::V4));
+    builder = builder.dns_resolver(Arc::new(HttpResolver(names)));
     if let Some(family) = settings.family {
         let local: IpAddr = match family {
             Family::V4 => Ipv4Addr::UNSPECIFIED.into(),
