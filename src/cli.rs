@@ -486,9 +486,11 @@ pub struct Cli {
     /// With -o, resume a body cut off mid-way (only -C -)
     ///
     /// The next attempt asks for the rest (Range, with If-Range carrying the strong ETag or
-    /// the Last-Modified of the response that began it); a matching 206 is appended,
-    /// anything else starts from zero, and a response with neither is not resumed. FILE
-    /// appears only when complete.
+    /// the Last-Modified of the response that began it). A 206 is appended only when it
+    /// carries that validator and its Content-Range runs from the end of the part to the
+    /// length the first response declared; anything else fetches the whole body again. A
+    /// response without a validator or a length is not resumed. FILE appears only when
+    /// complete and exactly as long as declared.
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
