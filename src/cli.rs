@@ -330,8 +330,11 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
     pub kill_after: Duration,
 
-    /// HTTP method; default GET, or POST when a body is given
-    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method_value, help_heading = HTTP)]
+    /// HTTP method; default GET, or POST when a body is given (PUT with -T)
+    ///
+    /// Any method name is sent as given; GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS
+    /// and TRACE are offered by the shell completions.
+    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = MethodParser, hide_possible_values = true, help_heading = HTTP)]
     pub method: Option<reqwest::Method>,
 
     /// Request header 'Name: value' (repeatable); @FILE reads header lines from FILE
@@ -566,10 +569,11 @@ pub struct Cli {
     #[arg(long, help_heading = CURL)]
     pub compressed: bool,
 
-    /// Use this proxy (http://, https://, socks4://, socks4a://, socks5://, socks5h:// or HOST:PORT)
+    /// Use this proxy instead of the environment's: http://, https://, socks5[h]://, socks4[a]://
     ///
-    /// Instead of the environment's (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, which may name a
-    /// SOCKS proxy too). socks5h:// and socks4a:// leave the name to the proxy to resolve.
+    /// HOST:PORT alone is http://. socks5h:// and socks4a:// leave the name to the proxy to
+    /// resolve. The environment's HTTP_PROXY, HTTPS_PROXY and ALL_PROXY may name a SOCKS
+    /// proxy too.
     #[arg(short = 'x', long = "proxy", value_name = "URL", value_parser = curl::proxy_value, help_heading = CURL)]
     pub proxy: Option<String>,
 
@@ -891,6 +895,48 @@ fn is_token(text: &str) -> bool {
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+const NOT_IDEMPOTENT: &str = "not idempotent: retried only when it never reached the server";
+
+/// The methods the completions offer for `-X` (RFC 9110 §9.3, RFC 5789), and what
+/// each means for retrying.
+const METHODS: [(&str, &str); 8] = [
+    ("GET", "idempotent"),
+    ("HEAD", "idempotent"),
+    ("POST", NOT_IDEMPOTENT),
+    ("PUT", "idempotent"),
+    ("DELETE", "idempotent"),
+    ("PATCH", NOT_IDEMPOTENT),
+    ("OPTIONS", "idempotent"),
+    ("TRACE", "idempotent"),
+];
+
+/// `-X`: any method token, as curl sends any; the common ones are clap's possible
+/// values, so that completions offer them while others are still accepted.
+#[derive(Clone)]
+struct MethodParser;
+
+impl clap::builder::TypedValueParser for MethodParser {
+    type Value = reqwest::Method;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<reqwest::Method, clap::Error> {
+        method_value.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let values = METHODS
+            .iter()
+            .map(|(name, help)| clap::builder::PossibleValue::new(*name).help(*help));
+        Some(Box::new(values))
+    }
 }
 
 /// Parsed once, here: everything after the command line takes the `Method`.
