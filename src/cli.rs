@@ -66,9 +66,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "HTTP mode",
-        "curl's codes: 3 malformed URL, 6 could not resolve host, 7 could not connect, 22 final status >= 400, \
+        "curl's codes: 3 malformed URL, 5 could not resolve the proxy, 6 could not resolve host, \
+         7 could not connect, 22 final status >= 400, 23 write error, 26 cannot read the -T file, \
          28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
-         60 certificate problem.",
+         60 certificate problem, 97 the SOCKS proxy refused the handshake or the request.",
     ),
 ];
 

@@ -22,7 +22,7 @@ use reqwest::Url;
 
 use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
 use crate::classify::{Class, endings, wait};
-use crate::config::http::{HttpConfig, OutputOptions, Request};
+use crate::config::http::{HttpConfig, OutputOptions, Payload, Request};
 use crate::engine::{AttemptContext, AttemptReport, Outcome};
 use crate::exec::RunInfo;
 use crate::exec::{Description, Executor};
@@ -76,7 +76,14 @@ impl HttpExecutor {
             client::build(&config.client)?
         };
         Ok(HttpExecutor {
-            target: format!("HTTP {} {}", spec.method, report::redact_url(&config.url)),
+            // The URL as it will be sent: -G's query and -T's file name included.
+            target: format!(
+                "HTTP {} {}",
+                spec.method,
+                spec.url
+                    .as_ref()
+                    .map_or_else(|_| report::redact_url(&config.url), display_url)
+            ),
             client,
             curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
             spec: Box::new(spec),
@@ -119,6 +126,13 @@ impl HttpExecutor {
             ));
         }
         out.extend(self.curl_notes.iter().cloned());
+        if let Some(body @ Payload::Upload(_)) = &self.spec.body {
+            out.push(format!(
+                "{} (-T): sent from its start on every attempt, with Content-Length and no \
+                 Content-Type unless -H gives one",
+                body.describe()
+            ));
+        }
         if let Some(name) = &self.spec.key_header {
             out.push(format!(
                 "header {name} carries the idempotency key on every attempt"
