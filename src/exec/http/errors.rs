@@ -54,6 +54,10 @@ pub fn classify(err: &reqwest::Error, phase: Phase, url: &Url) -> (Transport, St
         .says
         .replace("{server}", &server)
         .replace("{host}", host);
+    // The resolver names the host too; once is enough.
+    let detail = detail
+        .strip_prefix(&format!("cannot resolve {host}: "))
+        .map_or(detail.clone(), str::to_string);
     (kind, format!("{says}: {detail}"))
 }
 
