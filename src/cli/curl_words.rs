@@ -124,7 +124,7 @@ const UNSUPPORTED: &[Unsupported] = &[
     ),
     row(
         &["--socks4", "--socks4a", "--socks5", "--socks5-hostname"],
-        "-x socks4://HOST:PORT, socks4a://, socks5:// or socks5h:// (the name resolved by the proxy)",
+        "-x socks5://HOST:PORT (or socks5h://, socks4://, socks4a://; with h or a the proxy resolves the name)",
     ),
     row(
         &[
