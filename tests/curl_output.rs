@@ -1,7 +1,8 @@
 //! The output side of curl's vocabulary: each option's output bytes, requests and
 //! exit status compared with real curl's against a local server on 127.0.0.1,
-//! plus what curl cannot be compared on (resuming, num_retries, the --retry family
-//! mapped onto retry's own schedule).
+//! plus what curl cannot be compared on (resuming, against a server that serves two
+//! versions of a resource; num_retries; the --retry family mapped onto retry's own
+//! schedule).
 //!
 //! Header blocks are served with lower-case names: retry's HTTP stack does not keep
 //! the case of header names, so `-i`, `-I` and `-D` print them in lower case (as

@@ -1,8 +1,9 @@
 //! The request side of curl's vocabulary: for each option, `retry ARGS URL`
 //! and `curl ARGS URL` against the same kind of local server on 127.0.0.1 must
 //! send the same request (method, path and query, header set, body bytes) and
-//! print the same bytes with the same exit status. Bad values, command mode,
-//! masking of `-u` and multipart replay are checked on retry alone.
+//! print the same bytes with the same exit status. Header names are compared as
+//! sent, too. Bad values, command mode, masking of `-u`, multipart and upload replay,
+//! and an upload's memory are checked on retry alone.
 
 use crate::support::http_server;
 
