@@ -9,6 +9,7 @@
 
 use crate::classify::{Class, Limit, LimitKey, Verdict, endings};
 use crate::parse::CodeSet;
+use Class::{Permanent, Transient};
 
 /// Exit status when the final response has a status of 400 or more (curl --fail).
 pub const EXIT_HTTP_ERROR: i32 = 22;
@@ -344,8 +345,6 @@ const fn transport(
 /// A SOCKS4 proxy's reply 91 is worth one or two more tries, never many: it also
 /// stands for a rule that rejects the request.
 pub const LIMIT_SOCKS4: Limit = Limit::twice(LimitKey::Socks4Failed);
-
-use Class::{Permanent, Transient};
 
 /// Transport failures. Exit codes: curl(1) "EXIT CODES" and libcurl-errors(3).
 /// A body cut off is a receive failure (56); curl itself says 18 for a short
