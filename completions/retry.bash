@@ -2,7 +2,7 @@
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
 # then that command's own completion (through bash-completion when loaded). Nothing
-# after a URL.
+# for a URL or after it.
 
 # The words up to the cursor with the pieces bash splits at '=' and ':' joined again:
 # _retry_words, and _retry_starts (each joined word's index in COMP_WORDS).
@@ -29,7 +29,7 @@ _retry_short_waits() {
     while [[ $cluster ]]; do
         c=${cluster:0:1} cluster=${cluster:1}
         case $c in
-        [ajtXHdowDCuAebFxE]) [[ -z $cluster ]]; return ;;
+        [ajtXHdowDCuAebTFxE]) [[ -z $cluster ]]; return ;;
         esac
     done
     return 1
@@ -49,7 +49,7 @@ _retry_scan() {
             return
             ;;
         --*=*) ;;
-        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--stdin|--kill-after|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--write-out|--dump-header|--retry|--retry-delay|--retry-max-time|--continue-at|--user|--user-agent|--referer|--cookie|--data-binary|--data-raw|--data-urlencode|--form|--proxy|--noproxy|--cacert|--cert|--key|--resolve|--unix-socket|--lock|--lock-wait|--busy-exit|--once|--state|--lease-ttl|--on-retry|--on-give-up|--on-success|--hook-timeout|--schedule|--job|--catch-up|--catch-up-window|--overlap|--tz|--retry-budget|--budget-size|--budget-ratio|--circuit|--circuit-failures|--circuit-cooldown|--circuit-exit|--splay|--log-format|--report) ((i++)) ;;
+        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--stdin|--kill-after|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--write-out|--dump-header|--retry|--retry-delay|--retry-max-time|--continue-at|--user|--user-agent|--referer|--cookie|--data-binary|--data-raw|--data-urlencode|--upload-file|--form|--proxy|--noproxy|--cacert|--cert|--key|--resolve|--unix-socket|--lock|--lock-wait|--busy-exit|--once|--state|--lease-ttl|--on-retry|--on-give-up|--on-success|--hook-timeout|--schedule|--job|--catch-up|--catch-up-window|--overlap|--tz|--retry-budget|--budget-size|--budget-ratio|--circuit|--circuit-failures|--circuit-cooldown|--circuit-exit|--splay|--log-format|--report) ((i++)) ;;
         --*) ;;
         -?*) _retry_short_waits "$word" && ((i++)) ;;
         *)
@@ -90,8 +90,10 @@ _retry_complete_value() {
     -j|--jitter) _retry_reply "$2" -W 'full equal decorrelated none' ;;
     --profile) _retry_reply "$2" -W 'auto generic curl wget ssh rsync git' ;;
     --stdin) _retry_reply "$2" -W 'auto replay inherit null' ;;
+    -X|--request) _retry_reply "$2" -W 'GET HEAD POST PUT DELETE PATCH OPTIONS TRACE' ;;
     -o|--output) compopt -o filenames; _retry_reply "$2" -f ;;
     -D|--dump-header) compopt -o filenames; _retry_reply "$2" -f ;;
+    -T|--upload-file) compopt -o filenames; _retry_reply "$2" -f ;;
     --cacert) compopt -o filenames; _retry_reply "$2" -f ;;
     -E|--cert) compopt -o filenames; _retry_reply "$2" -f ;;
     --key) compopt -o filenames; _retry_reply "$2" -f ;;
@@ -131,9 +133,8 @@ _retry_command_offset() {
 
 _retry_complete_target() {
     local first=${_retry_words[_retry_target]} start=${_retry_starts[_retry_target]}
-    if ((_retry_target < ${#_retry_words[@]} - 1)) &&
-        [[ $first == http://* || $first == https://* ]]; then
-        return # a URL is the whole target
+    if [[ $first == http://* || $first == https://* ]]; then
+        return # a URL is the whole target: no file names for it, nothing after it
     fi
     if declare -F _comp_command_offset >/dev/null; then
         _comp_command_offset "$start"
@@ -156,7 +157,7 @@ _retry() {
         [[ $typed == --?*=* ]] && typed=${typed#*=}
         _retry_complete_value "$_retry_option" "$typed"
     else
-        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter -t --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after -f --fail --fail-with-body -s --silent -S --show-error -L --location -I --head -w --write-out -D --dump-header -O --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors -C --continue-at -u --user -A --user-agent -e --referer -b --cookie --data-binary --data-raw --data-urlencode -G --get -F --form --compressed -x --proxy --noproxy --cacert -E --cert --key --http1.1 --http2 --resolve -4 --ipv4 -6 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --lease-ttl --on-retry --on-give-up --on-success --hook-timeout --schedule --job --catch-up --catch-up-window --overlap --tz --retry-budget --budget-size --budget-ratio --circuit --circuit-failures --circuit-cooldown --circuit-exit --splay -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
+        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter -t --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --stdin --hold-stdout --kill-after -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after -f --fail --fail-with-body -s --silent -S --show-error -L --location -I --head -w --write-out -D --dump-header -O --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors -C --continue-at -u --user -A --user-agent -e --referer -b --cookie --data-binary --data-raw --data-urlencode -T --upload-file -g --globoff -G --get -F --form --compressed -x --proxy --noproxy --cacert -E --cert --key --http1.1 --http2 --resolve -4 --ipv4 -6 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --lease-ttl --on-retry --on-give-up --on-success --hook-timeout --schedule --job --catch-up --catch-up-window --overlap --tz --retry-budget --budget-size --budget-ratio --circuit --circuit-failures --circuit-cooldown --circuit-exit --splay -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
     fi
 }
 

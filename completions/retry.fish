@@ -1,7 +1,7 @@
 # fish completion for retry, written from the clap definition in src/cli.rs (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (complete -C). Nothing after a URL.
+# then that command's own completion (complete -C). Nothing for a URL or after it.
 
 # Prints where the target starts among the line's tokens (1 is retry), or fails while
 # the current token is still one of retry's options or an option's value.
@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--splay' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--upload-file' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--splay' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -42,7 +42,7 @@ end
 function __retry_short_waits
     set -l chars (string split '' -- (string sub -s 2 -- $argv[1]))
     for j in (seq (count $chars))
-        if string match -qr -- '^[ajtXHdowDCuAebFxE]$' $chars[$j]
+        if string match -qr -- '^[ajtXHdowDCuAebTFxE]$' $chars[$j]
             test $j -eq (count $chars)
             return
         end
@@ -58,8 +58,12 @@ function __retry_complete_target
     if test $start -le (count $tokens)
         set target $tokens[$start..-1]
     end
+    # A URL is the whole target: no file names for it, nothing after it.
     if set -q target[1]; and string match -qr '^https?://' -- $target[1]
-        return # a URL is the whole target
+        return
+    end
+    if not set -q target[1]; and string match -qr '^https?://' -- (commandline -ct)
+        return
     end
     set -l line (string escape -- $target) (commandline -ct)
     complete -C (string join ' ' -- $line)
@@ -86,7 +90,7 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-on-output' 
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stdin' -x -a 'auto\\t\'Regular file: rewind; pipe or socket: record and replay; terminal: inherit\' replay\\t\'Record what the first attempt reads and replay it to later attempts\' inherit\\t\'Pass retry\\\'s stdin through untouched\' null\\t\'Give every attempt /dev/null\'' -d 'Where the command\'s stdin comes from on each attempt'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hold-stdout' -d 'Spool each attempt\'s stdout and write only the final attempt\'s'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'kill-after' -x -d 'After --timeout\'s SIGTERM, wait this long before SIGKILL'
-complete -c retry -n 'not __retry_target_start >/dev/null' -s 'X' -l 'request' -x -d 'HTTP method; default GET, or POST when a body is given'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'X' -l 'request' -x -a 'GET\\t\'idempotent\' HEAD\\t\'idempotent\' POST\\t\'not idempotent: retried only when it never reached the server\' PUT\\t\'idempotent\' DELETE\\t\'idempotent\' PATCH\\t\'not idempotent: retried only when it never reached the server\' OPTIONS\\t\'idempotent\' TRACE\\t\'idempotent\'' -d 'HTTP method; default GET, or POST when a body is given (PUT with -T)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'H' -l 'header' -x -d 'Request header \'Name: value\' (repeatable); @FILE reads header lines from FILE'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'd' -l 'data' -x -d 'Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'json' -x -d 'JSON request body (DATA, @FILE or @-), with Content-Type and Accept set to JSON'
@@ -123,10 +127,12 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -s 'b' -l 'cookie' -x
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'data-binary' -x -d 'Request body: DATA, @FILE or @- sent byte for byte (newlines kept)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'data-raw' -x -d 'Request body: DATA as given; a leading @ is not a file'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'data-urlencode' -x -d 'URL-encoded body part: CONTENT, =CONTENT, NAME=CONTENT, @FILE or NAME@FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'T' -l 'upload-file' -r -F -d 'Upload FILE as the body of a PUT (- reads stdin), as it is'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'g' -l 'globoff' -d 'Send [ ] { } in the URL as they are: no globbing'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'G' -l 'get' -d 'Send the -d-style data in the URL\'s query string, with GET'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'F' -l 'form' -x -d 'Multipart form field: NAME=VALUE, NAME=@FILE (upload) or NAME=<FILE (repeatable)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'compressed' -d 'Ask for gzip, deflate, br or zstd and decode the body (otherwise never decoded)'
-complete -c retry -n 'not __retry_target_start >/dev/null' -s 'x' -l 'proxy' -x -d 'Use this proxy (http://, https:// or HOST:PORT) instead of the environment\'s'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 'x' -l 'proxy' -x -d 'Use this proxy instead of the environment\'s: http://, https://, socks5[h]://, socks4[a]://'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'noproxy' -x -d 'Hosts reached without a proxy: comma-separated names, domains, addresses or *'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'cacert' -r -F -d 'Trust only the CA certificates (PEM) in FILE'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'E' -l 'cert' -r -F -d 'Client certificate (PEM); FILE may hold the private key too'

@@ -29,14 +29,6 @@ const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
 
-/// `--version` names this retry apart from others of the same name (Debian's
-/// /usr/bin/retry is unrelated): name, version and the package's description.
-const LONG_VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    "\n",
-    env!("CARGO_PKG_DESCRIPTION")
-);
-
 /// How the target is chosen, shown first after the options in `--help`.
 pub const MODES: &str = "\
 A first operand starting with http:// or https:// is an HTTP request; anything else is a \
@@ -74,9 +66,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "HTTP mode",
-        "curl's codes: 3 malformed URL, 6 could not resolve host, 7 could not connect, 22 final status >= 400, \
+        "curl's codes: 3 malformed URL, 5 could not resolve the proxy, 6 could not resolve host, \
+         7 could not connect, 22 final status >= 400, 23 write error, 26 cannot read the -T file, \
          28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
-         60 certificate problem.",
+         60 certificate problem, 97 the SOCKS proxy refused the handshake or the request.",
     ),
 ];
 
@@ -233,7 +226,6 @@ fn wrap(text: &str, by: usize) -> String {
 #[command(
     name = "retry",
     version,
-    long_version = LONG_VERSION,
     about = "Run a command or an HTTP request, retrying only the failures another attempt could fix",
     long_about = "Run a command or an HTTP request, retrying only the failures that another \
                   attempt could fix: transient failures are retried with jittered exponential \
@@ -340,8 +332,11 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
     pub kill_after: Duration,
 
-    /// HTTP method; default GET, or POST when a body is given
-    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = method_value, help_heading = HTTP)]
+    /// HTTP method; default GET, or POST when a body is given (PUT with -T)
+    ///
+    /// Any method name is sent as given; GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS
+    /// and TRACE are offered by the shell completions.
+    #[arg(short = 'X', long = "request", value_name = "METHOD", value_parser = MethodParser, hide_possible_values = true, help_heading = HTTP)]
     pub method: Option<reqwest::Method>,
 
     /// Request header 'Name: value' (repeatable); @FILE reads header lines from FILE
@@ -362,6 +357,8 @@ pub struct Cli {
     pub json: Option<String>,
 
     /// Write the successful body to FILE atomically; FILE is untouched if the run fails
+    ///
+    /// -o - is stdout, as with curl.
     #[arg(short = 'o', long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = HTTP)]
     pub output: Option<PathBuf>,
 
@@ -424,7 +421,9 @@ pub struct Cli {
     pub fail_with_body: bool,
 
     /// Nothing on stderr (-qq); with -S, the final error line only (-q)
-    #[arg(short = 's', long, conflicts_with = "verbose", help_heading = CURL)]
+    ///
+    /// With -v (-sv) the verbose lines are shown, as curl shows them.
+    #[arg(short = 's', long, help_heading = CURL)]
     pub silent: bool,
 
     /// With -s, still print the final error line
@@ -492,9 +491,11 @@ pub struct Cli {
     /// With -o, resume a body cut off mid-way (only -C -)
     ///
     /// The next attempt asks for the rest (Range, with If-Range carrying the strong ETag or
-    /// the Last-Modified of the response that began it); a matching 206 is appended,
-    /// anything else starts from zero, and a response with neither is not resumed. FILE
-    /// appears only when complete.
+    /// the Last-Modified of the response that began it). A 206 is appended only when it
+    /// carries that validator and its Content-Range runs from the end of the part to the
+    /// length the first response declared; anything else fetches the whole body again. A
+    /// response without a validator or a length is not resumed. FILE appears only when
+    /// complete and exactly as long as declared.
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
@@ -537,6 +538,23 @@ pub struct Cli {
     #[arg(skip)]
     pub stdin_given: bool,
 
+    /// Upload FILE as the body of a PUT (- reads stdin), as it is
+    ///
+    /// No Content-Type unless one is given with -H. FILE is opened again and streamed
+    /// from its start on every attempt; stdin (and a FIFO) is recorded once and replayed.
+    /// When the URL's path is empty or ends with /, FILE's name is appended to it.
+    #[arg(short = 'T', long = "upload-file", value_name = "FILE", value_hint = ValueHint::FilePath,
+          conflicts_with_all = ["data", "data_binary", "data_raw", "data_urlencode", "json", "form", "get", "head"],
+          help_heading = CURL)]
+    pub upload_file: Option<String>,
+
+    /// Send [ ] { } in the URL as they are: no globbing
+    ///
+    /// Without -g a URL with these characters in its path or query is refused: curl
+    /// would expand it into several transfers. { and } in the path go percent-encoded.
+    #[arg(short = 'g', long, help_heading = CURL)]
+    pub globoff: bool,
+
     /// Send the -d-style data in the URL's query string, with GET
     #[arg(short = 'G', long = "get", conflicts_with = "json", help_heading = CURL)]
     pub get: bool,
@@ -553,7 +571,11 @@ pub struct Cli {
     #[arg(long, help_heading = CURL)]
     pub compressed: bool,
 
-    /// Use this proxy (http://, https:// or HOST:PORT) instead of the environment's
+    /// Use this proxy instead of the environment's: http://, https://, socks5[h]://, socks4[a]://
+    ///
+    /// HOST:PORT alone is http://. socks5h:// and socks4a:// leave the name to the proxy to
+    /// resolve. The environment's HTTP_PROXY, HTTPS_PROXY and ALL_PROXY may name a SOCKS
+    /// proxy too.
     #[arg(short = 'x', long = "proxy", value_name = "URL", value_parser = curl::proxy_value, help_heading = CURL)]
     pub proxy: Option<String>,
 
@@ -894,6 +916,48 @@ fn is_token(text: &str) -> bool {
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+const NOT_IDEMPOTENT: &str = "not idempotent: retried only when it never reached the server";
+
+/// The methods the completions offer for `-X` (RFC 9110 §9.3, RFC 5789), and what
+/// each means for retrying.
+const METHODS: [(&str, &str); 8] = [
+    ("GET", "idempotent"),
+    ("HEAD", "idempotent"),
+    ("POST", NOT_IDEMPOTENT),
+    ("PUT", "idempotent"),
+    ("DELETE", "idempotent"),
+    ("PATCH", NOT_IDEMPOTENT),
+    ("OPTIONS", "idempotent"),
+    ("TRACE", "idempotent"),
+];
+
+/// `-X`: any method token, as curl sends any; the common ones are clap's possible
+/// values, so that completions offer them while others are still accepted.
+#[derive(Clone)]
+struct MethodParser;
+
+impl clap::builder::TypedValueParser for MethodParser {
+    type Value = reqwest::Method;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<reqwest::Method, clap::Error> {
+        method_value.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let values = METHODS
+            .iter()
+            .map(|(name, help)| clap::builder::PossibleValue::new(*name).help(*help));
+        Some(Box::new(values))
+    }
 }
 
 /// Parsed once, here: everything after the command line takes the `Method`.

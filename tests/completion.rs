@@ -412,3 +412,52 @@ fn generate_is_never_offered() {
         );
     });
 }
+
+#[test]
+fn a_url_target_is_offered_no_file_names() {
+    for line in [
+        "retry http://",
+        "retry https://",
+        "retry -s http://127.0.0.1",
+        "retry -- https://",
+        "retry -a 3 http://localhost:8080/",
+    ] {
+        in_every_shell(line, |shell, words| {
+            assert!(words.is_empty(), "{shell:?} {line:?}: {words:?}");
+        });
+    }
+}
+
+/// Every option with a fixed set of values offers that set, from clap's possible values.
+#[test]
+fn fixed_value_sets_are_offered() {
+    let methods = [
+        "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE",
+    ];
+    let cases: [(&str, &[&str]); 6] = [
+        ("retry -X ", &methods),
+        ("retry --request ", &methods),
+        ("retry --backoff ", &["constant", "exponential", "linear"]),
+        (
+            "retry --jitter ",
+            &["decorrelated", "equal", "full", "none"],
+        ),
+        (
+            "retry --profile ",
+            &["auto", "curl", "generic", "git", "rsync", "ssh", "wget"],
+        ),
+        ("retry --catch-up ", &["all", "latest", "none"]),
+    ];
+    for (line, expected) in cases {
+        in_every_shell(line, |shell, words| {
+            let mut words = words.to_vec();
+            words.sort();
+            assert_eq!(words, expected, "{shell:?} {line:?}");
+        });
+    }
+    in_every_shell("retry -X P", |shell, words| {
+        let mut words = words.to_vec();
+        words.sort();
+        assert_eq!(words, ["PATCH", "POST", "PUT"], "{shell:?}");
+    });
+}

@@ -1,7 +1,8 @@
 //! The output side of curl's vocabulary: each option's output bytes, requests and
 //! exit status compared with real curl's against a local server on 127.0.0.1,
-//! plus what curl cannot be compared on (resuming, num_retries, the --retry family
-//! mapped onto retry's own schedule).
+//! plus what curl cannot be compared on (resuming, against a server that serves two
+//! versions of a resource; num_retries; the --retry family mapped onto retry's own
+//! schedule).
 //!
 //! Header blocks are served with lower-case names: retry's HTTP stack does not keep
 //! the case of header names, so `-i`, `-I` and `-D` print them in lower case (as
@@ -579,4 +580,219 @@ fn dump_header_after_redirects_matches_curl() {
         String::from_utf8_lossy(&curl_file)
     );
     assert_eq!(c.retry.file("body"), Some(b"the end\n".to_vec()));
+}
+
+#[test]
+fn output_dash_is_stdout_like_curl() {
+    let c = Case::new(&["-sS", "-o", "-", "{url}/page"])
+        .reply(Reply::ok("to stdout\n"))
+        .run();
+    assert_conforms(&c);
+    assert_eq!(c.retry.stdout, b"to stdout\n");
+    assert_eq!(c.retry.file("-"), None, "retry wrote a file named -");
+    // With -D - as well, the headers come first, then the body, as with curl.
+    let c = Case::new(&["-o", "-", "-D", "-", "{url}/page"])
+        .reply(raw("200 OK", &[("x-one", "1")], b"body"))
+        .run();
+    assert_conforms(&c);
+}
+
+#[test]
+fn silent_with_verbose_is_verbose_like_curl() {
+    let c = Case::new(&["-sv", "{url}/v"]).reply(Reply::ok("ok")).run();
+    assert_conforms(&c);
+    assert!(c.curl.stderr.contains("> GET /v"), "{}", c.curl.stderr);
+    assert!(
+        c.retry.stderr.contains("request: GET http://127.0.0.1:"),
+        "{}",
+        c.retry.stderr
+    );
+    // -s -v in two words, and -v before -s, mean the same.
+    for args in [&["-s", "-v"][..], &["-v", "-s"]] {
+        let mut all = args.to_vec();
+        let url = format!("http://127.0.0.1:{}/", http_server::dead_port());
+        all.extend(["-a", "1", url.as_str()]);
+        let out = run(&all);
+        assert_eq!(out.status, 7, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("attempt 1/1"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// The final line names the last failure's cause, as curl's one line does, with
+/// -sS and -q alike and in the GitHub annotation.
+#[test]
+fn the_final_line_names_the_cause_like_curl() {
+    let port = http_server::dead_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let curl = Invocation::of("curl").args(["-sS", &url]).run();
+    assert_eq!(curl.status, 7);
+    assert!(curl.stderr.contains("Failed to connect"), "{}", curl.stderr);
+    let cause =
+        format!("exit status 7 (could not connect to 127.0.0.1:{port}: connection refused)");
+    for flags in [&["-sS"][..], &["-q"]] {
+        let mut args = vec!["--delay", "1ms", "-a", "3"];
+        args.extend_from_slice(flags);
+        args.push(&url);
+        let out = run(&args);
+        assert_eq!(out.status, 7, "{flags:?}");
+        assert_eq!(
+            out.stderr,
+            format!("retry: gave up after 3 attempts: {cause}\n"),
+            "{flags:?}"
+        );
+    }
+    let out = retry()
+        .args(["--delay", "1ms", "-a", "2", "-sS", &url])
+        .env("GITHUB_ACTIONS", "true")
+        .run();
+    assert!(
+        out.stderr.contains(&format!(
+            "::error title=retry::gave up after 2 attempts: {cause}"
+        )),
+        "{}",
+        out.stderr
+    );
+    // A response's status is the cause when the stop message does not say it already.
+    let server = Server::script(vec![Reply::status(503)]);
+    let out = run(&["--delay", "1ms", "-a", "2", "-sS", &server.url("/")]);
+    assert_eq!(
+        out.stderr,
+        "retry: gave up after 2 attempts: exit status 22 (HTTP 503)\n"
+    );
+}
+
+/// `retry -C - -o FILE URL` against `replies`: the run, the requests, FILE's bytes.
+fn resume_against(replies: Vec<Reply>) -> (Run, Vec<Request>, Option<Vec<u8>>) {
+    let server = Server::script(replies);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    let out = run(&[
+        "--delay",
+        "1ms",
+        "-v",
+        "-C",
+        "-",
+        "-o",
+        file.to_str().unwrap(),
+        &server.url("/f"),
+    ]);
+    let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+    assert!(leftovers <= 1, "a temporary file was left behind");
+    (out, server.requests(), std::fs::read(&file).ok())
+}
+
+/// The first version's first half, cut off; a broken cache then answers the request
+/// for the rest with the second version's rest: never glued on.
+#[test]
+fn continue_at_never_glues_two_versions_together() {
+    let (out, requests, file) = resume_against(vec![
+        raw_declaring("200 OK", &[("etag", "\"v1\"")], b"AAAAA", 10),
+        raw(
+            "206 Partial Content",
+            &[("etag", "\"v2\""), ("content-range", "bytes 5-9/10")],
+            b"vwxyz",
+        ),
+        raw("200 OK", &[("etag", "\"v2\"")], b"VVVVVvwxyz"),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(file.as_deref(), Some(&b"VVVVVvwxyz"[..]));
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[1].header("range"), Some("bytes=5-"));
+    assert_eq!(requests[1].header("if-range"), Some("\"v1\""));
+    // The whole body is fetched again at once, in the same attempt.
+    assert_eq!(requests[2].header("range"), None);
+    assert_eq!(requests[2].header("if-range"), None);
+    assert!(out.stderr.contains("another version"), "{}", out.stderr);
+    assert_eq!(out.stderr.matches("failed").count(), 1, "{}", out.stderr);
+}
+
+#[test]
+fn continue_at_refuses_a_range_that_overruns_or_overlaps() {
+    const MIB: usize = 1 << 20;
+    let body: Vec<u8> = (0..MIB).map(|i| (i % 253) as u8).collect();
+    let etag = ("etag", "\"big\"");
+    for (range, rest) in [
+        // Runs past the declared total (1,049,576 bytes against 1,048,576).
+        (
+            format!("bytes {}-{}/{MIB}", MIB / 2, MIB + 999),
+            vec![b'x'; MIB / 2 + 1000],
+        ),
+        // Another total than the first response declared.
+        (
+            format!("bytes {}-{}/{}", MIB / 2, MIB, MIB + 1),
+            vec![b'x'; MIB / 2 + 1],
+        ),
+        // Starts before the end of the part kept.
+        (
+            format!("bytes {}-{}/{MIB}", MIB / 2 - 10, MIB - 1),
+            body[MIB / 2 - 10..].to_vec(),
+        ),
+    ] {
+        let (out, requests, file) = resume_against(vec![
+            raw_declaring("200 OK", &[etag], &body[..MIB / 2], MIB),
+            raw(
+                "206 Partial Content",
+                &[etag, ("content-range", &range)],
+                &rest,
+            ),
+            raw("200 OK", &[etag], &body),
+        ]);
+        assert_eq!(out.status, 0, "{range}: {}", out.stderr);
+        assert_eq!(requests.len(), 3, "{range}");
+        let file = file.unwrap();
+        assert_eq!(file.len(), MIB, "{range}");
+        assert!(file == body, "{range}: the file is the resource");
+    }
+}
+
+#[test]
+fn continue_at_checks_last_modified_when_there_is_no_etag() {
+    let first = "Sun, 06 Nov 1994 08:49:37 GMT";
+    let later = "Mon, 07 Nov 1994 08:49:37 GMT";
+    // The same Last-Modified and the rest: appended.
+    let (out, requests, file) = resume_against(vec![
+        raw_declaring("200 OK", &[("last-modified", first)], b"01234", 10),
+        raw(
+            "206 Partial Content",
+            &[("last-modified", first), ("content-range", "bytes 5-9/10")],
+            b"56789",
+        ),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].header("if-range"), Some(first));
+    assert_eq!(file.as_deref(), Some(&b"0123456789"[..]));
+    // Another Last-Modified: the whole body again.
+    let (out, requests, file) = resume_against(vec![
+        raw_declaring("200 OK", &[("last-modified", first)], b"01234", 10),
+        raw(
+            "206 Partial Content",
+            &[("last-modified", later), ("content-range", "bytes 5-9/10")],
+            b"fghij",
+        ),
+        raw("200 OK", &[("last-modified", later)], b"abcdefghij"),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(requests.len(), 3);
+    assert_eq!(file.as_deref(), Some(&b"abcdefghij"[..]));
+}
+
+#[test]
+fn continue_at_starts_again_after_a_416() {
+    let (out, requests, file) = resume_against(vec![
+        raw_declaring("200 OK", &[("etag", "\"a\"")], b"01234", 10),
+        raw(
+            "416 Range Not Satisfiable",
+            &[("content-range", "bytes */4")],
+            b"",
+        ),
+        raw("200 OK", &[("etag", "\"b\"")], b"abcd"),
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(requests.len(), 3);
+    assert_eq!(file.as_deref(), Some(&b"abcd"[..]));
 }

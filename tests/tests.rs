@@ -19,7 +19,9 @@
 //!   `wait_for_pid` watch what they leave behind; `read_json` and
 //!   `assert_stopped_because` read a report.
 //! - `http_server::Server` answers on 127.0.0.1 from a script and counts its hits;
-//!   `curl::Case` runs curl and retry side by side against it.
+//!   `curl::Case` runs curl and retry side by side against it; `socks` has a real
+//!   SOCKS5 proxy (microsocks), a scripted SOCKS4/4a/5 one and a nameserver that
+//!   knows no name.
 //! - `dns::Nameserver` answers on 127.53.x.y port 53 from a table of records (or refuses,
 //!   or never answers) and records the questions; `private_etc::PrivateEtc` runs a
 //!   program with the test's /etc/hosts and /etc/resolv.conf in a mount namespace.
@@ -36,6 +38,7 @@ mod command;
 mod completion;
 mod curl_output;
 mod curl_request;
+mod curl_socks;
 mod faults;
 mod flags;
 mod fleet;

@@ -9,6 +9,7 @@
 
 use crate::classify::{Class, Limit, LimitKey, Verdict, endings};
 use crate::parse::CodeSet;
+use Class::{Permanent, Transient};
 
 /// Exit status when the final response has a status of 400 or more (curl --fail).
 pub const EXIT_HTTP_ERROR: i32 = 22;
@@ -288,6 +289,23 @@ pub enum Transport {
     Receive,
     BodyCutOff,
     LocalWrite,
+    /// The file to upload (-T) could not be opened for this request.
+    LocalRead,
+    /// The proxy's own name did not resolve.
+    ProxyDns,
+    /// The proxy could not be reached.
+    ProxyConnect,
+    /// The target's name did not resolve for a SOCKS proxy that takes addresses.
+    SocksResolve,
+    /// The SOCKS proxy could not reach the target (SOCKS5 replies 1 and 3-6).
+    SocksUnreachable,
+    /// SOCKS4's reply 91: rejected, or the target could not be reached.
+    Socks4Failed,
+    /// The SOCKS proxy refused this client (no acceptable method, failed
+    /// authentication, SOCKS5 reply 2, an unsupported request).
+    SocksRejected,
+    /// The SOCKS proxy closed the connection during the handshake.
+    SocksBroken,
 }
 
 pub struct TransportRow {
@@ -299,16 +317,18 @@ pub struct TransportRow {
     /// The request provably never reached the server, so even a non-idempotent
     /// one is safe to send again.
     pub never_sent: bool,
+    pub limit: Option<Limit>,
     pub why: &'static str,
+    /// What happened, for messages; `{server}` is the host and port, `{host}` the host.
+    pub says: &'static str,
 }
 
 const fn transport(
     kind: Transport,
-    name: &'static str,
-    class: Class,
-    exit_code: i32,
+    (name, class, exit_code): (&'static str, Class, i32),
     never_sent: bool,
     why: &'static str,
+    says: &'static str,
 ) -> TransportRow {
     TransportRow {
         kind,
@@ -316,117 +336,173 @@ const fn transport(
         class,
         exit_code,
         never_sent,
+        limit: None,
         why,
+        says,
     }
 }
+
+/// A SOCKS4 proxy's reply 91 is worth one or two more tries, never many: it also
+/// stands for a rule that rejects the request.
+pub const LIMIT_SOCKS4: Limit = Limit::twice(LimitKey::Socks4Failed);
 
 /// Transport failures. Exit codes: curl(1) "EXIT CODES" and libcurl-errors(3).
 /// A body cut off is a receive failure (56); curl itself says 18 for a short
 /// Content-Length body and 56 for a broken connection, and both are retried here.
+/// SOCKS replies: RFC 1928 §6 and the SOCKS4 protocol; curl ends every SOCKS
+/// refusal with 97 (CURLE_PROXY), an unresolved proxy with 5 and an unreachable one with 7.
 pub const TRANSPORT_TABLE: &[TransportRow] = &[
     transport(
         Transport::BadUrl,
-        "bad_url",
-        Class::Permanent,
-        3,
+        ("bad_url", Permanent, 3),
         true,
         "malformed URL: no attempt can fix it",
+        "malformed URL",
     ),
     transport(
         Transport::Dns,
-        "dns",
-        Class::Transient,
-        6,
+        ("dns", Transient, 6),
         true,
         "could not resolve the host: DNS may recover",
+        "could not resolve host {host}",
     ),
     transport(
         Transport::Connect,
-        "connect",
-        Class::Transient,
-        7,
+        ("connect", Transient, 7),
         true,
         "could not connect (refused, reset or unreachable): the server may come back",
+        "could not connect to {server}",
     ),
     transport(
         Transport::ConnectTimeout,
-        "connect_timeout",
-        Class::Transient,
-        28,
+        ("connect_timeout", Transient, 28),
         true,
         "connecting timed out",
+        "connecting to {server} timed out",
     ),
     transport(
         Transport::TlsHandshakeInterrupted,
-        "tls_handshake",
-        Class::Transient,
-        35,
+        ("tls_handshake", Transient, 35),
         true,
         "the TLS handshake was cut off",
+        "the TLS handshake with {server} was cut off",
     ),
     transport(
         Transport::TlsHandshakeFailed,
-        "tls_handshake",
-        Class::Permanent,
-        35,
+        ("tls_handshake", Permanent, 35),
         true,
         "the TLS handshake failed: client and server disagree, another attempt will too",
+        "the TLS handshake with {server} failed",
     ),
     transport(
         Transport::TlsCertificate,
-        "tls_certificate",
-        Class::Permanent,
-        60,
+        ("tls_certificate", Permanent, 60),
         true,
         "the server's certificate was not accepted (-k skips the check)",
+        "the certificate of {server} was not accepted",
     ),
     transport(
         Transport::TooManyRedirects,
-        "too_many_redirects",
-        Class::Permanent,
-        47,
+        ("too_many_redirects", Permanent, 47),
         false,
         "more redirects than --max-redirs allows",
+        "too many redirects",
     ),
     transport(
         Transport::Timeout,
-        "timeout",
-        Class::Transient,
-        28,
+        ("timeout", Transient, 28),
         false,
         "the attempt timed out",
+        "timed out waiting for {server}",
     ),
     transport(
         Transport::EmptyReply,
-        "empty_reply",
-        Class::Transient,
-        52,
+        ("empty_reply", Transient, 52),
         false,
         "the server closed the connection without a reply",
+        "empty reply from {server}",
     ),
     transport(
         Transport::Receive,
-        "receive",
-        Class::Transient,
-        56,
+        ("receive", Transient, 56),
         false,
         "the connection failed while waiting for the response",
+        "receive failure from {server}",
     ),
     transport(
         Transport::BodyCutOff,
-        "body_cut_off",
-        Class::Transient,
-        56,
+        ("body_cut_off", Transient, 56),
         false,
         "the response body was cut off",
+        "the body was cut off",
     ),
     transport(
         Transport::LocalWrite,
-        "write",
-        Class::Permanent,
-        23,
+        ("write", Permanent, 23),
         false,
         "the body could not be written locally",
+        "write error",
+    ),
+    transport(
+        Transport::LocalRead,
+        ("read", Permanent, 26),
+        true,
+        "the file to upload could not be read",
+        "cannot read the file to upload",
+    ),
+    transport(
+        Transport::ProxyDns,
+        ("proxy_dns", Transient, 5),
+        true,
+        "could not resolve the proxy's host: DNS may recover",
+        "could not resolve the proxy's host",
+    ),
+    transport(
+        Transport::ProxyConnect,
+        ("proxy_connect", Transient, 7),
+        true,
+        "could not connect to the proxy: it may come back",
+        "could not connect to the SOCKS proxy",
+    ),
+    transport(
+        Transport::SocksResolve,
+        ("socks_resolve", Transient, 97),
+        true,
+        "could not resolve the host for the SOCKS proxy: DNS may recover",
+        "could not resolve host {host} for the SOCKS proxy",
+    ),
+    transport(
+        Transport::SocksUnreachable,
+        ("socks_unreachable", Transient, 97),
+        true,
+        "the SOCKS proxy could not reach the server (SOCKS5 reply 1 or 3-6): the server may come back; \
+         the request never reached it",
+        "the SOCKS proxy could not connect to {server}",
+    ),
+    TransportRow {
+        limit: Some(LIMIT_SOCKS4),
+        ..transport(
+            Transport::Socks4Failed,
+            ("socks4_failed", Transient, 97),
+            true,
+            "the SOCKS4 proxy rejected the request or could not reach the server (reply 91)",
+            "the SOCKS4 proxy did not connect to {server}",
+        )
+    },
+    transport(
+        Transport::SocksRejected,
+        ("socks_rejected", Permanent, 97),
+        true,
+        "the SOCKS proxy rejected this client (no acceptable method, failed authentication, \
+         SOCKS5 reply 2, a request it does not support): another attempt will be rejected too",
+        "the SOCKS proxy refused to connect to {server}",
+    ),
+    transport(
+        Transport::SocksBroken,
+        ("socks_handshake", Transient, 97),
+        true,
+        "the SOCKS proxy closed the connection during the handshake",
+        "the SOCKS handshake for {server} failed",
     ),
 ];
 
@@ -511,11 +587,18 @@ impl HttpRules {
     /// The verdict and exit status for a failure before a complete response.
     pub fn transport(&self, kind: Transport) -> (Verdict, i32) {
         let row = transport_row(kind);
-        let mut verdict = Verdict::new(row.class, row.why);
-        let all =
-            self.retry_all_errors && !matches!(kind, Transport::BadUrl | Transport::LocalWrite);
+        let mut verdict = Verdict::new(row.class, row.why).limited(row.limit);
+        let all = self.retry_all_errors
+            && !matches!(
+                kind,
+                Transport::BadUrl | Transport::LocalWrite | Transport::LocalRead
+            );
         if all && verdict.class == Class::Permanent {
             verdict = Verdict::transient(format!("{}; --retry-all-errors", row.why));
+        }
+        if self.retry_all_errors {
+            // Every failure is retried as often as any other, as curl does.
+            verdict.limit = None;
         }
         (self.guard_method(verdict, row.never_sent), row.exit_code)
     }
@@ -556,8 +639,12 @@ impl HttpRules {
         }
         out.extend(STATUS_TABLE.iter().map(StatusRow::describe));
         for row in TRANSPORT_TABLE {
+            let limit = row
+                .limit
+                .map(|l| format!(", at most {} retries", l.max_retries))
+                .unwrap_or_default();
             out.push(format!(
-                "{}: {} (exit {})",
+                "{}: {}{limit} (exit {})",
                 row.why,
                 row.class.as_str(),
                 row.exit_code
@@ -585,7 +672,7 @@ impl HttpRules {
         } else {
             format!(
                 "method {method} is not idempotent (RFC 9110 §9.2.2): retried only when the request never reached \
-                 the server (DNS, connect or TLS handshake failure), {}; \
+                 the server (DNS, connect, TLS handshake or SOCKS proxy failure), {}; \
                  --idempotency-key auto or --retry-unsafe allow more",
                 refusals()
             )

@@ -44,6 +44,8 @@ pub enum LimitKey {
     StatusNotShown,
     /// rsync's partial transfer (exit 23) for a cause it did not name.
     RsyncPartial,
+    /// A SOCKS4 proxy's reply 91 (rejected or failed).
+    Socks4Failed,
 }
 
 /// A rule that may only be retried a few times, counted across the run

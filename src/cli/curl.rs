@@ -166,16 +166,21 @@ impl FormField {
     }
 }
 
-/// `-x URL`: http:// or https://, or HOST[:PORT] (http:// is assumed, as curl does).
+/// The proxy schemes `-x` takes: curl's, less those for other protocols.
+pub const PROXY_SCHEMES: [&str; 6] = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"];
+
+/// `-x URL`: http://, https://, socks4://, socks4a://, socks5:// or socks5h://, or
+/// HOST[:PORT] (http:// is assumed, as curl does).
 pub fn proxy_value(text: &str) -> Result<String, String> {
     let full = if text.contains("://") {
         text.to_string()
     } else {
         format!("http://{text}")
     };
-    let accepts = "expected a proxy URL such as http://HOST:PORT or https://HOST:PORT";
+    let accepts = "expected a proxy URL such as http://HOST:PORT, https://HOST:PORT or \
+                   socks5h://HOST:PORT (socks4, socks4a, socks5 and socks5h are SOCKS)";
     let url = reqwest::Url::parse(&full).map_err(|e| format!("'{text}': {e}; {accepts}"))?;
-    if !matches!(url.scheme(), "http" | "https") {
+    if !PROXY_SCHEMES.contains(&url.scheme()) {
         return Err(format!(
             "'{text}': the {} scheme is not supported; {accepts}",
             url.scheme()
@@ -278,13 +283,16 @@ mod tests {
     }
 
     #[test]
-    fn proxies_need_http_or_https() {
+    fn proxies_are_http_https_or_socks() {
         assert_eq!(
             proxy_value("127.0.0.1:3128").unwrap(),
             "http://127.0.0.1:3128"
         );
         assert!(proxy_value("https://p:1").is_ok());
-        assert!(proxy_value("socks5://p:1").is_err());
+        for scheme in ["socks4", "socks4a", "socks5", "socks5h"] {
+            assert!(proxy_value(&format!("{scheme}://p:1")).is_ok(), "{scheme}");
+        }
+        assert!(proxy_value("ftp://p:1").is_err());
         assert!(proxy_value("http://").is_err());
     }
 

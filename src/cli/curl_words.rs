@@ -44,7 +44,6 @@ const UNSUPPORTED: &[Unsupported] = &[
     ),
     row(&["--libcurl"], NONE),
     row(&["--limit-rate"], NONE),
-    row(&["-T", "--upload-file"], "-X PUT -d @FILE"),
     row(
         &["-Z", "--parallel", "--parallel-max", "--parallel-immediate"],
         "run one retry per URL",
@@ -120,12 +119,12 @@ const UNSUPPORTED: &[Unsupported] = &[
             "--preproxy",
             "--proxy-insecure",
             "--proxy-cacert",
-            "--socks4",
-            "--socks4a",
-            "--socks5",
-            "--socks5-hostname",
         ],
         NONE,
+    ),
+    row(
+        &["--socks4", "--socks4a", "--socks5", "--socks5-hostname"],
+        "-x socks5://HOST:PORT (or socks5h://, socks4://, socks4a://; with h or a the proxy resolves the name)",
     ),
     row(
         &[
@@ -154,7 +153,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         &["--interface", "--local-port", "--dns-servers", "--doh-url"],
         NONE,
     ),
-    row(&["-g", "--globoff"], "nothing: retry does no URL globbing"),
     row(
         &[
             "--path-as-is",
@@ -369,7 +367,8 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
     if let Some(budget) = cli.retry_max_time.filter(|d| !d.is_zero()) {
         cli.max_time = Some(budget);
     }
-    if cli.silent {
+    // `-sv` is `-v`, as in curl: the verbose lines are what was asked for.
+    if cli.silent && cli.verbose == 0 {
         let level = if cli.show_error { 1 } else { 2 };
         cli.quiet = cli.quiet.max(level);
     }
@@ -388,9 +387,15 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
         cli.output = Some(name.into());
     }
     if cli.continue_at.is_some() {
-        if cli.output.is_none() {
+        if cli.output.as_deref().is_none_or(|o| o == "-") {
             return Err(usage_error(
-                "-C/--continue-at - needs -o FILE (or -O): the part already received is kept beside FILE".into(),
+                "-C/--continue-at - needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
+            ));
+        }
+        if cli.upload_file.is_some() {
+            return Err(usage_error(
+                "-C/--continue-at - resumes downloads; resuming an upload (-T) is not supported"
+                    .into(),
             ));
         }
         if cli.include || cli.fail_with_body {

@@ -1,18 +1,21 @@
 //! HTTP mode's settings, built once from the command line: the request (method,
-//! URL, headers, body), the classification rules' inputs, where the body goes,
-//! curl's output options and the client settings. A bad value is refused here,
-//! naming its flag; a malformed URL is left to the attempt (exit 3). Sending the
-//! request is `exec::http`'s job.
+//! URL as curl reads it, headers, the body built once or the `-T` upload), the
+//! classification rules' inputs, where the body goes, curl's output options and the
+//! client settings. A bad value is refused here, naming its flag; a malformed URL is
+//! left to the attempt (exit 3). Sending the request is `exec::http`'s job.
 
 mod body;
 mod client;
 mod request;
+mod upload;
+mod url;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use self::client::{ClientSettings, Family, HttpVersion, ProxyChoice};
 pub use self::request::{ACCEPT_ENCODINGS, Request};
+pub use self::upload::Payload;
 use super::KeyChoice;
 use crate::classify::http::HttpRules;
 use crate::cli::Cli;
@@ -143,7 +146,7 @@ mod tests {
             c.request.key_header,
             Some(HeaderName::from_static("idempotency-key"))
         );
-        assert_eq!(c.request.body.as_deref(), Some(&b"a=1"[..]));
+        assert!(matches!(&c.request.body, Some(Payload::Bytes(b)) if b == &b"a=1"[..]));
         assert!(c.request.headers.contains_key(AUTHORIZATION));
         assert_eq!(c.request.shown_user.as_deref(), Some("me:***"));
         assert_eq!(c.output.dump_header, Some(HeaderDump::Stdout));

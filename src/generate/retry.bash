@@ -2,7 +2,7 @@
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
 # then that command's own completion (through bash-completion when loaded). Nothing
-# after a URL.
+# for a URL or after it.
 
 # The words up to the cursor with the pieces bash splits at '=' and ':' joined again:
 # _retry_words, and _retry_starts (each joined word's index in COMP_WORDS).
@@ -116,9 +116,8 @@ _retry_command_offset() {
 
 _retry_complete_target() {
     local first=${_retry_words[_retry_target]} start=${_retry_starts[_retry_target]}
-    if ((_retry_target < ${#_retry_words[@]} - 1)) &&
-        [[ $first == http://* || $first == https://* ]]; then
-        return # a URL is the whole target
+    if [[ $first == http://* || $first == https://* ]]; then
+        return # a URL is the whole target: no file names for it, nothing after it
     fi
     if declare -F _comp_command_offset >/dev/null; then
         _comp_command_offset "$start"

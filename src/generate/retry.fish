@@ -1,7 +1,7 @@
 # fish completion for retry, written from the clap definition in src/cli.rs (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (complete -C). Nothing after a URL.
+# then that command's own completion (complete -C). Nothing for a URL or after it.
 
 # Prints where the target starts among the line's tokens (1 is retry), or fails while
 # the current token is still one of retry's options or an option's value.
@@ -58,8 +58,12 @@ function __retry_complete_target
     if test $start -le (count $tokens)
         set target $tokens[$start..-1]
     end
+    # A URL is the whole target: no file names for it, nothing after it.
     if set -q target[1]; and string match -qr '^https?://' -- $target[1]
-        return # a URL is the whole target
+        return
+    end
+    if not set -q target[1]; and string match -qr '^https?://' -- (commandline -ct)
+        return
     end
     set -l line (string escape -- $target) (commandline -ct)
     complete -C (string join ' ' -- $line)

@@ -2,7 +2,7 @@
 # zsh completion for retry, written from the clap definition in src/cli.rs (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (_normal). Nothing after a URL.
+# then that command's own completion (_normal). Nothing for a URL or after it.
 
 # The target's words only ('*::' below): $words[1] is the command name or the URL.
 _retry_target() {
@@ -11,8 +11,8 @@ _retry_target() {
         shift words
         ((CURRENT--))
     fi
-    if ((CURRENT > 1)) && [[ $words[1] == (http|https)://* ]]; then
-        _message 'nothing after a URL'
+    if [[ $words[1] == (http|https)://* ]]; then
+        _message 'a URL: no file names, nothing after it'
         return 1
     fi
     _normal

@@ -243,20 +243,44 @@ impl Events for Logger {
                     }
                     return;
                 }
-                let line = format!("{}; exit status {}", summary.message, summary.exit_code);
+                let cause = last_cause(summary);
+                let line = final_line(summary, cause.as_deref());
                 github("error", &line);
                 if cfg.level < -1 {
                     return;
                 }
                 if cfg.json {
                     let mut fields = result_json(summary);
-                    merge(&mut fields, json!({ "message": summary.message }));
+                    merge(
+                        &mut fields,
+                        json!({ "message": summary.message, "cause": cause }),
+                    );
                     self.json_event("stopped", fields);
                 } else {
                     emit("notice", &line, Value::Null);
                 }
             }
         }
+    }
+}
+
+/// What the last attempt ended with, unless the stop message or the exit status
+/// says it already (`exit status 2` of a command that exited 2).
+fn last_cause(summary: &RunSummary) -> Option<String> {
+    let cause = summary.attempts.last()?.outcome.describe();
+    let said =
+        cause == format!("exit status {}", summary.exit_code) || summary.message.contains(&cause);
+    (!said && !cause.is_empty()).then_some(cause)
+}
+
+/// The last line of a run that did not succeed: why it stopped, the exit status and
+/// the last failure's cause, `gave up after 3 attempts: exit status 7 (could not
+/// connect to 127.0.0.1:9: connection refused)`.
+fn final_line(summary: &RunSummary, cause: Option<&str>) -> String {
+    let line = format!("{}: exit status {}", summary.message, summary.exit_code);
+    match cause {
+        Some(cause) => format!("{line} ({cause})"),
+        None => line,
     }
 }
 

@@ -371,7 +371,10 @@ fn tls_config() -> Arc<rustls::ServerConfig> {
     Arc::new(config)
 }
 
-fn read_request<S: Read>(stream: &mut S) -> Option<Request> {
+/// Reads one request: its head, then a body of Content-Length bytes or in chunks.
+/// `Expect: 100-continue` is answered with `100 Continue`, as servers do, so that a
+/// client waiting for it (curl's uploads) goes on at once.
+fn read_request<S: Read + Write>(stream: &mut S) -> Option<Request> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
@@ -392,13 +395,28 @@ fn read_request<S: Read>(stream: &mut S) -> Option<Request> {
         let (name, value) = line.split_once(':')?;
         headers.push((name.trim().to_string(), value.trim().to_string()));
     }
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
+    let has = |name: &str, value: &str| {
+        headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case(name) && v.eq_ignore_ascii_case(value))
+    };
+    if has("expect", "100-continue") {
+        let stream = reader.get_mut();
+        stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").ok()?;
+        stream.flush().ok()?;
+    }
+    let body = if has("transfer-encoding", "chunked") {
+        read_chunks(&mut reader)?
+    } else {
+        let length: usize = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        body
+    };
     Some(Request {
         method,
         target,
@@ -406,6 +424,29 @@ fn read_request<S: Read>(stream: &mut S) -> Option<Request> {
         body,
         at,
     })
+}
+
+/// A chunked body (RFC 9112 §7.1): size lines, data, and an empty trailer.
+fn read_chunks<R: BufRead>(reader: &mut R) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).ok()?;
+        let size = size.trim().split(';').next()?;
+        let size = usize::from_str_radix(size, 16).ok()?;
+        if size == 0 {
+            let mut trailer = String::new();
+            while reader.read_line(&mut trailer).ok()? > 2 {
+                trailer.clear();
+            }
+            return Some(body);
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..]).ok()?;
+        let mut end = [0u8; 2];
+        reader.read_exact(&mut end).ok()?;
+    }
 }
 
 fn write_reply<S: Write>(stream: &mut S, reply: Reply) -> std::io::Result<()> {

@@ -10,6 +10,7 @@ pub mod postgres;
 pub mod private_etc;
 pub mod run;
 pub mod scratch;
+pub mod socks;
 pub mod stall;
 pub mod system;
 pub mod terminal;

@@ -28,6 +28,9 @@ pub struct ClientSettings {
     pub resolve: Vec<(String, Vec<SocketAddr>)>,
     /// `-4` / `-6`: names resolve to one address family only.
     pub family: Option<Family>,
+    /// A socks4:// proxy (from `-x` or the environment) may carry the request: it
+    /// takes IPv4 addresses only, so names resolve to those, as curl picks them.
+    pub socks4: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<PathBuf>,
 }
@@ -74,11 +77,13 @@ impl ClientSettings {
             (_, true) => Some(Family::V6),
             _ => None,
         };
+        let proxy = proxy_choice(cli.proxy.as_deref(), cli.noproxy.as_deref())?;
         Ok(ClientSettings {
             insecure: cli.insecure,
             compressed: cli.compressed,
             connect_timeout: cli.connect_timeout,
-            proxy: proxy_choice(cli.proxy.as_deref(), cli.noproxy.as_deref())?,
+            socks4: socks4_in_use(&proxy, url),
+            proxy,
             ca_certs: cli.cacert.as_deref().map(ca_certs).transpose()?,
             identity: cli
                 .cert
@@ -105,6 +110,23 @@ fn resolve_for(cli: &Cli, url: Option<&Url>) -> Vec<(String, Vec<SocketAddr>)> {
         .filter(|e| Some(e.port) == port && e.host == host)
         .map(|e| (e.host.clone(), e.addrs.clone()))
         .collect()
+}
+
+/// Whether the proxy for `url` may be a socks4:// one (SOCKS4a resolves at the proxy).
+fn socks4_in_use(proxy: &ProxyChoice, url: Option<&Url>) -> bool {
+    let scheme = url.map_or("http", Url::scheme);
+    let socks4 = |proxy_url: &str| proxy_url.to_ascii_lowercase().starts_with("socks4://");
+    match proxy {
+        ProxyChoice::Direct => false,
+        ProxyChoice::Given { url, .. } => socks4(url),
+        ProxyChoice::Environment | ProxyChoice::Listed(_) => {
+            [format!("{scheme}_proxy"), "all_proxy".to_string()]
+                .iter()
+                .flat_map(|name| [name.clone(), name.to_ascii_uppercase()])
+                .filter_map(|name| std::env::var(name).ok())
+                .any(|value| socks4(&value))
+        }
+    }
 }
 
 /// `-x` replaces the environment's proxies (NO_PROXY still applies unless

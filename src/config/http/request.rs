@@ -6,14 +6,14 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use base64::Engine;
-use bytes::Bytes;
 use reqwest::header::{
     ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE, COOKIE, HeaderMap, HeaderName,
     HeaderValue, REFERER, USER_AGENT,
 };
 use reqwest::{Method, Url};
 
-use super::body;
+use super::upload::{Payload, Upload};
+use super::{body, url as target};
 use crate::cli::Cli;
 use crate::config::KeyChoice;
 use crate::exec::http_headers::{self, HeaderAction, HeaderLine};
@@ -28,7 +28,7 @@ pub struct Request {
     pub url: Result<Url, String>,
     /// Every header but the run's idempotency key, which `key` asks for.
     pub headers: HeaderMap,
-    pub body: Option<Bytes>,
+    pub body: Option<Payload>,
     /// `--idempotency-key`: whether the run's key is sent, under `key_header`.
     pub key: KeyChoice,
     /// The header that carries an idempotency key (given with `-H` or asked
@@ -40,9 +40,21 @@ pub struct Request {
 
 impl Request {
     pub fn from_cli(cli: &Cli, url: &str, key: KeyChoice) -> anyhow::Result<Request> {
+        if !cli.globoff {
+            target::refuse_globs(url)?;
+            if let Some(file) = &cli.upload_file {
+                target::refuse_file_globs(file)?;
+            }
+        }
         let body = body::build(cli)?;
+        let upload = cli
+            .upload_file
+            .as_deref()
+            .map(|file| Upload::new(file, cli.dry_run))
+            .transpose()?;
         let method = match &cli.method {
             Some(method) => method.clone(),
+            None if upload.is_some() => Method::PUT,
             None if body.bytes.is_some() => Method::POST,
             None => Method::GET,
         };
@@ -59,11 +71,22 @@ impl Request {
             );
         }
         let key_header = (given || key != KeyChoice::Default).then_some(key_name);
+        let upload_name = upload.as_ref().and_then(Upload::file_name);
+        let url = target::parse(url).map(|u| {
+            let u = target::with_query(u, body.query.as_deref());
+            match upload_name {
+                Some(file) => target::with_upload_name(u, file),
+                None => u,
+            }
+        });
         Ok(Request {
             method,
-            url: parse_url(url).map(|u| with_query(u, body.query.as_deref())),
+            url,
             headers,
-            body: body.bytes,
+            body: match upload {
+                Some(upload) => Some(Payload::Upload(upload)),
+                None => body.bytes.map(Payload::Bytes),
+            },
             key,
             key_header,
             shown_user: cli.user.as_deref().map(shown_user),
@@ -79,28 +102,6 @@ impl Request {
         }
         Ok(self)
     }
-}
-
-fn parse_url(url: &str) -> Result<Url, String> {
-    let parsed = Url::parse(url).map_err(|e| format!("malformed URL '{url}': {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
-        return Err(format!(
-            "malformed URL '{url}': expected http(s)://HOST/..."
-        ));
-    }
-    Ok(parsed)
-}
-
-/// `-G`: the data joins the URL's query string with `&`, as curl adds it.
-fn with_query(mut url: Url, data: Option<&str>) -> Url {
-    if let Some(data) = data {
-        let query = match url.query() {
-            Some(q) if !q.is_empty() => format!("{q}&{data}"),
-            _ => data.to_string(),
-        };
-        url.set_query(Some(&query));
-    }
-    url
 }
 
 fn default_headers(content_type: Option<HeaderValue>, json: bool) -> HeaderMap {
@@ -214,18 +215,6 @@ fn apply_lines(headers: &mut HeaderMap, lines: &[HeaderLine]) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn get_data_joins_the_query_string() {
-        let url = |s: &str| Url::parse(s).unwrap();
-        let joined = with_query(url("http://h/p?z=0"), Some("a=1&b=x+y"));
-        assert_eq!(joined.as_str(), "http://h/p?z=0&a=1&b=x+y");
-        assert_eq!(
-            with_query(url("http://h/p"), Some("a=1")).as_str(),
-            "http://h/p?a=1"
-        );
-        assert_eq!(with_query(url("http://h/p?"), None).as_str(), "http://h/p?");
-    }
 
     #[test]
     fn a_user_is_shown_without_the_password() {

@@ -14,9 +14,12 @@ use crate::resolve::HttpResolver;
 /// The client every attempt uses.
 pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
     // Redirects are followed by `redirect`, so that every response of a chain is seen.
+    // Header names go out as curl sends them (User-Agent, not user-agent); the HTTP
+    // stack cannot keep a user's own case, so theirs are Title-Cased too.
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .referer(false)
+        .http1_title_case_headers()
         .tls_danger_accept_invalid_certs(settings.insecure);
     if let Some(t) = settings.connect_timeout {
         builder = builder.connect_timeout(t);
@@ -48,7 +51,8 @@ pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
         builder = builder.resolve_to_addrs(host, addrs);
     }
     // Names never go to glibc (see `resolve`): `-4` / `-6` narrow this resolver's answers.
-    builder = builder.dns_resolver(Arc::new(HttpResolver(settings.family)));
+    let names = settings.family.or(settings.socks4.then_some(Family::V4));
+    builder = builder.dns_resolver(Arc::new(HttpResolver(names)));
     if let Some(family) = settings.family {
         let local: IpAddr = match family {
             Family::V4 => Ipv4Addr::UNSPECIFIED.into(),

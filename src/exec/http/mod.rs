@@ -1,12 +1,14 @@
 //! HTTP mode: sends one attempt of the request with reqwest on the thread's
 //! current-thread tokio runtime (`wait::runtime`), classifies how it ended (status,
 //! transport failure, method safety), reads the waits the server asks for, and
-//! holds the body until the engine says which attempt is final. The rules are
-//! tables in `classify::http`; header parsing is `exec::http_headers`. What to
-//! send and how comes typed from `config::http`; this module never sees clap.
+//! holds the body until the engine says which attempt is final. One attempt's
+//! requests and body are `exchange`'s; the rules are tables in `classify::http`;
+//! header parsing is `exec::http_headers`. What to send and how comes typed from
+//! `config::http`; this module never sees clap.
 
 mod client;
 mod errors;
+mod exchange;
 mod output;
 mod redirect;
 mod request;
@@ -14,26 +16,23 @@ mod resume;
 mod writeout;
 
 use std::cell::RefCell;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use reqwest::header::{HeaderValue, IF_RANGE, RANGE};
-use reqwest::{RequestBuilder, Response, Url};
+use reqwest::Url;
 
 use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
-use crate::classify::{Class, Verdict, endings, wait};
-use crate::config::http::{HttpConfig, OutputOptions, Request};
-use crate::engine::{AttemptContext, AttemptReport, Outcome, WaitHint};
+use crate::classify::{Class, endings, wait};
+use crate::config::http::{HttpConfig, OutputOptions, Payload, Request};
+use crate::engine::{AttemptContext, AttemptReport, Outcome};
 use crate::exec::RunInfo;
 use crate::exec::{Description, Executor};
+use crate::exit::ExitCode;
 use crate::parse::human;
 use crate::{report, signals};
 
-use crate::exit::ExitCode;
-use crate::io::spool::SpillError;
-use errors::Phase;
+use exchange::{Attempted, Exchange};
 pub use output::Destination;
-use output::{Body, HeldResponse};
-use redirect::{Follow, Hop};
+use output::HeldResponse;
 use request::{describe_headers, display_url};
 use resume::Resume;
 pub use writeout::WriteOut;
@@ -41,10 +40,6 @@ use writeout::{Ending, Transfer};
 
 /// How often a running attempt checks for a stopping signal.
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
-/// How much of an error body is read for the stderr message, and how long for.
-const EXCERPT_BYTES: usize = 1024;
-const EXCERPT_CHARS: usize = 200;
-const EXCERPT_WAIT: Duration = Duration::from_secs(1);
 
 pub struct HttpExecutor {
     /// `HTTP METHOD URL` (user information redacted), for the dry run.
@@ -81,7 +76,14 @@ impl HttpExecutor {
             client::build(&config.client)?
         };
         Ok(HttpExecutor {
-            target: format!("HTTP {} {}", spec.method, report::redact_url(&config.url)),
+            // The URL as it will be sent: -G's query and -T's file name included.
+            target: format!(
+                "HTTP {} {}",
+                spec.method,
+                spec.url
+                    .as_ref()
+                    .map_or_else(|_| report::redact_url(&config.url), display_url)
+            ),
             client,
             curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
             spec: Box::new(spec),
@@ -124,6 +126,13 @@ impl HttpExecutor {
             ));
         }
         out.extend(self.curl_notes.iter().cloned());
+        if let Some(body @ Payload::Upload(_)) = &self.spec.body {
+            out.push(format!(
+                "{} (-T): sent from its start on every attempt, with Content-Length and no \
+                 Content-Type unless -H gives one",
+                body.describe()
+            ));
+        }
         if let Some(name) = &self.spec.key_header {
             out.push(format!(
                 "header {name} carries the idempotency key on every attempt"
@@ -160,7 +169,7 @@ impl HttpExecutor {
             .spec
             .body
             .as_ref()
-            .map(|b| format!("; body {} bytes", b.len()))
+            .map(|b| format!("; {}", b.describe()))
             .unwrap_or_default();
         report::verbose(
             1,
@@ -187,223 +196,12 @@ impl HttpExecutor {
     }
 }
 
-/// How one attempt ended, before it becomes a report.
-enum Attempted {
-    Response {
-        status: u16,
-        verdict: Verdict,
-        hint: Option<WaitHint>,
-        held: HeldResponse,
-    },
-    Failed {
-        kind: Transport,
-        message: String,
-    },
-    /// retry's own failure (a body spool that could not spill): exit 125.
-    Fault(String),
-}
-
 enum Ended {
     Done(Attempted),
     TimedOut,
     Signal(i32),
     /// A lock the run holds was lost: the request is abandoned.
     LockLost(String),
-}
-
-/// What one attempt needs, borrowed from the executor.
-struct Exchange<'a> {
-    client: &'a reqwest::Client,
-    spec: &'a Request,
-    url: Url,
-    rules: &'a HttpRules,
-    destination: &'a Destination,
-    include: bool,
-    max_redirs: u32,
-    fail_with_body: bool,
-    resume: Option<&'a Resume>,
-    transfer: &'a RefCell<Transfer>,
-}
-
-impl Exchange<'_> {
-    async fn run(&self) -> Attempted {
-        let range = self.resume.and_then(Resume::range);
-        let asked_from = range.as_ref().map(|(from, _)| *from);
-        let mut hop = Hop::first(self.spec, self.url.clone());
-        let mut heads = Vec::new();
-        let mut response = loop {
-            let response = match self.request(&hop, range.as_ref()).send().await {
-                Ok(response) => response,
-                Err(e) => return failed(&e, Phase::Send, &hop.url),
-            };
-            log_response(&response);
-            heads.extend_from_slice(&head(&response));
-            self.record(&hop, &response, &heads);
-            match hop.next(&response, self.max_redirs) {
-                Follow::Stay => break response,
-                Follow::Go(next) => {
-                    report::verbose(
-                        1,
-                        &format!(
-                            "redirect: {} to {}",
-                            response.status().as_u16(),
-                            display_url(&next.url)
-                        ),
-                    );
-                    hop = *next;
-                }
-                Follow::TooMany(message) => {
-                    return Attempted::Failed {
-                        kind: Transport::TooManyRedirects,
-                        message,
-                    };
-                }
-                Follow::BadLocation(message) => {
-                    return Attempted::Failed {
-                        kind: Transport::BadUrl,
-                        message,
-                    };
-                }
-            }
-        };
-        let status = response.status().as_u16();
-        let (facts, hint) = wait::server_wait(response.headers(), status, SystemTime::now());
-        let verdict = self.rules.status(&facts);
-        let held = if verdict.class == Class::Success {
-            match self.receive(&mut response, &heads, asked_from).await {
-                Ok(body) => HeldResponse::Body(body),
-                Err(failure) => return failure,
-            }
-        } else if self.fail_with_body && status >= 400 {
-            match self.receive(&mut response, &heads, None).await {
-                Ok(body) => HeldResponse::FailedBody(body),
-                Err(failure) => return failure,
-            }
-        } else {
-            HeldResponse::Failed {
-                status,
-                excerpt: read_excerpt(&mut response).await,
-            }
-        };
-        let hint = hint.filter(|_| verdict.class == Class::Transient);
-        if let Some(hint) = &hint {
-            report::verbose(
-                1,
-                &format!(
-                    "the server asked to wait {} ({})",
-                    human(hint.wait),
-                    hint.source
-                ),
-            );
-        }
-        Attempted::Response {
-            status,
-            verdict,
-            hint,
-            held,
-        }
-    }
-
-    /// One hop's request; with a part kept (-C -), it asks for the rest.
-    fn request(&self, hop: &Hop, range: Option<&(u64, HeaderValue)>) -> RequestBuilder {
-        let mut request = self
-            .client
-            .request(hop.method.clone(), hop.url.clone())
-            .headers(hop.headers.clone());
-        if let Some((from, validator)) = range {
-            request = request
-                .header(RANGE, format!("bytes={from}-"))
-                .header(IF_RANGE, validator.clone());
-        }
-        if let Some(body) = &hop.body {
-            request = request.body(body.clone());
-        }
-        request
-    }
-
-    /// Notes the latest response for -w and -D.
-    fn record(&self, hop: &Hop, response: &Response, heads: &[u8]) {
-        let mut transfer = self.transfer.borrow_mut();
-        transfer.status = response.status().as_u16();
-        transfer.url = display_url(&hop.url);
-        transfer.method = hop.method.to_string();
-        transfer.redirects = hop.followed;
-        transfer.headers = response.headers().clone();
-        transfer.heads = heads.to_vec();
-    }
-
-    /// Streams the body into its holder, chunk by chunk: memory stays bounded
-    /// whatever the size. `asked_from` is set when the request asked for the rest
-    /// of a kept part.
-    async fn receive(
-        &self,
-        response: &mut Response,
-        heads: &[u8],
-        asked_from: Option<u64>,
-    ) -> Result<Body, Attempted> {
-        // A spool that cannot spill is retry's own failure; a file that cannot be written is curl's 23.
-        let local =
-            |e: std::io::Error| match e.get_ref().and_then(|e| e.downcast_ref::<SpillError>()) {
-                Some(spill) => Attempted::Fault(format!("cannot hold the response body: {spill}")),
-                None => Attempted::Failed {
-                    kind: Transport::LocalWrite,
-                    message: format!("cannot hold the response body: {e}"),
-                },
-            };
-        let resume = self.resume;
-        let mut body = match resume {
-            Some(resume) => {
-                resume
-                    .begin(response, asked_from, self.destination)
-                    .map_err(local)?;
-                None
-            }
-            None => Some(self.destination.holder().map_err(local)?),
-        };
-        if let (Some(body), true) = (&mut body, self.include) {
-            body.write(heads).map_err(local)?;
-        }
-        loop {
-            let chunk = match response.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(e) => {
-                    let held = body
-                        .as_ref()
-                        .map_or_else(|| resume.map_or(0, Resume::len), Body::len);
-                    let mut failure = failed(&e, Phase::Body, &self.url);
-                    if let Attempted::Failed { message, .. } = &mut failure {
-                        message.push_str(&format!(" (after {held} bytes)"));
-                    }
-                    return Err(failure);
-                }
-            };
-            self.transfer.borrow_mut().size_download += chunk.len() as u64;
-            match (&mut body, resume) {
-                (Some(body), _) => body.write(&chunk).map_err(local)?,
-                (None, Some(resume)) => resume.write(&chunk).map_err(local)?,
-                (None, None) => {}
-            }
-        }
-        match (body, resume) {
-            (Some(body), _) => Ok(body),
-            (None, resume) => resume
-                .and_then(Resume::finish)
-                .ok_or_else(|| local(std::io::Error::other("the kept part is gone"))),
-        }
-    }
-}
-
-fn failed(err: &reqwest::Error, phase: Phase, url: &Url) -> Attempted {
-    let kind = errors::transport_kind(err, phase, url.scheme() == "https");
-    let mut message = errors::message(err);
-    if phase == Phase::Send {
-        // Name the server: after redirects or through a proxy it may not be the one asked for.
-        let host = err.url().unwrap_or(url);
-        let port = host.port_or_known_default().unwrap_or(0);
-        message = format!("{}:{port}: {message}", host.host_str().unwrap_or("?"));
-    }
-    Attempted::Failed { kind, message }
 }
 
 async fn attempt_within(exchange: Exchange<'_>, timeout: Option<Duration>) -> Ended {
@@ -436,63 +234,6 @@ async fn lost_lock() -> String {
         }
         tokio::time::sleep(SIGNAL_POLL).await;
     }
-}
-
-/// The status line and headers as received (names in lower case: the HTTP
-/// stack does not keep their case), for -i and -D.
-fn head(response: &Response) -> Vec<u8> {
-    let status = response.status();
-    let mut out = match response.version() {
-        reqwest::Version::HTTP_2 => format!("HTTP/2 {} \r\n", status.as_u16()).into_bytes(),
-        reqwest::Version::HTTP_3 => format!("HTTP/3 {} \r\n", status.as_u16()).into_bytes(),
-        version => {
-            let mut line = format!("{version:?} {} ", status.as_u16()).into_bytes();
-            match response.extensions().get::<hyper::ext::ReasonPhrase>() {
-                Some(reason) => line.extend_from_slice(reason.as_bytes()),
-                None => line.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes()),
-            }
-            line.extend_from_slice(b"\r\n");
-            line
-        }
-    };
-    for (name, value) in response.headers() {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
-fn log_response(response: &Response) {
-    let values = report::config().level >= 2;
-    report::verbose(
-        1,
-        &format!(
-            "response: {:?} {} from {} (headers: {})",
-            response.version(),
-            response.status(),
-            display_url(response.url()),
-            describe_headers(response.headers(), values)
-        ),
-    );
-}
-
-/// The start of an error body, read briefly; whatever arrived is enough.
-async fn read_excerpt(response: &mut Response) -> String {
-    let mut bytes = Vec::new();
-    let read = async {
-        while bytes.len() < EXCERPT_BYTES {
-            match response.chunk().await {
-                Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(EXCERPT_WAIT, read).await;
-    bytes.truncate(EXCERPT_BYTES);
-    output::excerpt(&bytes, EXCERPT_CHARS)
 }
 
 impl Executor for HttpExecutor {

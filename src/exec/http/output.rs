@@ -35,9 +35,9 @@ pub enum Destination {
 
 impl Destination {
     /// Checks `-o FILE` up front: its directory must exist and it must not be
-    /// a directory itself.
+    /// a directory itself. `-o -` is stdout, as with curl.
     pub fn new(output: Option<&Path>) -> anyhow::Result<Self> {
-        let Some(path) = output else {
+        let Some(path) = output.filter(|path| *path != Path::new("-")) else {
             return Ok(Destination::Stdout);
         };
         report::check_file_target("-o/--output", path)?;
@@ -181,6 +181,10 @@ mod tests {
         assert!(Destination::new(Some(Path::new("/tmp"))).is_err());
         assert!(matches!(
             Destination::new(None).unwrap(),
+            Destination::Stdout
+        ));
+        assert!(matches!(
+            Destination::new(Some(Path::new("-"))).unwrap(),
             Destination::Stdout
         ));
     }

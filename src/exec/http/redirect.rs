@@ -3,14 +3,13 @@
 //! method, body and headers follow curl's rules: 303 (and a POST's 301/302)
 //! becomes a body-less GET, and credentials never go to another origin.
 
-use bytes::Bytes;
 use reqwest::header::{
     AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, HeaderMap, LOCATION, PROXY_AUTHORIZATION,
 };
 use reqwest::{Method, Response, Url};
 
 use super::errors::TooManyRedirects;
-use crate::config::http::Request;
+use crate::config::http::{Payload, Request};
 
 /// Redirect statuses that carry a Location to follow (RFC 9110 §15.4).
 const FOLLOWED: [u16; 5] = [301, 302, 303, 307, 308];
@@ -20,7 +19,7 @@ const FOLLOWED: [u16; 5] = [301, 302, 303, 307, 308];
 pub struct Hop {
     pub url: Url,
     pub method: Method,
-    pub body: Option<Bytes>,
+    pub body: Option<Payload>,
     pub headers: HeaderMap,
     /// Redirects followed before this hop.
     pub followed: u32,
