@@ -466,7 +466,7 @@ fn continue_at_resumes_a_cut_off_body() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(!file.exists(), "FILE appeared before the body was complete");
-    let out = Run::of(child.wait_with_output().unwrap(), waited);
+    let out = crate::support::run::finish(child, waited);
     assert_eq!(out.status, 0, "{}", out.stderr);
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one cut-off transfer, one for the rest");

@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::{Run, fast, read_json, retry, run};
+use crate::support::{fast, read_json, retry, run};
 use http_server::{Reply, Request, Server, dead_port};
 
 fn gap(requests: &[Request], i: usize) -> Duration {
@@ -703,7 +703,7 @@ fn a_signal_during_a_request_stops_at_once() {
         std::thread::sleep(Duration::from_millis(10));
     }
     crate::support::signal(&child, nix::sys::signal::Signal::SIGTERM);
-    let r = Run::of(child.wait_with_output().unwrap(), start);
+    let r = crate::support::run::finish(child, start);
     assert_eq!(r.status, 143, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(2), "{:?}", r.elapsed);
     assert!(r.stdout.is_empty());

@@ -85,7 +85,7 @@ fn rsync_daemon_at_max_connections_is_retried_until_the_slot_frees() {
     )
     .unwrap();
     holder.wait().unwrap();
-    let r = Run::of(child.wait_with_output().unwrap(), start);
+    let r = crate::support::run::finish(child, start);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert!(attempts(&r) >= 3, "{}", r.stderr);
     r.assert_stderr_has("max connections (1) reached");
@@ -330,7 +330,7 @@ fn git_against_a_daemon_that_starts_late_succeeds() {
         "git daemon did not listen: {}",
         daemon.log_text()
     );
-    let r = Run::of(child.wait_with_output().unwrap(), start);
+    let r = crate::support::run::finish(child, start);
     assert_eq!(
         r.status,
         0,

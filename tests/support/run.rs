@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::SigHandler;
@@ -197,11 +197,52 @@ impl Invocation {
         if !self.stderr_chosen {
             self.command.stderr(Stdio::piped());
         }
-        let output = self
-            .spawn()
-            .wait_with_output()
-            .expect("wait for the program");
-        Run::of(output, start)
+        finish(self.spawn(), start)
+    }
+}
+
+/// How long the output of a program that has exited is read for: a leftover process
+/// that holds its pipes must not hold the test (what it wrote by then is kept).
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Waits for `child` itself to exit and reads its captured output; `elapsed` is from
+/// `start` to the exit, not to the end of the pipes, which a leftover process may hold.
+pub fn finish(mut child: Child, start: Instant) -> Run {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let done = pipe.map(|mut pipe| {
+            let buffer = Arc::clone(&buffer);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = pipe.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    buffer.lock().unwrap().extend_from_slice(&chunk[..n]);
+                }
+                let _ = tx.send(());
+            });
+            rx
+        });
+        (buffer, done)
+    };
+    let (stdout, stdout_done) = reader(child.stdout.take().map(|p| Box::new(p) as _));
+    let (stderr, stderr_done) = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = child.wait().expect("wait for the program");
+    let elapsed = start.elapsed();
+    let drained = Instant::now() + DRAIN;
+    for done in [stdout_done, stderr_done].into_iter().flatten() {
+        let _ = done.recv_timeout(drained.saturating_duration_since(Instant::now()));
+    }
+    let taken = |b: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().unwrap());
+    Run {
+        status: status_of(&status),
+        stdout: taken(&stdout),
+        stderr: String::from_utf8_lossy(&taken(&stderr)).into_owned(),
+        elapsed,
     }
 }
 
@@ -216,16 +257,6 @@ pub struct Run {
 }
 
 impl Run {
-    /// A run from a child's output; `start` is when the child was started.
-    pub fn of(output: Output, start: Instant) -> Run {
-        Run {
-            status: status_of(&output.status),
-            stdout: output.stdout,
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            elapsed: start.elapsed(),
-        }
-    }
-
     pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
@@ -257,13 +288,10 @@ impl Run {
     }
 }
 
-/// Waits for a child from [`Invocation::start`]; `elapsed` is the time spent waiting.
+/// Waits for a child from [`Invocation::start`]; `elapsed` is the time spent waiting
+/// for the program itself to exit.
 pub fn wait_for_run(child: Child) -> Run {
-    let start = Instant::now();
-    Run::of(
-        child.wait_with_output().expect("wait for the program"),
-        start,
-    )
+    finish(child, Instant::now())
 }
 
 /// Exit code, or 128+N for death by signal N (the shell's convention).
