@@ -88,12 +88,12 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
     ];
     let row = db
         .query(
+            // pg_attribute, not information_schema.columns: that view costs milliseconds.
             "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL,
                     to_regclass($3) IS NOT NULL, to_regclass($4) IS NOT NULL,
                     to_regclass($5) IS NOT NULL,
-                    EXISTS (SELECT 1 FROM information_schema.columns
-                            WHERE table_name = $2 AND column_name = 'status'
-                              AND table_schema = ANY (current_schemas(false)))",
+                    EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2)
+                            AND attname = 'status' AND NOT attisdropped)",
             &tables
                 .each_ref()
                 .map(|t| (t as &(dyn tokio_postgres::types::ToSql + Sync), Type::TEXT)),
