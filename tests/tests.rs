@@ -46,5 +46,7 @@ mod http;
 mod jobs;
 mod names;
 mod props;
+mod readme;
 mod schedule;
+mod schedule_ops;
 mod tools;
