@@ -444,9 +444,10 @@ fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, String)> {
         fleet::Admission::Open { until_ms, failures } => Some((
             i32::from(c.exit),
             format!(
-                "circuit {} is open until {} after {failures} failed runs in a row: not running; exit status {}",
+                "circuit {} is open until {} after {failures} failed run{} in a row: not running; exit status {}",
                 c.name,
                 fleet::show_time(until_ms),
+                if failures == 1 { "" } else { "s" },
                 c.exit
             ),
         )),

@@ -37,6 +37,7 @@ mod completion;
 mod curl_output;
 mod curl_request;
 mod faults;
+mod final_lines;
 mod flags;
 mod fleet;
 mod generated;
