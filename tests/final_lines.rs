@@ -23,22 +23,26 @@ fn the_last_line_names_the_last_failures_cause_also_with_quiet() {
     }
 }
 
+/// Circuit `c` in the state directory `state`, opened by one failed run.
+fn on_circuit(state: &str) -> [&str; 6] {
+    [
+        "--state",
+        state,
+        "--circuit",
+        "c",
+        "--circuit-failures",
+        "1",
+    ]
+}
+
 #[test]
 fn the_circuit_open_line_says_its_exit_status() {
     let s = Scratch::new();
     let state = s.p("state");
     let circuit = |exit: &str| {
         retry()
-            .args([
-                "-a",
-                "1",
-                "--state",
-                &state,
-                "--circuit",
-                "c",
-                "--circuit-failures",
-                "1",
-            ])
+            .args(["-a", "1"])
+            .args(on_circuit(&state))
             .args(["--circuit-exit", exit, "--", "sh", "-c", "exit 3"])
             .run()
     };
@@ -61,14 +65,7 @@ fn the_circuit_open_line_says_its_exit_status() {
 fn dry_run_counts_a_circuits_failures_past_its_threshold_plainly() {
     let s = Scratch::new();
     let state = s.p("state");
-    let circuit = [
-        "--state",
-        &state,
-        "--circuit",
-        "c",
-        "--circuit-failures",
-        "1",
-    ];
+    let circuit = on_circuit(&state);
     // A 1 ms cooldown: each later run is a probe that fails, and the count goes on.
     for _ in 0..3 {
         let out = retry()

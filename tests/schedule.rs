@@ -126,7 +126,7 @@ fn once_a_minute_in(ahead: u32) -> String {
 /// A command that appends its slot's key to `file`.
 /// A scheduler `JOB` on `*/1 * * * * *` with no catch-up, the state in `DIR/state`,
 /// `extra` options and `work` as the command.
-fn every_second(dir: &Scratch, job: &str, extra: &[&str], work: &str) -> Scheduler {
+pub fn every_second(dir: &Scratch, job: &str, extra: &[&str], work: &str) -> Scheduler {
     let state = dir.p("state");
     let mut args = vec![
         "--schedule",

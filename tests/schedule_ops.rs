@@ -9,13 +9,21 @@ use std::time::{Duration, Instant, SystemTime};
 use chrono::{DateTime, Utc};
 
 use crate::both_ways;
-use crate::schedule::{Scheduler, append_key, first_started, wait_lines};
+use crate::schedule::{Scheduler, append_key, every_second, first_started, wait_lines};
 use crate::support::{self as cmd, Invocation, Scratch, retry};
 
 /// `TIME retry: ` with TIME in RFC 3339 UTC with milliseconds.
 fn stamped(line: &str) -> bool {
     let re = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z retry: ").unwrap();
     re.is_match(line)
+}
+
+/// Stops `s` once the command has left `n` lines in `runs` (and a moment for the
+/// end line); the exit status and the log.
+fn stop_after_runs(dir: &Scratch, s: Scheduler, n: usize) -> (i32, String) {
+    wait_lines(dir, "runs", n, Duration::from_secs(15));
+    std::thread::sleep(Duration::from_millis(300));
+    s.stop()
 }
 
 /// The scheduler's log so far.
@@ -118,26 +126,8 @@ fn the_text_log_of_three_slots_has_timestamps_and_a_start_and_an_end_line_each()
         "work.sh",
         "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; echo 'the job speaks' >&2",
     );
-    let state = dir.p("state");
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "logged",
-            "--catch-up",
-            "none",
-            "--state",
-            &state,
-            "--",
-            &work,
-        ],
-    );
-    wait_lines(&dir, "runs", 3, Duration::from_secs(10));
-    std::thread::sleep(Duration::from_millis(300));
-    let (status, log) = s.stop();
+    let s = every_second(&dir, "logged", &[], &work);
+    let (status, log) = stop_after_runs(&dir, s, 3);
     assert_eq!(status, 143, "{log}");
     for line in log.lines() {
         if line == "the job speaks" {
@@ -183,28 +173,8 @@ fn quiet_keeps_only_errors_and_the_end_lines_of_slots_that_did_not_succeed() {
         "work.sh",
         "echo run >> \"$D/runs\"; [ $(( $(wc -l < \"$D/runs\") % 2 )) = 0 ]",
     );
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "-q",
-            "-a",
-            "1",
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "quiet",
-            "--catch-up",
-            "none",
-            "--state",
-            &dir.p("state"),
-            "--",
-            &work,
-        ],
-    );
-    wait_lines(&dir, "runs", 4, Duration::from_secs(10));
-    std::thread::sleep(Duration::from_millis(300));
-    let (status, log) = s.stop();
+    let s = every_second(&dir, "quiet", &["-q", "-a", "1"], &work);
+    let (status, log) = stop_after_runs(&dir, s, 4);
     assert_eq!(status, 143, "{log}");
     let lines: Vec<&str> = log.lines().collect();
     assert!(lines.len() >= 2, "{log}");
@@ -225,27 +195,8 @@ fn quiet_keeps_only_errors_and_the_end_lines_of_slots_that_did_not_succeed() {
 fn json_lines_start_with_the_time_and_a_slot_has_started_and_ended_events() {
     let dir = Scratch::new();
     let work = append_key(&dir, "runs");
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--log-format",
-            "json",
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "json",
-            "--catch-up",
-            "none",
-            "--state",
-            &dir.p("state"),
-            "--",
-            &work,
-        ],
-    );
-    wait_lines(&dir, "runs", 2, Duration::from_secs(10));
-    std::thread::sleep(Duration::from_millis(300));
-    let (_, log) = s.stop();
+    let s = every_second(&dir, "json", &["--log-format", "json"], &work);
+    let (_, log) = stop_after_runs(&dir, s, 2);
     let events: Vec<serde_json::Value> = log
         .lines()
         .map(|l| {
@@ -280,26 +231,8 @@ fn metrics_count_slots_that_succeed_give_up_and_are_skipped_as_curl_scrapes_them
          case $n in 2) exit 3;; 3) sleep 1.5;; esac",
     );
     let began = now_secs();
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "-a",
-            "1",
-            "--schedule",
-            "*/1 * * * * *",
-            "--job",
-            "metered",
-            "--catch-up",
-            "none",
-            "--metrics-listen",
-            "127.0.0.1:0",
-            "--state",
-            &dir.p("state"),
-            "--",
-            &work,
-        ],
-    );
+    let metered = ["-a", "1", "--metrics-listen", "127.0.0.1:0"];
+    let s = every_second(&dir, "metered", &metered, &work);
     let url = metrics_url(&s);
     wait_lines(&dir, "runs", 5, Duration::from_secs(15));
     std::thread::sleep(Duration::from_millis(300));
