@@ -180,6 +180,7 @@ impl Scheduler<'_> {
             self.config.cron.zone.name(),
             show(first, &self.config.cron.zone)
         ));
+        world.tally(Tally::Next(first));
         match running.run(world, start, &handled) {
             Ok(never) => match never {},
             Err(Halt::Signal(sig)) => {
