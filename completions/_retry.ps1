@@ -106,6 +106,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--catch-up-window', '--catch-up-window', [CompletionResultType]::ParameterName, 'How far back missed slots are looked for')
             [CompletionResult]::new('--overlap', '--overlap', [CompletionResultType]::ParameterName, 'A slot that comes while the previous run still runs: skip it, or run it after')
             [CompletionResult]::new('--tz', '--tz', [CompletionResultType]::ParameterName, 'The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]')
+            [CompletionResult]::new('--metrics-listen', '--metrics-listen', [CompletionResultType]::ParameterName, 'Serve the scheduler''s Prometheus metrics over HTTP at http://ADDR:PORT/metrics')
             [CompletionResult]::new('--retry-budget', '--retry-budget', [CompletionResultType]::ParameterName, 'Share a retry budget called NAME: retries stop while half its tokens are spent')
             [CompletionResult]::new('--budget-size', '--budget-size', [CompletionResultType]::ParameterName, 'Tokens the retry budget holds (it starts full)')
             [CompletionResult]::new('--budget-ratio', '--budget-ratio', [CompletionResultType]::ParameterName, 'Tokens a successful attempt earns, 0 < R <= 1')

@@ -103,6 +103,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --catch-up-window 'How far back missed slots are looked for'
             cand --overlap 'A slot that comes while the previous run still runs: skip it, or run it after'
             cand --tz 'The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]'
+            cand --metrics-listen 'Serve the scheduler''s Prometheus metrics over HTTP at http://ADDR:PORT/metrics'
             cand --retry-budget 'Share a retry budget called NAME: retries stop while half its tokens are spent'
             cand --budget-size 'Tokens the retry budget holds (it starts full)'
             cand --budget-ratio 'Tokens a successful attempt earns, 0 < R <= 1'

@@ -47,6 +47,11 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "N",
         "The last attempt's own exit status, after the attempt limit, the --max-time budget or a permanent failure.",
     ),
+    (
+        "1",
+        "The last attempt failed by a rule (an output rule or a RETRY_CONTROL directive) although the \
+         command exited 0: a failed run never exits 0.",
+    ),
     ("124", "The last attempt was stopped by --timeout."),
     (
         "75",
@@ -54,7 +59,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "125",
-        "retry itself failed: bad usage or value, lock or state store unreachable. Nothing ran.",
+        "retry itself failed: a bad usage or value, or a lock or state store that cannot be reached \
+         (nothing ran); a lock lost during the run (the running command was ended), a success that \
+         could not be recorded, a temporary file that cannot be written, or a last attempt that \
+         could not be started for lack of resources (EAGAIN, ENOMEM).",
     ),
     (
         "126, 127",
@@ -62,7 +70,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "128+N",
-        "The last attempt died of signal N, or retry itself was stopped by signal N.",
+        "The last attempt died of signal N, or retry itself was stopped by signal N (the only way \
+         a --schedule scheduler ends, once it has started).",
     ),
     (
         "HTTP mode",
@@ -714,6 +723,16 @@ pub struct Cli {
     #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]
     pub tz: Option<String>,
 
+    /// Serve the scheduler's Prometheus metrics over HTTP at http://ADDR:PORT/metrics
+    ///
+    /// ADDR is an IP address (127.0.0.1, 0.0.0.0, [::]); names are not looked up. Port 0
+    /// takes a free port, which the start-up line names. Every series has the label
+    /// retry_job: slots by outcome, attempts, caught-up and dropped slots, and the times of
+    /// the last slot, the last success and the next slot. A port that cannot be bound is
+    /// exit 125 at start.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = metrics_listen_value, help_heading = SCHEDULE)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
     /// Share a retry budget called NAME: retries stop while half its tokens are spent
     ///
     /// gRPC's retry throttling, shared through --state by every retry naming NAME: a failed
@@ -1000,6 +1019,16 @@ fn job_name_value(text: &str) -> Result<String, String> {
     } else {
         Err("expected a name of 1 to 100 characters without '@', '/' or control characters".into())
     }
+}
+
+/// `--metrics-listen`: an IP address and a port; a name would need a lookup, which a
+/// listening address never does here.
+fn metrics_listen_value(text: &str) -> Result<std::net::SocketAddr, String> {
+    text.parse().map_err(|_| {
+        "expected an IP address and a port, such as 127.0.0.1:9746, 0.0.0.0:9746 or [::]:9746 \
+         (names are not looked up)"
+            .into()
+    })
 }
 
 /// Budget and circuit names: what a --once key accepts.

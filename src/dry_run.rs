@@ -11,7 +11,14 @@ use crate::exec::{Description, RunInfo};
 use crate::jobs::{Backend, JobOptions};
 use crate::parse::human;
 
-pub fn render(policy: &Policy, run: &RunInfo, is_http: bool, described: &Description) -> String {
+/// `splay` is `--splay`: the longest sleep before the first attempt, part of the worst case.
+pub fn render(
+    policy: &Policy,
+    splay: Duration,
+    run: &RunInfo,
+    is_http: bool,
+    described: &Description,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "retry dry run: nothing is run");
     let _ = writeln!(out, "target:      {}", described.target);
@@ -41,7 +48,7 @@ pub fn render(policy: &Policy, run: &RunInfo, is_http: bool, described: &Descrip
         );
     }
     out.push('\n');
-    out.push_str(&schedule_table(policy));
+    out.push_str(&schedule_table(policy, splay));
     out.push('\n');
     let _ = writeln!(out, "classification (first match wins):");
     for (i, rule) in rules.iter().enumerate() {
@@ -167,17 +174,35 @@ fn describe_hint_spread(jitter: JitterKind) -> &'static str {
     }
 }
 
-/// The per-attempt delay ranges and the worst case, as a table.
-pub fn schedule_table(policy: &Policy) -> String {
+/// The per-attempt delay ranges and the worst case (the `splay` before the first
+/// attempt included), as a table.
+pub fn schedule_table(policy: &Policy, splay: Duration) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "attempt  sleep before it");
-    let _ = writeln!(out, "{:<8} -", 1);
-    let (rows, worst) = sleep_rows(policy);
+    let first = if splay.is_zero() {
+        "-".to_string()
+    } else {
+        format!("0ms - {} (--splay)", human(splay))
+    };
+    let _ = writeln!(out, "{:<8} {first}", 1);
+    let (rows, backoff) = sleep_rows(policy);
     for row in rows {
         let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(out);
-    let sleeping = format!("worst case: {} of sleeping", human(worst));
+    // The splay is cut to --max-time when that is shorter, as the run does.
+    let splay = policy.max_time.map_or(splay, |max| splay.min(max));
+    let worst = backoff.saturating_add(splay);
+    let sleeping = if splay.is_zero() {
+        format!("worst case: {} of sleeping", human(worst))
+    } else {
+        format!(
+            "worst case: {} of sleeping ({} of --splay, {} of backoff)",
+            human(worst),
+            human(splay),
+            human(backoff)
+        )
+    };
     let line = match (policy.timeout, policy.max_time) {
         (_, Some(max)) => {
             let attempt_time = policy.timeout.map(|t| t * policy.attempts);
@@ -270,7 +295,7 @@ mod tests {
             timeout: Some(Duration::from_secs(10)),
             ..Policy::default()
         };
-        let table = schedule_table(&policy);
+        let table = schedule_table(&policy, Duration::ZERO);
         assert!(table.contains("2        0ms - 1s"), "{table}");
         assert!(table.contains("4        0ms - 4s"), "{table}");
         assert!(
@@ -280,12 +305,39 @@ mod tests {
     }
 
     #[test]
+    fn the_worst_case_includes_the_splay_cut_to_the_budget() {
+        let policy = Policy {
+            attempts: 4,
+            timeout: Some(Duration::from_secs(10)),
+            ..Policy::default()
+        };
+        let table = schedule_table(&policy, Duration::from_secs(30));
+        assert!(table.contains("1        0ms - 30s (--splay)"), "{table}");
+        assert!(
+            table.contains(
+                "worst case: 37s of sleeping (30s of --splay, 7s of backoff) + 4 x 10s of attempts = 1m17s"
+            ),
+            "{table}"
+        );
+        let budget = Policy {
+            max_time: Some(Duration::from_secs(20)),
+            ..policy
+        };
+        let table = schedule_table(&budget, Duration::from_secs(30));
+        assert!(
+            table.contains("27s of sleeping (20s of --splay, 7s of backoff)"),
+            "{table}"
+        );
+        assert!(table.contains("the whole run ends within 20s"), "{table}");
+    }
+
+    #[test]
     fn a_huge_attempt_limit_gives_a_short_table_with_an_exact_worst_case() {
         let policy = Policy {
             attempts: u32::MAX,
             ..Policy::default()
         };
-        let table = schedule_table(&policy);
+        let table = schedule_table(&policy, Duration::ZERO);
         assert!(table.lines().count() < 20, "{table}");
         assert!(table.contains("2        0ms - 1s"), "{table}");
         assert!(table.contains("more attempts, each 30s at most"), "{table}");

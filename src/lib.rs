@@ -115,7 +115,13 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         if let Some(schedule) = &config.schedule {
             text += &schedule::dry_run(schedule)?;
         }
-        text += &dry_run::render(&config.policy, &config.run, !is_command, &exec.describe());
+        text += &dry_run::render(
+            &config.policy,
+            config.fleet.splay,
+            &config.run,
+            !is_command,
+            &exec.describe(),
+        );
         text += &dry_run::jobs(&config.jobs);
         text += &dry_run::fleet(&config.fleet, config.seed, config.run.nested);
         print!("{text}");

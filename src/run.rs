@@ -97,7 +97,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         _ => None,
     };
     if let Err((exit_code, message)) = splay(&config.fleet, seed, config.policy.max_time) {
-        report::notice(&message);
+        last_word(slot, &message);
         return end_early(
             not_run(exit_code, StopReason::Signal, message, &clock),
             None,
@@ -114,12 +114,12 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
             message,
             why,
         } => {
-            report::notice(&message);
+            last_word(slot, &message);
             let summary = not_run(exit_code, StopReason::Skipped, message, &clock);
             return end_early(summary, Some(why));
         }
         jobs::Gate::Stopped { stop, message } => {
-            report::notice(&message);
+            last_word(slot, &message);
             let (exit_code, reason) = match stop {
                 signals::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
                 signals::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
@@ -135,7 +135,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
         && let Some((exit_code, message)) = admit(f, c)
     {
-        report::notice(&message);
+        last_word(slot, &message);
         let summary = not_run(exit_code, StopReason::CircuitOpen, message, &clock);
         if let Some(slot) = slot {
             record_refused(slot, &job_options.command);
@@ -149,6 +149,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         countdown: config.countdown,
         header: &header,
         clock: &clock,
+        final_line: slot.is_none(),
     };
     let mut summary = {
         let budget = match (&config.fleet.budget, fleet.as_mut()) {
@@ -169,7 +170,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         f.record_run(c, summary.stopped_because == StopReason::Success);
     }
     // A signal during the marker, the records or the updates ends the run with 128+N.
-    let summary = stopped_after_the_attempts(summary);
+    let summary = stopped_after_the_attempts(summary, slot);
     // After the marker, budget and circuit updates; before the report and the lock's
     // release (SPEC: the order of a run).
     let summary = hooks.after_run(summary, |s| report::report_json(&header, s));
@@ -190,6 +191,14 @@ fn counts_for_circuit(summary: &RunSummary) -> bool {
         .last()
         .is_some_and(|last| last.outcome.lacked_resources());
     summary.stopped_because != StopReason::Signal && !unstarted
+}
+
+/// Says why a run ended before (or after) its attempts, as the run's last line; a
+/// scheduled slot says it in its own end line instead (`schedule::outcome`).
+fn last_word(slot: Option<&SlotRun>, message: &str) {
+    if slot.is_none() {
+        report::notice(message);
+    }
 }
 
 /// A slot that ran and did not succeed is recorded as gave up (an interrupted one is
@@ -304,7 +313,7 @@ fn out_of_time(err: anyhow::Error, clock: &clock::SystemClock) -> anyhow::Result
 
 /// A stopping signal that arrived after the attempts (while the marker, a record or a
 /// fleet update was being written) ends the run as a signal does: 128+N.
-fn stopped_after_the_attempts(summary: RunSummary) -> RunSummary {
+fn stopped_after_the_attempts(summary: RunSummary, slot: Option<&SlotRun>) -> RunSummary {
     let Some(sig) = signals::pending() else {
         return summary;
     };
@@ -317,7 +326,7 @@ fn stopped_after_the_attempts(summary: RunSummary) -> RunSummary {
         exit::signal_name(sig),
         summary.message
     );
-    report::notice(&message);
+    last_word(slot, &message);
     RunSummary {
         exit_code,
         stopped_because: StopReason::Signal,
@@ -333,6 +342,8 @@ struct EngineSetup<'a> {
     countdown: bool,
     header: &'a ReportHeader<'a>,
     clock: &'a clock::SystemClock,
+    /// The engine's logger writes the run's last line (not a scheduled slot's).
+    final_line: bool,
 }
 
 fn run_engine(
@@ -361,6 +372,7 @@ fn run_engine(
             }
             None => json!({ "mode": header.mode, "target": header.target }),
         },
+        final_line: setup.final_line,
     };
     let mut env = engine::Env {
         clock: setup.clock,
@@ -427,7 +439,8 @@ fn splay(
 }
 
 /// Asks the circuit whether the run may go ahead: `Some` (exit status, message) when
-/// it is open. Claiming the probe is said aloud.
+/// it is open; the message ends with the exit status, as every last line does.
+/// Claiming the probe is said aloud.
 fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, String)> {
     match fleet.admit(c) {
         fleet::Admission::Closed => None,
@@ -441,9 +454,11 @@ fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, String)> {
         fleet::Admission::Open { until_ms, failures } => Some((
             i32::from(c.exit),
             format!(
-                "circuit {} is open until {} after {failures} failed runs in a row: not running",
+                "circuit {} is open until {} after {failures} failed run{} in a row: not running; exit status {}",
                 c.name,
-                fleet::show_time(until_ms)
+                fleet::show_time(until_ms),
+                if failures == 1 { "" } else { "s" },
+                c.exit
             ),
         )),
     }

@@ -128,3 +128,25 @@ fn version_and_v_print_the_same_one_line() {
     assert_eq!(piped(&["--version"], true), expected);
     assert_eq!(piped(&["-V"], true), expected);
 }
+
+#[test]
+fn long_help_lists_exit_1_and_everything_125_stands_for() {
+    let text = piped(&["--help"], true);
+    let exit =
+        &text[text.find("\nExit status:\n").unwrap()..text.find("\nEnvironment:\n").unwrap()];
+    let flat = exit.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("1 The last attempt failed by a rule"),
+        "{exit}"
+    );
+    assert!(flat.contains("RETRY_CONTROL"), "{exit}");
+    // A lost lock ends a running command with 125: "nothing ran" is not always so.
+    assert!(!flat.contains("Nothing ran."), "{exit}");
+    for cause in [
+        "lock lost during the run",
+        "lack of resources",
+        "temporary file",
+    ] {
+        assert!(flat.contains(cause), "125 does not name {cause:?}: {exit}");
+    }
+}

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::fs;
+use std::os::unix::fs::DirBuilderExt;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,13 +17,13 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// A scheduler running in the background, its stderr in a file.
-struct Scheduler {
-    child: Child,
-    log: std::path::PathBuf,
+pub struct Scheduler {
+    pub child: Child,
+    pub log: std::path::PathBuf,
 }
 
 impl Scheduler {
-    fn start(dir: &Scratch, name: &str, args: &[&str]) -> Scheduler {
+    pub fn start(dir: &Scratch, name: &str, args: &[&str]) -> Scheduler {
         let log = dir.path(&format!("{name}.log"));
         let child = retry()
             .args(args)
@@ -33,7 +34,7 @@ impl Scheduler {
     }
 
     /// SIGTERM, then the exit status and the log.
-    fn stop(mut self) -> (i32, String) {
+    pub fn stop(mut self) -> (i32, String) {
         kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).unwrap();
         let status = self.child.wait().unwrap();
         (status_of(&status), fs::read_to_string(&self.log).unwrap())
@@ -61,25 +62,54 @@ fn assert_no_key_twice(keys: &[String], logs: &str) {
 }
 
 /// Waits until `file` has `n` lines, for up to `limit`.
-fn wait_lines(dir: &Scratch, file: &str, n: usize, limit: Duration) {
+pub fn wait_lines(dir: &Scratch, file: &str, n: usize, limit: Duration) {
     assert!(
         cmd::wait_until(limit, || dir.count(file) >= n),
         "{file} did not reach {n} lines"
     );
 }
 
+/// The slot records in the `--state` directory `state` (not the job's first-start record).
+fn slot_records(state: &str) -> Vec<std::path::PathBuf> {
+    fs::read_dir(state)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            name.ends_with(".json") && name.contains('@')
+        })
+        .collect()
+}
+
+/// Writes the first-start record of `job` into the `--state` directory `state`, `ago`
+/// before now: the job ran before, so catch-up looks back that far.
+pub fn first_started(state: &str, job: &str, ago: Duration) {
+    let at = std::time::SystemTime::now() - ago;
+    let at = humantime::format_rfc3339_seconds(at).to_string();
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(state)
+        .unwrap();
+    let record = serde_json::json!({
+        "key": format!("{job}#first-start"), "status": "succeeded", "succeeded_at": at,
+        "host": "test", "pid": 1, "command": ["true"], "attempts": 0,
+    });
+    fs::write(
+        format!("{state}/{job}#first-start.json"),
+        record.to_string(),
+    )
+    .unwrap();
+}
+
 /// Waits until a slot's marker in the `--state` directory `state` says it succeeded.
 fn wait_for_success_record(state: &str, limit: Duration) {
     let recorded = || {
-        fs::read_dir(state)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|entry| {
-                let path = entry.path();
-                path.extension().is_some_and(|e| e == "json")
-                    && fs::read_to_string(&path).is_ok_and(|t| t.contains("\"succeeded\""))
-            })
+        slot_records(state)
+            .iter()
+            .any(|path| fs::read_to_string(path).is_ok_and(|t| t.contains("\"succeeded\"")))
     };
     assert!(
         cmd::wait_until(limit, recorded),
@@ -96,7 +126,7 @@ fn once_a_minute_in(ahead: u32) -> String {
 /// A command that appends its slot's key to `file`.
 /// A scheduler `JOB` on `*/1 * * * * *` with no catch-up, the state in `DIR/state`,
 /// `extra` options and `work` as the command.
-fn every_second(dir: &Scratch, job: &str, extra: &[&str], work: &str) -> Scheduler {
+pub fn every_second(dir: &Scratch, job: &str, extra: &[&str], work: &str) -> Scheduler {
     let state = dir.p("state");
     let mut args = vec![
         "--schedule",
@@ -121,7 +151,7 @@ fn records_with(state: &str, status: &str) -> usize {
         .count()
 }
 
-fn append_key(dir: &Scratch, file: &str) -> String {
+pub fn append_key(dir: &Scratch, file: &str) -> String {
     dir.script(
         &format!("{file}.sh"),
         &format!("echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/{file}\""),
@@ -299,16 +329,21 @@ fn a_slot_that_gave_up_is_not_caught_up() {
     let (_, log2) = second.stop();
     assert_eq!(dir.count("runs"), 1, "{log2}");
     assert!(!log2.contains("running missed slot"), "{log2}");
-    let records = fs::read_dir(&state).unwrap().count();
-    assert_eq!(records, 1, "one record: the slot that gave up");
+    assert_eq!(
+        slot_records(&state).len(),
+        1,
+        "one record: the slot that gave up"
+    );
 }
 
-/// Starts a scheduler on a fresh state with a 3 s window (3 missed slots of
-/// `*/1 * * * * *`) and returns the keys it ran first and its log.
-fn catch_up_from_fresh_state(catch_up: &str, runs: usize) -> (Vec<String>, String) {
+/// Starts a scheduler on a state with no slot record of a job that first started a
+/// minute ago, with a 3 s window (3 missed slots of `*/1 * * * * *`), and returns the
+/// keys it ran first and its log.
+fn catch_up_from_state(catch_up: &str, runs: usize) -> (Vec<String>, String) {
     let dir = Scratch::new();
     let work = append_key(&dir, "runs");
     let state = dir.p("state");
+    first_started(&state, "catch", Duration::from_secs(60));
     let s = Scheduler::start(
         &dir,
         "s",
@@ -340,7 +375,7 @@ fn catch_up_from_fresh_state(catch_up: &str, runs: usize) -> (Vec<String>, Strin
 
 #[test]
 fn catch_up_latest_all_and_none_from_state_say_what_they_did() {
-    let (runs, log) = catch_up_from_fresh_state("all", 3);
+    let (runs, log) = catch_up_from_state("all", 3);
     assert_eq!(
         log.matches("catch-up: running missed slot catch@").count(),
         3,
@@ -355,7 +390,7 @@ fn catch_up_latest_all_and_none_from_state_say_what_they_did() {
     sorted.sort();
     assert_eq!(lines, sorted, "missed slots run oldest first");
 
-    let (_, log) = catch_up_from_fresh_state("latest", 1);
+    let (_, log) = catch_up_from_state("latest", 1);
     assert_eq!(
         log.matches("catch-up: running missed slot catch@").count(),
         1,
@@ -366,7 +401,7 @@ fn catch_up_latest_all_and_none_from_state_say_what_they_did() {
         "{log}"
     );
 
-    let (_, log) = catch_up_from_fresh_state("none", 0);
+    let (_, log) = catch_up_from_state("none", 0);
     assert!(!log.contains("running missed slot"), "{log}");
     assert!(
         log.contains("catch-up: dropped 3 missed slots (--catch-up none)"),
@@ -386,7 +421,9 @@ fn overlap_skip_logs_and_records_the_skipped_slot() {
     std::thread::sleep(Duration::from_millis(4500));
     let (_, log) = s.stop();
     assert!(
-        log.contains("] skipped: the previous run was still running (--overlap skip)"),
+        log.contains(
+            "] ended: skipped, 0 attempts in 0ms, exit status 0 (the previous run was still running (--overlap skip))"
+        ),
         "{log}"
     );
     let skipped = records_with(&state, "skipped");
@@ -473,6 +510,28 @@ fn overlap_queue_runs_the_slot_after_the_long_run() {
 #[test]
 fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
     let dir = Scratch::new();
+    let fresh = cmd::run(&[
+        "--dry-run",
+        "--schedule",
+        "30 2 * * *",
+        "--job",
+        "report",
+        "--state",
+        &dir.p("state"),
+        "--",
+        "true",
+    ]);
+    assert!(
+        fresh.stdout_text().contains("first start: none recorded")
+            && fresh
+                .stdout_text()
+                .contains("catch-up: no missed slot would run"),
+        "a first start catches up nothing:\n{}",
+        fresh.stdout_text()
+    );
+    assert!(!dir.path("state").exists(), "a dry run creates nothing");
+    first_started(&dir.p("state"), "report", Duration::from_secs(3 * 86400));
+    first_started(&dir.p("state"), "tick", Duration::from_secs(60));
     let out = cmd::run(&[
         "--dry-run",
         "--schedule",
@@ -501,11 +560,13 @@ fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
         );
     }
     assert!(text.contains("catch-up would run:"), "{text}");
-    assert!(!dir.path("state").exists(), "a dry run creates nothing");
+    assert!(text.contains("first start: 20"), "{text}");
     let none = cmd::run(&[
         "--dry-run",
         "--schedule",
         "*/1 * * * * *",
+        "--job",
+        "tick",
         "--catch-up",
         "none",
         "--catch-up-window",
@@ -571,6 +632,12 @@ fn sigterm_stops_the_scheduler_with_143_and_a_local_state_is_said_to_be_one_host
     assert_eq!(status, 143, "{log}");
     assert!(start.elapsed() < Duration::from_secs(2));
     assert!(log.contains("exactly once on this host only"), "{log}");
+    // An idle scheduler says why it stopped, as the last line.
+    assert!(
+        log.trim_end()
+            .ends_with(" retry: stopped by SIGTERM; exit status 143"),
+        "{log}"
+    );
     assert!(log.contains("job true-"), "the default job name: {log}");
 }
 

@@ -219,6 +219,8 @@ pub fn log_config(cli: &Cli) -> LogConfig {
         json,
         color: !json && report::color_wanted(),
         github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+        // A scheduler's stderr is a container's log: each line says when.
+        timestamps: cli.schedule.is_some(),
     }
 }
 

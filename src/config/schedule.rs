@@ -1,5 +1,6 @@
 //! `--schedule` and its options, typed: the parsed CRON in its zone, the job's
-//! name, the catch-up and overlap policies and where slot records live.
+//! name, the catch-up and overlap policies, where slot records live and where the
+//! metrics are served.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub struct ScheduleConfig {
     pub overlap: Overlap,
     /// Where slot records live (the default state directory when `--state` is not given).
     pub state: Backend,
+    /// `--metrics-listen`: where `/metrics` is served.
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl ScheduleConfig {
@@ -25,6 +28,11 @@ impl ScheduleConfig {
     /// `state` is `--state`, parsed once by the configuration.
     pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<Option<ScheduleConfig>> {
         let Some(text) = cli.schedule.as_deref() else {
+            if let Some(addr) = cli.metrics_listen {
+                anyhow::bail!(
+                    "--metrics-listen {addr}: it serves a scheduler's metrics, and there is none without --schedule CRON"
+                );
+            }
             return Ok(None);
         };
         if cli.stdin_given && cli.stdin != StdinMode::Null {
@@ -53,6 +61,7 @@ impl ScheduleConfig {
             window: cli.catch_up_window,
             overlap: cli.overlap,
             state,
+            metrics_listen: cli.metrics_listen,
         }))
     }
 }

@@ -324,10 +324,12 @@ fn circuit_line(c: &CircuitConfig, state: &CircuitState) -> String {
         Some(_) => "open, cooldown over: the next run is the probe".into(),
         None => "closed".into(),
     };
+    // The count goes on past the threshold while runs keep failing: "15 of 5" read as nonsense.
     format!(
-        "circuit:     {} is {status}; {} of {} failed runs in a row; cooldown {}; refused runs exit {}",
+        "circuit:     {} is {status}; {} failed run{} in a row (it opens at {}); cooldown {}; refused runs exit {}",
         c.name,
         state.failures,
+        if state.failures == 1 { "" } else { "s" },
         c.failures,
         crate::parse::human(c.cooldown),
         c.exit

@@ -1,6 +1,10 @@
 //! How retry speaks: stderr lines (text or JSON Lines), GitHub Actions
 //! annotations, the events of a run as the engine emits them, and the JSON of
 //! the `--report` file. Where and how a file is written is `files`' job.
+//!
+//! Every JSON line starts with `"time"`; under `--schedule` every text line starts
+//! with the time too (a container's log has no other clock). Annotations and the
+//! terminal countdown carry no time: an annotation must start its line.
 
 use std::io::Write;
 use std::path::Path;
@@ -20,6 +24,8 @@ pub struct LogConfig {
     pub json: bool,
     pub color: bool,
     pub github: bool,
+    /// Text lines start with the time (RFC 3339 UTC, milliseconds): `--schedule`.
+    pub timestamps: bool,
 }
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -60,14 +66,29 @@ pub fn color_wanted() -> bool {
 
 fn emit(level: &str, message: &str, fields: Value) {
     let cfg = config();
-    let mut stderr = std::io::stderr().lock();
     if cfg.json {
-        let mut line = json!({ "ts": timestamp(SystemTime::now()), "event": "message", "level": level, "message": message });
+        let mut line = json!({ "event": "message", "level": level, "message": message });
         merge(&mut line, fields);
-        with_slot(&mut line);
-        let _ = writeln!(stderr, "{line}");
+        write_json(line);
     } else {
-        let _ = writeln!(stderr, "{}{message}", prefix(cfg));
+        let _ = writeln!(std::io::stderr().lock(), "{}{message}", prefix(cfg));
+    }
+}
+
+/// Writes one JSON line: `"time"` first, then `line`'s members and the slot, if any.
+fn write_json(mut line: Value) {
+    with_slot(&mut line);
+    let _ = writeln!(std::io::stderr().lock(), "{}", time_first(&line));
+}
+
+/// `line` as JSON with a `"time"` member (now) before the others: serde_json orders
+/// a map's members by name, and log collectors look for the time first.
+fn time_first(line: &Value) -> String {
+    let time = Value::String(timestamp(SystemTime::now()));
+    let rest = line.to_string();
+    match rest.strip_prefix('{').filter(|r| *r != "}") {
+        Some(members) => format!("{{\"time\":{time},{members}"),
+        None => format!("{{\"time\":{time}}}"),
     }
 }
 
@@ -77,9 +98,14 @@ fn prefix(cfg: &LogConfig) -> String {
     } else {
         "retry: "
     };
+    let time = if cfg.timestamps {
+        format!("{} ", timestamp(SystemTime::now()))
+    } else {
+        String::new()
+    };
     match slot() {
-        Some(slot) => format!("{name}[{slot}] "),
-        None => name.to_string(),
+        Some(slot) => format!("{time}{name}[{slot}] "),
+        None => format!("{time}{name}"),
     }
 }
 
@@ -112,6 +138,22 @@ pub fn notice(message: &str) {
 /// retry's own error: always shown.
 pub fn error(message: &str) {
     emit("error", message, Value::Null);
+}
+
+/// A line about a scheduled slot as a whole (its start or its end): `text` at the
+/// normal level, or with `notice` also under `-q`; in JSON, `event` with `fields`.
+pub fn slot_event(notice: bool, text: &str, event: &str, fields: Value) {
+    let cfg = config();
+    if cfg.level < if notice { -1 } else { 0 } {
+        return;
+    }
+    if cfg.json {
+        let mut line = json!({ "event": event, "message": text });
+        merge(&mut line, fields);
+        write_json(line);
+    } else {
+        let _ = writeln!(std::io::stderr().lock(), "{}{text}", prefix(cfg));
+    }
 }
 
 fn merge(target: &mut Value, extra: Value) {
@@ -158,6 +200,9 @@ fn github(kind: &str, message: &str) {
 pub struct Logger {
     /// Extra fields added to every JSON event (target, mode, key).
     pub context: Value,
+    /// Whether the run's last line is written here; a scheduler's slot ends with a
+    /// line of its own instead, which says the same and more.
+    pub final_line: bool,
 }
 
 impl Logger {
@@ -172,11 +217,10 @@ impl Logger {
     }
 
     fn json_event(&self, event: &str, mut fields: Value) {
-        let mut line = json!({ "ts": timestamp(SystemTime::now()), "event": event });
+        let mut line = json!({ "event": event });
         merge(&mut line, std::mem::take(&mut fields));
         merge(&mut line, self.context.clone());
-        with_slot(&mut line);
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
+        write_json(line);
     }
 }
 
@@ -238,7 +282,7 @@ impl Events for Logger {
             }
             Event::Stopped { summary } => {
                 if summary.stopped_because == StopReason::Success {
-                    if cfg.json && cfg.level >= 0 {
+                    if cfg.json && cfg.level >= 0 && self.final_line {
                         self.json_event("stopped", result_json(summary));
                     }
                     return;
@@ -246,7 +290,7 @@ impl Events for Logger {
                 let cause = last_cause(summary);
                 let line = final_line(summary, cause.as_deref());
                 github("error", &line);
-                if cfg.level < -1 {
+                if cfg.level < -1 || !self.final_line {
                     return;
                 }
                 if cfg.json {
@@ -264,13 +308,17 @@ impl Events for Logger {
     }
 }
 
-/// What the last attempt ended with, unless the stop message or the exit status
-/// says it already (`exit status 2` of a command that exited 2).
+/// What the last attempt ended with: its outcome, or, where that is only the exit
+/// status the line already gives, why it was classified so (`curl: could not connect`);
+/// nothing the stop message already says.
 fn last_cause(summary: &RunSummary) -> Option<String> {
-    let cause = summary.attempts.last()?.outcome.describe();
-    let said =
-        cause == format!("exit status {}", summary.exit_code) || summary.message.contains(&cause);
-    (!said && !cause.is_empty()).then_some(cause)
+    let last = summary.attempts.last()?;
+    let mut cause = last.outcome.describe();
+    if cause == format!("exit status {}", summary.exit_code) {
+        cause = last.reason.clone();
+    }
+    let said = cause.is_empty() || summary.message.contains(&cause);
+    (!said).then_some(cause)
 }
 
 /// The last line of a run that did not succeed: why it stopped, the exit status and
@@ -282,6 +330,15 @@ fn final_line(summary: &RunSummary, cause: Option<&str>) -> String {
         Some(cause) => format!("{line} ({cause})"),
         None => line,
     }
+}
+
+/// The run's last line, as the end line of a scheduled slot quotes it (a run that
+/// made no attempt says why in its message, exit status included).
+pub fn last_word(summary: &RunSummary) -> String {
+    if summary.attempts.is_empty() {
+        return summary.message.clone();
+    }
+    final_line(summary, last_cause(summary).as_deref())
 }
 
 /// One attempt as the report and the JSON log lines show it.
@@ -365,5 +422,16 @@ mod tests {
     #[test]
     fn github_messages_are_escaped() {
         assert_eq!(github_escape("50%\nnext"), "50%25%0Anext");
+    }
+
+    #[test]
+    fn json_lines_start_with_the_time() {
+        let line = time_first(&json!({ "event": "message", "attempt": 1 }));
+        assert!(line.starts_with("{\"time\":\""), "{line}");
+        let parsed: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(parsed["attempt"], 1);
+        assert!(humantime::parse_rfc3339(parsed["time"].as_str().unwrap()).is_ok());
+        let empty: Value = serde_json::from_str(&time_first(&json!({}))).unwrap();
+        assert!(empty["time"].is_string(), "{empty}");
     }
 }

@@ -1,11 +1,14 @@
 //! The scheduler behind `--schedule`: one run per CRON slot, from state rather than
 //! the clock. `cron` owns parsing and slot arithmetic; this module owns the loop,
 //! with the clock, the sleeper, the state and the run injected through [`World`],
-//! and the catch-up and overlap decisions as pure functions. Each slot is one call
-//! of `run::one_run` with the slot's overrides; locks are taken per slot, so the
-//! scheduler holds no lock or connection between slots.
+//! and the catch-up (never before the job's first start) and overlap decisions as
+//! pure functions. Each slot is one call of `run::one_run` with the slot's overrides;
+//! locks are taken per slot, so the scheduler holds no lock or connection between
+//! slots. `outcome` says how a slot ended, `metrics` serves `--metrics-listen`.
 
 pub mod cron;
+mod metrics;
+mod outcome;
 mod world;
 pub mod zone;
 
@@ -21,6 +24,7 @@ use crate::jobs::Backend;
 use crate::report;
 use zone::Zone;
 
+use metrics::Metrics;
 pub use world::SystemWorld;
 
 /// A slot: the instant CRON names.
@@ -53,8 +57,20 @@ pub struct CatchUpPlan {
 }
 
 /// Decides the catch-up over `slots` (every slot of the span, oldest first); a slot
-/// in `handled` has a record and is never run again.
-pub fn plan_catch_up(policy: CatchUp, slots: &[Slot], handled: &HashSet<Slot>) -> CatchUpPlan {
+/// in `handled` has a record and is never run again, and a slot before `first_start`
+/// (the second the job's first scheduler started) was never missed: it is neither run
+/// nor counted as dropped, as cron never runs a slot from before the job existed.
+pub fn plan_catch_up(
+    policy: CatchUp,
+    slots: &[Slot],
+    handled: &HashSet<Slot>,
+    first_start: Slot,
+) -> CatchUpPlan {
+    let slots: Vec<Slot> = slots
+        .iter()
+        .copied()
+        .filter(|s| *s >= first_start)
+        .collect();
     let missed: Vec<Slot> = slots
         .iter()
         .copied()
@@ -79,6 +95,18 @@ pub fn plan_catch_up(policy: CatchUp, slots: &[Slot], handled: &HashSet<Slot>) -
     }
 }
 
+/// The second `t` falls in: a first start is recorded to the second, so a slot in
+/// that very second still counts as after it.
+pub fn whole_second(t: Slot) -> Slot {
+    DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t)
+}
+
+/// The key of a job's first-start record. Slot keys are `JOB@SLOT` and job names
+/// have no `@`, so no job's slot prefix matches it and pruning never removes it.
+pub fn first_start_key(job: &str) -> String {
+    format!("{job}#first-start")
+}
+
 /// How a slot's run ended, for the loop.
 #[derive(Debug, PartialEq, Eq)]
 pub enum SlotEnd {
@@ -86,6 +114,17 @@ pub enum SlotEnd {
     Ended,
     /// A stopping signal: the scheduler stops with 128+N.
     Stopped(i32),
+}
+
+/// What the loop decided, for the metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tally {
+    /// A missed slot is about to run.
+    CaughtUp,
+    /// Missed slots a catch-up did not run.
+    Dropped(usize),
+    /// The slot the loop waits for next.
+    Next(Slot),
 }
 
 /// Everything the loop does to the outside world.
@@ -96,6 +135,10 @@ pub trait World {
     fn sleep_until(&mut self, t: Slot) -> Result<(), i32>;
     /// The slots with a record in the state.
     fn handled(&mut self) -> anyhow::Result<HashSet<Slot>>;
+    /// The second the job first started, from its record in the state; when there is
+    /// none, `now` (to the second) is recorded and returned, and so it is, with a
+    /// warning, when the record cannot be read.
+    fn first_start(&mut self, now: Slot) -> anyhow::Result<Slot>;
     fn run_slot(&mut self, slot: Slot) -> SlotEnd;
     /// Records and logs a slot that did not run because the previous one still ran.
     fn skip_slot(&mut self, slot: Slot);
@@ -103,6 +146,8 @@ pub trait World {
     fn prune(&mut self, before: Slot);
     /// Says something about the schedule (not about one slot).
     fn say(&mut self, message: &str);
+    /// Counts what the loop decided.
+    fn tally(&mut self, tally: Tally);
 }
 
 /// The scheduler's settings.
@@ -111,10 +156,6 @@ pub struct Scheduler<'a> {
 }
 
 impl Scheduler<'_> {
-    fn window(&self) -> chrono::Duration {
-        chrono::Duration::from_std(self.config.window).unwrap_or(chrono::Duration::days(36_500))
-    }
-
     /// Runs until a stopping signal; returns its exit status (128+N). `Err` when the
     /// state cannot be reached at start or CRON names no future slot.
     pub fn run(&self, world: &mut dyn World) -> anyhow::Result<i32> {
@@ -126,8 +167,12 @@ impl Scheduler<'_> {
             );
         };
         let handled = world.handled()?;
-        let mut pruned_at = start;
-        world.prune(start - self.window() - chrono::Duration::days(1));
+        let first_start = world.first_start(start)?;
+        let running = Running {
+            config: self.config,
+            first_start,
+        };
+        world.prune(start - running.window() - chrono::Duration::days(1));
         world.say(&format!(
             "job {}: schedule {:?} in {}; next slot {}",
             self.config.job,
@@ -135,37 +180,76 @@ impl Scheduler<'_> {
             self.config.cron.zone.name(),
             show(first, &self.config.cron.zone)
         ));
+        world.tally(Tally::Next(first));
+        match running.run(world, start, &handled) {
+            Ok(never) => match never {},
+            Err(Halt::Signal(sig)) => {
+                let status = ExitCode::signal(sig);
+                world.say(&format!(
+                    "stopped by {}; exit status {status}",
+                    crate::exit::signal_name(sig)
+                ));
+                Ok(status)
+            }
+            Err(Halt::Error(err)) => Err(err),
+        }
+    }
+}
+
+/// Why the loop ended.
+enum Halt {
+    Signal(i32),
+    Error(anyhow::Error),
+}
+
+impl From<i32> for Halt {
+    fn from(sig: i32) -> Halt {
+        Halt::Signal(sig)
+    }
+}
+
+/// The loop, once the job's first start is known.
+struct Running<'a> {
+    config: &'a ScheduleConfig,
+    first_start: Slot,
+}
+
+impl Running<'_> {
+    fn window(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.config.window).unwrap_or(chrono::Duration::days(36_500))
+    }
+
+    /// Catches up from `handled`, then runs each slot on time until a signal.
+    fn run(
+        &self,
+        world: &mut dyn World,
+        start: Slot,
+        handled: &HashSet<Slot>,
+    ) -> Result<std::convert::Infallible, Halt> {
         let span = self
             .config
             .cron
             .slots_between(start - self.window(), start, MAX_SLOTS);
-        if let Err(sig) = self.catch_up(world, &span, &handled) {
-            return Ok(ExitCode::signal(sig));
-        }
+        self.catch_up(world, &span, handled)?;
+        let mut pruned_at = start;
         let mut cursor = start;
         loop {
-            cursor = match self.settle(world, cursor) {
-                Ok(cursor) => cursor,
-                Err(sig) => return Ok(ExitCode::signal(sig)),
-            };
-            if world.now() - pruned_at > chrono::Duration::from_std(PRUNE_EVERY)? {
+            cursor = self.settle(world, cursor)?;
+            if world.now() - pruned_at > chrono::Duration::from_std(PRUNE_EVERY).unwrap_or_default()
+            {
                 pruned_at = world.now();
                 world.prune(pruned_at - self.window() - chrono::Duration::days(1));
             }
             let Some(next) = self.config.cron.next_after(cursor) else {
-                anyhow::bail!(
+                return Err(Halt::Error(anyhow::anyhow!(
                     "--schedule: {:?} names no further time",
                     self.config.cron.text
-                );
+                )));
             };
-            if let Err(sig) = world.sleep_until(next) {
-                return Ok(ExitCode::signal(sig));
-            }
+            world.tally(Tally::Next(next));
+            world.sleep_until(next)?;
             // The slots up to the wake-up are dealt with; settle handles those that came since.
-            cursor = match self.on_time(world, cursor) {
-                Ok(woke) => woke,
-                Err(sig) => return Ok(ExitCode::signal(sig)),
-            };
+            cursor = self.on_time(world, cursor)?;
         }
     }
 
@@ -234,7 +318,7 @@ impl Scheduler<'_> {
         slots: &[Slot],
         handled: &HashSet<Slot>,
     ) -> Result<(), i32> {
-        let plan = plan_catch_up(self.config.catch_up, slots, handled);
+        let plan = plan_catch_up(self.config.catch_up, slots, handled, self.first_start);
         let policy = match self.config.catch_up {
             CatchUp::None => "none",
             CatchUp::Latest => "latest",
@@ -246,6 +330,7 @@ impl Scheduler<'_> {
             } else {
                 ""
             };
+            world.tally(Tally::Dropped(plan.dropped));
             world.say(&format!(
                 "catch-up: dropped {}{older} missed slot{} (--catch-up {policy})",
                 plan.dropped,
@@ -253,6 +338,7 @@ impl Scheduler<'_> {
             ));
         }
         for slot in plan.run {
+            world.tally(Tally::CaughtUp);
             world.say(&format!(
                 "catch-up: running missed slot {} (--catch-up {policy})",
                 slot_key(&self.config.job, slot)
@@ -286,18 +372,29 @@ pub fn show(slot: Slot, zone: &Zone) -> String {
 
 /// Runs the scheduler for `config` until a stopping signal.
 pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<i32> {
+    // Bound first: a port that cannot be had is exit 125 before anything else happens.
+    let metrics = match schedule.metrics_listen {
+        Some(addr) => {
+            let metrics = Metrics::new(&schedule.job);
+            let bound = metrics::serve(addr, metrics.clone())?;
+            report::info(&format!("metrics at http://{bound}/metrics"));
+            Some(metrics)
+        }
+        None => None,
+    };
     if let Backend::File(dir) = &schedule.state {
-        report::notice(&format!(
+        report::info(&format!(
             "slots are exactly once on this host only (state directory {}); replicas must share --state postgres://…",
             dir.display()
         ));
     }
-    let mut world = SystemWorld::new(config, schedule);
+    let mut world = SystemWorld::new(config, schedule, metrics);
+    world.seed_last_success();
     Scheduler { config: schedule }.run(&mut world)
 }
 
-/// `--dry-run` with `--schedule`: the next five slots, and the missed slots a start now
-/// would catch up.
+/// `--dry-run` with `--schedule`: the next five slots, the job's first start, and the
+/// missed slots a start now would catch up. Nothing is written.
 pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
     let now = Utc::now();
     let zone = &schedule.cron.zone;
@@ -310,14 +407,30 @@ pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
     for slot in schedule.cron.upcoming(now, 5) {
         out += &format!("  {}\n", show(slot, zone));
     }
-    // A state directory that does not exist yet holds no record, and a dry run creates nothing.
-    let handled = match &schedule.state {
-        Backend::File(dir) if !dir.exists() => HashSet::new(),
-        _ => SystemWorld::for_state(schedule).handled()?,
+    let (handled, recorded) = match read_state(schedule) {
+        Ok(read) => read,
+        // As the fleet's dry run does: say so, and show the rest.
+        Err(err) => {
+            out += &format!("catch-up: the state cannot be read ({err:#})\n");
+            return Ok(out + "\n");
+        }
+    };
+    let first_start = match recorded {
+        Some(first) => {
+            out += &format!(
+                "first start: {} (slots before it are never caught up)\n",
+                first.to_rfc3339_opts(SecondsFormat::Secs, true)
+            );
+            first
+        }
+        None => {
+            out += "first start: none recorded; a start now records it, and slots before it are never caught up\n";
+            whole_second(now)
+        }
     };
     let window = chrono::Duration::from_std(schedule.window)?;
     let span = schedule.cron.slots_between(now - window, now, MAX_SLOTS);
-    let plan = plan_catch_up(schedule.catch_up, &span, &handled);
+    let plan = plan_catch_up(schedule.catch_up, &span, &handled, first_start);
     if plan.run.is_empty() {
         out += "catch-up: no missed slot would run\n";
     } else {
@@ -333,7 +446,22 @@ pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
             plural(plan.dropped)
         );
     }
+    if let Some(addr) = schedule.metrics_listen {
+        out += &format!("metrics: served at http://{addr}/metrics\n");
+    }
     Ok(out + "\n")
+}
+
+/// The slot records and the first start, for the dry run.
+fn read_state(schedule: &ScheduleConfig) -> anyhow::Result<(HashSet<Slot>, Option<Slot>)> {
+    match &schedule.state {
+        // A state directory that does not exist yet holds no record, and a dry run creates nothing.
+        Backend::File(dir) if !dir.exists() => Ok((HashSet::new(), None)),
+        _ => {
+            let mut world = SystemWorld::for_state(schedule);
+            Ok((world.handled()?, world.recorded_first_start()?))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The loop against a scripted world: a fake clock that runs moves forward, a
-//! sleeper that jumps to the wake-up time, and state in memory. No sleeping.
+//! sleeper that jumps to the wake-up time, and state in memory (slot records and the
+//! job's first start). No sleeping.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -37,6 +38,7 @@ fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> Sch
         window: std::time::Duration::from_secs(window_s),
         overlap,
         state: Backend::File("/nonexistent".into()),
+        metrics_listen: None,
     }
 }
 
@@ -44,6 +46,9 @@ fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> Sch
 struct Fake {
     now: Slot,
     records: HashSet<Slot>,
+    /// The job's first-start record (`None`: the job never started).
+    first: Option<Slot>,
+    tallies: Vec<Tally>,
     /// How long each run takes, in seconds (the last value repeats).
     durations: VecDeque<i64>,
     ran: Vec<Slot>,
@@ -56,10 +61,22 @@ struct Fake {
 }
 
 impl Fake {
+    /// A job that first started long ago, with `records`.
     fn new(now: &str, records: HashSet<Slot>, stop_after: usize) -> Fake {
         Fake {
+            first: Some(t("2000-01-01T00:00:00Z")),
+            ..Fake::fresh(now, stop_after)
+        }
+        .with_records(records)
+    }
+
+    /// A job started for the first time, with nothing in its state.
+    fn fresh(now: &str, stop_after: usize) -> Fake {
+        Fake {
             now: t(now),
-            records,
+            records: HashSet::new(),
+            first: None,
+            tallies: Vec::new(),
             durations: VecDeque::from([0]),
             ran: Vec::new(),
             skipped: Vec::new(),
@@ -67,6 +84,10 @@ impl Fake {
             stop_after,
             jump: None,
         }
+    }
+
+    fn with_records(self, records: HashSet<Slot>) -> Fake {
+        Fake { records, ..self }
     }
 }
 
@@ -89,6 +110,9 @@ impl World for Fake {
     fn handled(&mut self) -> anyhow::Result<HashSet<Slot>> {
         Ok(self.records.clone())
     }
+    fn first_start(&mut self, now: Slot) -> anyhow::Result<Slot> {
+        Ok(*self.first.get_or_insert(whole_second(now)))
+    }
     fn run_slot(&mut self, slot: Slot) -> SlotEnd {
         let secs = if self.durations.len() > 1 {
             self.durations.pop_front().unwrap()
@@ -108,6 +132,9 @@ impl World for Fake {
     fn say(&mut self, message: &str) {
         self.said.push(message.to_string());
     }
+    fn tally(&mut self, tally: Tally) {
+        self.tallies.push(tally);
+    }
 }
 
 fn run(cfg: &ScheduleConfig, world: &mut Fake) -> i32 {
@@ -122,17 +149,43 @@ fn catch_up_plans_follow_the_policy_and_never_rerun_a_recorded_slot() {
         t("2026-01-01T02:00:00Z"),
     ];
     let handled = set(&["2026-01-01T01:00:00Z"]);
-    let all = plan_catch_up(CatchUp::All, &slots, &handled);
+    let long_ago = t("2025-01-01T00:00:00Z");
+    let all = plan_catch_up(CatchUp::All, &slots, &handled, long_ago);
     assert_eq!(all.run, vec![slots[0], slots[2]]);
     assert_eq!(all.dropped, 0);
-    let latest = plan_catch_up(CatchUp::Latest, &slots, &handled);
+    let latest = plan_catch_up(CatchUp::Latest, &slots, &handled, long_ago);
     assert_eq!((latest.run, latest.dropped), (vec![slots[2]], 1));
-    let none = plan_catch_up(CatchUp::None, &slots, &handled);
+    let none = plan_catch_up(CatchUp::None, &slots, &handled, long_ago);
     assert_eq!((none.run.len(), none.dropped), (0, 2));
     // The newest slot has a record (it gave up, say): latest runs nothing.
     let done = set(&["2026-01-01T02:00:00Z"]);
-    let latest = plan_catch_up(CatchUp::Latest, &slots, &done);
+    let latest = plan_catch_up(CatchUp::Latest, &slots, &done, slots[0]);
     assert_eq!((latest.run.len(), latest.dropped), (0, 2));
+}
+
+#[test]
+fn catch_up_never_reaches_back_past_the_first_start() {
+    let slots = [
+        t("2026-01-01T00:00:00Z"),
+        t("2026-01-01T01:00:00Z"),
+        t("2026-01-01T02:00:00Z"),
+    ];
+    let none = HashSet::new();
+    // Slots before the first start were never missed: not run, not counted as dropped.
+    let first = t("2026-01-01T00:30:00Z");
+    let all = plan_catch_up(CatchUp::All, &slots, &none, first);
+    assert_eq!((all.run, all.dropped), (vec![slots[1], slots[2]], 0));
+    let dropped = plan_catch_up(CatchUp::None, &slots, &none, first);
+    assert_eq!(dropped.dropped, 2);
+    // A slot in the very second of the first start counts as after it.
+    let at_slot = plan_catch_up(CatchUp::All, &slots, &none, slots[2]);
+    assert_eq!((at_slot.run, at_slot.dropped), (vec![slots[2]], 0));
+    let after_all = plan_catch_up(CatchUp::Latest, &slots, &none, t("2026-01-01T02:00:01Z"));
+    assert_eq!((after_all.run.len(), after_all.dropped), (0, 0));
+    assert_eq!(
+        whole_second(t("2026-01-01T02:00:00.999Z")),
+        t("2026-01-01T02:00:00Z")
+    );
 }
 
 #[test]
@@ -272,5 +325,101 @@ fn a_repeated_hour_runs_a_fixed_time_once_and_an_hourly_job_twice() {
             t("2026-10-25T01:30:00Z"),
             t("2026-10-25T02:30:00Z")
         ]
+    );
+}
+
+#[test]
+fn a_first_deployment_waits_for_the_next_slot_and_records_its_start() {
+    // `0 3 * * *` deployed at 22:00 runs at 03:00, not at once (--catch-up latest).
+    let cfg = config("0 3 * * *", CatchUp::Latest, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::fresh("2026-01-01T22:00:00.250Z", 1);
+    assert_eq!(run(&cfg, &mut world), 143);
+    assert_eq!(world.ran, vec![t("2026-01-02T03:00:00Z")]);
+    assert_eq!(world.first, Some(t("2026-01-01T22:00:00Z")));
+    assert!(
+        !world.said.iter().any(|s| s.contains("catch-up")),
+        "{:?}",
+        world.said
+    );
+    assert!(
+        !world
+            .tallies
+            .iter()
+            .any(|t| matches!(t, Tally::Dropped(_) | Tally::CaughtUp))
+    );
+    assert_eq!(world.tallies[0], Tally::Next(t("2026-01-02T03:00:00Z")));
+}
+
+#[test]
+fn catch_up_all_on_a_first_start_runs_none_of_the_window() {
+    let cfg = config("*/5 * * * *", CatchUp::All, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::fresh("2026-01-01T12:02:00Z", 2);
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![t("2026-01-01T12:05:00Z"), t("2026-01-01T12:10:00Z")]
+    );
+}
+
+#[test]
+fn a_slot_in_the_second_of_the_first_start_runs_at_once() {
+    let cfg = config("0 * * * *", CatchUp::Latest, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::fresh("2026-01-01T12:00:00.400Z", 1);
+    run(&cfg, &mut world);
+    assert_eq!(world.ran, vec![t("2026-01-01T12:00:00Z")]);
+    assert_eq!(
+        world.tallies[..2],
+        [Tally::Next(t("2026-01-01T13:00:00Z")), Tally::CaughtUp]
+    );
+}
+
+#[test]
+fn a_restart_catches_up_only_what_came_after_the_first_start() {
+    let cfg = config("0 * * * *", CatchUp::All, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::fresh("2026-01-01T13:10:00Z", 3);
+    world.first = Some(t("2026-01-01T10:30:00Z"));
+    world.records = set(&["2026-01-01T11:00:00Z"]);
+    run(&cfg, &mut world);
+    assert_eq!(
+        world.ran,
+        vec![
+            t("2026-01-01T12:00:00Z"),
+            t("2026-01-01T13:00:00Z"),
+            t("2026-01-01T14:00:00Z")
+        ]
+    );
+    assert_eq!(world.first, Some(t("2026-01-01T10:30:00Z")), "kept");
+    let caught_up = world
+        .tallies
+        .iter()
+        .filter(|t| **t == Tally::CaughtUp)
+        .count();
+    assert_eq!(caught_up, 2);
+    // --catch-up none counts the same two as dropped, and none before the first start.
+    let cfg = config("0 * * * *", CatchUp::None, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::fresh("2026-01-01T13:10:00Z", 1);
+    world.first = Some(t("2026-01-01T10:30:00Z"));
+    run(&cfg, &mut world);
+    assert!(
+        world.tallies.contains(&Tally::Dropped(3)),
+        "{:?}",
+        world.tallies
+    );
+    assert!(
+        world
+            .said
+            .iter()
+            .any(|s| s.contains("dropped 3 missed slots"))
+    );
+}
+
+#[test]
+fn a_stop_says_the_signal_and_the_status() {
+    let cfg = config("0 * * * *", CatchUp::None, Overlap::Skip, 3600);
+    let mut world = Fake::fresh("2026-01-01T12:30:00Z", 0);
+    assert_eq!(run(&cfg, &mut world), 143);
+    assert_eq!(
+        world.said.last().map(String::as_str),
+        Some("stopped by SIGTERM; exit status 143")
     );
 }

@@ -1,14 +1,19 @@
 //! The real [`World`]: the wall clock, a sleeper that wakes on signals and at least
-//! once a minute, the `--state` records, and one `run::one_run` per slot.
+//! once a minute, the `--state` records (the slots' and the job's first start), one
+//! `run::one_run` per slot with its start and end lines, and the metrics.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
-use chrono::Utc;
+use anyhow::Context;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::json;
 
-use super::{Slot, SlotEnd, World, slot_key, slot_of_key};
+use super::metrics::Metrics;
+use super::outcome::{Ended, Outcome};
+use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
-use crate::jobs::{self, Status};
+use crate::jobs::{self, Marker, Status};
 use crate::run::{self, SlotRun};
 use crate::wait::Bound;
 use crate::{report, signals};
@@ -16,17 +21,21 @@ use crate::{report, signals};
 /// Longest single sleep: the wall clock is compared at least this often, so a clock
 /// step or a suspended host is noticed.
 const WAKE_EVERY: Duration = Duration::from_secs(60);
+/// Most slot records read at start for the newest success (`retry_last_success_seconds`).
+const SUCCESS_LOOKUPS: usize = 1000;
 
 pub struct SystemWorld<'a> {
     config: Option<&'a Config>,
     schedule: &'a ScheduleConfig,
+    metrics: Option<Metrics>,
 }
 
 impl<'a> SystemWorld<'a> {
-    pub fn new(config: &'a Config, schedule: &'a ScheduleConfig) -> Self {
+    pub fn new(config: &'a Config, schedule: &'a ScheduleConfig, metrics: Option<Metrics>) -> Self {
         SystemWorld {
             config: Some(config),
             schedule,
+            metrics,
         }
     }
 
@@ -35,7 +44,64 @@ impl<'a> SystemWorld<'a> {
         SystemWorld {
             config: None,
             schedule,
+            metrics: None,
         }
+    }
+
+    /// The job's first-start record, read only: `Ok(None)` when there is none, and
+    /// when it cannot be read (a start replaces it).
+    pub fn recorded_first_start(&mut self) -> anyhow::Result<Option<Slot>> {
+        let bound = Bound::signals_only();
+        let mut store = self.store(&bound)?;
+        let found = store.find(&first_start_key(&self.schedule.job), &bound)?;
+        Ok(found.and_then(|done| parse_time(&done.succeeded_at).map(whole_second)))
+    }
+
+    /// Starts `retry_last_success_seconds` from the newest success recorded in the
+    /// state (the newest slot records first, at most [`SUCCESS_LOOKUPS`] of them); a
+    /// state that cannot be read leaves it absent, with a warning.
+    pub fn seed_last_success(&mut self) {
+        let Some(metrics) = self.metrics.clone() else {
+            return;
+        };
+        match self.newest_success() {
+            Ok(Some(at)) => metrics.succeeded_at(at),
+            Ok(None) => {}
+            Err(err) => report::notice(&format!(
+                "warning: cannot read the last success from the state ({err:#}); retry_last_success_seconds starts with the next one"
+            )),
+        }
+    }
+
+    fn newest_success(&mut self) -> anyhow::Result<Option<SystemTime>> {
+        let bound = Bound::signals_only();
+        let mut store = self.store(&bound)?;
+        let mut slots: Vec<(Slot, String)> = store
+            .keys_with_prefix(&self.prefix(), &bound)?
+            .into_iter()
+            .filter_map(|key| slot_of_key(&self.schedule.job, &key).map(|slot| (slot, key)))
+            .collect();
+        slots.sort_by_key(|(slot, _)| std::cmp::Reverse(*slot));
+        for (slot, key) in slots.into_iter().take(SUCCESS_LOOKUPS) {
+            let Some(done) = store.find(&key, &bound)? else {
+                continue;
+            };
+            if done.status == Status::Succeeded {
+                // When it was recorded, which is when the slot's run ended.
+                let at = parse_time(&done.succeeded_at).unwrap_or(slot);
+                return Ok(Some(SystemTime::from(at)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The command line as the start line shows it (a URL's user information hidden).
+    fn command_line(&self) -> String {
+        let argv = self
+            .config
+            .map(|c| c.jobs.command.as_slice())
+            .unwrap_or_default();
+        report::redact_url(&jobs::command_line(argv))
     }
 
     fn prefix(&self) -> String {
@@ -85,21 +151,86 @@ impl World for SystemWorld<'_> {
             .collect())
     }
 
+    fn first_start(&mut self, now: Slot) -> anyhow::Result<Slot> {
+        let job = &self.schedule.job;
+        let bound = Bound::signals_only();
+        let mut store = self.store(&bound)?;
+        let key = first_start_key(job);
+        let second = whole_second(now);
+        let shown = second.to_rfc3339_opts(SecondsFormat::Secs, true);
+        match store.find(&key, &bound)? {
+            Some(done) => match parse_time(&done.succeeded_at) {
+                Some(first) => return Ok(whole_second(first)),
+                None => report::notice(&format!(
+                    "warning: the first-start record of job {job} ({}) cannot be read ({}); replacing it with {shown}",
+                    done.place, done.succeeded_at
+                )),
+            },
+            None => report::info(&format!(
+                "first start of job {job}: recorded as {shown}; slots before it are never caught up"
+            )),
+        }
+        let marker = Marker {
+            key,
+            // Only a success replaces a record, and an unreadable one must be replaced.
+            status: Status::Succeeded,
+            succeeded_at: report::timestamp(SystemTime::from(second)),
+            host: jobs::host_name(),
+            pid: std::process::id(),
+            command: self
+                .config
+                .map(|c| c.jobs.command.clone())
+                .unwrap_or_default(),
+            attempts: 0,
+        };
+        store.record(&marker, &bound).with_context(|| {
+            format!(
+                "cannot record the first start of job {job} in {}",
+                store.describe()
+            )
+        })?;
+        Ok(second)
+    }
+
     fn run_slot(&mut self, slot: Slot) -> SlotEnd {
         let Some(config) = self.config else {
             return SlotEnd::Ended;
         };
         let slot_run = self.slot_run(slot);
         report::set_slot(Some(slot_run.key.clone()));
-        report::verbose(1, "slot due");
+        let command = self.command_line();
+        report::slot_event(
+            false,
+            &format!("started: {command}"),
+            "slot_started",
+            json!({ "command": command }),
+        );
+        if let Some(metrics) = &self.metrics {
+            metrics.slot_started(SystemTime::now());
+        }
+        let began = Instant::now();
         let end = run::one_run(config, Some(&slot_run));
-        match &end {
+        let ended = match &end {
             Ok(end) => {
                 if end.skipped == Some(jobs::SkipWhy::LockBusy) {
                     record(&slot_run, Status::Skipped, &config.jobs.command);
                 }
+                Ended::of_run(&end.summary, began.elapsed())
             }
-            Err(err) => report::error(&format!("{err:#}; the slot did not run")),
+            Err(err) => {
+                // Never run unguarded: no record either, so catch-up sees it as missed.
+                let why = format!("{err:#}; the slot did not run");
+                report::error(&why);
+                Ended::not_run(&why, began.elapsed())
+            }
+        };
+        ended.log();
+        if let Some(metrics) = &self.metrics {
+            let counted = match ended.outcome {
+                Outcome::Stopped(_) => None,
+                outcome => Some(outcome),
+            };
+            metrics.slot_ended(counted, ended.attempts, ended.took);
         }
         report::set_slot(None);
         signals::clear_lost_lock();
@@ -112,8 +243,11 @@ impl World for SystemWorld<'_> {
     fn skip_slot(&mut self, slot: Slot) {
         let slot_run = self.slot_run(slot);
         report::set_slot(Some(slot_run.key.clone()));
-        report::notice("skipped: the previous run was still running (--overlap skip)");
+        Ended::overlapped().log();
         report::set_slot(None);
+        if let Some(metrics) = &self.metrics {
+            metrics.slot_skipped();
+        }
         let command = self
             .config
             .map(|c| c.jobs.command.clone())
@@ -137,6 +271,24 @@ impl World for SystemWorld<'_> {
     fn say(&mut self, message: &str) {
         report::info(message);
     }
+
+    fn tally(&mut self, tally: Tally) {
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        match tally {
+            Tally::CaughtUp => metrics.caught_up(),
+            Tally::Dropped(n) => metrics.dropped(n),
+            Tally::Next(slot) => metrics.next_slot(SystemTime::from(slot)),
+        }
+    }
+}
+
+/// A record's RFC 3339 time, if it is one.
+fn parse_time(text: &str) -> Option<Slot> {
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 fn record(slot: &SlotRun, status: Status, command: &[String]) {

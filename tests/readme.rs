@@ -1,0 +1,312 @@
+//! The README's examples still parse: every `retry …` in its code blocks (shell lines,
+//! crontab lines, CI steps, the Dockerfile's ENTRYPOINT and the Kubernetes `args:`) runs
+//! with `--dry-run`, which runs nothing. Names never leave the machine: each example
+//! runs in a private mount namespace whose /etc/hosts maps every host the examples
+//! name to 127.0.0.2, and whose resolv.conf points at the test's own nameserver, which
+//! must hear no question at all.
+
+use std::collections::BTreeSet;
+
+use crate::support::dns::Nameserver;
+use crate::support::private_etc::PrivateEtc;
+
+/// A fenced code block of the README: its language and its lines.
+struct Block {
+    lang: String,
+    lines: Vec<String>,
+}
+
+fn blocks(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut open: Option<Block> = None;
+    for line in text.lines() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (fence, open.take()) {
+            (Some(_), Some(block)) => out.push(block),
+            (Some(lang), None) => {
+                open = Some(Block {
+                    lang: lang.trim().to_string(),
+                    lines: Vec::new(),
+                });
+            }
+            (None, Some(mut block)) => {
+                block.lines.push(line.to_string());
+                open = Some(block);
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// A shell line's simple commands, as words: quotes removed as sh removes them
+/// (`$(…)` and variables stay literal), split at `|`, `&&`, `||`, `;` and `&`, with
+/// redirections and comments dropped.
+fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut commands = vec![Vec::new()];
+    let mut word: Option<String> = None;
+    let mut chars = line.chars().peekable();
+    let mut skip_next_word = false;
+    let end_word = |word: &mut Option<String>, commands: &mut Vec<Vec<String>>, skip: &mut bool| {
+        if let Some(w) = word.take() {
+            if *skip {
+                *skip = false;
+            } else {
+                commands.last_mut().unwrap().push(w);
+            }
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    w.push(q);
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
+                            w.push(chars.next().unwrap());
+                        }
+                        _ => w.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    word.get_or_insert_with(String::new).push(n);
+                }
+            }
+            '#' if word.is_none() => break,
+            c if c.is_whitespace() => end_word(&mut word, &mut commands, &mut skip_next_word),
+            '|' | ';' | '&' => {
+                end_word(&mut word, &mut commands, &mut skip_next_word);
+                if matches!(chars.peek(), Some('|' | '&')) {
+                    chars.next();
+                }
+                commands.push(Vec::new());
+            }
+            '>' | '<' => {
+                // `2>`, `>file`, `> file`: the target is no word of the command.
+                if word
+                    .as_deref()
+                    .is_some_and(|w| w.chars().all(|d| d.is_ascii_digit()))
+                {
+                    word = None;
+                }
+                end_word(&mut word, &mut commands, &mut skip_next_word);
+                while chars.peek() == Some(&'>') || chars.peek() == Some(&'&') {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|n| n.is_whitespace()) {
+                    skip_next_word = true;
+                } else {
+                    word = Some(String::new());
+                    skip_next_word = true;
+                }
+            }
+            _ => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    end_word(&mut word, &mut commands, &mut skip_next_word);
+    commands.retain(|c| !c.is_empty());
+    commands
+}
+
+/// `retry`'s arguments in a simple command, if it runs retry with an option.
+fn retry_args(words: &[String]) -> Option<Vec<String>> {
+    let at = words
+        .iter()
+        .position(|w| w == "retry" || w.ends_with("/retry"))?;
+    let rest = &words[at + 1..];
+    rest.first()
+        .filter(|w| w.starts_with('-'))
+        .map(|_| rest.to_vec())
+}
+
+/// Every `retry …` example of the README, as its arguments.
+fn examples(readme: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for block in blocks(readme) {
+        if block.lang == "sql" || block.lang == "text" {
+            continue;
+        }
+        // Shell lines, joined where they continue on the next one.
+        let joined = block.lines.join("\n").replace("\\\n", " ");
+        for line in joined.lines() {
+            let line = line.trim_start();
+            if let Some(array) = line.strip_prefix("ENTRYPOINT ") {
+                let words: Vec<String> = serde_json::from_str(array).expect(array);
+                out.extend(retry_args(&words));
+                continue;
+            }
+            let line = line.strip_prefix("- run: ").unwrap_or(line);
+            out.extend(simple_commands(line).iter().filter_map(|c| retry_args(c)));
+        }
+        out.extend(kubernetes_args(&block));
+    }
+    out
+}
+
+/// A Kubernetes container whose `command` is retry: the items of its `args:` list.
+fn kubernetes_args(block: &Block) -> Option<Vec<String>> {
+    let command = block
+        .lines
+        .iter()
+        .position(|l| l.trim() == "command: [\"retry\"]")?;
+    let args = command
+        + 1
+        + block.lines[command + 1..]
+            .iter()
+            .position(|l| l.trim() == "args:")?;
+    let items = block.lines[args + 1..]
+        .iter()
+        .map_while(|l| l.trim_start().strip_prefix("- "))
+        .map(str::to_string)
+        .collect();
+    Some(items)
+}
+
+/// The host names that URLs in `args` name (`scheme://[user@]host[:port]…`).
+fn hosts(args: &[String]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for arg in args {
+        let mut rest = arg.as_str();
+        while let Some(at) = rest.find("://") {
+            rest = &rest[at + 3..];
+            let authority = rest
+                .split(['/', '?', '#', '\'', '"', ' '])
+                .next()
+                .unwrap_or("");
+            let host = authority
+                .rsplit('@')
+                .next()
+                .unwrap_or("")
+                .split(':')
+                .next()
+                .unwrap_or("");
+            if !host.is_empty()
+                && host.parse::<std::net::IpAddr>().is_err()
+                && !host.starts_with('[')
+            {
+                out.insert(host.to_ascii_lowercase());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn shell_lines_split_as_sh_splits_them() {
+    let words = |line: &str| simple_commands(line);
+    assert_eq!(
+        words(r#"pg_dump mydb | retry -- aws s3 cp - "s3://b/x.sql" 2>/dev/null # copy"#),
+        vec![
+            vec!["pg_dump", "mydb"],
+            vec!["retry", "--", "aws", "s3", "cp", "-", "s3://b/x.sql"],
+        ]
+    );
+    assert_eq!(
+        words(r#"a && retry --once "r-$(date +\%F)" -- sh -c 'x "$y"; z' > out"#),
+        vec![
+            vec!["a"],
+            vec![
+                "retry",
+                "--once",
+                r"r-$(date +\%F)",
+                "--",
+                "sh",
+                "-c",
+                r#"x "$y"; z"#
+            ],
+        ]
+    );
+}
+
+#[test]
+fn every_readme_example_parses_with_dry_run() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let examples = examples(&readme);
+    // 27 when this was written: a change to the extraction must not lose them quietly.
+    assert!(
+        examples.len() >= 25,
+        "only {} examples found: {examples:#?}",
+        examples.len()
+    );
+    let names: BTreeSet<String> = examples.iter().flat_map(|a| hosts(a)).collect();
+    let nameserver = Nameserver::refusing();
+    let hosts_file = format!(
+        "127.0.0.1 localhost\n127.0.0.2 {}\n",
+        names.iter().cloned().collect::<Vec<_>>().join(" ")
+    );
+    let resolv = format!("nameserver {}\n", nameserver.ip());
+    let Some(etc) = PrivateEtc::new("readme examples", &hosts_file, &resolv) else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for args in &examples {
+        let dir = tempfile::tempdir().unwrap();
+        // The files an example reads at parse time (`-H @FILE`, `--json @FILE`, `-T FILE`),
+        // made up.
+        let uploads = args
+            .windows(2)
+            .filter(|w| {
+                matches!(w[0].as_str(), "-T" | "--upload-file")
+                    || w[0].ends_with('T') && w[0].starts_with('-') && !w[0].starts_with("--")
+            })
+            .map(|w| w[1].clone());
+        for name in uploads {
+            if name != "-" && !name.starts_with('/') {
+                std::fs::write(dir.path().join(&name), "upload").unwrap();
+            }
+        }
+        for name in args.iter().filter_map(|a| a.strip_prefix('@')) {
+            if name != "-" && !name.starts_with('/') {
+                let text = if name.ends_with(".json") {
+                    "{}"
+                } else {
+                    "X-Example: 1\n"
+                };
+                std::fs::write(dir.path().join(name), text).unwrap();
+            }
+        }
+        let mut all = args.clone();
+        if !all.iter().any(|a| a == "--dry-run") {
+            all.insert(0, "--dry-run".into());
+        }
+        let out = etc
+            .retry()
+            .args(&all)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("XDG_STATE_HOME", dir.path())
+            .run();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status != 0 || !said.contains("retry dry run: nothing is run") {
+            failures.push(format!(
+                "retry {}\n  exit {}: {}",
+                all.join(" "),
+                out.status,
+                out.stderr.trim()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "README examples that no longer parse:\n{}",
+        failures.join("\n")
+    );
+    assert!(
+        nameserver.questions().is_empty(),
+        "a name left the examples' /etc/hosts: {:?}",
+        nameserver.questions()
+    );
+}
