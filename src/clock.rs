@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::{Clock, Sleeper};
 use crate::parse::human;
-use crate::signals::{self, Stop};
+use crate::signals::Stop;
+use crate::wait;
 
 pub struct SystemClock {
     origin: Instant,
@@ -46,7 +47,7 @@ pub struct SignalSleeper {
 impl Sleeper for SignalSleeper {
     fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), Stop> {
         if !self.countdown || d < Duration::from_secs(1) {
-            return signals::sleep_or_stop(d);
+            return wait::sleep_or_stop(d);
         }
         let end = Instant::now() + d;
         let result = loop {
@@ -64,7 +65,7 @@ impl Sleeper for SignalSleeper {
             let tick = left.min(Duration::from_millis(
                 (left.as_millis() % 1000).max(1) as u64 + 1,
             ));
-            if let Err(stop) = signals::sleep_or_stop(tick.min(Duration::from_secs(1))) {
+            if let Err(stop) = wait::sleep_or_stop(tick.min(Duration::from_secs(1))) {
                 break Err(stop);
             }
         };

@@ -424,7 +424,7 @@ fn splay(
             parse::human(fleet.splay)
         ),
     );
-    signals::sleep_or_stop(delay).map_err(|stop| {
+    crate::wait::sleep_or_stop(delay).map_err(|stop| {
         let sig = match stop {
             signals::Stop::Signal(sig) => sig,
             signals::Stop::LockLost(_) => 0,

@@ -15,7 +15,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::libc::{self, c_int};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -148,8 +148,9 @@ pub fn child_changed() -> bool {
     STATE.get().is_some() && raised(SIGCHLD).swap(false, Ordering::SeqCst)
 }
 
-/// Sleeps up to `d`, waking early when any handled signal arrives.
-pub fn wait(d: Duration) {
+/// Sleeps up to `d`, waking early when any handled signal arrives (or a thread calls
+/// [`wake`]). Only `wait` blocks on the self-pipe; everything else waits through it.
+pub(crate) fn wait(d: Duration) {
     let Some(state) = STATE.get() else {
         std::thread::sleep(d);
         return;
@@ -183,11 +184,6 @@ fn drain(fd: BorrowedFd<'_>) {
             break;
         }
     }
-}
-
-/// Sleeps `d` unless a stopping signal arrives; returns it if one did.
-pub fn sleep(d: Duration) -> Result<(), i32> {
-    sleep_unless(d, pending)
 }
 
 /// Records that a lock the run holds was lost, and wakes any waiting thread; the
@@ -234,26 +230,6 @@ pub fn wake() {
     if let Some(state) = STATE.get() {
         // A full pipe already holds a wake-up: nothing is lost when this write fails.
         let _ = nix::unistd::write(&state.write, &[0]);
-    }
-}
-
-/// Sleeps `d` unless the run must stop ([`stop`]); returns why if it must.
-pub fn sleep_or_stop(d: Duration) -> Result<(), Stop> {
-    sleep_unless(d, stop)
-}
-
-/// Sleeps `d`, waking for every signal to ask `why_stop`; returns its answer if it has one.
-fn sleep_unless<T>(d: Duration, why_stop: impl Fn() -> Option<T>) -> Result<(), T> {
-    let end = Instant::now() + d;
-    loop {
-        if let Some(why) = why_stop() {
-            return Err(why);
-        }
-        let now = Instant::now();
-        if now >= end {
-            return Ok(());
-        }
-        wait(end - now);
     }
 }
 

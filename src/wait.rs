@@ -167,6 +167,24 @@ pub fn sleep(d: Duration, bound: &Bound) -> Result<(), Ended> {
     }
 }
 
+/// Waits up to `d` or until something wakes the run (a signal, a child that changed,
+/// another thread's [`signals::wake`]), for a loop that looks again at what it waits for
+/// (a supervised process, the processes of a finished attempt). Never longer than `d`.
+pub fn pause(d: Duration) {
+    signals::wait(d);
+}
+
+/// Sleeps `d` unless the run must stop: a stopping signal or a lost lock (the backoff
+/// sleep, the splay).
+pub fn sleep_or_stop(d: Duration) -> Result<(), Stop> {
+    match sleep(d, &Bound::signals_only().or_lost_lock()) {
+        Ok(()) => Ok(()),
+        Err(Ended::Stopped(stop)) => Err(stop),
+        // No deadline: only a stop ends it early.
+        Err(Ended::TimedOut) => Ok(()),
+    }
+}
+
 /// Waits until `fd` is ready for `events` (or reports an error or hang-up).
 pub fn ready(fd: BorrowedFd<'_>, events: PollFlags, bound: &Bound) -> Result<(), Ended> {
     loop {

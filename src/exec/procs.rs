@@ -14,8 +14,6 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getpid};
 
-use crate::signals;
-
 /// Makes retry the reaper of its orphaned descendants (Linux
 /// PR_SET_CHILD_SUBREAPER). Failure is not fatal: only adopted descendants are
 /// missed, so it is reported with `-v`.
@@ -155,7 +153,7 @@ fn wait_gone(pgid: Pid, until: Instant) -> bool {
             return false;
         }
         // SIGCHLD wakes this early for our own children; grandchildren are polled.
-        signals::wait((until - now).min(Duration::from_millis(10)));
+        crate::wait::pause((until - now).min(Duration::from_millis(10)));
     }
 }
 

@@ -503,6 +503,18 @@ pub fn open_store(
     })
 }
 
+/// Opens a `--state` target to read it only (a dry run): nothing is created, and what
+/// does not exist holds no record.
+pub fn open_store_read_only(
+    target: Backend,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn MarkerStore>> {
+    Ok(match target {
+        Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
+        Backend::Postgres(pg) => Box::new(postgres::PgStore::connect_read_only(pg, bound)?),
+    })
+}
+
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
 /// Waiting for the locks ends at `--lock-wait` or at `run_deadline` (`--max-time`),

@@ -15,7 +15,8 @@ use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key,
 use crate::config::{Config, ScheduleConfig};
 use crate::jobs::{self, Marker, Status};
 use crate::run::{self, SlotRun};
-use crate::wait::Bound;
+use crate::signals::Stop;
+use crate::wait::{self, Bound};
 use crate::{report, signals};
 
 /// Longest single sleep: the wall clock is compared at least this often, so a clock
@@ -110,10 +111,14 @@ impl<'a> SystemWorld<'a> {
 
     /// The slot records, opened for one call (no connection is held between slots).
     fn store(&self, bound: &Bound) -> anyhow::Result<Box<dyn jobs::MarkerStore>> {
-        let ttl = self
-            .config
-            .map_or(jobs::postgres::lease::DEFAULT_TTL, |c| c.jobs.lease_ttl);
-        jobs::open_store(self.schedule.state.clone(), true, ttl, bound)
+        match self.config {
+            Some(config) => {
+                let ttl = config.jobs.lease_ttl;
+                jobs::open_store(self.schedule.state.clone(), true, ttl, bound)
+            }
+            // A dry run reads the state and creates nothing.
+            None => jobs::open_store_read_only(self.schedule.state.clone(), bound),
+        }
     }
 
     fn slot_run(&self, slot: Slot) -> SlotRun {
@@ -137,7 +142,10 @@ impl World for SystemWorld<'_> {
             }
             // Polls count whole milliseconds: round up, so the wake-up is never early.
             let step = (left + Duration::from_micros(999)).min(WAKE_EVERY);
-            signals::sleep(step)?;
+            let slept = wait::sleep(step, &wait::Bound::signals_only());
+            if let Err(wait::Ended::Stopped(Stop::Signal(sig))) = slept {
+                return Err(sig);
+            }
         }
     }
 

@@ -394,3 +394,27 @@ both_ways! {
 pub const LEASE_DDL_FOR_TESTS: &str = "CREATE TABLE IF NOT EXISTS retry_lease (
     name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL,
     expires_at timestamptz NOT NULL)";
+
+both_ways! {
+    fn a_dry_run_creates_no_table(pg) {
+        let dir = Dir::new();
+        let state = pg.url("");
+        for args in [
+            vec!["--schedule", "*/5 * * * *", "--state", &state],
+            vec!["--once", "k", "--state", &state, "--lock", "postgres://u@127.0.0.1:1/db#x"],
+            vec!["--retry-budget", "b", "--circuit", "c", "--state", &state],
+        ] {
+            let out = dir.retry().arg("--dry-run").args(&args).args(dir.work(0.0)).run();
+            assert_eq!(out.status, 0, "{args:?}: {}", out.stderr);
+        }
+        let tables: i64 = pg
+            .client()
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'retry\\_%'",
+                &[],
+            )
+            .get(0);
+        assert_eq!(tables, 0, "a dry run creates nothing");
+        assert_eq!(dir.count(), 0);
+    }
+}

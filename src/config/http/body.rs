@@ -193,10 +193,8 @@ fn bad_type(field: &str) -> anyhow::Error {
 /// The form's bytes: its parts are all in memory, so the stream is ready at once.
 fn collect(form: reqwest::multipart::Form) -> anyhow::Result<Bytes> {
     use futures_util::StreamExt;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .context("cannot start a runtime to build the form")?;
-    runtime.block_on(async {
+    // Every part is in memory: the stream is ready at once, on the thread's runtime.
+    crate::wait::runtime().block_on(async {
         let mut stream = std::pin::pin!(form.into_stream());
         let mut out = Vec::new();
         while let Some(chunk) = stream.next().await {

@@ -135,7 +135,7 @@ impl Supervisor<'_> {
                 .unwrap_or(Duration::from_secs(1))
                 .clamp(Duration::from_millis(1), Duration::from_secs(1));
             if !child_changed {
-                signals::wait(next);
+                crate::wait::pause(next);
             }
         }
     }

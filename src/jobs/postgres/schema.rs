@@ -69,6 +69,8 @@ pub struct Needs {
 /// What the server has, once the check is done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Found {
+    /// `retry_once` is there (a dry run creates nothing, and reads none as no record).
+    pub once_table: bool,
     /// `retry_once` has its `status` column (an earlier version's has none).
     pub once_status: bool,
     /// An earlier version's `retry_fencing` is there to seed lease tokens.
@@ -105,6 +107,7 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
     let has = |i: usize| row.get::<_, bool>(i);
     let (lease, once, budgets, circuits) = (has(0), has(1), has(2), has(3));
     let mut found = Found {
+        once_table: once,
         once_status: has(5),
         fencing: has(4),
     };
@@ -115,6 +118,7 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
     if (needs.markers || needs.statuses) && !once {
         missing.push(ONCE_DDL);
         found.once_status = true;
+        found.once_table = true;
     }
     if needs.fleet && !budgets {
         missing.push(BUDGET_DDL);

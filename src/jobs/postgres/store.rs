@@ -61,6 +61,20 @@ impl PgStore {
         })
     }
 
+    /// Connects without creating anything (a dry run): a missing table reads as no record.
+    pub fn connect_read_only(target: PgTarget, bound: &Bound) -> anyhow::Result<PgStore> {
+        let db = Db::open(&target);
+        let found = schema::ensure(&db, Needs::default(), bound)
+            .with_context(|| format!("--state: {target}"))?;
+        Ok(PgStore {
+            db,
+            target,
+            found,
+            ttl: lease::DEFAULT_TTL,
+            held: None,
+        })
+    }
+
     fn context(&self) -> String {
         format!("--state: {}", self.target)
     }
@@ -150,6 +164,9 @@ impl MarkerStore for PgStore {
     }
 
     fn find(&mut self, key: &str, bound: &Bound) -> anyhow::Result<Option<Done>> {
+        if !self.found.once_table {
+            return Ok(None);
+        }
         let status = if self.found.once_status {
             "status"
         } else {
@@ -224,6 +241,9 @@ impl MarkerStore for PgStore {
     }
 
     fn keys_with_prefix(&mut self, prefix: &str, bound: &Bound) -> anyhow::Result<Vec<String>> {
+        if !self.found.once_table {
+            return Ok(Vec::new());
+        }
         let sql = format!("SELECT key FROM {MARKER_TABLE} WHERE starts_with(key, $1)");
         let rows = self
             .db
