@@ -709,5 +709,7 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
     out.assert_stderr_has("bytes after escaping");
 }
 
+mod fencing;
 mod leases;
 mod stalls;
+mod state;

@@ -12,6 +12,7 @@ pub mod scratch;
 pub mod stall;
 pub mod terminal;
 pub mod tools;
+pub mod users;
 
 pub use run::{Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_for_run};
 pub use scratch::{
