@@ -215,7 +215,7 @@ pub struct Fleet {
 /// When in the run a store call is made.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Before the first attempt: `--max-time` bounds it.
+    /// Before the first attempt or a retry: `--max-time` bounds it.
     Before,
     /// After an attempt: `--max-time` bounds it while it lasts (a later attempt may
     /// follow), the store's own limits once it has passed (none will).
@@ -224,7 +224,7 @@ enum Phase {
     After,
 }
 
-/// `--max-time` ran out during a store call before the first attempt.
+/// `--max-time` ran out during a store call before or between attempts.
 #[derive(Debug)]
 pub struct OutOfTime(pub String);
 
@@ -315,6 +315,7 @@ impl Fleet {
             fleet: self,
             config: budget,
             tokens: None,
+            ran_out: None,
         }
     }
 }
@@ -326,18 +327,32 @@ pub struct SharedBudget<'a> {
     /// What the last update returned: the decision uses the count this run's own
     /// update produced, read in the same atomic step.
     tokens: Option<f64>,
+    /// `--max-time` ran out during the last update (why): no retry follows.
+    ran_out: Option<String>,
+}
+
+impl SharedBudget<'_> {
+    fn out_of_time(&self, why: &str) -> Refusal {
+        Refusal(format!(
+            "{why}, so retry budget {} could not be asked: not retrying",
+            self.config.name
+        ))
+    }
 }
 
 impl RetryBudget for SharedBudget<'_> {
     fn may_retry(&mut self) -> Result<(), Refusal> {
         let config = self.config;
-        // Once --max-time has ended the call, the engine stops for it before any retry.
+        if let Some(why) = self.ran_out.take() {
+            return Err(self.out_of_time(&why));
+        }
         let tokens = match self.tokens {
             Some(t) => Some(t),
-            None => self
-                .fleet
-                .with(Phase::Between, |s, b| s.tokens(config, b))
-                .unwrap_or(None),
+            // Before a retry: --max-time bounds the question.
+            None => match self.fleet.with(Phase::Before, |s, b| s.tokens(config, b)) {
+                Ok(tokens) => tokens,
+                Err(OutOfTime(why)) => return Err(self.out_of_time(&why)),
+            },
         };
         match tokens {
             Some(t) if !allows_retry(t, config.size) => Err(Refusal(format!(
@@ -353,15 +368,12 @@ impl RetryBudget for SharedBudget<'_> {
     fn record(&mut self, success: bool) {
         let config = self.config;
         // After an attempt: within --max-time while it lasts, then the store's own limits.
-        self.tokens = match self
+        let spent = self
             .fleet
-            .with(Phase::Between, |s, b| s.spend(config, success, b))
-        {
-            Ok(tokens) => tokens,
-            Err(OutOfTime(why)) => {
-                report::verbose(1, &format!("the retry budget was not updated: {why}"));
-                None
-            }
+            .with(Phase::Between, |s, b| s.spend(config, success, b));
+        (self.tokens, self.ran_out) = match spent {
+            Ok(tokens) => (tokens, None),
+            Err(OutOfTime(why)) => (None, Some(why)),
         };
     }
 }

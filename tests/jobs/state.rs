@@ -6,6 +6,7 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Dir, bare_retry};
 use crate::both_ways;
@@ -347,5 +348,86 @@ both_ways! {
             assert_refused(&out, ran.exists(), &format!("--once key {key:?}"), "cannot be read");
             out.assert_stderr_has(&format!("DELETE FROM retry_once WHERE key = '{key}'"));
         }
+    }
+}
+
+/// The newest slot of an hourly schedule (`0 0 * * * *`), as its key names it.
+fn this_hours_slot() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let hour = UNIX_EPOCH + Duration::from_secs(now / 3600 * 3600);
+    humantime::format_rfc3339_seconds(hour).to_string()
+}
+
+/// A scheduler of job `nightly` on an hourly schedule that catches up the latest
+/// slot of the last two hours, with `state`; stopped by SIGTERM after `watch`.
+/// Returns its exit status, its log, and whether its command ran.
+fn schedule_for(dir: &Dir, state: &str, watch: Duration) -> (i32, String, bool) {
+    let ran = dir.path("ran");
+    let log = dir.path("scheduler.log");
+    let child = bare_retry(dir)
+        .args(["--schedule", "0 0 * * * *", "--job", "nightly"])
+        .args([
+            "--catch-up",
+            "latest",
+            "--catch-up-window",
+            "2h",
+            "--state",
+            state,
+        ])
+        .args(["--", "touch"])
+        .arg(&ran)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn();
+    std::thread::sleep(watch);
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGTERM);
+    let out = crate::support::wait_for_run(child);
+    (
+        out.status,
+        std::fs::read_to_string(&log).unwrap(),
+        ran.exists(),
+    )
+}
+
+#[test]
+fn an_unreadable_slot_record_counts_as_handled_with_an_error_line() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let key = format!("nightly@{}", this_hours_slot());
+    let record = state.join(format!("{key}.json"));
+    std::fs::write(&record, "{\"key\": \"nightly@").unwrap();
+    let (status, log, ran) =
+        schedule_for(&dir, &state.display().to_string(), Duration::from_secs(3));
+    assert_eq!(status, 143, "{log}");
+    assert!(
+        !ran,
+        "catch-up ran the slot whose record cannot be read: {log}"
+    );
+    assert!(log.contains(&record.display().to_string()), "{log}");
+    assert!(log.contains("cannot be read"), "{log}");
+    assert!(log.contains("counts its slot as handled"), "{log}");
+}
+
+both_ways! {
+    fn an_unreadable_slot_row_counts_as_handled_with_an_error_line(pg) {
+        let dir = Dir::new();
+        let url = pg.url("");
+        // A first run makes the tables.
+        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        let key = format!("nightly@{}", this_hours_slot());
+        pg.client().execute(
+            "INSERT INTO retry_once (key, succeeded_at, host, pid, command, attempts, status)
+             VALUES ($1, now(), 'h', 1, 'x', 1, 'maybe')",
+            &[&key],
+        );
+        let (status, log, ran) = schedule_for(&dir, &url, Duration::from_secs(3));
+        assert_eq!(status, 143, "{log}");
+        assert!(!ran, "catch-up ran the slot whose record cannot be read: {log}");
+        assert!(log.contains(&format!("--once key {key:?}")), "{log}");
+        assert!(log.contains("counts its slot as handled"), "{log}");
     }
 }
