@@ -34,7 +34,12 @@ extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
 /// that `panic = "abort"` would make of it.
 fn exit_125_on_panic() {
     std::panic::set_hook(Box::new(|info| {
-        let what = info.payload_as_str().unwrap_or("a panic without a message");
+        let payload = info.payload();
+        let what = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a panic without a message");
         let place = info
             .location()
             .map_or(String::new(), |l| format!(" at {}:{}", l.file(), l.line()));

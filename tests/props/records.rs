@@ -146,7 +146,7 @@ proptest! {
         let _ = r::parse_budget(&bytes);
         let _ = r::parse_circuit(&bytes);
         let _ = r::parse_counter(&bytes);
-        let object = bytes.trim_ascii_start().starts_with(&[b'{']);
+        let object = bytes.trim_ascii_start().first() == Some(&b'{');
         prop_assert!(r::parse_marker(&key, &bytes).is_err() || object);
     }
 }
