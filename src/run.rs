@@ -441,12 +441,22 @@ fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason
                 fleet::show_time(until_ms)
             ),
         )),
-        Err(fleet::OutOfTime(why)) => Some((
+        Err(fleet::Halt::OutOfTime(why)) => Some((
             ExitCode::USAGE,
             StopReason::MaxTime,
             format!(
                 "{why}: --max-time ran out before the first attempt; exit status {}",
                 ExitCode::USAGE
+            ),
+        )),
+        Err(fleet::Halt::Signal(sig)) => Some((
+            ExitCode::signal(sig),
+            StopReason::Signal,
+            format!(
+                "stopped by {} while asking circuit {}; exit status {}",
+                exit::signal_name(sig),
+                c.name,
+                ExitCode::signal(sig)
             ),
         )),
     }

@@ -224,9 +224,14 @@ enum Phase {
     After,
 }
 
-/// `--max-time` ran out during a store call before or between attempts.
+/// Why a store call before the first attempt (or a retry) ended the run.
 #[derive(Debug)]
-pub struct OutOfTime(pub String);
+pub enum Halt {
+    /// `--max-time` ran out during the call (what the store said).
+    OutOfTime(String),
+    /// A stopping signal arrived during the call.
+    Signal(i32),
+}
 
 impl Fleet {
     pub fn new(store: Box<dyn FleetStore>, run_deadline: Option<Instant>) -> Fleet {
@@ -249,12 +254,13 @@ impl Fleet {
     }
 
     /// Runs `op` on the store, unless it already failed; a failure warns once. `Err`
-    /// when `--max-time` ended the call (the store stays for the calls after it).
+    /// when `--max-time` ended the call (the store stays for the calls after it), or
+    /// a signal ended one made before an attempt.
     fn with<T>(
         &mut self,
         phase: Phase,
         op: impl FnOnce(&mut dyn FleetStore, &Bound) -> anyhow::Result<T>,
-    ) -> Result<Option<T>, OutOfTime> {
+    ) -> Result<Option<T>, Halt> {
         let bound = self.bound(phase);
         let Some(store) = self.store.as_mut() else {
             return Ok(None);
@@ -264,13 +270,17 @@ impl Fleet {
             Err(err) => err,
         };
         // A signal stops the run; it is no failure of the store to warn about.
-        if err.is::<crate::jobs::Interrupted>() {
+        if let Some(crate::jobs::Interrupted(sig)) = err.downcast_ref() {
+            let sig = *sig;
             self.store = None;
-            return Ok(None);
+            return match phase {
+                Phase::Before => Err(Halt::Signal(sig)),
+                Phase::Between | Phase::After => Ok(None),
+            };
         }
         let described = store.describe();
         if phase != Phase::After && self.deadline_passed() {
-            return Err(OutOfTime(format!("{err:#}")));
+            return Err(Halt::OutOfTime(format!("{err:#}")));
         }
         report::notice(&format!(
             "warning: the fleet state in {described} failed ({err:#}); going on without the retry budget and circuit breaker"
@@ -279,8 +289,8 @@ impl Fleet {
         Ok(None)
     }
 
-    /// Before the first attempt; `Err` when `--max-time` ran out first.
-    pub fn admit(&mut self, circuit: &CircuitConfig) -> Result<Admission, OutOfTime> {
+    /// Before the first attempt; `Err` when `--max-time` or a signal ended it first.
+    pub fn admit(&mut self, circuit: &CircuitConfig) -> Result<Admission, Halt> {
         Ok(self
             .with(Phase::Before, |s, b| s.admit(circuit, b))?
             .unwrap_or(Admission::Closed))
@@ -348,10 +358,11 @@ impl RetryBudget for SharedBudget<'_> {
         }
         let tokens = match self.tokens {
             Some(t) => Some(t),
-            // Before a retry: --max-time bounds the question.
+            // Before a retry: --max-time bounds the question; a signal stops the sleep before it.
             None => match self.fleet.with(Phase::Before, |s, b| s.tokens(config, b)) {
                 Ok(tokens) => tokens,
-                Err(OutOfTime(why)) => return Err(self.out_of_time(&why)),
+                Err(Halt::Signal(_)) => None,
+                Err(Halt::OutOfTime(why)) => return Err(self.out_of_time(&why)),
             },
         };
         match tokens {
@@ -373,7 +384,8 @@ impl RetryBudget for SharedBudget<'_> {
             .with(Phase::Between, |s, b| s.spend(config, success, b));
         (self.tokens, self.ran_out) = match spent {
             Ok(tokens) => (tokens, None),
-            Err(OutOfTime(why)) => (None, Some(why)),
+            Err(Halt::OutOfTime(why)) => (None, Some(why)),
+            Err(Halt::Signal(_)) => (None, None),
         };
     }
 }
