@@ -420,8 +420,9 @@ fn splay(
     })
 }
 
-/// Asks the circuit whether the run may go ahead: `Some` (exit status, message) when
-/// it is open. Claiming the probe is said aloud.
+/// Asks the circuit whether the run may go ahead: `Some` (exit status, reason,
+/// message) when it is open, or when `--max-time` or a signal ended the asking.
+/// Claiming the probe is said aloud.
 fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason, String)> {
     match fleet.admit(c) {
         Ok(fleet::Admission::Closed) => None,

@@ -34,7 +34,7 @@ use crate::wait::{self, Bound, Ended};
 /// Longest wait for a state file's flock, whatever the call's bound: a holder keeps
 /// it for microseconds, so one held this long is stuck (or hostile), and the
 /// budget or circuit fails open rather than hold the run.
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// What a budget file holds.
 #[derive(Serialize, Deserialize)]

@@ -2,8 +2,10 @@
 //! (`--once`, `--state`). This module owns the gate in front of the retry loop: it
 //! parses lock and state targets, takes the locks, checks and records markers, and
 //! decides whether the run proceeds or is skipped. Storage lives behind two small
-//! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` and PostgreSQL in
-//! `postgres/`; the retry loop, the report and the exit status are left to others.
+//! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` (reached through the
+//! checked state directory of `state_dir.rs`, with fencing counters in `fencing.rs`)
+//! and PostgreSQL in `postgres/`; the retry loop, the report and the exit status are
+//! left to others.
 //! Every call takes a [`Bound`]: before the attempts it carries `--max-time`, after
 //! them only signals (and each store's own limits). A PostgreSQL lock is a lease
 //! that its renewer keeps alive; a lost one stops the run through

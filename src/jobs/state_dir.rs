@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -305,12 +305,6 @@ impl StateDir {
             ),
             e => anyhow::Error::new(e).context(format!("cannot open {}", path.display())),
         }
-    }
-}
-
-impl AsFd for StateDir {
-    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.fd.as_fd()
     }
 }
 
