@@ -55,9 +55,15 @@ impl StateDir {
 
     /// Opens `--state DIR` when it exists (`None` when it does not), creating nothing.
     pub fn open_existing(path: &Path) -> anyhow::Result<Option<StateDir>> {
-        refuse_foreign_link(path)?;
         let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
-        let fd = match nix::fcntl::open(path, flags, Mode::empty()) {
+        // Not through a link first; a link is followed only when its owner is trusted.
+        let opened = match nix::fcntl::open(path, flags | OFlag::O_NOFOLLOW, Mode::empty()) {
+            Err(Errno::ELOOP | Errno::ENOTDIR) if refuse_foreign_link(path)? => {
+                nix::fcntl::open(path, flags, Mode::empty())
+            }
+            other => other,
+        };
+        let fd = match opened {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(None),
             Err(Errno::ENOTDIR) => anyhow::bail!("--state: {} is not a directory", path.display()),
@@ -308,11 +314,11 @@ impl StateDir {
     }
 }
 
-/// Refuses `--state DIR` when DIR itself is a symbolic link that another user made
+/// Whether `--state DIR` is a symbolic link, refusing one that another user made
 /// (following it would write wherever that user chose).
-fn refuse_foreign_link(path: &Path) -> anyhow::Result<()> {
+fn refuse_foreign_link(path: &Path) -> anyhow::Result<bool> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Ok(());
+        return Ok(false);
     };
     if meta.file_type().is_symlink() && !trusted_owner(meta.uid()) {
         anyhow::bail!(
@@ -323,7 +329,7 @@ fn refuse_foreign_link(path: &Path) -> anyhow::Result<()> {
             nix::unistd::geteuid()
         );
     }
-    Ok(())
+    Ok(meta.file_type().is_symlink())
 }
 
 fn trusted_owner(uid: u32) -> bool {
