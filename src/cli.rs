@@ -99,7 +99,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_FENCING_TOKEN",
-        "Set for the command under --lock: a number greater than any handed out before for the same lock.",
+        "Set for the command and hooks under --lock or --once: a number greater than any handed out before for \
+         the same lock (for a file lock, the realtime clock in microseconds or the state directory's last token + 1).",
     ),
     (
         "RETRY_DEPTH",
@@ -652,6 +653,10 @@ pub struct Cli {
 
     /// Where markers, schedule records, budgets, circuits and fencing counters live: a
     /// directory or postgres://... [default: $XDG_STATE_HOME/retry or ~/.local/state/retry]
+    ///
+    /// A directory is created with mode 0700; an existing one must be owned by you or root
+    /// and not writable by group or others, and a symbolic link where a state file goes is
+    /// refused (exit 125): retry never writes outside it.
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
     pub state: Option<String>,
 

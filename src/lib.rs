@@ -32,7 +32,8 @@ pub use cli::Cli;
 pub use signals::record_inherited as record_inherited_signals;
 
 /// The parsers of outside input (flag values, lock and state targets, marker file
-/// names, HTTP header lines and wait headers), public for the property tests.
+/// names, state records, HTTP header lines and wait headers), public for the
+/// property tests.
 pub mod parsers {
     pub use crate::parse::{attempts, duration, exit_codes, factor, positive_duration, statuses};
 
@@ -40,6 +41,15 @@ pub mod parsers {
     pub mod jobs {
         pub use crate::jobs::file::{check_key, escape_key, key_from_file_name};
         pub use crate::jobs::{Backend, parse_lock_target, parse_state_target, parse_target};
+    }
+
+    /// The readers of state records: budget and circuit files, fencing counters and
+    /// `--once` markers.
+    pub mod records {
+        pub use crate::fleet::file::{parse_budget, parse_circuit};
+        pub use crate::fleet::{LATEST_MS, show_time};
+        pub use crate::jobs::fencing::{Stored, parse_counter};
+        pub use crate::jobs::file::parse_marker;
     }
 
     /// `-H` lines and the wait headers a server sends.

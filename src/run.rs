@@ -89,7 +89,11 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     // A nested run leaves the fleet's accounting to the outer one.
     let mut fleet = match (&config.fleet.state, config.run.nested) {
         (Some(target), false) => {
-            match fleet::open(target, &crate::wait::Bound::until(run_deadline)) {
+            match fleet::open(
+                &config.fleet,
+                target,
+                &crate::wait::Bound::until(run_deadline),
+            ) {
                 Ok(store) => Some(fleet::Fleet::new(store, run_deadline)),
                 Err(err) => return end_early(out_of_time(err, &clock)?, None),
             }
@@ -133,11 +137,11 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     }
     let circuit = config.fleet.circuit.as_ref();
     if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
-        && let Some((exit_code, message)) = admit(f, c)
+        && let Some((exit_code, reason, message)) = admit(f, c)
     {
         last_word(slot, &message);
-        let summary = not_run(exit_code, StopReason::CircuitOpen, message, &clock);
-        if let Some(slot) = slot {
+        let summary = not_run(exit_code, reason, message, &clock);
+        if let Some(slot) = slot.filter(|_| reason == StopReason::CircuitOpen) {
             record_refused(slot, &job_options.command);
         }
         return end_early(summary, None);
@@ -438,27 +442,46 @@ fn splay(
     })
 }
 
-/// Asks the circuit whether the run may go ahead: `Some` (exit status, message) when
-/// it is open; the message ends with the exit status, as every last line does.
+/// Asks the circuit whether the run may go ahead: `Some` (exit status, reason,
+/// message) when it is open, or when `--max-time` or a signal ended the asking.
 /// Claiming the probe is said aloud.
-fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, String)> {
+fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason, String)> {
     match fleet.admit(c) {
-        fleet::Admission::Closed => None,
-        fleet::Admission::Probe => {
+        Ok(fleet::Admission::Closed) => None,
+        Ok(fleet::Admission::Probe) => {
             report::info(&format!(
                 "circuit {} was open and its cooldown is over: this run is the probe",
                 c.name
             ));
             None
         }
-        fleet::Admission::Open { until_ms, failures } => Some((
+        Ok(fleet::Admission::Open { until_ms, failures }) => Some((
             i32::from(c.exit),
+            StopReason::CircuitOpen,
             format!(
                 "circuit {} is open until {} after {failures} failed run{} in a row: not running; exit status {}",
                 c.name,
                 fleet::show_time(until_ms),
                 if failures == 1 { "" } else { "s" },
                 c.exit
+            ),
+        )),
+        Err(fleet::Halt::OutOfTime(why)) => Some((
+            ExitCode::USAGE,
+            StopReason::MaxTime,
+            format!(
+                "{why}: --max-time ran out before the first attempt; exit status {}",
+                ExitCode::USAGE
+            ),
+        )),
+        Err(fleet::Halt::Signal(sig)) => Some((
+            ExitCode::signal(sig),
+            StopReason::Signal,
+            format!(
+                "stopped by {} while asking circuit {}; exit status {}",
+                exit::signal_name(sig),
+                c.name,
+                ExitCode::signal(sig)
             ),
         )),
     }

@@ -387,3 +387,5 @@ mod http_headers {
         }
     }
 }
+
+mod records;

@@ -4,22 +4,37 @@
 //! 256-byte write at offset 0, which the kernel and the disk apply whole, so an
 //! update costs microseconds (a rename over the old file costs ~200 µs on ext4).
 //! It is not fsynced: a machine crash may lose the last seconds of updates, and a
-//! record it left unreadable reads as fresh state and is rewritten by the next update.
+//! record it left unreadable reads as fresh state (with one warning) and is
+//! rewritten by the next update. The directories and files are reached through
+//! [`StateDir`] (checked, never through a link); the flocks are taken without
+//! blocking, tried again within the call's bound and [`LOCK_WAIT`].
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{Admission, CircuitState, FleetStore, now_ms, tokens_after};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
+use crate::jobs::Interrupted;
 use crate::jobs::file::escape_key;
-use crate::wait::Bound;
+use crate::jobs::state_dir::{Access, StateDir};
+use crate::report;
+use crate::signals::Stop;
+use crate::wait::{self, Bound, Ended};
+
+/// Longest wait for a state file's flock, whatever the call's bound: a holder keeps
+/// it for microseconds, so one held this long is stuck (or hostile), and the
+/// budget or circuit fails open rather than hold the run.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// What a budget file holds.
 #[derive(Serialize, Deserialize)]
@@ -28,84 +43,208 @@ struct BudgetFile {
     size: u32,
 }
 
+/// A record in a state file, and what makes one valid.
+pub trait Record: Serialize + DeserializeOwned {
+    /// Why the value cannot be used, if it cannot.
+    fn check(&self) -> Result<(), String>;
+}
+
+impl Record for BudgetFile {
+    fn check(&self) -> Result<(), String> {
+        super::check_tokens(self.tokens)
+    }
+}
+
+impl Record for CircuitState {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+}
+
+/// Reads a record: `Ok(None)` for an empty file (fresh state), `Err(why)` for one
+/// that cannot be read as valid. Total: every input is one of the three.
+pub fn parse_record<T: Record>(text: &[u8]) -> Result<Option<T>, String> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: T = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    value.check()?;
+    Ok(Some(value))
+}
+
+/// A budget file's tokens (`Ok(None)`: an empty file, fresh state).
+pub fn parse_budget(text: &[u8]) -> Result<Option<f64>, String> {
+    Ok(parse_record::<BudgetFile>(text)?.map(|b| b.tokens))
+}
+
+/// A circuit file's failures and open-until time (`Ok(None)`: fresh state).
+pub fn parse_circuit(text: &[u8]) -> Result<Option<(u32, Option<u64>)>, String> {
+    Ok(parse_record::<CircuitState>(text)?.map(|c| (c.failures, c.open_until_ms)))
+}
+
+/// The two kinds of state file.
+#[derive(Clone, Copy)]
+enum Kind {
+    Budget,
+    Circuit,
+}
+
+impl Kind {
+    fn dir(self) -> &'static str {
+        match self {
+            Kind::Budget => "budgets",
+            Kind::Circuit => "circuits",
+        }
+    }
+
+    /// What an unreadable record counts as.
+    fn fresh(self) -> &'static str {
+        match self {
+            Kind::Budget => "a full budget",
+            Kind::Circuit => "a closed circuit",
+        }
+    }
+}
+
 /// Budgets and circuits in a state directory.
 pub struct FileFleet {
-    dir: PathBuf,
+    root: PathBuf,
+    /// `None` when reading a state directory that lacks them (fresh state).
+    budgets: Option<StateDir>,
+    circuits: Option<StateDir>,
+    /// Records already warned about: one warning per record and run.
+    warned: HashSet<PathBuf>,
 }
 
 impl FileFleet {
-    /// Opens the state directory, creating it and its two folders (mode 0700).
-    pub fn open(dir: PathBuf) -> anyhow::Result<FileFleet> {
-        for sub in ["budgets", "circuits"] {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir.join(sub))
-                .with_context(|| {
-                    format!(
-                        "--state: cannot create directory {}",
-                        dir.join(sub).display()
-                    )
-                })?;
+    /// Opens the state directory, creating it and its two folders (mode 0700), and
+    /// checks them.
+    pub fn open(root: PathBuf) -> anyhow::Result<FileFleet> {
+        let dir = StateDir::open(&root)?;
+        let budgets = dir.subdir(Kind::Budget.dir())?;
+        let circuits = dir.subdir(Kind::Circuit.dir())?;
+        budgets.probe().with_context(|| {
+            format!(
+                "--state: cannot create a file in {}",
+                budgets.path().display()
+            )
+        })?;
+        Ok(FileFleet {
+            root,
+            budgets: Some(budgets),
+            circuits: Some(circuits),
+            warned: HashSet::new(),
+        })
+    }
+
+    /// The state directory as it is, for reading only (nothing is created).
+    pub fn at(root: PathBuf) -> anyhow::Result<FileFleet> {
+        let dir = StateDir::open_existing(&root)?;
+        let sub = |kind: Kind| match &dir {
+            Some(dir) => dir.existing_subdir(kind.dir()),
+            None => Ok(None),
+        };
+        Ok(FileFleet {
+            budgets: sub(Kind::Budget)?,
+            circuits: sub(Kind::Circuit)?,
+            root,
+            warned: HashSet::new(),
+        })
+    }
+
+    fn dir(&self, kind: Kind) -> Option<&StateDir> {
+        match kind {
+            Kind::Budget => self.budgets.as_ref(),
+            Kind::Circuit => self.circuits.as_ref(),
         }
-        crate::report::probe_dir(&dir.join("budgets"))
-            .with_context(|| format!("--state: cannot create a file in {}", dir.display()))?;
-        Ok(FileFleet { dir })
     }
 
-    /// The state directory as it is, for reading only.
-    pub fn at(dir: PathBuf) -> FileFleet {
-        FileFleet { dir }
-    }
-
-    fn path(&self, kind: &str, name: &str) -> PathBuf {
-        self.dir
-            .join(kind)
-            .join(format!("{}.json", escape_key(name)))
+    /// Refuses a link (or anything but a regular file) where the record of `name` or
+    /// its lock should be: checked before the first attempt, so it is exit 125.
+    fn check_name(&self, kind: Kind, name: &str) -> anyhow::Result<()> {
+        let Some(dir) = self.dir(kind) else {
+            return Ok(());
+        };
+        dir.refuse_odd_entry(&record_name(name))?;
+        dir.refuse_odd_entry(&lock_name(name))
     }
 
     /// Reads, changes and rewrites one state file under its lock.
-    fn update<T, R>(
-        &self,
-        kind: &str,
+    fn update<T: Record, R>(
+        &mut self,
+        kind: Kind,
         name: &str,
+        bound: &Bound,
         change: impl FnOnce(Option<T>) -> (T, R),
-    ) -> anyhow::Result<R>
-    where
-        T: Serialize + DeserializeOwned,
-    {
-        let path = self.path(kind, name);
-        let _held = lock_beside(&path, FlockArg::LockExclusive)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+    ) -> anyhow::Result<R> {
+        let dir = self
+            .dir(kind)
+            .context("the state directory is opened for reading only")?;
+        let file_name = record_name(name);
+        let _held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
+        let mut file = dir
+            .open_file(&file_name, Access::Update)?
+            .context("a created file is there")?;
         let mut text = Vec::with_capacity(RECORD);
         file.read_to_end(&mut text)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let (value, result) = change(parse(&path, &text));
+            .with_context(|| format!("cannot read {}", dir.join(&file_name).display()))?;
+        let path = dir.join(&file_name);
+        let (value, result) = change(self.parse(kind, path.clone(), &text));
         write_record(&file, &serde_json::to_vec(&value)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(result)
     }
 
     /// Reads one state file under a shared lock, so no update is seen half done.
-    fn read<T: DeserializeOwned>(&self, kind: &str, name: &str) -> anyhow::Result<Option<T>> {
-        let path = self.path(kind, name);
-        if !path.exists() {
+    fn read<T: Record>(
+        &mut self,
+        kind: Kind,
+        name: &str,
+        bound: &Bound,
+    ) -> anyhow::Result<Option<T>> {
+        let Some(dir) = self.dir(kind) else {
+            return Ok(None);
+        };
+        let file_name = record_name(name);
+        if dir.identity(&file_name)?.is_none() {
             return Ok(None);
         }
-        let _held = lock_beside(&path, FlockArg::LockShared)?;
-        match std::fs::read(&path) {
-            Ok(text) => Ok(parse(&path, &text)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        let _held = lock_beside(dir, name, FlockArg::LockSharedNonblock, bound)?;
+        let Some(text) = dir.read(&file_name)? else {
+            return Ok(None);
+        };
+        let path = dir.join(&file_name);
+        Ok(self.parse(kind, path, &text))
+    }
+
+    /// A record's value; one that cannot be read is fresh state, with one warning,
+    /// so that it cannot wedge every later run.
+    fn parse<T: Record>(&mut self, kind: Kind, path: PathBuf, text: &[u8]) -> Option<T> {
+        match parse_record(text) {
+            Ok(value) => value,
+            Err(why) => {
+                let message = format!(
+                    "warning: {} cannot be read ({why}); counting it as {} until it is rewritten",
+                    path.display(),
+                    kind.fresh()
+                );
+                if self.warned.insert(path) {
+                    report::notice(&message);
+                }
+                None
+            }
         }
     }
+}
+
+/// `NAME.json`, NAME escaped as a `--once` key is.
+fn record_name(name: &str) -> String {
+    format!("{}.json", escape_key(name))
+}
+
+/// `.NAME.lock`, the file whose flock guards `NAME.json`.
+fn lock_name(name: &str) -> String {
+    format!(".{}.lock", escape_key(name))
 }
 
 /// Size of a record on disk: the JSON, padded with spaces, then a newline.
@@ -126,38 +265,46 @@ fn write_record(file: &File, json: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Takes the flock on `.NAME.lock` beside `path` (created if missing, never removed).
-fn lock_beside(path: &Path, how: FlockArg) -> anyhow::Result<Flock<File>> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
-    let lock_path = path.with_file_name(format!(".{}.lock", name.trim_end_matches(".json")));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    Flock::lock(file, how)
-        .map_err(|(_, errno)| std::io::Error::from(errno))
-        .with_context(|| format!("cannot flock {}", lock_path.display()))
-}
-
-/// A record's value; an empty file is fresh state, and so is one a crash left
-/// unparseable (with a note), so that it cannot wedge every later run.
-fn parse<T: DeserializeOwned>(path: &Path, text: &[u8]) -> Option<T> {
-    if text.iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    match serde_json::from_slice(text) {
-        Ok(value) => Some(value),
-        Err(e) => {
-            crate::report::verbose(
-                1,
-                &format!("{} is unreadable ({e}); starting it afresh", path.display()),
-            );
-            None
+/// Takes the flock (`how`, a non-blocking kind) on `.NAME.lock` in `dir` (created if
+/// missing, never removed), trying again until `bound` or [`LOCK_WAIT`] ends.
+fn lock_beside(
+    dir: &StateDir,
+    name: &str,
+    how: FlockArg,
+    bound: &Bound,
+) -> anyhow::Result<Flock<File>> {
+    let lock = lock_name(name);
+    let path = dir.join(&lock);
+    let mut file = dir.open_file(&lock, Access::Update)?;
+    let limit = bound.earlier(Instant::now().checked_add(LOCK_WAIT));
+    let tried = wait::retry_until(&limit, || {
+        let Some(unlocked) = file.take() else {
+            return Err(Errno::EBADF);
+        };
+        match Flock::lock(unlocked, how) {
+            Ok(locked) => Ok(Some(locked)),
+            Err((unlocked, Errno::EWOULDBLOCK)) => {
+                file = Some(unlocked);
+                Ok(None)
+            }
+            Err((_, errno)) => Err(errno),
         }
+    });
+    match tried {
+        Ok(Ok(locked)) => Ok(locked),
+        Ok(Err(errno)) => Err(std::io::Error::from(errno))
+            .with_context(|| format!("cannot flock {}", path.display())),
+        Err(Ended::Stopped(Stop::Signal(sig))) => Err(Interrupted(sig).into()),
+        Err(Ended::Stopped(Stop::LockLost(why))) => Err(anyhow::anyhow!(why)),
+        Err(Ended::TimedOut) if bound.check().is_err() => Err(anyhow::anyhow!(
+            "--max-time ran out while waiting for the flock on {}",
+            path.display()
+        )),
+        Err(Ended::TimedOut) => Err(anyhow::anyhow!(
+            "another process held the flock on {} for {} (it is held for microseconds)",
+            path.display(),
+            crate::parse::human(LOCK_WAIT)
+        )),
     }
 }
 
@@ -169,65 +316,96 @@ fn fresh_tokens(stored: Option<BudgetFile>, budget: &BudgetConfig) -> f64 {
 
 impl FleetStore for FileFleet {
     fn describe(&self) -> String {
-        format!("state directory {}", self.dir.display())
+        format!("state directory {}", self.root.display())
+    }
+
+    fn check(
+        &mut self,
+        budget: Option<&BudgetConfig>,
+        circuit: Option<&CircuitConfig>,
+    ) -> anyhow::Result<()> {
+        if let Some(b) = budget {
+            self.check_name(Kind::Budget, &b.name)?;
+        }
+        if let Some(c) = circuit {
+            self.check_name(Kind::Circuit, &c.name)?;
+        }
+        Ok(())
     }
 
     fn spend(
         &mut self,
         budget: &BudgetConfig,
         success: bool,
-        _bound: &Bound,
+        bound: &Bound,
     ) -> anyhow::Result<f64> {
-        self.update("budgets", &budget.name, |stored: Option<BudgetFile>| {
-            let tokens = tokens_after(
-                fresh_tokens(stored, budget),
-                budget.size,
-                budget.ratio,
-                success,
-            );
-            (
-                BudgetFile {
+        self.update(
+            Kind::Budget,
+            &budget.name,
+            bound,
+            |stored: Option<BudgetFile>| {
+                let tokens = tokens_after(
+                    fresh_tokens(stored, budget),
+                    budget.size,
+                    budget.ratio,
+                    success,
+                );
+                (
+                    BudgetFile {
+                        tokens,
+                        size: budget.size,
+                    },
                     tokens,
-                    size: budget.size,
-                },
-                tokens,
-            )
-        })
+                )
+            },
+        )
     }
 
-    fn tokens(&mut self, budget: &BudgetConfig, _bound: &Bound) -> anyhow::Result<f64> {
-        let stored = self.read("budgets", &budget.name)?;
+    fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64> {
+        let stored = self.read(Kind::Budget, &budget.name, bound)?;
         Ok(fresh_tokens(stored, budget))
     }
 
-    fn admit(&mut self, circuit: &CircuitConfig, _bound: &Bound) -> anyhow::Result<Admission> {
+    fn admit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<Admission> {
         // A closed circuit is read without writing: most runs only look.
-        let state: Option<CircuitState> = self.read("circuits", &circuit.name)?;
+        let state: Option<CircuitState> = self.read(Kind::Circuit, &circuit.name, bound)?;
         if state.is_none_or(|mut s| s.admit(now_ms(), circuit) == Admission::Closed) {
             return Ok(Admission::Closed);
         }
-        self.update("circuits", &circuit.name, |stored: Option<CircuitState>| {
-            let mut state = stored.unwrap_or_default();
-            let admission = state.admit(now_ms(), circuit);
-            (state, admission)
-        })
+        self.update(
+            Kind::Circuit,
+            &circuit.name,
+            bound,
+            |stored: Option<CircuitState>| {
+                let mut state = stored.unwrap_or_default();
+                let admission = state.admit(now_ms(), circuit);
+                (state, admission)
+            },
+        )
     }
 
     fn record_run(
         &mut self,
         circuit: &CircuitConfig,
         success: bool,
-        _bound: &Bound,
+        bound: &Bound,
     ) -> anyhow::Result<CircuitState> {
-        self.update("circuits", &circuit.name, |stored: Option<CircuitState>| {
-            let mut state = stored.unwrap_or_default();
-            state.record(success, now_ms(), circuit);
-            (state, state)
-        })
+        self.update(
+            Kind::Circuit,
+            &circuit.name,
+            bound,
+            |stored: Option<CircuitState>| {
+                let mut state = stored.unwrap_or_default();
+                state.record(success, now_ms(), circuit);
+                (state, state)
+            },
+        )
     }
 
-    fn circuit(&mut self, circuit: &CircuitConfig, _bound: &Bound) -> anyhow::Result<CircuitState> {
-        Ok(self.read("circuits", &circuit.name)?.unwrap_or_default())
+    fn circuit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<CircuitState> {
+        Ok(self
+            .read(Kind::Circuit, &circuit.name, bound)?
+            .unwrap_or_default())
     }
 }
 
@@ -343,13 +521,13 @@ mod tests {
                 .spend(&budget, i % 2 == 0, &Bound::signals_only())
                 .unwrap();
         });
-        let mut store = FileFleet::open(store.dir.clone()).unwrap();
+        let mut store = FileFleet::open(store.root.clone()).unwrap();
         time("circuit update (a finished run)", &mut |i| {
             store
                 .record_run(&circuit, i % 2 == 0, &Bound::signals_only())
                 .unwrap();
         });
-        let mut store = FileFleet::open(store.dir.clone()).unwrap();
+        let mut store = FileFleet::open(store.root.clone()).unwrap();
         time("circuit admission (closed: a read)", &mut |_| {
             store.admit(&circuit, &Bound::signals_only()).unwrap();
         });

@@ -14,7 +14,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::fleet::{BudgetConfig, CircuitConfig};
+use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
 use crate::engine::{Refusal, RetryBudget};
 use crate::jobs::Backend;
 use crate::report;
@@ -31,6 +31,23 @@ pub fn tokens_after(tokens: f64, size: u32, ratio: f64, success: bool) -> f64 {
         (tokens - 1.0).max(0.0)
     }
 }
+
+/// Why a stored token count cannot be used, if it cannot: it must be a number from 0
+/// to the largest budget size there is (a count above this run's size is cut to it).
+pub fn check_tokens(tokens: f64) -> Result<(), String> {
+    if tokens.is_finite() && (0.0..=f64::from(u32::MAX)).contains(&tokens) {
+        Ok(())
+    } else {
+        Err(format!(
+            "tokens {tokens} is not a number from 0 to {}",
+            u32::MAX
+        ))
+    }
+}
+
+/// The last millisecond of year 9999: the latest time a record may name (RFC 3339
+/// and the report write four-digit years).
+pub const LATEST_MS: u64 = 253_402_300_799_999;
 
 /// A retry is made only while the budget holds more than half its size.
 pub fn allows_retry(tokens: f64, size: u32) -> bool {
@@ -59,6 +76,14 @@ pub enum Admission {
 }
 
 impl CircuitState {
+    /// Why a stored state cannot be used, if it cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        match self.open_until_ms {
+            Some(ms) if ms > LATEST_MS => Err(format!("open_until_ms {ms} is past year 9999")),
+            _ => Ok(()),
+        }
+    }
+
     fn is_open(&self, limit: u32) -> bool {
         self.failures >= limit && self.open_until_ms.is_some()
     }
@@ -105,9 +130,9 @@ pub fn now_ms() -> u64 {
         .map_or(0, millis)
 }
 
-/// An RFC 3339 time for a millisecond timestamp.
+/// An RFC 3339 time for a millisecond timestamp (the last one of year 9999 at most).
 pub fn show_time(ms: u64) -> String {
-    report::timestamp(UNIX_EPOCH + Duration::from_millis(ms))
+    report::timestamp(UNIX_EPOCH + Duration::from_millis(ms.min(LATEST_MS)))
 }
 
 /// `5` or `4.3`: tokens as a person reads them.
@@ -136,6 +161,15 @@ pub fn splay_delay(window: Duration, seed: u64) -> Duration {
 pub trait FleetStore {
     /// How messages name the store (never with a password).
     fn describe(&self) -> String;
+    /// Checks, before the first attempt, that the records of `budget` and `circuit`
+    /// can be used (a link where a state file should be is an error).
+    fn check(
+        &mut self,
+        _budget: Option<&BudgetConfig>,
+        _circuit: Option<&CircuitConfig>,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Applies one attempt's result to the budget; returns the tokens left.
     fn spend(&mut self, budget: &BudgetConfig, success: bool, bound: &Bound)
     -> anyhow::Result<f64>;
@@ -154,20 +188,49 @@ pub trait FleetStore {
     fn circuit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<CircuitState>;
 }
 
-/// Opens the store (creating directories or tables) within `bound`: an error is exit 125.
-pub fn open(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
-    Ok(match target {
+/// Opens the store of `config` at `target` (creating directories or tables) and
+/// checks its records within `bound`: an error is exit 125.
+pub fn open(
+    config: &FleetConfig,
+    target: &Backend,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn FleetStore>> {
+    let mut store: Box<dyn FleetStore> = match target {
         Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
         Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect(pg.clone(), bound)?),
-    })
+    };
+    store.check(config.budget.as_ref(), config.circuit.as_ref())?;
+    Ok(store)
 }
 
 /// The store as a run uses it: after its first failure, a warning, then nothing
 /// (budgets and circuits fail open). Calls before and between attempts end with
-/// `--max-time` too; those after the last attempt only with the store's limits.
+/// `--max-time` too; those after it (and after the last attempt) only with the
+/// store's limits.
 pub struct Fleet {
     store: Option<Box<dyn FleetStore>>,
     run_deadline: Option<Instant>,
+}
+
+/// When in the run a store call is made.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before the first attempt or a retry: `--max-time` bounds it.
+    Before,
+    /// After an attempt: `--max-time` bounds it while it lasts (a later attempt may
+    /// follow), the store's own limits once it has passed (none will).
+    Between,
+    /// After the last attempt: the store's own limits.
+    After,
+}
+
+/// Why a store call before the first attempt (or a retry) ended the run.
+#[derive(Debug)]
+pub enum Halt {
+    /// `--max-time` ran out during the call (what the store said).
+    OutOfTime(String),
+    /// A stopping signal arrived during the call.
+    Signal(i32),
 }
 
 impl Fleet {
@@ -178,45 +241,65 @@ impl Fleet {
         }
     }
 
-    /// Runs `op` on the store, unless it already failed; a failure warns once.
-    fn with<T>(
-        &mut self,
-        before_last: bool,
-        op: impl FnOnce(&mut dyn FleetStore, &Bound) -> anyhow::Result<T>,
-    ) -> Option<T> {
-        let bound = if before_last {
-            Bound::until(self.run_deadline)
-        } else {
-            Bound::signals_only()
-        };
-        let store = self.store.as_mut()?;
-        match op(store.as_mut(), &bound) {
-            Ok(value) => Some(value),
-            // A signal stops the run; it is no failure of the store to warn about.
-            Err(err) if err.is::<crate::jobs::Interrupted>() => {
-                self.store = None;
-                None
-            }
-            Err(err) => {
-                report::notice(&format!(
-                    "warning: the fleet state in {} failed ({err:#}); going on without the retry budget and circuit breaker",
-                    store.describe()
-                ));
-                self.store = None;
-                None
-            }
+    fn deadline_passed(&self) -> bool {
+        self.run_deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn bound(&self, phase: Phase) -> Bound {
+        match phase {
+            Phase::Before => Bound::until(self.run_deadline),
+            Phase::Between if !self.deadline_passed() => Bound::until(self.run_deadline),
+            Phase::Between | Phase::After => Bound::signals_only(),
         }
     }
 
-    /// Before the first attempt.
-    pub fn admit(&mut self, circuit: &CircuitConfig) -> Admission {
-        self.with(true, |s, b| s.admit(circuit, b))
-            .unwrap_or(Admission::Closed)
+    /// Runs `op` on the store, unless it already failed; a failure warns once. `Err`
+    /// when `--max-time` ended the call (the store stays for the calls after it), or
+    /// a signal ended one made before an attempt.
+    fn with<T>(
+        &mut self,
+        phase: Phase,
+        op: impl FnOnce(&mut dyn FleetStore, &Bound) -> anyhow::Result<T>,
+    ) -> Result<Option<T>, Halt> {
+        let bound = self.bound(phase);
+        let Some(store) = self.store.as_mut() else {
+            return Ok(None);
+        };
+        let err = match op(store.as_mut(), &bound) {
+            Ok(value) => return Ok(Some(value)),
+            Err(err) => err,
+        };
+        // A signal stops the run; it is no failure of the store to warn about.
+        if let Some(crate::jobs::Interrupted(sig)) = err.downcast_ref() {
+            let sig = *sig;
+            self.store = None;
+            return match phase {
+                Phase::Before => Err(Halt::Signal(sig)),
+                Phase::Between | Phase::After => Ok(None),
+            };
+        }
+        let described = store.describe();
+        if phase != Phase::After && self.deadline_passed() {
+            return Err(Halt::OutOfTime(format!("{err:#}")));
+        }
+        report::notice(&format!(
+            "warning: the fleet state in {described} failed ({err:#}); going on without the retry budget and circuit breaker"
+        ));
+        self.store = None;
+        Ok(None)
+    }
+
+    /// Before the first attempt; `Err` when `--max-time` or a signal ended it first.
+    pub fn admit(&mut self, circuit: &CircuitConfig) -> Result<Admission, Halt> {
+        Ok(self
+            .with(Phase::Before, |s, b| s.admit(circuit, b))?
+            .unwrap_or(Admission::Closed))
     }
 
     /// After the last attempt.
     pub fn record_run(&mut self, circuit: &CircuitConfig, success: bool) {
-        if let Some(state) = self.with(false, |s, b| s.record_run(circuit, success, b)) {
+        let recorded = self.with(Phase::After, |s, b| s.record_run(circuit, success, b));
+        if let Ok(Some(state)) = recorded {
             let shown = match state
                 .open_until_ms
                 .filter(|_| state.failures >= circuit.failures)
@@ -242,6 +325,7 @@ impl Fleet {
             fleet: self,
             config: budget,
             tokens: None,
+            ran_out: None,
         }
     }
 }
@@ -253,14 +337,33 @@ pub struct SharedBudget<'a> {
     /// What the last update returned: the decision uses the count this run's own
     /// update produced, read in the same atomic step.
     tokens: Option<f64>,
+    /// `--max-time` ran out during the last update (why): no retry follows.
+    ran_out: Option<String>,
+}
+
+impl SharedBudget<'_> {
+    fn out_of_time(&self, why: &str) -> Refusal {
+        Refusal(format!(
+            "{why}, so retry budget {} could not be asked: not retrying",
+            self.config.name
+        ))
+    }
 }
 
 impl RetryBudget for SharedBudget<'_> {
     fn may_retry(&mut self) -> Result<(), Refusal> {
         let config = self.config;
+        if let Some(why) = self.ran_out.take() {
+            return Err(self.out_of_time(&why));
+        }
         let tokens = match self.tokens {
             Some(t) => Some(t),
-            None => self.fleet.with(true, |s, b| s.tokens(config, b)),
+            // Before a retry: --max-time bounds the question; a signal stops the sleep before it.
+            None => match self.fleet.with(Phase::Before, |s, b| s.tokens(config, b)) {
+                Ok(tokens) => tokens,
+                Err(Halt::Signal(_)) => None,
+                Err(Halt::OutOfTime(why)) => return Err(self.out_of_time(&why)),
+            },
         };
         match tokens {
             Some(t) if !allows_retry(t, config.size) => Err(Refusal(format!(
@@ -275,8 +378,15 @@ impl RetryBudget for SharedBudget<'_> {
 
     fn record(&mut self, success: bool) {
         let config = self.config;
-        // After any attempt, the last included: the store's own limits only.
-        self.tokens = self.fleet.with(false, |s, b| s.spend(config, success, b));
+        // After an attempt: within --max-time while it lasts, then the store's own limits.
+        let spent = self
+            .fleet
+            .with(Phase::Between, |s, b| s.spend(config, success, b));
+        (self.tokens, self.ran_out) = match spent {
+            Ok(tokens) => (tokens, None),
+            Err(Halt::OutOfTime(why)) => (None, Some(why)),
+            Err(Halt::Signal(_)) => (None, None),
+        };
     }
 }
 
@@ -339,7 +449,7 @@ fn circuit_line(c: &CircuitConfig, state: &CircuitState) -> String {
 /// A store for reading: a missing directory or table reads as fresh state.
 fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
     Ok(match target {
-        Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())),
+        Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())?),
         Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone(), bound)?),
     })
 }

@@ -3,8 +3,12 @@
 //! server applies atomically (the row lock orders concurrent updates, and each
 //! re-reads the row it changes). Times are the server's, so hosts whose clocks
 //! disagree still agree on when a circuit opens. Every call goes through the one
-//! bounded connection of `jobs::postgres::db`.
+//! bounded connection of `jobs::postgres::db`. A row that cannot be read as valid
+//! (tokens that are NaN, infinite, negative or beyond any budget's size; failures
+//! below zero; an open-until time before 1970 or past year 9999) counts as fresh
+//! state, with one warning, and the statement that updates it starts it afresh.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use anyhow::Context;
@@ -16,6 +20,7 @@ use crate::config::fleet::{BudgetConfig, CircuitConfig};
 use crate::jobs::postgres::PgTarget;
 use crate::jobs::postgres::db::Db;
 use crate::jobs::postgres::schema::{self, Needs};
+use crate::report;
 use crate::wait::Bound;
 
 pub use crate::jobs::postgres::schema::{BUDGET_TABLE, CIRCUIT_TABLE};
@@ -23,11 +28,33 @@ pub use crate::jobs::postgres::schema::{BUDGET_TABLE, CIRCUIT_TABLE};
 /// Milliseconds since the epoch of a timestamptz column.
 const MS: &str = "(extract(epoch FROM open_until) * 1000)::bigint";
 
+/// A budget row's tokens that can be used (NaN is larger than every number in SQL).
+const TOKENS_VALID: &str = "tokens BETWEEN 0 AND 4294967295";
+
+/// A circuit row that can be used, with its columns qualified by `{t}`.
+fn circuit_valid(t: &str) -> String {
+    format!(
+        "({t}failures >= 0 AND ({t}open_until IS NULL OR ({t}open_until >= 'epoch' \
+         AND {t}open_until < '10000-01-01 00:00:00+00')))"
+    )
+}
+
+/// What a circuit row held before a statement, for the warning when it was unreadable.
+fn old_circuit() -> String {
+    format!(
+        "old AS (SELECT NOT {} AS bad, 'failures ' || failures || ', open_until ' || \
+         coalesce(open_until::text, 'NULL') AS held FROM {CIRCUIT_TABLE} WHERE name = $1::text)",
+        circuit_valid("")
+    )
+}
+
 pub struct PgFleet {
     db: Rc<Db>,
     target: PgTarget,
     /// Missing tables read as fresh state (for `--dry-run`).
     tables: bool,
+    /// Rows already warned about: one warning per row and run.
+    warned: HashSet<String>,
 }
 
 impl PgFleet {
@@ -43,6 +70,7 @@ impl PgFleet {
             db,
             target,
             tables: true,
+            warned: HashSet::new(),
         })
     }
 
@@ -57,11 +85,38 @@ impl PgFleet {
             )?
             .first()
             .is_some_and(|r| r.get(0));
-        Ok(PgFleet { db, target, tables })
+        Ok(PgFleet {
+            db,
+            target,
+            tables,
+            warned: HashSet::new(),
+        })
     }
 
     fn context(&self) -> String {
         format!("--state: {}", self.target)
+    }
+
+    /// Warns, once per row, that the row `name` of `table` (holding `held`) cannot be
+    /// read and counts as `fresh`.
+    fn unreadable(&mut self, table: &str, name: &str, held: &str, fresh: &str) {
+        let row = format!("{table}:{name}");
+        if self.warned.insert(row) {
+            report::notice(&format!(
+                "warning: the row {name:?} of table {table} at {} cannot be read ({held}); \
+                 counting it as {fresh} until it is rewritten",
+                self.target
+            ));
+        }
+    }
+
+    /// The row's state, after the warning when the statement found it unreadable
+    /// (`bad` and `held` at `at`).
+    fn checked_circuit(&mut self, name: &str, row: &Row, at: usize) {
+        if row.get::<_, Option<bool>>(at) == Some(true) {
+            let held: String = row.get::<_, Option<String>>(at + 1).unwrap_or_default();
+            self.unreadable(CIRCUIT_TABLE, name, &held, "a closed circuit");
+        }
     }
 }
 
@@ -69,12 +124,19 @@ fn cooldown_secs(c: &CircuitConfig) -> f64 {
     c.cooldown.as_secs_f64()
 }
 
+/// A valid circuit row's state: failures and open-until milliseconds at 0 and 1.
 fn state_of(row: &Row) -> CircuitState {
-    let failures: i32 = row.get(0);
+    let failures: Option<i32> = row.get(0);
     let until: Option<i64> = row.get(1);
-    CircuitState {
-        failures: u32::try_from(failures).unwrap_or(0),
+    let state = CircuitState {
+        failures: failures.and_then(|f| u32::try_from(f).ok()).unwrap_or(0),
         open_until_ms: until.and_then(|u| u64::try_from(u).ok()),
+    };
+    // The statements compute nothing out of range; should one ever, it is fresh state.
+    if state.validate().is_ok() {
+        state
+    } else {
+        CircuitState::default()
     }
 }
 
@@ -93,11 +155,17 @@ impl FleetStore for PgFleet {
         bound: &Bound,
     ) -> anyhow::Result<f64> {
         let sql = format!(
-            "INSERT INTO {BUDGET_TABLE} AS b (name, tokens) VALUES ($1::text, greatest(least($2::float8 + $3::float8, $2::float8), 0))
-             ON CONFLICT (name) DO UPDATE
-                 SET tokens = greatest(least(least(b.tokens, $2::float8) + $3::float8, $2::float8), 0),
-                     updated_at = now()
-             RETURNING tokens"
+            "WITH old AS (SELECT tokens FROM {BUDGET_TABLE} WHERE name = $1::text),
+             spent AS (
+                 INSERT INTO {BUDGET_TABLE} AS b (name, tokens)
+                 VALUES ($1::text, greatest(least($2::float8 + $3::float8, $2::float8), 0))
+                 ON CONFLICT (name) DO UPDATE
+                     SET tokens = greatest(least(
+                             CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END
+                             + $3::float8, $2::float8), 0),
+                         updated_at = now()
+                 RETURNING tokens)
+             SELECT spent.tokens, (SELECT tokens FROM old) FROM spent"
         );
         let delta = if success { budget.ratio } else { -1.0 };
         let size = f64::from(budget.size);
@@ -113,7 +181,13 @@ impl FleetStore for PgFleet {
                 bound,
             )
             .with_context(|| self.context())?;
-        Ok(rows.first().context("no row")?.get(0))
+        let row = rows.first().context("no row")?;
+        if let Some(old) = row.get::<_, Option<f64>>(1)
+            && let Err(why) = super::check_tokens(old)
+        {
+            self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");
+        }
+        Ok(row.get(0))
     }
 
     fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64> {
@@ -121,29 +195,39 @@ impl FleetStore for PgFleet {
         if !self.tables {
             return Ok(size);
         }
-        let sql = format!("SELECT least(tokens, $2::float8) FROM {BUDGET_TABLE} WHERE name = $1");
+        let sql = format!("SELECT tokens FROM {BUDGET_TABLE} WHERE name = $1");
         let rows = self
             .db
-            .query(
-                &sql,
-                &[(&budget.name, Type::TEXT), (&size, Type::FLOAT8)],
-                bound,
-            )
+            .query(&sql, &[(&budget.name, Type::TEXT)], bound)
             .with_context(|| self.context())?;
-        Ok(rows.first().map_or(size, |r| r.get(0)))
+        let Some(tokens) = rows.first().map(|r| r.get::<_, f64>(0)) else {
+            return Ok(size);
+        };
+        match super::check_tokens(tokens) {
+            Ok(()) => Ok(tokens.min(size)),
+            Err(why) => {
+                self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");
+                Ok(size)
+            }
+        }
     }
 
     fn admit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<Admission> {
         // One statement: the row lock makes a second claimant re-read the pushed time.
         let run = uuid::Uuid::new_v4().to_string();
         let sql = format!(
-            "UPDATE {CIRCUIT_TABLE} SET
-                 probe = CASE WHEN open_until <= clock_timestamp() THEN $4::text ELSE probe END,
-                 open_until = CASE WHEN open_until <= clock_timestamp()
-                     THEN clock_timestamp() + make_interval(secs => $3::float8) ELSE open_until END,
-                 updated_at = now()
-             WHERE name = $1::text AND failures >= $2::int4 AND open_until IS NOT NULL
-             RETURNING failures, {MS}, coalesce(probe = $4::text, false)"
+            "WITH {old}, claimed AS (
+                 UPDATE {CIRCUIT_TABLE} SET
+                     probe = CASE WHEN open_until <= clock_timestamp() THEN $4::text ELSE probe END,
+                     open_until = CASE WHEN open_until <= clock_timestamp()
+                         THEN clock_timestamp() + make_interval(secs => $3::float8) ELSE open_until END,
+                     updated_at = now()
+                 WHERE name = $1::text AND {valid} AND failures >= $2::int4 AND open_until IS NOT NULL
+                 RETURNING failures, {MS} AS ms, coalesce(probe = $4::text, false) AS probe)
+             SELECT claimed.failures, claimed.ms, claimed.probe, old.bad, old.held
+             FROM old LEFT JOIN claimed ON true",
+            old = old_circuit(),
+            valid = circuit_valid(""),
         );
         let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
         let cooldown = cooldown_secs(circuit);
@@ -163,14 +247,18 @@ impl FleetStore for PgFleet {
         let Some(row) = rows.first() else {
             return Ok(Admission::Closed);
         };
-        if row.get::<_, bool>(2) {
-            return Ok(Admission::Probe);
+        self.checked_circuit(&circuit.name, row, 3);
+        match row.get::<_, Option<bool>>(2) {
+            None => Ok(Admission::Closed),
+            Some(true) => Ok(Admission::Probe),
+            Some(false) => {
+                let state = state_of(row);
+                Ok(Admission::Open {
+                    until_ms: state.open_until_ms.unwrap_or(0),
+                    failures: state.failures,
+                })
+            }
         }
-        let state = state_of(row);
-        Ok(Admission::Open {
-            until_ms: state.open_until_ms.unwrap_or(0),
-            failures: state.failures,
-        })
     }
 
     fn record_run(
@@ -179,18 +267,25 @@ impl FleetStore for PgFleet {
         success: bool,
         bound: &Bound,
     ) -> anyhow::Result<CircuitState> {
+        // An unreadable row counts as a closed circuit with no failures.
         let sql = format!(
-            "INSERT INTO {CIRCUIT_TABLE} AS c (name, failures, open_until)
-             VALUES ($1::text, CASE WHEN $2::bool THEN 0 ELSE 1 END,
-                     CASE WHEN NOT $2 AND 1 >= $3::int4 THEN clock_timestamp() + make_interval(secs => $4::float8) END)
-             ON CONFLICT (name) DO UPDATE SET
-                 failures = CASE WHEN $2 THEN 0 ELSE c.failures + 1 END,
-                 open_until = CASE WHEN $2 THEN NULL
-                     WHEN c.failures + 1 >= $3::int4 THEN clock_timestamp() + make_interval(secs => $4::float8)
-                     ELSE c.open_until END,
-                 probe = CASE WHEN $2 THEN NULL ELSE c.probe END,
-                 updated_at = now()
-             RETURNING failures, {MS}"
+            "WITH {old}, counted AS (
+                 INSERT INTO {CIRCUIT_TABLE} AS c (name, failures, open_until)
+                 VALUES ($1::text, CASE WHEN $2::bool THEN 0 ELSE 1 END,
+                         CASE WHEN NOT $2 AND 1 >= $3::int4 THEN clock_timestamp() + make_interval(secs => $4::float8) END)
+                 ON CONFLICT (name) DO UPDATE SET
+                     failures = CASE WHEN $2 THEN 0 WHEN {valid} THEN least(c.failures, 2147483646) + 1 ELSE 1 END,
+                     open_until = CASE WHEN $2 THEN NULL
+                         WHEN (CASE WHEN {valid} THEN least(c.failures, 2147483646) ELSE 0 END) + 1 >= $3::int4
+                             THEN clock_timestamp() + make_interval(secs => $4::float8)
+                         WHEN {valid} THEN c.open_until END,
+                     probe = CASE WHEN $2 OR NOT {valid} THEN NULL ELSE c.probe END,
+                     updated_at = now()
+                 RETURNING failures, {MS} AS ms)
+             SELECT counted.failures, counted.ms, (SELECT bad FROM old), (SELECT held FROM old)
+             FROM counted",
+            old = old_circuit(),
+            valid = circuit_valid("c."),
         );
         let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
         let cooldown = cooldown_secs(circuit);
@@ -207,18 +302,32 @@ impl FleetStore for PgFleet {
                 bound,
             )
             .with_context(|| self.context())?;
-        Ok(state_of(rows.first().context("no row")?))
+        let row = rows.first().context("no row")?;
+        self.checked_circuit(&circuit.name, row, 2);
+        Ok(state_of(row))
     }
 
     fn circuit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<CircuitState> {
         if !self.tables {
             return Ok(CircuitState::default());
         }
-        let sql = format!("SELECT failures, {MS} FROM {CIRCUIT_TABLE} WHERE name = $1");
+        let sql = format!(
+            "WITH {old} SELECT c.failures, CASE WHEN {valid} THEN {MS} END, old.bad, old.held
+             FROM {CIRCUIT_TABLE} c, old WHERE c.name = $1",
+            old = old_circuit(),
+            valid = circuit_valid("c."),
+        );
         let rows = self
             .db
             .query(&sql, &[(&circuit.name, Type::TEXT)], bound)
             .with_context(|| self.context())?;
-        Ok(rows.first().map(state_of).unwrap_or_default())
+        let Some(row) = rows.first() else {
+            return Ok(CircuitState::default());
+        };
+        self.checked_circuit(&circuit.name, row, 2);
+        if row.get::<_, Option<bool>>(2) == Some(true) {
+            return Ok(CircuitState::default());
+        }
+        Ok(state_of(row))
     }
 }

@@ -1,19 +1,24 @@
 //! The file backend: `--lock PATH` as an exclusive `flock(2)`, and `--once` markers
-//! as JSON files in the state directory, one per key, named after the key. The
-//! kernel frees a flock when its holder dies, so no lock is ever left stale; every
-//! descriptor is opened close-on-exec, so the command never inherits a lock.
+//! as JSON files in the state directory, one per key, named after the key, with the
+//! key's lock a `.KEY.lock` beside them. The kernel frees a flock when its holder
+//! dies, so no lock is ever left stale; every descriptor is opened close-on-exec, so
+//! the command never inherits a lock. Files in the state directory are reached only
+//! through [`StateDir`] (checked, never through a link); each acquisition gets its
+//! fencing token from [`fencing`](super::fencing).
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::SystemTime;
 
 use anyhow::Context;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use std::time::SystemTime;
-
+use super::fencing::{self, Counter};
+use super::state_dir::{Access, StateDir};
 use super::{Done, Lock, Marker, MarkerStore, Status};
 use crate::wait::Bound;
 
@@ -23,81 +28,130 @@ const NAME_MAX: usize = 255;
 const NAME_OVERHEAD: usize = 6;
 /// How often a lock file that keeps being replaced is reopened before giving up.
 const REOPENS: usize = 20;
+/// Temporary marker files are `.retry.….tmp`.
+const MARKER_TEMP: &str = ".retry";
 
-/// An exclusive flock on a file, created if missing.
+/// Where a lock file is.
+enum Place {
+    /// `--lock PATH`: the user's file, never removed, its content never touched.
+    Path(PathBuf),
+    /// A `--once` key's lock in the state directory, removed by its holder on release.
+    /// Safe because a taker checks, after locking, that the name still names the file.
+    Key {
+        dir: Rc<StateDir>,
+        name: String,
+        key: String,
+    },
+}
+
+/// An exclusive flock on a file, created if missing, with a fencing token.
 pub struct FileLock {
-    path: PathBuf,
+    place: Place,
     held: Option<Flock<File>>,
-    /// Key locks are removed on release; `--lock` files never are.
-    remove_on_release: bool,
-    /// Where the fencing counters live (`STATE/fencing`), for a `--lock` file.
-    fencing_dir: Option<PathBuf>,
+    /// The state directory that counts this lock's tokens (`None`: the clock alone).
+    counted_in: Option<PathBuf>,
     token: Option<i64>,
 }
 
 impl FileLock {
-    /// The `--lock PATH` lock: the file stays when the lock is released.
-    pub fn new(path: PathBuf) -> FileLock {
+    /// The `--lock PATH` lock, its tokens counted in `state`'s `fencing/` (the clock
+    /// alone without one).
+    pub fn new(path: PathBuf, state: Option<PathBuf>) -> FileLock {
         FileLock {
-            path,
+            place: Place::Path(path),
             held: None,
-            remove_on_release: false,
-            fencing_dir: None,
+            counted_in: state,
             token: None,
         }
     }
 
-    /// The `--lock PATH` lock with a fencing counter in `dir`, bumped at every acquisition.
-    pub fn fenced(path: PathBuf, dir: PathBuf) -> FileLock {
-        let mut lock = FileLock::new(path);
-        lock.fencing_dir = Some(dir);
-        lock
-    }
-
-    /// A lock file that its holder removes on release. Safe because a taker checks,
-    /// after locking, that the path still names the file it locked.
-    fn removable(path: PathBuf) -> FileLock {
-        let mut lock = FileLock::new(path);
-        lock.remove_on_release = true;
-        lock
+    /// The lock on `key` in the state directory `dir`.
+    fn key(dir: Rc<StateDir>, key: &str) -> FileLock {
+        FileLock {
+            counted_in: Some(dir.path().to_path_buf()),
+            place: Place::Key {
+                name: format!(".{}.lock", escape_key(key)),
+                key: key.to_string(),
+                dir,
+            },
+            held: None,
+            token: None,
+        }
     }
 
     fn open(&self) -> anyhow::Result<File> {
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.path);
-        // A lock file created by another user may be read-only to us; flock works on it all the same.
-        let opened = match opened {
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
-                ) =>
-            {
-                File::open(&self.path)
-            }
-            other => other,
-        };
-        opened.with_context(|| format!("cannot open lock file {}", self.path.display()))
-    }
-
-    /// Whether the path still names the file behind `file`.
-    fn still_named(&self, file: &File) -> anyhow::Result<bool> {
-        let ours = file.metadata()?;
-        match std::fs::metadata(&self.path) {
-            Ok(now) => Ok(now.dev() == ours.dev() && now.ino() == ours.ino()),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e).with_context(|| format!("cannot stat {}", self.path.display())),
+        match &self.place {
+            Place::Path(path) => open_lock_file(path),
+            Place::Key { dir, name, .. } => Ok(dir
+                .open_file(name, Access::Update)?
+                .context("a created file is there")?),
         }
     }
+
+    /// Whether the lock's name still names the file behind `file`.
+    fn still_named(&self, file: &File) -> anyhow::Result<bool> {
+        let ours = file.metadata()?;
+        let now = match &self.place {
+            Place::Path(path) => match std::fs::metadata(path) {
+                Ok(now) => Some((now.dev(), now.ino())),
+                Err(e) if e.kind() == ErrorKind::NotFound => None,
+                Err(e) => return Err(e).with_context(|| format!("cannot stat {}", path.display())),
+            },
+            Place::Key { dir, name, .. } => dir.identity(name)?,
+        };
+        Ok(now == Some((ours.dev(), ours.ino())))
+    }
+
+    /// The counters this lock's tokens are kept under.
+    fn counters(&self, file: &File) -> anyhow::Result<Vec<Counter>> {
+        Ok(match &self.place {
+            Place::Path(path) => {
+                let absolute = std::fs::canonicalize(path)
+                    .with_context(|| format!("cannot resolve {}", path.display()))?;
+                let meta = file.metadata()?;
+                vec![
+                    Counter::lock_path(&absolute),
+                    Counter::lock_inode(meta.dev(), meta.ino(), &absolute),
+                ]
+            }
+            Place::Key { key, .. } => vec![Counter::once_key(key)],
+        })
+    }
+}
+
+/// Opens (creating) a `--lock` file. One created by another user may be read-only to
+/// us; flock works on it all the same.
+fn open_lock_file(path: &Path) -> anyhow::Result<File> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path);
+    let opened = match opened {
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            File::open(path)
+        }
+        other => other,
+    };
+    let file = opened.with_context(|| format!("cannot open lock file {}", path.display()))?;
+    if file.metadata()?.is_dir() {
+        anyhow::bail!("{} is a directory, not a lock file", path.display());
+    }
+    Ok(file)
 }
 
 impl Lock for FileLock {
     fn describe(&self) -> String {
-        self.path.display().to_string()
+        match &self.place {
+            Place::Path(path) => path.display().to_string(),
+            Place::Key { dir, name, .. } => dir.join(name).display().to_string(),
+        }
     }
 
     fn fencing_token(&self) -> Option<i64> {
@@ -110,22 +164,21 @@ impl Lock for FileLock {
         }
         for _ in 0..REOPENS {
             let file = self.open()?;
-            if file.metadata()?.is_dir() {
-                anyhow::bail!("{} is a directory, not a lock file", self.path.display());
-            }
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(locked) => {
                     // The previous holder may have removed the file between our open and our flock.
                     if self.still_named(&locked)? {
+                        let counters = self.counters(&locked)?;
+                        self.token =
+                            Some(fencing::next_token(self.counted_in.as_deref(), &counters)?);
                         self.held = Some(locked);
-                        self.token = self.next_token()?;
                         return Ok(true);
                     }
                 }
                 Err((_, Errno::EWOULDBLOCK)) => return Ok(false),
                 Err((_, errno)) => {
                     return Err(std::io::Error::from(errno))
-                        .with_context(|| format!("cannot flock {}", self.path.display()));
+                        .with_context(|| format!("cannot flock {}", self.describe()));
                 }
             }
         }
@@ -133,51 +186,11 @@ impl Lock for FileLock {
     }
 }
 
-impl FileLock {
-    /// Bumps the fencing counter of this lock file, durably, while holding the lock.
-    fn next_token(&self) -> anyhow::Result<Option<i64>> {
-        let Some(dir) = &self.fencing_dir else {
-            return Ok(None);
-        };
-        let absolute = std::fs::canonicalize(&self.path)
-            .with_context(|| format!("cannot resolve {}", self.path.display()))?;
-        let key = absolute.to_string_lossy().into_owned();
-        check_key(&key).map_err(|e| anyhow::anyhow!("--lock: fencing counter for {key}: {e}"))?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("cannot create directory {}", dir.display()))?;
-        let counter = dir.join(format!("{}.json", escape_key(&key)));
-        let last = match std::fs::read(&counter) {
-            Ok(text) => {
-                serde_json::from_slice::<Fencing>(&text)
-                    .with_context(|| format!("{} is not a fencing counter", counter.display()))?
-                    .token
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => 0,
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", counter.display())),
-        };
-        let token = last + 1;
-        let mut text = serde_json::to_vec(&Fencing { lock: key, token })?;
-        text.push(b'\n');
-        crate::report::write_atomically(&counter, &text)?;
-        Ok(Some(i64::try_from(token).unwrap_or(i64::MAX)))
-    }
-}
-
-/// A lock file's fencing counter: the last token handed out.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Fencing {
-    lock: String,
-    token: u64,
-}
-
 impl Drop for FileLock {
     fn drop(&mut self) {
-        if self.remove_on_release && self.held.is_some() {
+        if let (Place::Key { dir, name, .. }, Some(_)) = (&self.place, &self.held) {
             // Removed while still locked, so nobody can lock this file afterwards and believe it current.
-            let _ = std::fs::remove_file(&self.path);
+            let _ = dir.remove(name);
         }
         self.held = None;
     }
@@ -186,104 +199,93 @@ impl Drop for FileLock {
 /// `--once` markers in a directory: `KEY.json`, with `.KEY.lock` beside it while a
 /// run of KEY is in progress.
 pub struct FileStore {
-    dir: PathBuf,
+    dir: Rc<StateDir>,
     key_lock: Option<FileLock>,
 }
 
 impl FileStore {
-    /// Opens the state directory, creating it (mode 0700) if missing.
-    pub fn open(dir: PathBuf) -> anyhow::Result<FileStore> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .with_context(|| format!("--state: cannot create directory {}", dir.display()))?;
-        anyhow::ensure!(
-            dir.is_dir(),
-            "--state: {} is not a directory",
-            dir.display()
-        );
+    /// Opens the state directory, creating it (mode 0700) if missing, and checks it.
+    pub fn open(path: PathBuf) -> anyhow::Result<FileStore> {
+        let dir = StateDir::open(&path)?;
         // Markers are written after a success: the directory must take a new file now.
-        crate::report::probe_dir(&dir)
-            .with_context(|| format!("--state: cannot create a file in {}", dir.display()))?;
+        dir.probe()
+            .with_context(|| format!("--state: cannot create a file in {}", path.display()))?;
         Ok(FileStore {
-            dir,
+            dir: Rc::new(dir),
             key_lock: None,
         })
     }
 
-    /// The marker file for `key`.
-    pub fn marker_path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{}.json", escape_key(key)))
+    /// The marker file's name for `key`.
+    fn marker_name(key: &str) -> String {
+        format!("{}.json", escape_key(key))
     }
 
-    /// The markers whose keys start with `prefix`, with their files.
-    fn entries(&self, prefix: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
-        let listing = std::fs::read_dir(&self.dir)
-            .with_context(|| format!("--state: cannot list {}", self.dir.display()))?;
-        let mut out = Vec::new();
-        for entry in listing {
-            let entry = entry?;
-            let name = entry.file_name();
-            let key = name.to_str().and_then(key_from_file_name);
-            if let Some(key) = key.filter(|k| k.starts_with(prefix)) {
-                out.push((key, entry.path()));
-            }
-        }
-        Ok(out)
+    /// The markers whose keys start with `prefix`, with their file names.
+    fn entries(&self, prefix: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let names = self
+            .dir
+            .names()
+            .with_context(|| format!("--state: cannot list {}", self.dir.path().display()))?;
+        Ok(names
+            .into_iter()
+            .filter_map(|name| Some((key_from_file_name(&name)?, name)))
+            .filter(|(key, _)| key.starts_with(prefix))
+            .collect())
     }
 
-    fn key_lock_path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!(".{}.lock", escape_key(key)))
+    /// The error for a record that exists but cannot be read as one.
+    fn unreadable(&self, key: &str, name: &str, why: &str) -> anyhow::Error {
+        let path = self.dir.join(name);
+        anyhow::anyhow!(
+            "the record of --once key {key:?} in {} cannot be read ({why}); retry cannot tell \
+             whether the key already ran, so it runs nothing: look at the file, then remove it \
+             (rm -- '{}') to run the key again",
+            path.display(),
+            path.display()
+        )
     }
 }
 
 impl MarkerStore for FileStore {
     fn describe(&self) -> String {
-        format!("state directory {}", self.dir.display())
+        format!("state directory {}", self.dir.path().display())
     }
 
     fn find(&mut self, key: &str, _bound: &Bound) -> anyhow::Result<Option<Done>> {
-        let path = self.marker_path(key);
-        let text = match std::fs::read(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        let name = Self::marker_name(key);
+        let Some(text) = self.dir.read(&name)? else {
+            return Ok(None);
         };
-        let place = path.display().to_string();
-        // The marker's existence is the record; its contents only say when and where.
-        Ok(Some(match serde_json::from_slice::<Marker>(&text) {
-            Ok(marker) => Done {
-                status: marker.status,
-                succeeded_at: marker.succeeded_at,
-                host: marker.host,
-                place,
-            },
-            Err(e) => Done {
-                status: Status::Succeeded,
-                succeeded_at: format!("an unknown time (unreadable marker: {e})"),
-                host: "unknown".into(),
-                place,
-            },
+        let marker = parse_marker(key, &text).map_err(|why| self.unreadable(key, &name, &why))?;
+        Ok(Some(Done {
+            status: marker.status,
+            succeeded_at: marker.succeeded_at,
+            host: marker.host,
+            place: self.dir.join(&name).display().to_string(),
         }))
     }
 
     fn try_lock_key(&mut self, key: &str, bound: &Bound) -> anyhow::Result<bool> {
-        let path = self.key_lock_path(key);
+        let dir = &self.dir;
         self.key_lock
-            .get_or_insert_with(|| FileLock::removable(path))
+            .get_or_insert_with(|| FileLock::key(dir.clone(), key))
             .try_acquire(bound)
     }
 
+    fn key_token(&self) -> Option<i64> {
+        self.key_lock.as_ref().and_then(FileLock::fencing_token)
+    }
+
     fn record(&mut self, marker: &Marker, _bound: &Bound) -> anyhow::Result<()> {
-        let path = self.marker_path(&marker.key);
+        let name = Self::marker_name(&marker.key);
         // Only a success replaces a record: a late "skipped" never hides how a slot ended.
-        if marker.status != Status::Succeeded && path.exists() {
+        if marker.status != Status::Succeeded && self.dir.identity(&name)?.is_some() {
             return Ok(());
         }
         let mut text = serde_json::to_vec_pretty(marker)?;
         text.push(b'\n');
-        crate::report::write_atomically(&path, &text)
+        self.dir.replace(&name, &text, MARKER_TEMP)
     }
 
     fn keys_with_prefix(&mut self, prefix: &str, _bound: &Bound) -> anyhow::Result<Vec<String>> {
@@ -294,18 +296,53 @@ impl MarkerStore for FileStore {
             .collect())
     }
 
+    fn unreadable_with_prefix(
+        &mut self,
+        prefix: &str,
+        _bound: &Bound,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (key, name) in self.entries(prefix)? {
+            let read = self
+                .dir
+                .read(&name)
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|text| parse_marker(&key, &text.unwrap_or_default()));
+            if let Err(why) = read {
+                out.push(format!("{:#}", self.unreadable(&key, &name, &why)));
+            }
+        }
+        Ok(out)
+    }
+
     fn prune(&mut self, prefix: &str, before: SystemTime, _bound: &Bound) -> anyhow::Result<usize> {
         let mut removed = 0;
-        for (_, path) in self.entries(prefix)? {
-            let old = std::fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t < before);
-            if old && std::fs::remove_file(&path).is_ok() {
+        for (key, name) in self.entries(prefix)? {
+            let old = self.dir.modified(&name).is_some_and(|t| t < before);
+            if old && self.dir.remove(&name).is_ok() {
                 removed += 1;
+                // The key is never locked again: its fencing counter goes with it.
+                fencing::forget_key(&self.dir, &key)?;
             }
         }
         Ok(removed)
     }
+}
+
+/// Reads a marker file of `key`. Total: a record that is not a marker of this key
+/// with an RFC 3339 time is `Err` saying why.
+pub fn parse_marker(key: &str, text: &[u8]) -> Result<Marker, String> {
+    let marker: Marker = serde_json::from_slice(text).map_err(|e| format!("not a marker: {e}"))?;
+    if marker.key != key {
+        return Err(format!("it is the record of key {:?}", marker.key));
+    }
+    if humantime::parse_rfc3339_weak(&marker.succeeded_at).is_err() {
+        return Err(format!(
+            "succeeded_at {:?} is not an RFC 3339 time from year 0 to 9999",
+            marker.succeeded_at
+        ));
+    }
+    Ok(marker)
 }
 
 /// Whether a character may stand for itself in a marker's file name.
@@ -409,8 +446,8 @@ mod tests {
     fn a_lock_is_exclusive_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.lock");
-        let mut first = FileLock::new(path.clone());
-        let mut second = FileLock::new(path.clone());
+        let mut first = FileLock::new(path.clone(), None);
+        let mut second = FileLock::new(path.clone(), None);
         assert!(first.try_acquire(&Bound::signals_only()).unwrap());
         assert!(!second.try_acquire(&Bound::signals_only()).unwrap());
         drop(first);
@@ -426,11 +463,32 @@ mod tests {
         assert!(store.try_lock_key("k", &Bound::signals_only()).unwrap());
         let mut other = FileStore::open(dir.path().join("state")).unwrap();
         assert!(!other.try_lock_key("k", &Bound::signals_only()).unwrap());
-        let lock_path = store.key_lock_path("k");
+        let lock_path = dir.path().join("state/.k.lock");
         assert!(lock_path.exists());
         drop(store);
         assert!(!lock_path.exists());
         assert!(other.try_lock_key("k", &Bound::signals_only()).unwrap());
+        let first = store_token(&other);
+        drop(other);
+        let mut again = FileStore::open(dir.path().join("state")).unwrap();
+        assert!(again.try_lock_key("k", &Bound::signals_only()).unwrap());
+        assert!(store_token(&again) > first, "the key's tokens only grow");
+    }
+
+    fn store_token(store: &FileStore) -> i64 {
+        store.key_token().expect("a held key lock has a token")
+    }
+
+    #[test]
+    fn markers_of_another_key_or_without_a_time_cannot_be_read() {
+        let good = r#"{"key":"k","succeeded_at":"2024-05-01T03:00:00.000Z","host":"h","pid":1,"command":[],"attempts":1}"#;
+        assert!(parse_marker("k", good.as_bytes()).is_ok());
+        assert!(parse_marker("other", good.as_bytes()).is_err());
+        let late = good.replace("2024-05-01", "10000-05-01");
+        assert!(parse_marker("k", late.as_bytes()).is_err());
+        assert!(parse_marker("k", b"").is_err());
+        let refused = good.replace("\"host\"", "\"status\":\"maybe\",\"host\"");
+        assert!(parse_marker("k", refused.as_bytes()).is_err());
     }
 
     #[test]

@@ -2,15 +2,19 @@
 //! (`--once`, `--state`). This module owns the gate in front of the retry loop: it
 //! parses lock and state targets, takes the locks, checks and records markers, and
 //! decides whether the run proceeds or is skipped. Storage lives behind two small
-//! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` and PostgreSQL in
-//! `postgres/`; the retry loop, the report and the exit status are left to others.
+//! traits, [`Lock`] and [`MarkerStore`], with files in `file.rs` (reached through the
+//! checked state directory of `state_dir.rs`, with fencing counters in `fencing.rs`)
+//! and PostgreSQL in `postgres/`; the retry loop, the report and the exit status are
+//! left to others.
 //! Every call takes a [`Bound`]: before the attempts it carries `--max-time`, after
 //! them only signals (and each store's own limits). A PostgreSQL lock is a lease
 //! that its renewer keeps alive; a lost one stops the run through
 //! `signals::lose_lock_within`.
 
+pub mod fencing;
 pub mod file;
 pub mod postgres;
+pub mod state_dir;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -39,8 +43,9 @@ pub struct JobOptions {
     pub state: Option<Backend>,
     /// The command (or URL) being run, recorded in `--once` markers.
     pub command: Vec<String>,
-    /// `STATE/fencing`, where a `--lock` file's fencing counter lives.
-    pub fencing_dir: Option<PathBuf>,
+    /// The state directory whose `fencing/` counts a `--lock` file's tokens (`None`:
+    /// the clock alone, as with a PostgreSQL `--state`).
+    pub fencing_state: Option<PathBuf>,
     /// `--lease-ttl`: the lifetime of a PostgreSQL lease.
     pub lease_ttl: Duration,
     /// Records other endings than success (a scheduler's slots).
@@ -101,6 +106,14 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, for checks of what a store holds.
+    pub const ALL: [Status; 4] = [
+        Status::Succeeded,
+        Status::GaveUp,
+        Status::Skipped,
+        Status::Refused,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Succeeded => "succeeded",
@@ -276,13 +289,13 @@ impl JobOptions {
             Some(ttl) => postgres::lease::check_ttl(ttl)?,
             None => postgres::lease::DEFAULT_TTL,
         };
-        let fencing_dir = match (&lock, &state) {
-            (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.join("fencing")),
-            (Some(Backend::File(_)), _) => default_state_dir().ok().map(|d| d.join("fencing")),
+        let fencing_state = match (&lock, &state) {
+            (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.clone()),
+            (Some(Backend::File(_)), None) => default_state_dir().ok(),
             _ => None,
         };
         Ok(JobOptions {
-            fencing_dir,
+            fencing_state,
             lock,
             lock_wait: flags.lock_wait,
             max_time: flags.max_time,
@@ -332,8 +345,15 @@ pub trait MarkerStore {
     /// key whose lock this store holds, the record is made only while that lock is
     /// still held ([`LeaseLost`] otherwise), and it frees the lock.
     fn record(&mut self, marker: &Marker, bound: &Bound) -> anyhow::Result<()>;
-    /// The keys with a record that start with `prefix`.
+    /// The keys with a record that start with `prefix` (readable or not).
     fn keys_with_prefix(&mut self, prefix: &str, bound: &Bound) -> anyhow::Result<Vec<String>>;
+    /// For each record of a key starting with `prefix` that cannot be read, a line
+    /// naming it, why, and how to remove it.
+    fn unreadable_with_prefix(
+        &mut self,
+        prefix: &str,
+        bound: &Bound,
+    ) -> anyhow::Result<Vec<String>>;
     /// Removes the records of keys starting with `prefix` recorded before `before`;
     /// returns how many.
     fn prune(&mut self, prefix: &str, before: SystemTime, bound: &Bound) -> anyhow::Result<usize>;
@@ -479,10 +499,7 @@ pub fn host_name() -> String {
 /// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
 fn open_lock(opts: &JobOptions, target: Backend, bound: &Bound) -> anyhow::Result<Box<dyn Lock>> {
     Ok(match target {
-        Backend::File(path) => match &opts.fencing_dir {
-            Some(dir) => Box::new(file::FileLock::fenced(path, dir.clone())),
-            None => Box::new(file::FileLock::new(path)),
-        },
+        Backend::File(path) => Box::new(file::FileLock::new(path, opts.fencing_state.clone())),
         Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg, opts.lease_ttl, bound)?),
     })
 }

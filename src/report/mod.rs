@@ -7,7 +7,7 @@
 mod files;
 mod log;
 
-pub use files::{Replacement, check_file_target, open_in_place, probe_dir, write_atomically};
+pub use files::{Replacement, check_file_target, open_in_place};
 pub use log::*;
 
 /// A URL as it may be shown anywhere (logs, JSON, the report, annotations, the

@@ -605,3 +605,79 @@ fn hosts_and_users_resolve_whatever_nsswitch_conf_names() {
     assert_eq!(r.status, 125, "{}", r.stderr);
     r.assert_stderr_has("no PGUSER");
 }
+
+// ---- state files: a killed writer, a panic ----
+
+/// The temporary files in `dir` (what a killed writer leaves).
+fn temporary_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+/// The first child of process `pid`, once it has one.
+fn child_of(pid: u32) -> i32 {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    let mut found = None;
+    let appeared = wait_until(Duration::from_secs(10), || {
+        found = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok());
+        found.is_some()
+    });
+    assert!(appeared, "process {pid} started nothing");
+    found.unwrap()
+}
+
+#[test]
+fn kill_9_while_a_fencing_counter_is_written_leaves_a_temporary_file_the_next_holder_removes() {
+    let ok = Command::new("strace")
+        .args(["-qq", "-o", "/dev/null", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !privileged("strace (ptrace)", ok) {
+        return;
+    }
+    let s = Scratch::new();
+    let (lock, state) = (s.p("job.lock"), s.p("state"));
+    // strace holds retry in fsync(2) of the counter's temporary file: kill -9 lands there.
+    let mut strace = Command::new("strace")
+        .args(["-qq", "-o", "/dev/null", "-e", "trace=fsync"])
+        .args(["-e", "inject=fsync:delay_enter=30000000"])
+        .arg(support::bin())
+        .args(["--lock", &lock, "--state", &state, "--", "true"])
+        .env("XDG_STATE_HOME", s.path("xdg"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run strace");
+    let retry_pid = child_of(strace.id());
+    let fencing = s.path("state/fencing");
+    let left = wait_until(Duration::from_secs(10), || {
+        !temporary_files(&fencing).is_empty()
+    });
+    assert!(left, "no temporary file appeared in {}", fencing.display());
+    kill(Pid::from_raw(retry_pid), Signal::SIGKILL).unwrap();
+    strace.wait().unwrap();
+    assert!(
+        !temporary_files(&fencing).is_empty(),
+        "the kill left its temporary file"
+    );
+    let r = retry()
+        .args(["--lock", &lock, "--state", &state, "--", "true"])
+        .run();
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(temporary_files(&fencing), Vec::<String>::new());
+}
+
+#[test]
+fn a_dry_run_into_a_full_device_is_125_with_the_reason_never_an_abort() {
+    let full = std::fs::File::create("/dev/full").expect("/dev/full");
+    let r = retry().args(["--dry-run", "--", "true"]).stdout(full).run();
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    r.assert_stderr_has("No space left on device");
+}

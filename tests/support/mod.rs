@@ -15,6 +15,7 @@ pub mod stall;
 pub mod system;
 pub mod terminal;
 pub mod tools;
+pub mod users;
 
 pub use run::{
     Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_exit, wait_for_run,

@@ -79,6 +79,27 @@ impl PgStore {
         format!("--state: {}", self.target)
     }
 
+    /// The status of a record, as SQL (an earlier table holds successes only).
+    fn status_column(&self) -> &'static str {
+        if self.found.once_status {
+            "status"
+        } else {
+            "'succeeded'"
+        }
+    }
+
+    /// The line for a record of `key` that cannot be read (`why`).
+    fn unreadable(&self, key: &str, why: &str) -> String {
+        format!(
+            "the record of --once key {key:?} in table {MARKER_TABLE} at {} cannot be read \
+             ({why}); retry cannot tell whether the key already ran, so it runs nothing: look \
+             at the row, then delete it (DELETE FROM {MARKER_TABLE} WHERE key = '{}') to run \
+             the key again",
+            self.target,
+            key.replace('\'', "''")
+        )
+    }
+
     /// The INSERT of a record: `$1` the key, `$2`–`$5` host, pid, command and
     /// attempts, `status` the status's parameter, from `VALUES` or (`from`) a CTE. Only
     /// a success replaces an existing record, so a late "skipped" never hides how a
@@ -167,23 +188,26 @@ impl MarkerStore for PgStore {
         if !self.found.once_table {
             return Ok(None);
         }
-        let status = if self.found.once_status {
-            "status"
-        } else {
-            "'succeeded'"
-        };
+        let status = self.status_column();
         let sql = format!(
             "SELECT to_char(succeeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-                    host, {status}
-             FROM {MARKER_TABLE} WHERE key = $1"
+                    host, {status}, {}
+             FROM {MARKER_TABLE} WHERE key = $1",
+            unreadable_because(status)
         );
         let rows = self
             .db
             .query(&sql, &[(&key, Type::TEXT)], bound)
             .with_context(|| self.context())?;
-        Ok(rows.first().map(|row| Done {
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        if let Some(why) = row.get::<_, Option<String>>(3) {
+            anyhow::bail!(self.unreadable(key, &why));
+        }
+        Ok(Some(Done {
             status: Status::from_name(row.get(2)),
-            succeeded_at: row.get(0),
+            succeeded_at: row.get::<_, Option<String>>(0).unwrap_or_default(),
             host: row.get(1),
             place: self.describe(),
         }))
@@ -252,6 +276,25 @@ impl MarkerStore for PgStore {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    fn unreadable_with_prefix(
+        &mut self,
+        prefix: &str,
+        bound: &Bound,
+    ) -> anyhow::Result<Vec<String>> {
+        let why = unreadable_because(self.status_column());
+        let sql = format!(
+            "SELECT key, {why} FROM {MARKER_TABLE} WHERE starts_with(key, $1) AND {why} IS NOT NULL"
+        );
+        let rows = self
+            .db
+            .query(&sql, &[(&prefix, Type::TEXT)], bound)
+            .with_context(|| self.context())?;
+        Ok(rows
+            .iter()
+            .map(|r| self.unreadable(r.get(0), &r.get::<_, String>(1)))
+            .collect())
+    }
+
     fn prune(&mut self, prefix: &str, before: SystemTime, bound: &Bound) -> anyhow::Result<usize> {
         let sql = format!(
             "DELETE FROM {MARKER_TABLE} WHERE starts_with(key, $1)
@@ -266,6 +309,22 @@ impl MarkerStore for PgStore {
             .with_context(|| self.context())?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
+}
+
+/// SQL that says why a record with this `status` cannot be read, or NULL when it can:
+/// a time that is not finite or past year 9999, or a status retry does not know.
+fn unreadable_because(status: &str) -> String {
+    format!(
+        "CASE WHEN NOT isfinite(succeeded_at) OR succeeded_at >= '10000-01-01 00:00:00+00'
+                  THEN 'succeeded_at ' || succeeded_at::text
+              WHEN {status} NOT IN ({})
+                  THEN 'status ' || quote_literal({status}) END",
+        Status::ALL
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 impl Drop for PgStore {
