@@ -134,7 +134,12 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         );
         text += &dry_run::jobs(&config.jobs);
         text += &dry_run::fleet(&config.fleet, config.seed, config.run.nested);
-        print!("{text}");
+        // A stdout that cannot take the text (a full device, a closed pipe) is retry's
+        // own error, with the operating system's reason.
+        let mut out = std::io::stdout().lock();
+        std::io::Write::write_all(&mut out, text.as_bytes())
+            .and_then(|()| std::io::Write::flush(&mut out))
+            .context("--dry-run: cannot write to stdout")?;
         return Ok(0);
     }
     signals::install().context("cannot install signal handlers")?;

@@ -237,13 +237,13 @@ impl FileStore {
     /// The error for a record that exists but cannot be read as one.
     fn unreadable(&self, key: &str, name: &str, why: &str) -> anyhow::Error {
         let path = self.dir.join(name);
-        anyhow::anyhow!(
-            "the record of --once key {key:?} in {} cannot be read ({why}); retry cannot tell \
-             whether the key already ran, so it runs nothing: look at the file, then remove it \
-             (rm -- '{}') to run the key again",
-            path.display(),
-            path.display()
-        )
+        super::UnreadableRecord {
+            key: key.to_string(),
+            place: path.display().to_string(),
+            why: why.to_string(),
+            remove: format!("rm -- '{}'", path.display()),
+        }
+        .into()
     }
 }
 

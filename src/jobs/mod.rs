@@ -159,6 +159,32 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// A record exists but cannot be read as one: where fresh state could run work twice
+/// (a `--once` marker) the caller fails closed; a first-start record is replaced.
+#[derive(Debug)]
+pub struct UnreadableRecord {
+    pub key: String,
+    /// Where it is: a file, or a table at a server.
+    pub place: String,
+    pub why: String,
+    /// What removes it: `rm -- '…'` or `DELETE FROM …`.
+    pub remove: String,
+}
+
+impl std::fmt::Display for UnreadableRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the record of --once key {:?} in {} cannot be read ({}); retry cannot tell whether \
+             the key already ran, so it runs nothing: look at it, then remove it ({}) to run the \
+             key again",
+            self.key, self.place, self.why, self.remove
+        )
+    }
+}
+
+impl std::error::Error for UnreadableRecord {}
+
 /// The lease a run holds was gone when its record was written: nothing was recorded.
 #[derive(Debug)]
 pub struct LeaseLost(pub String);

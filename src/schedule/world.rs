@@ -170,15 +170,26 @@ impl World for SystemWorld<'_> {
         let key = first_start_key(job);
         let second = whole_second(now);
         let shown = second.to_rfc3339_opts(SecondsFormat::Secs, true);
-        match store.find(&key, &bound)? {
-            Some(done) => match parse_time(&done.succeeded_at) {
+        let found = match store.find(&key, &bound) {
+            // A first-start record that cannot be read is replaced (SPEC: local state).
+            Err(err) => match err.downcast::<jobs::UnreadableRecord>() {
+                Ok(unreadable) => Err(format!("{}: {}", unreadable.place, unreadable.why)),
+                Err(err) => return Err(err),
+            },
+            Ok(found) => Ok(found),
+        };
+        match found {
+            Ok(Some(done)) => match parse_time(&done.succeeded_at) {
                 Some(first) => return Ok(whole_second(first)),
                 None => report::notice(&format!(
                     "warning: the first-start record of job {job} ({}) cannot be read ({}); replacing it with {shown}",
                     done.place, done.succeeded_at
                 )),
             },
-            None => report::info(&format!(
+            Err(why) => report::notice(&format!(
+                "warning: the first-start record of job {job} cannot be read ({why}); replacing it with {shown}"
+            )),
+            Ok(None) => report::info(&format!(
                 "first start of job {job}: recorded as {shown}; slots before it are never caught up"
             )),
         }

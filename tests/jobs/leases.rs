@@ -418,3 +418,19 @@ both_ways! {
         assert_eq!(dir.count(), 0);
     }
 }
+
+both_ways! {
+    fn a_lease_token_at_its_largest_is_125_never_a_wrap(pg) {
+        let dir = Dir::new();
+        let admin = pg.client();
+        admin.batch_execute(LEASE_DDL_FOR_TESTS);
+        admin.batch_execute(
+            "INSERT INTO retry_lease VALUES ('lock:max', 'gone', 9223372036854775807, '-infinity')",
+        );
+        let out = dir.locked(pg.url("#max")).args(dir.work(0.0)).run();
+        assert_eq!(out.status, 125, "{}", out.stderr);
+        out.assert_stderr_has("lock:max");
+        out.assert_stderr_has("2^63-1");
+        assert_eq!(dir.count(), 0);
+    }
+}

@@ -80,6 +80,9 @@ impl Invocation {
         for var in CLEARED_ENV {
             command.env_remove(var);
         }
+        // State a test does not place itself (fencing counters of a --lock without
+        // --state) goes under the tests' own temporary directory, never the user's home.
+        command.env("XDG_STATE_HOME", tests_state_home());
         command.stdin(Stdio::null());
         // As from an interactive shell, even when the tests themselves run under nohup
         // or as a background job of a script (SIGHUP, or SIGINT and SIGQUIT, ignored):
@@ -244,6 +247,19 @@ pub fn finish(mut child: Child, start: Instant) -> Run {
         stderr: String::from_utf8_lossy(&taken(&stderr)).into_owned(),
         elapsed,
     }
+}
+
+/// One state directory for the whole test process, removed with it by the OS's
+/// temporary-file cleaning (it lives under the temporary directory).
+fn tests_state_home() -> &'static std::path::Path {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("retry-tests-state-")
+            .tempdir()
+            .expect("a temporary directory")
+    })
+    .path()
 }
 
 /// A finished run.

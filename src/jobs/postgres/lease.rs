@@ -157,16 +157,18 @@ pub fn try_take(
     let holder = holder_id();
     let secs = ttl.as_secs_f64();
     let sent = Instant::now();
-    let rows = db.query(
-        TAKE_SQL,
-        &[
-            (&name.0, Type::TEXT),
-            (&holder, Type::TEXT),
-            (&secs, Type::FLOAT8),
-            (&seed, Type::INT8),
-        ],
-        bound,
-    )?;
+    let rows = db
+        .query(
+            TAKE_SQL,
+            &[
+                (&name.0, Type::TEXT),
+                (&holder, Type::TEXT),
+                (&secs, Type::FLOAT8),
+                (&seed, Type::INT8),
+            ],
+            bound,
+        )
+        .map_err(|e| out_of_tokens(e, name))?;
     let Some(row) = rows.first() else {
         return Ok(Taken::Busy);
     };
@@ -192,6 +194,23 @@ pub fn try_take(
         );
     }
     Ok(Taken::Held(held))
+}
+
+/// A take whose token would pass 2^63−1 fails in the server ("bigint out of range"):
+/// say which row, never wrap.
+fn out_of_tokens(err: anyhow::Error, name: &LeaseName) -> anyhow::Error {
+    let overflow = err
+        .downcast_ref::<tokio_postgres::Error>()
+        .and_then(tokio_postgres::Error::code)
+        .is_some_and(|c| *c == tokio_postgres::error::SqlState::NUMERIC_VALUE_OUT_OF_RANGE);
+    if overflow {
+        anyhow::anyhow!(
+            "the lease {name}'s token in retry_lease has reached 2^63-1 and cannot grow: \
+             fencing tokens never wrap; a person must decide what the lock's next token is"
+        )
+    } else {
+        err
+    }
 }
 
 /// The loss deadline: 2/3 of TTL after the last take or renewal that was answered was sent.

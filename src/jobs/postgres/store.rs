@@ -14,7 +14,7 @@ use super::db::{Db, Param};
 use super::lease::{self, Held, LeaseName, Taken};
 use super::schema::{self, Found, Needs};
 use super::url::PgTarget;
-use crate::jobs::{Done, LeaseLost, Marker, MarkerStore, Status, command_line};
+use crate::jobs::{Done, LeaseLost, Marker, MarkerStore, Status, UnreadableRecord, command_line};
 use crate::report;
 use crate::wait::Bound;
 
@@ -88,16 +88,17 @@ impl PgStore {
         }
     }
 
-    /// The line for a record of `key` that cannot be read (`why`).
-    fn unreadable(&self, key: &str, why: &str) -> String {
-        format!(
-            "the record of --once key {key:?} in table {MARKER_TABLE} at {} cannot be read \
-             ({why}); retry cannot tell whether the key already ran, so it runs nothing: look \
-             at the row, then delete it (DELETE FROM {MARKER_TABLE} WHERE key = '{}') to run \
-             the key again",
-            self.target,
-            key.replace('\'', "''")
-        )
+    /// The error for a record of `key` that cannot be read (`why`).
+    fn unreadable(&self, key: &str, why: &str) -> UnreadableRecord {
+        UnreadableRecord {
+            key: key.to_string(),
+            place: format!("table {MARKER_TABLE} at {}", self.target),
+            why: why.to_string(),
+            remove: format!(
+                "DELETE FROM {MARKER_TABLE} WHERE key = '{}'",
+                key.replace('\'', "''")
+            ),
+        }
     }
 
     /// The INSERT of a record: `$1` the key, `$2`–`$5` host, pid, command and
@@ -203,7 +204,7 @@ impl MarkerStore for PgStore {
             return Ok(None);
         };
         if let Some(why) = row.get::<_, Option<String>>(3) {
-            anyhow::bail!(self.unreadable(key, &why));
+            return Err(self.unreadable(key, &why).into());
         }
         Ok(Some(Done {
             status: Status::from_name(row.get(2)),
@@ -291,7 +292,10 @@ impl MarkerStore for PgStore {
             .with_context(|| self.context())?;
         Ok(rows
             .iter()
-            .map(|r| self.unreadable(r.get(0), &r.get::<_, String>(1)))
+            .map(|r| {
+                self.unreadable(r.get(0), &r.get::<_, String>(1))
+                    .to_string()
+            })
             .collect())
     }
 
