@@ -14,6 +14,7 @@ use crate::parse::{self, CodeSet};
 
 pub mod curl;
 pub mod curl_words;
+use crate::domain::{BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode};
 use curl::{DataArg, ResolveEntry};
 
 const TIMING: &str = "Attempts and timing";
@@ -809,86 +810,6 @@ pub struct Cli {
         required_unless_present = "generate"
     )]
     pub target: Vec<OsString>,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackoffKind {
-    /// delay * factor^(n-1), capped by --max-delay
-    Exponential,
-    /// delay * n, capped by --max-delay
-    Linear,
-    /// delay every time
-    Constant,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JitterKind {
-    /// A uniform draw from 0 to d: spreads a crowd of clients the most
-    Full,
-    /// d/2 plus a uniform draw from 0 to d/2
-    Equal,
-    /// min(--max-delay, a uniform draw from --delay to 3 * the previous sleep)
-    Decorrelated,
-    /// Exactly d: clients that failed together come back together
-    None,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProfileName {
-    /// Pick from the command's base name (curl, wget, ssh/scp/sftp, rsync, git), else generic
-    Auto,
-    /// Exit codes only: 0 success; 126, 127 and most sysexits permanent; the rest transient
-    Generic,
-    /// curl's exit codes, and for exit 22 the HTTP status it prints on stderr
-    Curl,
-    /// wget's exit codes, and for exit 8 the HTTP status it prints on stderr
-    Wget,
-    /// ssh, scp, sftp: 255 (connection failure) is transient, other codes are the remote's
-    Ssh,
-    /// rsync's network and partial-transfer codes are transient
-    Rsync,
-    /// git: 128 is transient only when stderr shows a network failure
-    Git,
-}
-
-/// `--catch-up`: what a scheduler does with slots that have no record.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CatchUp {
-    /// Run none; say how many were dropped
-    None,
-    /// Run the most recent missed slot of the window
-    Latest,
-    /// Run every missed slot of the window, oldest first
-    All,
-}
-
-/// `--overlap`: a slot that comes while the previous run still runs.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Overlap {
-    /// Do not run it; record and log it as skipped
-    Skip,
-    /// Run it after the running one ends
-    Queue,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StdinMode {
-    /// Regular file: rewind; pipe or socket: record and replay; terminal: inherit
-    Auto,
-    /// Record what the first attempt reads and replay it to later attempts
-    Replay,
-    /// Pass retry's stdin through untouched
-    Inherit,
-    /// Give every attempt /dev/null
-    Null,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogFormat {
-    /// Lines starting with "retry: "
-    Text,
-    /// JSON Lines, one event per line
-    Json,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,9 +5,8 @@
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::domain::{Stop, human};
 use crate::engine::{Clock, Sleeper};
-use crate::parse::human;
-use crate::signals::Stop;
 use crate::wait;
 
 pub struct SystemClock {

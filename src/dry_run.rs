@@ -4,12 +4,10 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::cli::{BackoffKind, JitterKind};
 use crate::config::fleet::FleetConfig;
-use crate::engine::Policy;
+use crate::domain::{BackoffKind, JitterKind, Policy, human};
 use crate::exec::{Description, RunInfo};
 use crate::jobs::{Backend, JobOptions};
-use crate::parse::human;
 
 /// `splay` is `--splay`: the longest sleep before the first attempt, part of the worst case.
 pub fn render(

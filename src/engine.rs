@@ -9,15 +9,12 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 
-use crate::backoff::{Jitter, Schedule};
-use crate::classify::{Class, LimitKey, Verdict};
+use crate::domain::{
+    AttemptRecord, Class, Event, Events, ExitCode, Interrupted, Jitter, LimitKey, Outcome, Policy,
+    RunSummary, Stop, StopReason, Verdict, WaitHint, human,
+};
 pub use crate::exec::Executor;
-use crate::exit::ExitCode;
-use crate::io::out::Interrupted;
-use crate::parse::human;
-use crate::signals::Stop;
 
 /// What one attempt needs to know about its place in the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,71 +28,6 @@ pub struct AttemptContext {
     /// The time limit is the `--max-time` budget, not `--timeout`: an attempt that
     /// runs out ends the run (`budget_expired`).
     pub timeout_is_budget: bool,
-}
-
-/// How an attempt ended, as recorded in the report and shown in logs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Outcome {
-    Exit {
-        code: i32,
-    },
-    Signal {
-        signal: i32,
-        name: String,
-    },
-    Timeout {
-        after_ms: u64,
-    },
-    NotRunnable {
-        code: i32,
-        error: String,
-    },
-    /// retry could not start the command for lack of resources (EAGAIN, ENOMEM).
-    NoResources {
-        error: String,
-    },
-    Http {
-        status: u16,
-    },
-    Error {
-        kind: String,
-        message: String,
-    },
-}
-
-impl Outcome {
-    pub fn describe(&self) -> String {
-        match self {
-            Outcome::Exit { code } => format!("exit status {code}"),
-            Outcome::Signal { name, .. } => format!("killed by {name}"),
-            Outcome::Timeout { after_ms } => {
-                format!(
-                    "timed out after {}",
-                    human(Duration::from_millis(*after_ms))
-                )
-            }
-            Outcome::NotRunnable { error, .. } | Outcome::NoResources { error } => error.clone(),
-            Outcome::Http { status } => format!("HTTP {status}"),
-            Outcome::Error { message, .. } => message.clone(),
-        }
-    }
-
-    /// Whether retry could not start the attempt for lack of resources: the service
-    /// never saw it, so it neither spends nor earns budget tokens nor counts for a circuit.
-    pub fn lacked_resources(&self) -> bool {
-        matches!(self, Outcome::NoResources { .. })
-    }
-}
-
-/// A wait the other side asked for (Retry-After and friends).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WaitHint {
-    pub wait: Duration,
-    /// The header as the server sent it (or the command's directive), quoted in messages.
-    pub source: String,
-    /// Who asked, for messages: "the server" or "the command".
-    pub asked_by: &'static str,
 }
 
 /// What an executor reports about one attempt.
@@ -139,92 +71,6 @@ pub trait Clock {
 pub trait Sleeper {
     /// Sleeps `d` before attempt `upcoming`; `Err` if the run must stop now.
     fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), Stop>;
-}
-
-#[derive(Clone, Debug)]
-pub struct Policy {
-    pub attempts: u32,
-    pub timeout: Option<Duration>,
-    pub max_time: Option<Duration>,
-    pub schedule: Schedule,
-    /// Longest server-requested wait to obey (`--max-retry-after`).
-    pub max_wait_hint: Duration,
-}
-
-/// The flags' defaults: 5 attempts, no time limits, the default schedule, Retry-After up to 5m.
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            attempts: 5,
-            timeout: None,
-            max_time: None,
-            schedule: Schedule::default(),
-            max_wait_hint: Duration::from_secs(300),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    Success,
-    Permanent,
-    Attempts,
-    MaxTime,
-    RetryAfterTooLong,
-    Signal,
-    Skipped,
-    LockLost,
-    /// The shared retry budget refused a retry.
-    Budget,
-    /// The circuit breaker was open: no attempt was made.
-    CircuitOpen,
-}
-
-#[derive(Clone, Debug)]
-pub struct AttemptRecord {
-    pub number: u32,
-    pub started_at: SystemTime,
-    pub duration: Duration,
-    pub outcome: Outcome,
-    pub class: Class,
-    pub reason: String,
-    pub wait_hint: Option<WaitHint>,
-    /// The sleep that followed, if any.
-    pub delay: Option<Duration>,
-}
-
-#[derive(Clone, Debug)]
-pub struct RunSummary {
-    pub attempts: Vec<AttemptRecord>,
-    pub exit_code: i32,
-    pub stopped_because: StopReason,
-    /// One line saying why the run stopped.
-    pub message: String,
-    pub elapsed: Duration,
-}
-
-/// What the loop tells the outside world while it runs.
-pub enum Event<'a> {
-    AttemptStarting {
-        ctx: &'a AttemptContext,
-    },
-    AttemptFailed {
-        record: &'a AttemptRecord,
-        limit: u32,
-        next: Option<Duration>,
-    },
-    Succeeded {
-        record: &'a AttemptRecord,
-        limit: u32,
-    },
-    Stopped {
-        summary: &'a RunSummary,
-    },
-}
-
-pub trait Events {
-    fn event(&mut self, event: Event<'_>);
 }
 
 /// What `--on-retry` is told about the attempt that failed.
@@ -295,7 +141,11 @@ pub fn run(
             budget_left,
             timeout_is_budget: budget_limits(policy.timeout, budget_left),
         };
-        env.events.event(Event::AttemptStarting { ctx: &ctx });
+        env.events.event(Event::AttemptStarting {
+            number,
+            limit: ctx.limit,
+            timeout: ctx.timeout,
+        });
         let started_at = env.clock.wall();
         let mut report = exec.attempt(&ctx)?;
         let duration = env.clock.now().saturating_sub(now);
@@ -373,7 +223,7 @@ pub fn run(
                     reason = StopReason::Signal;
                     message = format!(
                         "interrupted by {} while writing the output",
-                        crate::exit::signal_name(*signal)
+                        crate::domain::signal_name(*signal)
                     );
                 }
                 return Ok(finish(records, exit_code, reason, message, start, env));
@@ -446,7 +296,7 @@ fn decide(
     if let Some(signal) = report.interrupted_by {
         return Next::Stop(
             StopReason::Signal,
-            format!("interrupted by {}", crate::exit::signal_name(signal)),
+            format!("interrupted by {}", crate::domain::signal_name(signal)),
         );
     }
     match report.verdict.class {
@@ -554,7 +404,7 @@ fn stopped_while_sleeping(stop: Stop) -> (i32, StopReason, String) {
             StopReason::Signal,
             format!(
                 "interrupted by {} while waiting to retry",
-                crate::exit::signal_name(signal)
+                crate::domain::signal_name(signal)
             ),
         ),
         Stop::LockLost(message) => (ExitCode::USAGE, StopReason::LockLost, message),
@@ -603,8 +453,7 @@ fn plural(n: u32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::Limit;
-    use crate::cli::JitterKind;
+    use crate::domain::{JitterKind, Limit, Schedule};
     use std::cell::Cell;
     use std::rc::Rc;
 
@@ -716,7 +565,7 @@ mod tests {
     impl Events for Collect {
         fn event(&mut self, event: Event<'_>) {
             self.0.push(match event {
-                Event::AttemptStarting { ctx } => format!("start {}", ctx.number),
+                Event::AttemptStarting { number, .. } => format!("start {number}"),
                 Event::AttemptFailed { record, next, .. } => {
                     format!("fail {} {:?}", record.number, next)
                 }

@@ -11,13 +11,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::HookConfig;
-use crate::engine::{AttemptRecord, Outcome, RetryFacts, RetryHook, RunSummary, StopReason};
-use crate::exec::RunInfo;
-use crate::exec::hook::{self, HookEnd, HookSpec, RunningHook};
-use crate::exit::{ExitCode, signal_name};
-use crate::parse::human;
+use crate::domain::{
+    AttemptRecord, ExitCode, Outcome, RunSummary, Stop, StopReason, human, signal_name,
+};
+use crate::engine::{RetryFacts, RetryHook};
+use crate::exec::{RunInfo, hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
 use crate::report;
-use crate::signals::Stop;
 
 /// Variables a hook is told about the run. Every one is cleared first, so a
 /// hook never sees a value inherited from an outer retry that does not apply.
@@ -239,7 +238,7 @@ fn interrupted(summary: RunSummary, flag: &str, sig: i32) -> RunSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::Class;
+    use crate::domain::Class;
     use std::time::SystemTime;
 
     fn summary(stopped_because: StopReason, attempts: usize) -> RunSummary {

@@ -3,15 +3,14 @@
 //! executor for the target, pass the scheduled-job gate, run the one retry loop,
 //! write the report, and turn the outcome into an exit status.
 
-mod backoff;
 mod classify;
 mod cli;
 mod clock;
 mod config;
+mod domain;
 mod dry_run;
 mod engine;
 mod exec;
-mod exit;
 mod fleet;
 mod generate;
 mod hooks;
@@ -67,7 +66,7 @@ use std::ffi::OsString;
 use anyhow::Context;
 
 use crate::config::{Config, TargetConfig};
-use crate::exit::ExitCode;
+use crate::domain::ExitCode;
 
 /// retry's own failure (bad usage or value, state unreachable, lock lost): for `main`.
 pub const USAGE_EXIT: u8 = ExitCode::USAGE as u8;
@@ -108,7 +107,8 @@ fn clap_exit(err: clap::Error) -> i32 {
 
 /// retry's own failure is 125; a wait that a stopping signal ended is 128+N.
 fn fail(err: &anyhow::Error) -> i32 {
-    if let Some(jobs::Interrupted(sig)) = err.downcast_ref::<jobs::Interrupted>() {
+    if let Some(crate::domain::Interrupted(sig)) = err.downcast_ref::<crate::domain::Interrupted>()
+    {
         let status = ExitCode::signal(*sig);
         report::notice(&format!("{err:#}; exit status {status}"));
         return status;

@@ -186,31 +186,6 @@ pub fn statuses(text: &str) -> Result<CodeSet, String> {
     CodeSet::parse(text, 100..=599, "HTTP status")
 }
 
-/// Formats a duration briefly for humans: `850ms`, `1.7s`, `2m5s`.
-pub fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    if ms < 60_000 {
-        let tenths = (ms + 50) / 100;
-        return if tenths.is_multiple_of(10) {
-            format!("{}s", tenths / 10)
-        } else {
-            format!("{}.{}s", tenths / 10, tenths % 10)
-        };
-    }
-    let secs = (ms + 500) / 1000;
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    match (h, m, s) {
-        (0, m, 0) => format!("{m}m"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, 0, 0) => format!("{h}h"),
-        (h, m, 0) => format!("{h}h{m}m"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,14 +237,5 @@ mod tests {
         assert!(factor("1").is_err());
         assert!(factor("inf").is_err());
         assert_eq!(factor("1.5"), Ok(1.5));
-    }
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human(Duration::from_millis(850)), "850ms");
-        assert_eq!(human(Duration::from_millis(1700)), "1.7s");
-        assert_eq!(human(Duration::from_secs(2)), "2s");
-        assert_eq!(human(Duration::from_secs(125)), "2m5s");
-        assert_eq!(human(Duration::from_secs(3600)), "1h");
     }
 }

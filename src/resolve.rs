@@ -15,24 +15,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::domain::Family;
 use dns_lookup::{AddrInfoHints, LookupErrorKind};
 use nix::libc;
-
-/// Which addresses a name may resolve to (`-4` / `-6`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    V4,
-    V6,
-}
-
-impl Family {
-    fn admits(self, ip: &IpAddr) -> bool {
-        match self {
-            Family::V4 => ip.is_ipv4(),
-            Family::V6 => ip.is_ipv6(),
-        }
-    }
-}
 
 /// The addresses of `host` (a name or an IP literal) in the order to try them, of
 /// `family` when given (one family of the same answer). Dropping the future abandons

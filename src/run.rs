@@ -5,17 +5,14 @@
 
 use serde_json::json;
 
-use crate::config::fleet::{CircuitConfig, FleetConfig};
-use crate::config::{Config, TargetConfig};
-use crate::engine::{self, Policy, RetryBudget, RunSummary, StopReason};
-use crate::exec::command::CommandExecutor;
-use crate::exec::http::HttpExecutor;
-use crate::exec::{Executor, RunInfo};
-use crate::exit::ExitCode;
+use crate::config::{Config, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
+use crate::domain::{ExitCode, Policy, RunSummary, StopReason};
+use crate::engine::{self, RetryBudget};
+use crate::exec::{Executor, RunInfo, command::CommandExecutor, http::HttpExecutor};
 use crate::hooks::Hooks;
 use crate::jobs::{self, Backend, SkipWhy, Status};
 use crate::report::{self, ReportHeader};
-use crate::{clock, exit, fleet, parse, signals};
+use crate::{clock, fleet, signals};
 
 /// What a scheduled slot changes in a run.
 #[derive(Clone, Debug)]
@@ -75,7 +72,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     }
     let report_path = config.report.as_deref();
     let mut hooks = Hooks::new(config.hooks.clone(), &run, header.idempotency_key);
-    let seed = config.seed.unwrap_or_else(crate::backoff::random_seed);
+    let seed = config.seed.unwrap_or_else(crate::domain::random_seed);
     // The run, and its --max-time budget, start before the splay and the wait for a lock.
     let clock = clock::SystemClock::new();
     let run_deadline = config
@@ -125,8 +122,8 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         jobs::Gate::Stopped { stop, message } => {
             last_word(slot, &message);
             let (exit_code, reason) = match stop {
-                signals::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
-                signals::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
+                crate::domain::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
+                crate::domain::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
             };
             return end_early(not_run(exit_code, reason, message, &clock), None);
         }
@@ -327,7 +324,7 @@ fn stopped_after_the_attempts(summary: RunSummary, slot: Option<&SlotRun>) -> Ru
     let exit_code = ExitCode::signal(sig);
     let message = format!(
         "stopped by {} after the last attempt ({}); exit status {exit_code}",
-        exit::signal_name(sig),
+        crate::domain::signal_name(sig),
         summary.message
     );
     last_word(slot, &message);
@@ -363,7 +360,7 @@ fn run_engine(
             &format!("jitter seed {seed} (--seed {seed} repeats this schedule)"),
         );
     }
-    let mut jitter = crate::backoff::Jitter::new(seed);
+    let mut jitter = crate::domain::Jitter::new(seed);
     let mut sleeper = clock::SignalSleeper {
         countdown: setup.countdown,
         limit: setup.policy.attempts,
@@ -424,19 +421,19 @@ fn splay(
         1,
         &format!(
             "splay: sleeping {} before the first attempt (up to {}, --seed {seed})",
-            parse::human(delay),
-            parse::human(fleet.splay)
+            crate::domain::human(delay),
+            crate::domain::human(fleet.splay)
         ),
     );
     crate::wait::sleep_or_stop(delay).map_err(|stop| {
         let sig = match stop {
-            signals::Stop::Signal(sig) => sig,
-            signals::Stop::LockLost(_) => 0,
+            crate::domain::Stop::Signal(sig) => sig,
+            crate::domain::Stop::LockLost(_) => 0,
         };
         let exit_code = ExitCode::signal(sig);
         let message = format!(
             "stopped by {} during the --splay sleep; exit status {exit_code}",
-            exit::signal_name(sig)
+            crate::domain::signal_name(sig)
         );
         (exit_code, message)
     })
@@ -479,7 +476,7 @@ fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason
             StopReason::Signal,
             format!(
                 "stopped by {} while asking circuit {}; exit status {}",
-                exit::signal_name(sig),
+                crate::domain::signal_name(sig),
                 c.name,
                 ExitCode::signal(sig)
             ),

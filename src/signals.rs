@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::domain::Stop;
 use nix::libc::{self, c_int};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{
@@ -76,15 +77,6 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 fn raised(sig: i32) -> &'static AtomicBool {
     &RAISED[sig as usize]
-}
-
-/// Why a run must stop before its policy says so.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// retry received this stopping signal.
-    Signal(i32),
-    /// A lock the run holds is gone; the message names it and says how.
-    LockLost(String),
 }
 
 /// Installs the handlers. Safe to call more than once.

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::signals::{self, Stop};
+use crate::domain::Stop;
+use crate::signals;
 
 /// How often an async wait looks at the signal flags (a signal also wakes every
 /// sync wait through the self-pipe at once).
@@ -48,7 +49,7 @@ impl std::fmt::Display for Ended {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Ended::Stopped(Stop::Signal(sig)) => {
-                write!(f, "interrupted by {}", crate::exit::signal_name(*sig))
+                write!(f, "interrupted by {}", crate::domain::signal_name(*sig))
             }
             Ended::Stopped(Stop::LockLost(why)) => write!(f, "{why}"),
             Ended::TimedOut => write!(f, "timed out"),

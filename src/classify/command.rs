@@ -6,10 +6,10 @@
 
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
-use super::Class;
 use super::control::Directive;
+use super::endings;
 use super::profiles::{self, Otherwise, Profile, Row, Then, When};
-use super::{Verdict, endings};
+use crate::domain::{Class, Verdict};
 use crate::parse::CodeSet;
 
 /// How a command attempt ended.
@@ -280,7 +280,7 @@ fn with_code(why: &str, code: i32) -> String {
     }
 }
 
-pub use crate::exit::signal_name;
+pub use crate::domain::signal_name;
 
 #[cfg(test)]
 mod tests {
@@ -487,7 +487,7 @@ mod tests {
         let wget = verdict_after(&profiles::WGET, 8, &["ERROR 500: Internal Server Error."]);
         assert_eq!(
             curl.limit.map(|l| l.key),
-            Some(crate::classify::LimitKey::Http500)
+            Some(crate::domain::LimitKey::Http500)
         );
         assert_eq!(curl.limit, wget.limit);
     }

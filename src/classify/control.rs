@@ -5,8 +5,7 @@
 
 use std::time::Duration;
 
-use super::{Class, Verdict};
-use crate::engine::WaitHint;
+use crate::domain::{Class, Verdict, WaitHint};
 use crate::parse;
 
 /// What the command said about its attempt.

@@ -4,7 +4,7 @@
 //! received, a lock it lost). Each is a rule with its class and its source; the
 //! executors report the facts, `command` and the executors pick the rule.
 
-use super::{Class, Verdict};
+use crate::domain::{Class, Verdict};
 
 /// A rule for one kind of ending. `why` is the verdict's reason, with
 /// `{signal}`, `{error}`, `{lost}` or `{reason}` filled in from the attempt.

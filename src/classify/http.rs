@@ -7,7 +7,8 @@
 //! into a verdict; running the request is the executor's job and reading its
 //! headers `wait`'s.
 
-use crate::classify::{Class, Limit, LimitKey, Verdict, endings};
+use crate::classify::endings;
+use crate::domain::{Class, Limit, LimitKey, Verdict};
 use crate::parse::CodeSet;
 use Class::{Permanent, Transient};
 

@@ -6,8 +6,7 @@
 //! bottom apply to every command.
 
 use super::http::{self, STATUS_TABLE};
-use super::{Class, Limit, LimitKey, Verdict};
-use crate::cli::ProfileName;
+use crate::domain::{Class, Limit, LimitKey, ProfileName, Verdict};
 
 /// When a row applies, beyond its exit codes.
 #[derive(Clone, Copy, Debug)]

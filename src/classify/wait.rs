@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 
 use super::http::StatusFacts;
-use crate::engine::WaitHint;
+use crate::domain::WaitHint;
 use crate::exec::http_headers;
 use crate::report;
 

@@ -10,7 +10,8 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
-use crate::cli::{BackoffKind, Cli, Mode, mode_of};
+use crate::cli::{Cli, Mode, mode_of};
+use crate::domain::BackoffKind;
 
 /// A curl option retry does not support, and what to use instead.
 struct Unsupported {

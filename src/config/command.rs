@@ -4,9 +4,9 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use crate::classify::command::{CommandRules, OutputWatch};
-use crate::classify::profiles::{self, Profile};
-use crate::cli::{Cli, StdinMode};
+use crate::classify::{command::CommandRules, command::OutputWatch, profiles, profiles::Profile};
+use crate::cli::Cli;
+use crate::domain::StdinMode;
 
 #[derive(Clone)]
 pub struct CommandConfig {

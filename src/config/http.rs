@@ -13,7 +13,7 @@ mod url;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use self::client::{ClientSettings, Family, HttpVersion, ProxyChoice};
+pub use self::client::{ClientSettings, HttpVersion, ProxyChoice};
 pub use self::request::{ACCEPT_ENCODINGS, Request};
 pub use self::upload::Payload;
 use super::KeyChoice;

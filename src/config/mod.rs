@@ -20,12 +20,11 @@ pub use self::command::CommandConfig;
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
 pub use self::schedule::ScheduleConfig;
-use crate::backoff::Schedule;
-use crate::cli::{Cli, LogFormat};
-use crate::engine::Policy;
+use crate::cli::Cli;
+use crate::domain::{LogConfig, LogFormat, Policy, Schedule};
 use crate::exec::RunInfo;
 use crate::jobs::{self, JobFlags, JobOptions};
-use crate::report::{self, LogConfig};
+use crate::report;
 
 /// Everything a run needs, typed.
 pub struct Config {
@@ -136,7 +135,7 @@ impl Config {
         let schedule = ScheduleConfig::from_cli(&cli, state.as_ref())?;
         let mut target = TargetConfig::from_cli(cli, key)?;
         if let (Some(_), TargetConfig::Command(c)) = (&schedule, &mut target) {
-            c.stdin = crate::cli::StdinMode::Null;
+            c.stdin = crate::domain::StdinMode::Null;
         }
         Ok(Config {
             target,
@@ -164,7 +163,7 @@ impl Config {
                         .collect::<Vec<_>>()
                 )
             }
-            TargetConfig::Http(h) => json!(report::redact_url(&h.url)),
+            TargetConfig::Http(h) => json!(crate::domain::redact_url(&h.url)),
         }
     }
 

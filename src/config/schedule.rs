@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::cli::{CatchUp, Cli, Overlap, StdinMode};
+use crate::cli::Cli;
+use crate::domain::{CatchUp, Overlap, StdinMode};
 use crate::jobs::{self, Backend};
 use crate::schedule::cron::{self, CronSchedule};
 

@@ -19,8 +19,9 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use crate::classify::command::CommandEnd;
-use crate::exec::command::spawn::{self, Spec, Stdio};
-use crate::exec::command::supervisor::Supervisor;
+use crate::exec::{
+    command::spawn, command::spawn::Spec, command::spawn::Stdio, command::supervisor::Supervisor,
+};
 use crate::io::Fault;
 
 /// After the time limit's SIGTERM, the group has this long before SIGKILL (SPEC).

@@ -24,11 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Admission, CircuitState, FleetStore, now_ms, tokens_after};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::jobs::Interrupted;
-use crate::jobs::file::escape_key;
-use crate::jobs::state_dir::{Access, StateDir};
+use crate::domain::{Interrupted, Stop};
+use crate::jobs::{file::escape_key, state_dir::Access, state_dir::StateDir};
 use crate::report;
-use crate::signals::Stop;
 use crate::wait::{self, Bound, Ended};
 
 /// Longest wait for a state file's flock, whatever the call's bound: a holder keeps
@@ -303,7 +301,7 @@ fn lock_beside(
         Err(Ended::TimedOut) => Err(anyhow::anyhow!(
             "another process held the flock on {} for {} (it is held for microseconds)",
             path.display(),
-            crate::parse::human(LOCK_WAIT)
+            crate::domain::human(LOCK_WAIT)
         )),
     }
 }

@@ -270,7 +270,7 @@ impl Fleet {
             Err(err) => err,
         };
         // A signal stops the run; it is no failure of the store to warn about.
-        if let Some(crate::jobs::Interrupted(sig)) = err.downcast_ref() {
+        if let Some(crate::domain::Interrupted(sig)) = err.downcast_ref() {
             let sig = *sig;
             self.store = None;
             return match phase {
@@ -441,7 +441,7 @@ fn circuit_line(c: &CircuitConfig, state: &CircuitState) -> String {
         state.failures,
         if state.failures == 1 { "" } else { "s" },
         c.failures,
-        crate::parse::human(c.cooldown),
+        crate::domain::human(c.cooldown),
         c.exit
     )
 }

@@ -17,9 +17,9 @@ use tokio_postgres::types::Type;
 
 use super::{Admission, CircuitState, FleetStore};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::jobs::postgres::PgTarget;
-use crate::jobs::postgres::db::Db;
-use crate::jobs::postgres::schema::{self, Needs};
+use crate::jobs::{
+    postgres::PgTarget, postgres::db::Db, postgres::schema, postgres::schema::Needs,
+};
 use crate::report;
 use crate::wait::Bound;
 

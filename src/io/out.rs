@@ -155,29 +155,15 @@ impl Output {
     }
 }
 
-/// retry was stopped by a signal while writing its output: the run ends with 128+N.
-#[derive(Debug)]
-pub struct Interrupted(pub i32);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "interrupted by signal {} while writing the output",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for Interrupted {}
-
 /// Turns a delivery's result into the run's: a reader that went away is not
 /// retry's failure (the command's status stands); a signal is `Interrupted`.
 pub fn deliver_result(written: Result<(), WriteError>, what: &str) -> anyhow::Result<()> {
     match written {
         Ok(()) => Ok(()),
         Err(e) if e.is_broken_pipe() => Ok(()),
-        Err(WriteError::Stopped) => Err(Interrupted(signals::pending().unwrap_or(0)).into()),
+        Err(WriteError::Stopped) => {
+            Err(crate::domain::Interrupted(signals::pending().unwrap_or(0)).into())
+        }
         Err(WriteError::Io(e)) => {
             Err(anyhow::Error::new(e).context(format!("cannot write {what} to stdout")))
         }

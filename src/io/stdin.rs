@@ -20,7 +20,7 @@ use nix::unistd::{Whence, lseek, pipe2, read, write};
 
 use super::Fault;
 use super::spool::Spool;
-use crate::cli::StdinMode;
+use crate::domain::StdinMode;
 
 /// What an attempt's stdin is.
 pub enum ChildStdin {

@@ -22,10 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::RunSummary;
-use crate::parse::human;
+use crate::domain::{Interrupted, RunSummary, Stop, human};
 use crate::report;
-use crate::signals::{self, Stop};
+use crate::signals;
 use crate::wait::{Bound, Ended};
 
 pub use self::postgres::PgTarget;
@@ -146,18 +145,6 @@ impl Status {
 fn succeeded() -> Status {
     Status::Succeeded
 }
-
-/// A stopping signal arrived while retry was waiting on a server.
-#[derive(Debug)]
-pub struct Interrupted(pub i32);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "interrupted by {}", crate::exit::signal_name(self.0))
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// A record exists but cannot be read as one: where fresh state could run work twice
 /// (a `--once` marker) the caller fails closed; a first-start record is replaced.
@@ -708,12 +695,12 @@ fn stopped(stop: Stop, doing: &str) -> Gate {
     let message = match &stop {
         Stop::Signal(sig) => format!(
             "stopped by {} while {doing}; exit status {}",
-            crate::exit::signal_name(*sig),
-            crate::exit::ExitCode::signal(*sig)
+            crate::domain::signal_name(*sig),
+            crate::domain::ExitCode::signal(*sig)
         ),
         Stop::LockLost(lost) => format!(
             "{lost} while {doing}; exit status {}",
-            crate::exit::ExitCode::USAGE
+            crate::domain::ExitCode::USAGE
         ),
     };
     Gate::Stopped { stop, message }

@@ -13,20 +13,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::classify::Class;
-use crate::engine::{AttemptRecord, Event, Events, RunSummary, StopReason};
-use crate::parse::human;
-
-#[derive(Clone, Debug, Default)]
-pub struct LogConfig {
-    /// -2 = -qq, -1 = -q, 0 = default, 1.. = -v count.
-    pub level: i8,
-    pub json: bool,
-    pub color: bool,
-    pub github: bool,
-    /// Text lines start with the time (RFC 3339 UTC, milliseconds): `--schedule`.
-    pub timestamps: bool,
-}
+use crate::domain::{
+    AttemptRecord, Class, Event, Events, LogConfig, RunSummary, StopReason, human,
+};
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
 /// The scheduled slot being run (`JOB@SLOT`), named by every line while it runs.
@@ -228,18 +217,21 @@ impl Events for Logger {
     fn event(&mut self, event: Event<'_>) {
         let cfg = config().clone();
         match event {
-            Event::AttemptStarting { ctx } => {
+            Event::AttemptStarting {
+                number,
+                limit,
+                timeout,
+            } => {
                 if cfg.level >= 1 {
-                    let timeout = ctx
-                        .timeout
+                    let shown = timeout
                         .map(|t| format!(" (time limit {})", human(t)))
                         .unwrap_or_default();
                     if cfg.json {
-                        self.json_event("attempt_started", json!({ "attempt": ctx.number, "attempts": ctx.limit, "timeout_ms": ctx.timeout.map(|t| t.as_millis() as u64) }));
+                        self.json_event("attempt_started", json!({ "attempt": number, "attempts": limit, "timeout_ms": timeout.map(|t| t.as_millis() as u64) }));
                     } else {
                         emit(
                             "debug",
-                            &format!("attempt {}/{}{timeout}", ctx.number, ctx.limit),
+                            &format!("attempt {number}/{limit}{shown}"),
                             Value::Null,
                         );
                     }

@@ -17,9 +17,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::cli::{CatchUp, Overlap};
 use crate::config::{Config, ScheduleConfig};
-use crate::exit::ExitCode;
+use crate::domain::{CatchUp, ExitCode, Overlap};
 use crate::jobs::Backend;
 use crate::report;
 use zone::Zone;
@@ -187,7 +186,7 @@ impl Scheduler<'_> {
                 let status = ExitCode::signal(sig);
                 world.say(&format!(
                     "stopped by {}; exit status {status}",
-                    crate::exit::signal_name(sig)
+                    crate::domain::signal_name(sig)
                 ));
                 Ok(status)
             }

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::engine::{RunSummary, StopReason};
-use crate::exit::{self, ExitCode};
-use crate::parse::human;
+use crate::domain::{ExitCode, RunSummary, StopReason, human};
 use crate::report;
 
 /// What became of a slot.
@@ -43,7 +41,7 @@ impl Outcome {
     fn phrase(self) -> String {
         match self {
             Outcome::GaveUp => "gave up".into(),
-            Outcome::Stopped(sig) => format!("stopped by {}", exit::signal_name(sig)),
+            Outcome::Stopped(sig) => format!("stopped by {}", crate::domain::signal_name(sig)),
             other => other.label().into(),
         }
     }
@@ -153,12 +151,12 @@ mod tests {
     use super::*;
 
     fn summary(reason: StopReason, exit_code: i32, attempts: usize, message: &str) -> RunSummary {
-        let record = crate::engine::AttemptRecord {
+        let record = crate::domain::AttemptRecord {
             number: 1,
             started_at: std::time::SystemTime::UNIX_EPOCH,
             duration: Duration::ZERO,
-            outcome: crate::engine::Outcome::Exit { code: exit_code },
-            class: crate::classify::Class::Transient,
+            outcome: crate::domain::Outcome::Exit { code: exit_code },
+            class: crate::domain::Class::Transient,
             reason: "why".into(),
             wait_hint: None,
             delay: None,

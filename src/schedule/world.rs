@@ -13,9 +13,9 @@ use super::metrics::Metrics;
 use super::outcome::{Ended, Outcome};
 use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
+use crate::domain::Stop;
 use crate::jobs::{self, Marker, Status};
 use crate::run::{self, SlotRun};
-use crate::signals::Stop;
 use crate::wait::{self, Bound};
 use crate::{report, signals};
 
@@ -102,7 +102,7 @@ impl<'a> SystemWorld<'a> {
             .config
             .map(|c| c.jobs.command.as_slice())
             .unwrap_or_default();
-        report::redact_url(&jobs::command_line(argv))
+        crate::domain::redact_url(&jobs::command_line(argv))
     }
 
     fn prefix(&self) -> String {

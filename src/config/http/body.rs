@@ -10,8 +10,7 @@ use bytes::Bytes;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::HeaderValue;
 
-use crate::cli::Cli;
-use crate::cli::curl::{DataArg, DataKind, FormContent, FormField};
+use crate::cli::{Cli, curl::DataArg, curl::DataKind, curl::FormContent, curl::FormField};
 
 /// What curl leaves unescaped in `--data-urlencode`: letters, digits and `-._~`.
 const URLENCODE: &AsciiSet = &NON_ALPHANUMERIC

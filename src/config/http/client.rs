@@ -58,7 +58,7 @@ pub enum HttpVersion {
     Http2 { prior_knowledge: bool },
 }
 
-pub use crate::resolve::Family;
+use crate::domain::Family;
 
 impl ClientSettings {
     /// `url` is the target, when it parses: `--resolve` and `--http2` depend on it.

@@ -18,20 +18,15 @@ use std::time::{Duration, Instant};
 
 use nix::libc;
 
-use crate::classify::command::{CommandEnd, CommandRules, OutputFacts, OutputWatch, signal_name};
-use crate::classify::control::DIRECTIVES;
-use crate::classify::profiles;
-use crate::classify::{Class, endings};
+use crate::classify::{
+    command::CommandEnd, command::CommandRules, command::OutputFacts, command::OutputWatch,
+    command::signal_name, control::DIRECTIVES, endings, profiles,
+};
 use crate::config::CommandConfig;
-use crate::engine::{AttemptContext, AttemptReport, Outcome};
-use crate::exec::RunInfo;
-use crate::exec::procs;
-use crate::exec::{Description, Executor};
-use crate::exit::ExitCode;
-use crate::io::Fault;
-use crate::io::pump::Shared;
-use crate::io::spool;
-use crate::io::stdin::{ChildStdin, StdinPlan};
+use crate::domain::{Class, ExitCode, Outcome};
+use crate::engine::{AttemptContext, AttemptReport};
+use crate::exec::{Description, Executor, RunInfo, procs};
+use crate::io::{Fault, pump::Shared, spool, stdin::ChildStdin, stdin::StdinPlan};
 use crate::{report, signals};
 use control::ControlFile;
 use output::{HeldStdout, Pumps, output_reader_gone};

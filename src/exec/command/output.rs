@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::classify::command::Stream;
-use crate::io::out::{Output, Stop, deliver_result};
-use crate::io::pump::{Pump, Shared, Sink};
-use crate::io::spool::Spool;
+use crate::io::{
+    out::Output, out::Stop, out::deliver_result, pump::Pump, pump::Shared, pump::Sink, spool::Spool,
+};
 
 /// One attempt's stdout, held until the engine says whether it is the final one.
 pub(super) enum HeldStdout {

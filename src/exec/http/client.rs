@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use reqwest::ClientBuilder;
 
-use crate::config::http::{ACCEPT_ENCODINGS, ClientSettings, Family, HttpVersion, ProxyChoice};
+use crate::config::http::{ACCEPT_ENCODINGS, ClientSettings, HttpVersion, ProxyChoice};
+use crate::domain::Family;
 use crate::resolve::HttpResolver;
 
 /// The client every attempt uses.
@@ -94,7 +95,7 @@ pub fn describe(settings: &ClientSettings, shown_user: Option<&str>) -> Vec<Stri
     if let ProxyChoice::Given { url, .. } = &settings.proxy {
         out.push(format!(
             "proxy {} (-x) instead of the environment's",
-            crate::report::redact_url(url)
+            crate::domain::redact_url(url)
         ));
     }
     if let Some(path) = &settings.unix_socket {

@@ -15,12 +15,10 @@ use super::redirect::{Follow, Hop};
 use super::request::{describe_headers, display_url};
 use super::resume::{Asked, Resume};
 use super::writeout::Transfer;
-use crate::classify::http::{HttpRules, Transport};
-use crate::classify::{Class, Verdict, wait};
+use crate::classify::{http::HttpRules, http::Transport, wait};
 use crate::config::http::{Payload, Request};
-use crate::engine::WaitHint;
+use crate::domain::{Class, Verdict, WaitHint, human};
 use crate::io::spool::SpillError;
-use crate::parse::human;
 use crate::report;
 
 /// How much of an error body is read for the stderr message, and how long for.

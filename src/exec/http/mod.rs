@@ -20,14 +20,11 @@ use std::time::{Duration, Instant};
 
 use reqwest::Url;
 
-use crate::classify::http::{EXIT_HTTP_ERROR, HttpRules, Transport};
-use crate::classify::{Class, endings, wait};
+use crate::classify::{endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, wait};
 use crate::config::http::{HttpConfig, OutputOptions, Payload, Request};
-use crate::engine::{AttemptContext, AttemptReport, Outcome};
-use crate::exec::RunInfo;
-use crate::exec::{Description, Executor};
-use crate::exit::ExitCode;
-use crate::parse::human;
+use crate::domain::{Class, ExitCode, Outcome, human};
+use crate::engine::{AttemptContext, AttemptReport};
+use crate::exec::{Description, Executor, RunInfo};
 use crate::{report, signals};
 
 use exchange::{Attempted, Exchange};
@@ -82,7 +79,7 @@ impl HttpExecutor {
                 spec.method,
                 spec.url
                     .as_ref()
-                    .map_or_else(|_| report::redact_url(&config.url), display_url)
+                    .map_or_else(|_| crate::domain::redact_url(&config.url), display_url)
             ),
             client,
             curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
@@ -357,7 +354,7 @@ impl HttpExecutor {
                         message: format!("abandoned: {lost}"),
                     },
                     endings::LOCK_LOST_REQUEST.verdict(&[("lost", &lost)]),
-                    crate::exit::ExitCode::USAGE,
+                    crate::domain::ExitCode::USAGE,
                 );
                 report.lock_lost = Some(lost);
                 report

@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::io::out::{Output, Stop, deliver_result};
-use crate::io::spool::Spool;
+use crate::io::{out::Output, out::Stop, out::deliver_result, spool::Spool};
 use crate::report::{self, Replacement};
 
 /// Writes to an `-o` temporary file are gathered to this size: a decoded body

@@ -33,7 +33,7 @@ pub fn describe_headers(headers: &HeaderMap, values: bool) -> String {
 
 /// The URL with any password hidden, for messages.
 pub fn display_url(url: &Url) -> String {
-    crate::report::redact_url(url.as_str())
+    crate::domain::redact_url(url.as_str())
 }
 
 #[cfg(test)]

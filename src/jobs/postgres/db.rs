@@ -25,8 +25,7 @@ use tokio_postgres::{Client, NoTls, Row};
 use super::pgpass::{login_name, pgpass_password};
 use super::tls::tls_config;
 use super::url::{PgTarget, SslMode};
-use crate::jobs::Interrupted;
-use crate::signals::Stop;
+use crate::domain::{Interrupted, Stop};
 use crate::wait::{self, Bound, Ended};
 
 /// How long closing a healthy connection may take (the goodbye to the server).
@@ -50,7 +49,7 @@ impl std::fmt::Display for NoAnswer {
             NoAnswer::Timeout(t) => write!(
                 f,
                 "no answer within {} (connect_timeout)",
-                crate::parse::human(*t)
+                crate::domain::human(*t)
             ),
             NoAnswer::Deadline => write!(f, "no answer before the run's deadline"),
         }

@@ -189,8 +189,8 @@ pub fn try_take(
         anyhow::bail!(
             "the lease {} was granted {} after it was asked for, past 2/3 of its TTL ({}); released it",
             name.0,
-            crate::parse::human(late),
-            crate::parse::human(ttl)
+            crate::domain::human(late),
+            crate::domain::human(ttl)
         );
     }
     Ok(Taken::Held(held))
@@ -278,7 +278,7 @@ impl Renewal {
             report::error(&format!(
                 "cannot renew the lease {}: the renewer thread is gone; it counts as lost after {}",
                 name.0,
-                crate::parse::human(ttl)
+                crate::domain::human(ttl)
             ));
         }
         Renewal { _stop: stop_tx }
@@ -368,7 +368,7 @@ async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String
         if sent >= deadline {
             return Err(format!(
                 "no renewal was answered within {} ({last_error})",
-                crate::parse::human(loss_after(job.ttl))
+                crate::domain::human(loss_after(job.ttl))
             ));
         }
         let renewed = conn
@@ -409,7 +409,7 @@ pub fn check_ttl(ttl: Duration) -> anyhow::Result<Duration> {
     anyhow::ensure!(
         (min..=max).contains(&ttl),
         "--lease-ttl: {} is out of range; expected a duration from 3s to 1h",
-        crate::parse::human(ttl)
+        crate::domain::human(ttl)
     );
     Ok(ttl)
 }

@@ -99,7 +99,7 @@ impl Drop for PgLock {
                 report::notice(&format!(
                     "warning: could not release the lease {} ({e:#}); it expires within {}",
                     self.name,
-                    crate::parse::human(self.ttl)
+                    crate::domain::human(self.ttl)
                 ));
             }
         }

@@ -340,7 +340,7 @@ impl Drop for PgStore {
                 report::notice(&format!(
                     "warning: could not release the lease {} ({e:#}); it expires within {}",
                     held.name,
-                    crate::parse::human(held.ttl)
+                    crate::domain::human(held.ttl)
                 ));
             }
         }

@@ -6,7 +6,29 @@ use std::time::Duration;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::cli::{BackoffKind, JitterKind};
+/// `--backoff`: how the delay grows from one retry to the next.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackoffKind {
+    /// delay * factor^(n-1), capped by --max-delay
+    Exponential,
+    /// delay * n, capped by --max-delay
+    Linear,
+    /// delay every time
+    Constant,
+}
+
+/// `--jitter`: how each sleep is randomised.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitterKind {
+    /// A uniform draw from 0 to d: spreads a crowd of clients the most
+    Full,
+    /// d/2 plus a uniform draw from 0 to d/2
+    Equal,
+    /// min(--max-delay, a uniform draw from --delay to 3 * the previous sleep)
+    Decorrelated,
+    /// Exactly d: clients that failed together come back together
+    None,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {

@@ -1,0 +1,199 @@
+//! What an attempt and a run come to, in every mode: the class an attempt gets and why
+//! (`Verdict`, with the per-rule retry `Limit`), how it ended (`Outcome`), the wait the
+//! other side asked for (`WaitHint`), and the record of a run (`AttemptRecord`,
+//! `RunSummary`, `StopReason`). Deciding any of it is the classifier's and the
+//! engine's job; this module only names it.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::human;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    Success,
+    Transient,
+    Permanent,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Success => "success",
+            Class::Transient => "transient",
+            Class::Permanent => "permanent",
+        }
+    }
+}
+
+/// Which limited rule a retry is counted against. Rules that share a key share
+/// one count across the run, however the failure was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitKey {
+    /// HTTP 500, in a response or on a tool's stderr.
+    Http500,
+    /// A tool reported an HTTP error without showing the status.
+    StatusNotShown,
+    /// rsync's partial transfer (exit 23) for a cause it did not name.
+    RsyncPartial,
+    /// A SOCKS4 proxy's reply 91 (rejected or failed).
+    Socks4Failed,
+}
+
+/// A rule that may only be retried a few times, counted across the run
+/// (a 500 is worth one or two more tries, never many).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    pub key: LimitKey,
+    pub max_retries: u32,
+}
+
+impl Limit {
+    pub const fn twice(key: LimitKey) -> Self {
+        Limit {
+            key,
+            max_retries: 2,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub class: Class,
+    pub reason: String,
+    pub limit: Option<Limit>,
+}
+
+impl Verdict {
+    pub fn new(class: Class, reason: impl Into<String>) -> Self {
+        Verdict {
+            class,
+            reason: reason.into(),
+            limit: None,
+        }
+    }
+
+    pub fn success(reason: impl Into<String>) -> Self {
+        Self::new(Class::Success, reason)
+    }
+
+    pub fn transient(reason: impl Into<String>) -> Self {
+        Self::new(Class::Transient, reason)
+    }
+
+    pub fn permanent(reason: impl Into<String>) -> Self {
+        Self::new(Class::Permanent, reason)
+    }
+
+    pub fn limited(mut self, limit: Option<Limit>) -> Self {
+        self.limit = limit;
+        self
+    }
+}
+
+/// How an attempt ended, as recorded in the report and shown in logs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Outcome {
+    Exit {
+        code: i32,
+    },
+    Signal {
+        signal: i32,
+        name: String,
+    },
+    Timeout {
+        after_ms: u64,
+    },
+    NotRunnable {
+        code: i32,
+        error: String,
+    },
+    /// retry could not start the command for lack of resources (EAGAIN, ENOMEM).
+    NoResources {
+        error: String,
+    },
+    Http {
+        status: u16,
+    },
+    Error {
+        kind: String,
+        message: String,
+    },
+}
+
+impl Outcome {
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Exit { code } => format!("exit status {code}"),
+            Outcome::Signal { name, .. } => format!("killed by {name}"),
+            Outcome::Timeout { after_ms } => {
+                format!(
+                    "timed out after {}",
+                    human(Duration::from_millis(*after_ms))
+                )
+            }
+            Outcome::NotRunnable { error, .. } | Outcome::NoResources { error } => error.clone(),
+            Outcome::Http { status } => format!("HTTP {status}"),
+            Outcome::Error { message, .. } => message.clone(),
+        }
+    }
+
+    /// Whether retry could not start the attempt for lack of resources: the service
+    /// never saw it, so it neither spends nor earns budget tokens nor counts for a circuit.
+    pub fn lacked_resources(&self) -> bool {
+        matches!(self, Outcome::NoResources { .. })
+    }
+}
+
+/// A wait the other side asked for (Retry-After and friends).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitHint {
+    pub wait: Duration,
+    /// The header as the server sent it (or the command's directive), quoted in messages.
+    pub source: String,
+    /// Who asked, for messages: "the server" or "the command".
+    pub asked_by: &'static str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Success,
+    Permanent,
+    Attempts,
+    MaxTime,
+    RetryAfterTooLong,
+    Signal,
+    Skipped,
+    LockLost,
+    /// The shared retry budget refused a retry.
+    Budget,
+    /// The circuit breaker was open: no attempt was made.
+    CircuitOpen,
+}
+
+#[derive(Clone, Debug)]
+pub struct AttemptRecord {
+    pub number: u32,
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub outcome: Outcome,
+    pub class: Class,
+    pub reason: String,
+    pub wait_hint: Option<WaitHint>,
+    /// The sleep that followed, if any.
+    pub delay: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunSummary {
+    pub attempts: Vec<AttemptRecord>,
+    pub exit_code: i32,
+    pub stopped_because: StopReason,
+    /// One line saying why the run stopped.
+    pub message: String,
+    pub elapsed: Duration,
+}

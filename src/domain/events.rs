@@ -1,0 +1,32 @@
+//! What the retry loop tells the outside world while it runs: one `Event` per step,
+//! to whoever implements `Events` (the logger, a test's collector).
+
+use std::time::Duration;
+
+use super::{AttemptRecord, RunSummary};
+
+/// What the loop tells the outside world while it runs.
+pub enum Event<'a> {
+    AttemptStarting {
+        number: u32,
+        limit: u32,
+        /// The attempt's time limit, if it has one.
+        timeout: Option<Duration>,
+    },
+    AttemptFailed {
+        record: &'a AttemptRecord,
+        limit: u32,
+        next: Option<Duration>,
+    },
+    Succeeded {
+        record: &'a AttemptRecord,
+        limit: u32,
+    },
+    Stopped {
+        summary: &'a RunSummary,
+    },
+}
+
+pub trait Events {
+    fn event(&mut self, event: Event<'_>);
+}

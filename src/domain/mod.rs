@@ -1,0 +1,27 @@
+//! The bottom layer: the vocabulary every other module speaks, importing nothing of
+//! the crate. What an attempt and a run come to (`attempt`), the events of a run
+//! (`events`), the policy and its backoff schedule (`policy`, `backoff`), exit statuses
+//! and signals (`status`), why a run stops early (`stop`), the user's fixed choices
+//! (`choices`), how retry is to speak (`log`) and how values are shown (`text`).
+
+mod attempt;
+mod backoff;
+mod choices;
+mod events;
+mod log;
+mod policy;
+mod status;
+mod stop;
+mod text;
+
+pub use attempt::{
+    AttemptRecord, Class, Limit, LimitKey, Outcome, RunSummary, StopReason, Verdict, WaitHint,
+};
+pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
+pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode};
+pub use events::{Event, Events};
+pub use log::LogConfig;
+pub use policy::Policy;
+pub use status::{ExitCode, signal_name};
+pub use stop::{Interrupted, Stop};
+pub use text::{human, redact_url};

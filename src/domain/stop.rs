@@ -1,0 +1,26 @@
+//! Why a run must end before its policy says so (`Stop`), and the error that carries
+//! a stopping signal out of a call that was waiting (`Interrupted`).
+
+use super::signal_name;
+
+/// Why a run must stop before its policy says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// retry received this stopping signal.
+    Signal(i32),
+    /// A lock the run holds is gone; the message names it and says how.
+    LockLost(String),
+}
+
+/// retry received a stopping signal while it waited (on a server, a lock, a reader
+/// of its output): the run ends with 128+N.
+#[derive(Debug)]
+pub struct Interrupted(pub i32);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted by {}", signal_name(self.0))
+    }
+}
+
+impl std::error::Error for Interrupted {}
