@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 use rand_chacha::ChaCha8Rng;
 
 use crate::domain::{
-    AttemptRecord, Class, Event, Events, ExitCode, Interrupted, Jitter, LimitKey, Outcome, Policy,
-    RunSummary, Stop, StopReason, Verdict, WaitHint, human,
+    AttemptRecord, Class, Event, Events, ExitStatus, Interrupted, Jitter, LimitKey, Outcome,
+    Policy, RunSummary, Signal, Stop, StopReason, Verdict, WaitHint, human,
 };
 pub use crate::exec::Executor;
 
@@ -36,10 +36,10 @@ pub struct AttemptReport {
     pub outcome: Outcome,
     pub verdict: Verdict,
     /// The exit status retry ends with if this attempt is the last.
-    pub exit_code: i32,
+    pub exit_code: ExitStatus,
     pub wait_hint: Option<WaitHint>,
     /// retry itself received this signal during the attempt: stop now.
-    pub interrupted_by: Option<i32>,
+    pub interrupted_by: Option<Signal>,
     /// The attempt was cut short because the `--max-time` budget ran out.
     pub budget_expired: bool,
     /// A lock the run holds was lost during the attempt (the message says which):
@@ -48,7 +48,7 @@ pub struct AttemptReport {
 }
 
 impl AttemptReport {
-    pub fn new(outcome: Outcome, verdict: Verdict, exit_code: i32) -> Self {
+    pub fn new(outcome: Outcome, verdict: Verdict, exit_code: ExitStatus) -> Self {
         AttemptReport {
             outcome,
             verdict,
@@ -77,7 +77,7 @@ pub trait Sleeper {
 pub struct RetryFacts<'a> {
     pub record: &'a AttemptRecord,
     /// The status retry would exit with if this attempt were the last.
-    pub exit_code: i32,
+    pub exit_code: ExitStatus,
     pub next_delay: Duration,
     /// What is left of `--max-time`: the hook may not run past it.
     pub budget_left: Option<Duration>,
@@ -206,9 +206,11 @@ pub fn run(
                     });
                 }
                 let mut exit_code = match reason {
-                    StopReason::Success => 0,
-                    StopReason::Signal => ExitCode::signal(report.interrupted_by.unwrap_or(0)),
-                    StopReason::LockLost => ExitCode::USAGE,
+                    StopReason::Success => ExitStatus::SUCCESS,
+                    StopReason::Signal => {
+                        ExitStatus::of_signal(report.interrupted_by.unwrap_or(Signal::new(0)))
+                    }
+                    StopReason::LockLost => ExitStatus::USAGE,
                     _ => report.exit_code,
                 };
                 let (mut reason, mut message) = (reason, message);
@@ -219,12 +221,9 @@ pub fn run(
                     let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() else {
                         return Err(err);
                     };
-                    exit_code = ExitCode::signal(*signal);
+                    exit_code = ExitStatus::of_signal(*signal);
                     reason = StopReason::Signal;
-                    message = format!(
-                        "interrupted by {} while writing the output",
-                        crate::domain::signal_name(*signal)
-                    );
+                    message = format!("interrupted by {} while writing the output", signal.name());
                 }
                 return Ok(finish(records, exit_code, reason, message, start, env));
             }
@@ -294,10 +293,7 @@ fn decide(
         return Next::Stop(StopReason::LockLost, message.clone());
     }
     if let Some(signal) = report.interrupted_by {
-        return Next::Stop(
-            StopReason::Signal,
-            format!("interrupted by {}", crate::domain::signal_name(signal)),
-        );
+        return Next::Stop(StopReason::Signal, format!("interrupted by {signal}"));
     }
     match report.verdict.class {
         Class::Success => {
@@ -397,23 +393,20 @@ fn budget_message(policy: &Policy, detail: &str) -> String {
 }
 
 /// The exit status, reason and message of a run stopped during a backoff sleep.
-fn stopped_while_sleeping(stop: Stop) -> (i32, StopReason, String) {
+fn stopped_while_sleeping(stop: Stop) -> (ExitStatus, StopReason, String) {
     match stop {
         Stop::Signal(signal) => (
-            ExitCode::signal(signal),
+            ExitStatus::of_signal(signal),
             StopReason::Signal,
-            format!(
-                "interrupted by {} while waiting to retry",
-                crate::domain::signal_name(signal)
-            ),
+            format!("interrupted by {} while waiting to retry", signal.name()),
         ),
-        Stop::LockLost(message) => (ExitCode::USAGE, StopReason::LockLost, message),
+        Stop::LockLost(message) => (ExitStatus::USAGE, StopReason::LockLost, message),
     }
 }
 
 fn finish(
     attempts: Vec<AttemptRecord>,
-    exit_code: i32,
+    exit_code: ExitStatus,
     stopped_because: StopReason,
     message: String,
     start: Duration,
@@ -486,7 +479,7 @@ mod tests {
     impl Sleeper for FakeSleeper {
         fn sleep(&mut self, d: Duration, _upcoming: u32) -> Result<(), Stop> {
             if self.signal_on == Some(self.slept.len()) {
-                return Err(Stop::Signal(15));
+                return Err(Stop::Signal(Signal::new(15)));
             }
             if self.lose_lock_on == Some(self.slept.len()) {
                 return Err(Stop::LockLost("lock L was lost".into()));
@@ -524,7 +517,7 @@ mod tests {
                 self.clock.advance(end - self.clock.now());
             }
             if self.signal {
-                return Err(Stop::Signal(2));
+                return Err(Stop::Signal(Signal::new(2)));
             }
             Ok(())
         }
@@ -575,12 +568,14 @@ mod tests {
         }
     }
 
-    fn fail(code: i32) -> AttemptReport {
+    fn fail(code: u8) -> AttemptReport {
+        let code = ExitStatus::new(code);
         AttemptReport::new(Outcome::Exit { code }, Verdict::transient("non-zero"), code)
     }
 
     fn ok() -> AttemptReport {
-        AttemptReport::new(Outcome::Exit { code: 0 }, Verdict::success("exit 0"), 0)
+        let code = ExitStatus::SUCCESS;
+        AttemptReport::new(Outcome::Exit { code }, Verdict::success("exit 0"), code)
     }
 
     fn policy(attempts: u32, jitter: JitterKind) -> Policy {
@@ -652,7 +647,7 @@ mod tests {
         let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.exit_code, s.stopped_because, s.attempts.len()),
+            (s.exit_code.code(), s.stopped_because, s.attempts.len()),
             (0, StopReason::Success, 3)
         );
         assert_eq!(
@@ -679,7 +674,10 @@ mod tests {
     fn attempt_limit_returns_last_status() {
         let mut h = Harness::new(vec![fail(3), fail(4), fail(7)]);
         let s = h.run(&policy(3, JitterKind::Full));
-        assert_eq!((s.exit_code, s.stopped_because), (7, StopReason::Attempts));
+        assert_eq!(
+            (s.exit_code.code(), s.stopped_because),
+            (7, StopReason::Attempts)
+        );
         assert_eq!(h.sleeper.slept.len(), 2);
         assert!(
             h.sleeper.slept[0] <= Duration::from_secs(1)
@@ -690,11 +688,12 @@ mod tests {
 
     #[test]
     fn permanent_stops_at_once() {
-        let perm = AttemptReport::new(Outcome::Exit { code: 2 }, Verdict::permanent("bad"), 2);
+        let code = ExitStatus::new(2);
+        let perm = AttemptReport::new(Outcome::Exit { code }, Verdict::permanent("bad"), code);
         let mut h = Harness::new(vec![fail(1), perm]);
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.exit_code, s.stopped_because, s.attempts.len()),
+            (s.exit_code.code(), s.stopped_because, s.attempts.len()),
             (2, StopReason::Permanent, 2)
         );
     }
@@ -733,7 +732,7 @@ mod tests {
         assert_eq!(timeouts, [2000, 2000, 300]);
         let by_budget: Vec<_> = h.exec.seen.iter().map(|c| c.timeout_is_budget).collect();
         assert_eq!(by_budget, [false, false, true]);
-        assert_eq!(s.exit_code, 1);
+        assert_eq!(s.exit_code.code(), 1);
     }
 
     #[test]
@@ -821,7 +820,7 @@ mod tests {
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(3, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.attempts.len(), s.exit_code),
+            (s.stopped_because, s.attempts.len(), s.exit_code.code()),
             (StopReason::RetryAfterTooLong, 1, 22)
         );
         assert!(s.message.contains("Retry-After: 600"), "{}", s.message);
@@ -850,7 +849,7 @@ mod tests {
         h.sleeper.signal_on = Some(1);
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
             (StopReason::Signal, 143, 2)
         );
         assert_eq!(h.exec.delivered, 0);
@@ -859,11 +858,11 @@ mod tests {
     #[test]
     fn signal_during_attempt_stops() {
         let mut r = fail(130);
-        r.interrupted_by = Some(2);
+        r.interrupted_by = Some(Signal::new(2));
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
             (StopReason::Signal, 130, 1)
         );
     }
@@ -874,8 +873,8 @@ mod tests {
         h.sleeper.lose_lock_on = Some(0);
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
-            (StopReason::LockLost, ExitCode::USAGE, 1)
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+            (StopReason::LockLost, ExitStatus::USAGE.code(), 1)
         );
         assert_eq!(s.message, "lock L was lost");
         assert_eq!(h.exec.delivered, 0);
@@ -888,8 +887,8 @@ mod tests {
         let mut h = Harness::new(vec![r]);
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
-            (StopReason::LockLost, ExitCode::USAGE, 1)
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+            (StopReason::LockLost, ExitStatus::USAGE.code(), 1)
         );
         assert_eq!(
             h.exec.delivered, 0,
@@ -952,7 +951,7 @@ mod tests {
         h.hook.took = Some(Duration::from_secs(5));
         let s = h.run(&p);
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
             (StopReason::MaxTime, 4, 1)
         );
         assert!(s.message.contains("--on-retry hook"), "{}", s.message);
@@ -970,7 +969,7 @@ mod tests {
         h.hook.signal = true;
         let s = h.run(&policy(5, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
             (StopReason::Signal, 130, 1)
         );
     }
@@ -1033,7 +1032,7 @@ mod tests {
         // 7 → 6 (retry), 6 → 5 (refused: not more than half).
         assert_eq!(s.attempts.len(), 2);
         assert_eq!(s.stopped_because, StopReason::Budget);
-        assert_eq!(s.exit_code, 3);
+        assert_eq!(s.exit_code.code(), 3);
         assert_eq!(s.message, "spent (5 of 10)");
         assert_eq!(h.budget.unwrap().recorded, vec![false, false]);
     }
@@ -1060,7 +1059,7 @@ mod tests {
                 error: "cannot start echo: out of processes".into(),
             },
             Verdict::transient("lack of resources"),
-            ExitCode::USAGE,
+            ExitStatus::USAGE,
         );
         let mut h = Harness::new(vec![unstarted.clone(), ok()]);
         h.budget = Some(CountingBudget {
@@ -1080,18 +1079,19 @@ mod tests {
         let mut h = Harness::new(vec![unstarted]);
         let s = h.run(&policy(3, JitterKind::None));
         assert_eq!(
-            (s.stopped_because, s.exit_code, s.attempts.len()),
-            (StopReason::Attempts, ExitCode::USAGE, 3)
+            (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+            (StopReason::Attempts, ExitStatus::USAGE.code(), 3)
         );
         assert!(s.attempts[2].outcome.lacked_resources());
     }
 
     #[test]
     fn a_permanent_failure_takes_a_token_and_a_signal_takes_none() {
+        let code = ExitStatus::new(2);
         let mut h = Harness::new(vec![AttemptReport::new(
-            Outcome::Exit { code: 2 },
+            Outcome::Exit { code },
             Verdict::permanent("usage"),
-            2,
+            code,
         )]);
         h.budget = Some(CountingBudget {
             tokens: 10.0,
@@ -1101,7 +1101,7 @@ mod tests {
         h.run(&policy(5, JitterKind::None));
         assert_eq!(h.budget.unwrap().recorded, vec![false]);
         let mut interrupted = fail(1);
-        interrupted.interrupted_by = Some(15);
+        interrupted.interrupted_by = Some(Signal::new(15));
         let mut h = Harness::new(vec![interrupted]);
         h.budget = Some(CountingBudget {
             tokens: 10.0,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::HookConfig;
 use crate::domain::{
-    AttemptRecord, ExitCode, Outcome, RunSummary, Stop, StopReason, human, signal_name,
+    AttemptRecord, ExitStatus, Outcome, RunSummary, Signal, Stop, StopReason, human,
 };
 use crate::engine::{RetryFacts, RetryHook};
 use crate::exec::{RunInfo, hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
@@ -51,7 +51,7 @@ pub struct Hooks {
 /// What one hook is about: the attempt it follows and the status retry would exit with.
 struct About<'a> {
     last: &'a AttemptRecord,
-    exit_code: i32,
+    exit_code: ExitStatus,
     budget_left: Option<Duration>,
 }
 
@@ -202,16 +202,18 @@ fn var(name: &str, value: impl ToString) -> (String, OsString) {
 
 /// Says how a hook ended when that is worth a word; the stopping signal, if
 /// retry received one during it.
-fn settle(flag: &str, end: &HookEnd) -> Option<i32> {
+fn settle(flag: &str, end: &HookEnd) -> Option<Signal> {
     let warn = |what: String| {
         report::notice(&format!(
             "warning: the {flag} hook {what}; the run goes on as if it had succeeded"
         ));
     };
     match end {
-        HookEnd::Exited(0) => report::verbose(1, &format!("the {flag} hook succeeded")),
+        HookEnd::Exited(code) if code.is_success() => {
+            report::verbose(1, &format!("the {flag} hook succeeded"))
+        }
         HookEnd::Exited(code) => warn(format!("failed with exit status {code}")),
-        HookEnd::Signaled(sig) => warn(format!("was killed by {}", signal_name(*sig))),
+        HookEnd::Signaled(sig) => warn(format!("was killed by {sig}")),
         HookEnd::TimedOut(limit) => warn(format!(
             "ran out of time after {} and was stopped",
             human(*limit)
@@ -223,9 +225,9 @@ fn settle(flag: &str, end: &HookEnd) -> Option<i32> {
 }
 
 /// The run as it ends when retry is stopped by `sig` during a hook.
-fn interrupted(summary: RunSummary, flag: &str, sig: i32) -> RunSummary {
-    let exit_code = ExitCode::signal(sig);
-    let message = format!("interrupted by {} during the {flag} hook", signal_name(sig));
+fn interrupted(summary: RunSummary, flag: &str, sig: Signal) -> RunSummary {
+    let exit_code = ExitStatus::of_signal(sig);
+    let message = format!("interrupted by {sig} during the {flag} hook");
     report::notice(&format!("{message}; exit status {exit_code}"));
     RunSummary {
         exit_code,
@@ -254,7 +256,7 @@ mod tests {
         };
         RunSummary {
             attempts: vec![record; attempts],
-            exit_code: 22,
+            exit_code: ExitStatus::new(22),
             stopped_because,
             message: String::new(),
             elapsed: Duration::from_secs(1),
@@ -308,7 +310,7 @@ mod tests {
         let s = summary(StopReason::Attempts, 1);
         let about = About {
             last: &s.attempts[0],
-            exit_code: 22,
+            exit_code: ExitStatus::new(22),
             budget_left: Some(Duration::from_millis(1500)),
         };
         let env = h.env(&about);

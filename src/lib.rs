@@ -66,13 +66,21 @@ use std::ffi::OsString;
 use anyhow::Context;
 
 use crate::config::{Config, TargetConfig};
-use crate::domain::ExitCode;
+use crate::domain::{ExitStatus, Interrupted};
 
 /// retry's own failure (bad usage or value, state unreachable, lock lost): for `main`.
-pub const USAGE_EXIT: u8 = ExitCode::USAGE as u8;
+pub const USAGE_EXIT: u8 = ExitStatus::USAGE.code();
 
 /// Runs retry with `args` (the program name first) and returns the exit status.
 pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    i32::from(run_args(args).code())
+}
+
+fn run_args<I, T>(args: I) -> ExitStatus
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -83,7 +91,7 @@ where
     };
     if let Some(kind) = cli.generate {
         return match generate::write(kind) {
-            Ok(()) => 0,
+            Ok(()) => ExitStatus::SUCCESS,
             Err(err) => fail(&err),
         };
     }
@@ -95,29 +103,28 @@ where
 }
 
 /// Help and version go to stdout with status 0; every other clap error is 125.
-fn clap_exit(err: clap::Error) -> i32 {
+fn clap_exit(err: clap::Error) -> ExitStatus {
     use clap::error::ErrorKind;
     let status = match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
-        _ => ExitCode::USAGE,
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitStatus::SUCCESS,
+        _ => ExitStatus::USAGE,
     };
     let _ = err.print();
     status
 }
 
 /// retry's own failure is 125; a wait that a stopping signal ended is 128+N.
-fn fail(err: &anyhow::Error) -> i32 {
-    if let Some(crate::domain::Interrupted(sig)) = err.downcast_ref::<crate::domain::Interrupted>()
-    {
-        let status = ExitCode::signal(*sig);
+fn fail(err: &anyhow::Error) -> ExitStatus {
+    if let Some(Interrupted(sig)) = err.downcast_ref::<Interrupted>() {
+        let status = ExitStatus::of_signal(*sig);
         report::notice(&format!("{err:#}; exit status {status}"));
         return status;
     }
     report::error(&format!("{err:#}"));
-    ExitCode::USAGE
+    ExitStatus::USAGE
 }
 
-fn run_config(config: Config) -> anyhow::Result<i32> {
+fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
     let is_command = matches!(config.target, TargetConfig::Command(_));
     if config.dry_run {
         let exec = run::executor(config.target.clone(), &config.run)?;
@@ -140,7 +147,7 @@ fn run_config(config: Config) -> anyhow::Result<i32> {
         std::io::Write::write_all(&mut out, text.as_bytes())
             .and_then(|()| std::io::Write::flush(&mut out))
             .context("--dry-run: cannot write to stdout")?;
-        return Ok(0);
+        return Ok(ExitStatus::SUCCESS);
     }
     signals::install().context("cannot install signal handlers")?;
     if is_command {

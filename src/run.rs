@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::config::{Config, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
-use crate::domain::{ExitCode, Policy, RunSummary, StopReason};
+use crate::domain::{ExitStatus, Policy, RunSummary, Signal, StopReason};
 use crate::engine::{self, RetryBudget};
 use crate::exec::{Executor, RunInfo, command::CommandExecutor, http::HttpExecutor};
 use crate::hooks::Hooks;
@@ -122,8 +122,10 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         jobs::Gate::Stopped { stop, message } => {
             last_word(slot, &message);
             let (exit_code, reason) = match stop {
-                crate::domain::Stop::Signal(sig) => (ExitCode::signal(sig), StopReason::Signal),
-                crate::domain::Stop::LockLost(_) => (ExitCode::USAGE, StopReason::LockLost),
+                crate::domain::Stop::Signal(sig) => {
+                    (ExitStatus::of_signal(sig), StopReason::Signal)
+                }
+                crate::domain::Stop::LockLost(_) => (ExitStatus::USAGE, StopReason::LockLost),
             };
             return end_early(not_run(exit_code, reason, message, &clock), None);
         }
@@ -270,9 +272,9 @@ fn record_success(held: &mut jobs::HeldLocks, summary: RunSummary) -> RunSummary
             let message = format!(
                 "{err:#}; the command succeeded but its success could not be recorded, so a later run will run it again"
             );
-            report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
+            report::error(&format!("{message}; exit status {}", ExitStatus::USAGE));
             RunSummary {
-                exit_code: ExitCode::USAGE,
+                exit_code: ExitStatus::USAGE,
                 message,
                 ..summary
             }
@@ -283,9 +285,9 @@ fn record_success(held: &mut jobs::HeldLocks, summary: RunSummary) -> RunSummary
 /// The last attempt succeeded, but a lock was lost before its success could count.
 fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
     let message = format!("{lost}; the success is not recorded");
-    report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
+    report::error(&format!("{message}; exit status {}", ExitStatus::USAGE));
     RunSummary {
-        exit_code: ExitCode::USAGE,
+        exit_code: ExitStatus::USAGE,
         stopped_because: StopReason::LockLost,
         message,
         ..summary
@@ -303,9 +305,9 @@ fn out_of_time(err: anyhow::Error, clock: &clock::SystemClock) -> anyhow::Result
         return Err(err);
     }
     let message = format!("{err:#}: --max-time ran out before the first attempt");
-    report::error(&format!("{message}; exit status {}", ExitCode::USAGE));
+    report::error(&format!("{message}; exit status {}", ExitStatus::USAGE));
     Ok(not_run(
-        ExitCode::USAGE,
+        ExitStatus::USAGE,
         StopReason::MaxTime,
         message,
         clock,
@@ -321,10 +323,9 @@ fn stopped_after_the_attempts(summary: RunSummary, slot: Option<&SlotRun>) -> Ru
     if summary.stopped_because == StopReason::Signal {
         return summary;
     }
-    let exit_code = ExitCode::signal(sig);
+    let exit_code = ExitStatus::of_signal(sig);
     let message = format!(
-        "stopped by {} after the last attempt ({}); exit status {exit_code}",
-        crate::domain::signal_name(sig),
+        "stopped by {sig} after the last attempt ({}); exit status {exit_code}",
         summary.message
     );
     last_word(slot, &message);
@@ -388,7 +389,7 @@ fn run_engine(
 
 /// A run that ended at the gate, before any attempt.
 fn not_run(
-    exit_code: i32,
+    exit_code: ExitStatus,
     stopped_because: StopReason,
     message: String,
     clock: &clock::SystemClock,
@@ -409,7 +410,7 @@ fn splay(
     fleet: &FleetConfig,
     seed: u64,
     max_time: Option<std::time::Duration>,
-) -> Result<(), (i32, String)> {
+) -> Result<(), (ExitStatus, String)> {
     let mut delay = fleet::splay_delay(fleet.splay, seed);
     if let Some(max) = max_time {
         delay = delay.min(max);
@@ -428,13 +429,10 @@ fn splay(
     crate::wait::sleep_or_stop(delay).map_err(|stop| {
         let sig = match stop {
             crate::domain::Stop::Signal(sig) => sig,
-            crate::domain::Stop::LockLost(_) => 0,
+            crate::domain::Stop::LockLost(_) => Signal::new(0),
         };
-        let exit_code = ExitCode::signal(sig);
-        let message = format!(
-            "stopped by {} during the --splay sleep; exit status {exit_code}",
-            crate::domain::signal_name(sig)
-        );
+        let exit_code = ExitStatus::of_signal(sig);
+        let message = format!("stopped by {sig} during the --splay sleep; exit status {exit_code}");
         (exit_code, message)
     })
 }
@@ -442,7 +440,7 @@ fn splay(
 /// Asks the circuit whether the run may go ahead: `Some` (exit status, reason,
 /// message) when it is open, or when `--max-time` or a signal ended the asking.
 /// Claiming the probe is said aloud.
-fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason, String)> {
+fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(ExitStatus, StopReason, String)> {
     match fleet.admit(c) {
         Ok(fleet::Admission::Closed) => None,
         Ok(fleet::Admission::Probe) => {
@@ -453,7 +451,7 @@ fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason
             None
         }
         Ok(fleet::Admission::Open { until_ms, failures }) => Some((
-            i32::from(c.exit),
+            c.exit,
             StopReason::CircuitOpen,
             format!(
                 "circuit {} is open until {} after {failures} failed run{} in a row: not running; exit status {}",
@@ -464,21 +462,20 @@ fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(i32, StopReason
             ),
         )),
         Err(fleet::Halt::OutOfTime(why)) => Some((
-            ExitCode::USAGE,
+            ExitStatus::USAGE,
             StopReason::MaxTime,
             format!(
                 "{why}: --max-time ran out before the first attempt; exit status {}",
-                ExitCode::USAGE
+                ExitStatus::USAGE
             ),
         )),
         Err(fleet::Halt::Signal(sig)) => Some((
-            ExitCode::signal(sig),
+            ExitStatus::of_signal(sig),
             StopReason::Signal,
             format!(
-                "stopped by {} while asking circuit {}; exit status {}",
-                crate::domain::signal_name(sig),
+                "stopped by {sig} while asking circuit {}; exit status {}",
                 c.name,
-                ExitCode::signal(sig)
+                ExitStatus::of_signal(sig)
             ),
         )),
     }

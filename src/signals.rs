@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::domain::Stop;
+use crate::domain::{self, Stop};
 use nix::libc::{self, c_int};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{
@@ -25,13 +25,13 @@ use nix::sys::signal::{
 };
 
 /// The signals that end a run, in the order they are reported.
-pub const STOPPING: [i32; 4] = [
-    Signal::SIGINT as i32,
-    Signal::SIGTERM as i32,
-    Signal::SIGHUP as i32,
-    Signal::SIGQUIT as i32,
+pub const STOPPING: [domain::Signal; 4] = [
+    domain::Signal::INT,
+    domain::Signal::TERM,
+    domain::Signal::HUP,
+    domain::Signal::QUIT,
 ];
-const SIGCHLD: i32 = Signal::SIGCHLD as i32;
+const SIGCHLD: domain::Signal = domain::Signal::new(Signal::SIGCHLD as i32);
 
 struct State {
     read: OwnedFd,
@@ -75,8 +75,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-fn raised(sig: i32) -> &'static AtomicBool {
-    &RAISED[sig as usize]
+fn raised(sig: domain::Signal) -> &'static AtomicBool {
+    &RAISED[sig.number() as usize]
 }
 
 /// Installs the handlers. Safe to call more than once.
@@ -95,9 +95,11 @@ pub fn install() -> std::io::Result<()> {
     let inherited = inherited();
     // A stopping signal that came ignored (nohup's SIGHUP, SIGINT and SIGQUIT of a
     // background job in a script) stays ignored: catching it would end the command.
-    let stopping = STOPPING.into_iter().filter(|sig| !inherited.ignores(*sig));
+    let stopping = STOPPING
+        .into_iter()
+        .filter(|sig| !inherited.ignores(sig.number()));
     for sig in stopping.chain([SIGCHLD]) {
-        let sig = Signal::try_from(sig).map_err(std::io::Error::from)?;
+        let sig = Signal::try_from(sig.number()).map_err(std::io::Error::from)?;
         // SAFETY: `on_signal` is async-signal-safe (see there).
         unsafe { sigaction(sig, &action) }.map_err(std::io::Error::from)?;
     }
@@ -106,24 +108,25 @@ pub fn install() -> std::io::Result<()> {
 }
 
 /// The stopping signal received so far, if any (the first one wins).
-pub fn pending() -> Option<i32> {
+pub fn pending() -> Option<domain::Signal> {
     STATE.get()?;
     if FIRST.load(Ordering::SeqCst) == 0 {
         for sig in STOPPING {
             if raised(sig).swap(false, Ordering::SeqCst) {
-                let _ = FIRST.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+                let number = sig.number();
+                let _ = FIRST.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
             }
         }
     }
     match FIRST.load(Ordering::SeqCst) {
         0 => None,
-        sig => Some(sig),
+        sig => Some(domain::Signal::new(sig)),
     }
 }
 
 /// A stopping signal that arrived after `pending` first reported one (a second
 /// Ctrl-C): taken once.
-pub fn take_repeat() -> Option<i32> {
+pub fn take_repeat() -> Option<domain::Signal> {
     STATE.get()?;
     STOPPING
         .into_iter()

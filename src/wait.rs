@@ -49,7 +49,7 @@ impl std::fmt::Display for Ended {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Ended::Stopped(Stop::Signal(sig)) => {
-                write!(f, "interrupted by {}", crate::domain::signal_name(*sig))
+                write!(f, "interrupted by {}", sig.name())
             }
             Ended::Stopped(Stop::LockLost(why)) => write!(f, "{why}"),
             Ended::TimedOut => write!(f, "timed out"),

@@ -9,20 +9,20 @@ use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 use super::control::Directive;
 use super::endings;
 use super::profiles::{self, Otherwise, Profile, Row, Then, When};
-use crate::domain::{Class, Verdict};
+use crate::domain::{Class, ExitStatus, Signal, Verdict};
 use crate::parse::CodeSet;
 
 /// How a command attempt ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CommandEnd {
-    Exited(i32),
+    Exited(ExitStatus),
     /// Killed by a signal that retry did not send.
-    Signaled(i32),
+    Signaled(Signal),
     /// Stopped by `--timeout` (or the `--max-time` budget).
     TimedOut,
     /// retry could not start it: 126 not executable, 127 not found.
     NotRunnable {
-        code: i32,
+        code: ExitStatus,
         message: String,
     },
     /// retry could not start it for lack of resources (EAGAIN, ENOMEM).
@@ -45,8 +45,6 @@ pub struct OutputFacts {
     /// What the command wrote to RETRY_CONTROL (rule 0).
     pub control: Option<Directive>,
 }
-
-const SIGPIPE: i32 = nix::sys::signal::Signal::SIGPIPE as i32;
 
 /// Which stream a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,31 +165,29 @@ impl CommandRules {
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
             CommandEnd::TimedOut => endings::TIMED_OUT.verdict(&[]),
-            CommandEnd::Signaled(sig) if *sig == SIGPIPE && facts.output_closed => {
+            CommandEnd::Signaled(sig) if *sig == Signal::PIPE && facts.output_closed => {
                 endings::SIGPIPE_READER_GONE.verdict(&[])
             }
-            CommandEnd::Signaled(sig) => {
-                endings::SIGNALED.verdict(&[("signal", &signal_name(*sig))])
-            }
+            CommandEnd::Signaled(sig) => endings::SIGNALED.verdict(&[("signal", &sig.name())]),
             CommandEnd::NotRunnable { .. } | CommandEnd::NoResources { .. } => {
                 unreachable!("handled above")
             }
         }
     }
 
-    fn classify_exit(&self, code: i32, facts: &OutputFacts) -> Verdict {
+    fn classify_exit(&self, code: ExitStatus, facts: &OutputFacts) -> Verdict {
         let listed = |set: &Option<CodeSet>| {
             set.as_ref()
-                .is_some_and(|s| code >= 0 && s.contains(code as u32))
+                .is_some_and(|s| s.contains(u32::from(code.code())))
         };
         if listed(&self.stop_on) {
             return Verdict::permanent(format!("exit status {code} is in --stop-on"));
         }
         if let Some(retry_on) = &self.retry_on {
-            if code >= 0 && retry_on.contains(code as u32) {
+            if retry_on.contains(u32::from(code.code())) {
                 return Verdict::transient(format!("exit status {code} is in --retry-on"));
             }
-            if code != 0 && !listed(&self.success_on) {
+            if !code.is_success() && !listed(&self.success_on) {
                 return Verdict::permanent(format!(
                     "exit status {code} is not in --retry-on {retry_on}"
                 ));
@@ -200,7 +196,7 @@ impl CommandRules {
         if listed(&self.success_on) {
             return Verdict::success(format!("exit status {code} is in --success-on"));
         }
-        if code != 0
+        if !code.is_success()
             && let Some(verdict) = self.profile_verdict(code, facts)
         {
             return verdict;
@@ -212,7 +208,7 @@ impl CommandRules {
         row_verdict(row, code, facts)
     }
 
-    fn profile_verdict(&self, code: i32, facts: &OutputFacts) -> Option<Verdict> {
+    fn profile_verdict(&self, code: ExitStatus, facts: &OutputFacts) -> Option<Verdict> {
         let profile = self.profile;
         let matched = profile
             .rows
@@ -230,7 +226,7 @@ impl CommandRules {
 }
 
 /// The verdict of the row that matched `code`, with what stderr showed.
-fn row_verdict(row: &Row, code: i32, facts: &OutputFacts) -> Verdict {
+fn row_verdict(row: &Row, code: ExitStatus, facts: &OutputFacts) -> Verdict {
     let mut reason = with_code(row.why, code);
     let shown = facts.status.filter(|_| !matches!(row.when, When::Always));
     match (row.then, shown) {
@@ -272,15 +268,13 @@ fn shown_line<'a>(row: &Row, facts: &'a OutputFacts) -> Option<&'a str> {
         .map(|(_, line)| line.as_str())
 }
 
-fn with_code(why: &str, code: i32) -> String {
+fn with_code(why: &str, code: ExitStatus) -> String {
     if why.contains("exit") {
         why.to_string()
     } else {
         format!("{why} (exit {code})")
     }
 }
-
-pub use crate::domain::signal_name;
 
 #[cfg(test)]
 mod tests {
@@ -296,9 +290,12 @@ mod tests {
         }
     }
 
-    fn exit(rules: &CommandRules, code: i32) -> Class {
+    fn exit(rules: &CommandRules, code: u8) -> Class {
         rules
-            .classify(&CommandEnd::Exited(code), &OutputFacts::default())
+            .classify(
+                &CommandEnd::Exited(ExitStatus::new(code)),
+                &OutputFacts::default(),
+            )
             .class
     }
 
@@ -316,12 +313,15 @@ mod tests {
             Class::Transient
         );
         assert_eq!(
-            r.classify(&CommandEnd::Signaled(9), &OutputFacts::default())
-                .class,
+            r.classify(
+                &CommandEnd::Signaled(Signal::new(9)),
+                &OutputFacts::default()
+            )
+            .class,
             Class::Transient
         );
         let nr = CommandEnd::NotRunnable {
-            code: 127,
+            code: ExitStatus::NOT_FOUND,
             message: "x: command not found".into(),
         };
         assert_eq!(
@@ -339,7 +339,8 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            r.classify(&CommandEnd::Exited(6), &facts).class,
+            r.classify(&CommandEnd::Exited(ExitStatus::new(6)), &facts)
+                .class,
             Class::Transient
         );
         let facts = OutputFacts {
@@ -348,7 +349,8 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            r.classify(&CommandEnd::Exited(0), &facts).class,
+            r.classify(&CommandEnd::Exited(ExitStatus::new(0)), &facts)
+                .class,
             Class::Permanent
         );
         assert_eq!(
@@ -369,19 +371,19 @@ mod tests {
         };
         let class = |end: CommandEnd, d| r.classify(&end, &said(d)).class;
         assert_eq!(
-            class(CommandEnd::Exited(6), Directive::Retry),
+            class(CommandEnd::Exited(ExitStatus::new(6)), Directive::Retry),
             Class::Transient
         );
         assert_eq!(
-            class(CommandEnd::Exited(0), Directive::Stop),
+            class(CommandEnd::Exited(ExitStatus::new(0)), Directive::Stop),
             Class::Permanent
         );
         assert_eq!(
-            class(CommandEnd::Exited(3), Directive::Success),
+            class(CommandEnd::Exited(ExitStatus::new(3)), Directive::Success),
             Class::Success
         );
         assert_eq!(
-            class(CommandEnd::Signaled(9), Directive::Success),
+            class(CommandEnd::Signaled(Signal::new(9)), Directive::Success),
             Class::Success
         );
     }
@@ -495,7 +497,7 @@ mod tests {
     #[test]
     fn sigpipe_is_permanent_only_when_the_reader_is_gone() {
         let r = rules(&profiles::GENERIC);
-        let end = CommandEnd::Signaled(SIGPIPE);
+        let end = CommandEnd::Signaled(Signal::PIPE);
         assert_eq!(
             r.classify(&end, &OutputFacts::default()).class,
             Class::Transient
@@ -508,13 +510,13 @@ mod tests {
     }
 
     /// The verdict for `code` after the tool wrote `stderr`.
-    fn verdict_after(profile: &'static Profile, code: i32, stderr: &[&str]) -> Verdict {
+    fn verdict_after(profile: &'static Profile, code: u8, stderr: &[&str]) -> Verdict {
         let watch = OutputWatch::new(vec![], vec![], profile).unwrap();
         let mut facts = OutputFacts::default();
         for line in stderr {
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
         }
-        rules(profile).classify(&CommandEnd::Exited(code), &facts)
+        rules(profile).classify(&CommandEnd::Exited(ExitStatus::new(code)), &facts)
     }
 
     #[test]

@@ -8,12 +8,12 @@
 //! headers `wait`'s.
 
 use crate::classify::endings;
-use crate::domain::{Class, Limit, LimitKey, Verdict};
+use crate::domain::{Class, ExitStatus, Limit, LimitKey, Verdict};
 use crate::parse::CodeSet;
 use Class::{Permanent, Transient};
 
 /// Exit status when the final response has a status of 400 or more (curl --fail).
-pub const EXIT_HTTP_ERROR: i32 = 22;
+pub const EXIT_HTTP_ERROR: ExitStatus = ExitStatus::new(22);
 
 /// A 500 is worth one or two more tries, never many.
 pub const LIMIT_500: Limit = Limit::twice(LimitKey::Http500);
@@ -314,7 +314,7 @@ pub struct TransportRow {
     /// Short name for reports and JSON logs.
     pub name: &'static str,
     pub class: Class,
-    pub exit_code: i32,
+    pub exit_code: ExitStatus,
     /// The request provably never reached the server, so even a non-idempotent
     /// one is safe to send again.
     pub never_sent: bool,
@@ -326,7 +326,7 @@ pub struct TransportRow {
 
 const fn transport(
     kind: Transport,
-    (name, class, exit_code): (&'static str, Class, i32),
+    (name, class, exit_code): (&'static str, Class, u8),
     never_sent: bool,
     why: &'static str,
     says: &'static str,
@@ -335,7 +335,7 @@ const fn transport(
         kind,
         name,
         class,
-        exit_code,
+        exit_code: ExitStatus::new(exit_code),
         never_sent,
         limit: None,
         why,
@@ -586,7 +586,7 @@ impl HttpRules {
     }
 
     /// The verdict and exit status for a failure before a complete response.
-    pub fn transport(&self, kind: Transport) -> (Verdict, i32) {
+    pub fn transport(&self, kind: Transport) -> (Verdict, ExitStatus) {
         let row = transport_row(kind);
         let mut verdict = Verdict::new(row.class, row.why).limited(row.limit);
         let all = self.retry_all_errors
@@ -789,7 +789,7 @@ mod tests {
     #[test]
     fn transport_exit_codes_are_curls() {
         let r = rules("GET");
-        let code = |k| r.transport(k).1;
+        let code = |k| r.transport(k).1.code();
         assert_eq!(code(Transport::BadUrl), 3);
         assert_eq!(code(Transport::Dns), 6);
         assert_eq!(code(Transport::Connect), 7);

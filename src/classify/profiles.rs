@@ -6,7 +6,7 @@
 //! bottom apply to every command.
 
 use super::http::{self, STATUS_TABLE};
-use crate::domain::{Class, Limit, LimitKey, ProfileName, Verdict};
+use crate::domain::{Class, ExitStatus, Limit, LimitKey, ProfileName, Verdict};
 
 /// When a row applies, beyond its exit codes.
 #[derive(Clone, Copy, Debug)]
@@ -415,10 +415,10 @@ pub fn pick(name: ProfileName, program: &std::ffi::OsStr) -> &'static Profile {
     }
 }
 
-pub fn codes_contain(codes: &[(u8, u8)], code: i32) -> bool {
+pub fn codes_contain(codes: &[(u8, u8)], code: ExitStatus) -> bool {
     codes
         .iter()
-        .any(|&(lo, hi)| (i32::from(lo)..=i32::from(hi)).contains(&code))
+        .any(|&(lo, hi)| (lo..=hi).contains(&code.code()))
 }
 
 /// `2,64-78` for a list of inclusive ranges.
@@ -544,12 +544,13 @@ mod tests {
     }
 
     /// The row that decides `code` when stderr showed nothing.
-    fn row_with_quiet_stderr(profile: &Profile, code: i32) -> &Row {
+    fn row_with_quiet_stderr(profile: &Profile, code: u8) -> &Row {
         profile
             .rows
             .iter()
             .find(|r| {
-                codes_contain(r.codes, code) && matches!(r.when, When::Always | When::NoStatus)
+                codes_contain(r.codes, ExitStatus::new(code))
+                    && matches!(r.when, When::Always | When::NoStatus)
             })
             .unwrap()
     }
@@ -586,7 +587,7 @@ mod tests {
 
     #[test]
     fn spec_transient_codes_are_transient() {
-        let cases: [(&Profile, &[i32]); 4] = [
+        let cases: [(&Profile, &[u8]); 4] = [
             (&CURL, &[5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92, 95]),
             (&WGET, &[4]),
             (&SSH, &[255]),
@@ -602,7 +603,7 @@ mod tests {
 
     #[test]
     fn spec_permanent_codes_are_permanent() {
-        let cases: [(&Profile, &[i32]); 3] = [
+        let cases: [(&Profile, &[u8]); 3] = [
             (&CURL, &[3, 23, 26, 27, 43, 48, 51, 60, 77]),
             (&WGET, &[1, 2, 3, 5, 6, 7]),
             (
@@ -626,7 +627,7 @@ mod tests {
             class(
                 GENERIC_EXITS
                     .iter()
-                    .find(|r| codes_contain(r.codes, code))
+                    .find(|r| codes_contain(r.codes, ExitStatus::new(code)))
                     .unwrap(),
             )
         };

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::cli::Cli;
+use crate::domain::ExitStatus;
 use crate::jobs::{self, Backend};
 
 /// A shared retry budget: gRPC's retry throttling.
@@ -24,7 +25,7 @@ pub struct CircuitConfig {
     pub failures: u32,
     pub cooldown: Duration,
     /// Exit status of a refused run.
-    pub exit: u8,
+    pub exit: ExitStatus,
 }
 
 /// Everything fleet-wide a run does.
@@ -49,7 +50,7 @@ impl FleetConfig {
             name: name.clone(),
             failures: cli.circuit_failures,
             cooldown: cli.circuit_cooldown,
-            exit: cli.circuit_exit,
+            exit: ExitStatus::new(cli.circuit_exit),
         });
         let state = if budget.is_none() && circuit.is_none() {
             None

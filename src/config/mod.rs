@@ -21,7 +21,7 @@ pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
 pub use self::schedule::ScheduleConfig;
 use crate::cli::Cli;
-use crate::domain::{LogConfig, LogFormat, Policy, Schedule};
+use crate::domain::{ExitStatus, LogConfig, LogFormat, Policy, Schedule};
 use crate::exec::RunInfo;
 use crate::jobs::{self, JobFlags, JobOptions};
 use crate::report;
@@ -105,7 +105,7 @@ impl Config {
             lock: cli.lock.as_deref(),
             lock_wait: cli.lock_wait,
             max_time: cli.max_time,
-            busy_exit: cli.busy_exit,
+            busy_exit: ExitStatus::new(cli.busy_exit),
             once: cli.once.as_deref(),
             state: state.clone(),
             command: cli

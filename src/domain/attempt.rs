@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::human;
+use super::{ExitStatus, Signal, human};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -98,17 +98,18 @@ impl Verdict {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Outcome {
     Exit {
-        code: i32,
+        code: ExitStatus,
     },
     Signal {
-        signal: i32,
+        signal: Signal,
+        /// The signal's name, for readers of the report.
         name: String,
     },
     Timeout {
         after_ms: u64,
     },
     NotRunnable {
-        code: i32,
+        code: ExitStatus,
         error: String,
     },
     /// retry could not start the command for lack of resources (EAGAIN, ENOMEM).
@@ -125,6 +126,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Killed by `signal`.
+    pub fn signaled(signal: Signal) -> Outcome {
+        Outcome::Signal {
+            signal,
+            name: signal.name(),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Outcome::Exit { code } => format!("exit status {code}"),
@@ -158,6 +167,7 @@ pub struct WaitHint {
     pub asked_by: &'static str,
 }
 
+/// Why a run stopped, as the report says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -175,6 +185,7 @@ pub enum StopReason {
     CircuitOpen,
 }
 
+/// One attempt, as the report and the logs show it.
 #[derive(Clone, Debug)]
 pub struct AttemptRecord {
     pub number: u32,
@@ -188,10 +199,11 @@ pub struct AttemptRecord {
     pub delay: Option<Duration>,
 }
 
+/// How a run ended: its attempts, the exit status and why it stopped.
 #[derive(Clone, Debug)]
 pub struct RunSummary {
     pub attempts: Vec<AttemptRecord>,
-    pub exit_code: i32,
+    pub exit_code: ExitStatus,
     pub stopped_because: StopReason,
     /// One line saying why the run stopped.
     pub message: String,

@@ -22,6 +22,6 @@ pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode};
 pub use events::{Event, Events};
 pub use log::LogConfig;
 pub use policy::Policy;
-pub use status::{ExitCode, signal_name};
+pub use status::{ExitStatus, Signal};
 pub use stop::{Interrupted, Stop};
 pub use text::{human, redact_url};

@@ -1,23 +1,115 @@
-//! retry's exit statuses that are not the command's own, and signal names: one
-//! place for the numbers that scripts read.
+//! Exit statuses and signals, the numbers scripts read: one type for each, so that a
+//! status is never mistaken for a signal or a count. The statuses that are retry's own
+//! follow GNU timeout's table (124 timed out, 125 retry itself failed, 126 not
+//! executable, 127 not found, 128+N died of signal N), kept in one place as fd keeps
+//! its exit codes.
 
-pub struct ExitCode;
+use std::fmt;
 
-impl ExitCode {
-    /// retry's own failure: bad usage or value, state unreachable, lock lost.
-    pub const USAGE: i32 = 125;
+use serde::Serialize;
+
+/// An exit status as a shell sees it, 0 to 255.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ExitStatus(u8);
+
+impl ExitStatus {
+    pub const SUCCESS: ExitStatus = ExitStatus(0);
+    /// A failed run never exits 0: the status of an attempt that failed by a rule
+    /// although the command exited 0.
+    pub const FAILURE: ExitStatus = ExitStatus(1);
     /// The last attempt was stopped by `--timeout` (as GNU timeout says).
-    pub const TIMEOUT: i32 = 124;
+    pub const TIMEOUT: ExitStatus = ExitStatus(124);
+    /// retry's own failure: bad usage or value, state unreachable, lock lost.
+    pub const USAGE: ExitStatus = ExitStatus(125);
+    /// The command was found but cannot be run.
+    pub const NOT_EXECUTABLE: ExitStatus = ExitStatus(126);
+    /// The command was not found.
+    pub const NOT_FOUND: ExitStatus = ExitStatus(127);
 
-    /// Death by signal `sig`, as a shell reports it.
-    pub const fn signal(sig: i32) -> i32 {
-        128 + sig
+    pub const fn new(code: u8) -> ExitStatus {
+        ExitStatus(code)
+    }
+
+    /// Death by signal `sig`, as a shell reports it: 128+N.
+    pub fn of_signal(sig: Signal) -> ExitStatus {
+        ExitStatus(u8::try_from(128 + sig.number()).unwrap_or(u8::MAX))
+    }
+
+    /// The status `waitpid` reports for a process that exited (WEXITSTATUS: its low
+    /// 8 bits).
+    pub fn from_wait(code: i32) -> ExitStatus {
+        ExitStatus(code as u8)
+    }
+
+    pub const fn code(self) -> u8 {
+        self.0
+    }
+
+    pub const fn is_success(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The signal a 128+N status stands for, if it is one.
+    pub fn signal(self) -> Option<Signal> {
+        (self.0 > 128).then(|| Signal::new(i32::from(self.0) - 128))
     }
 }
 
-/// `SIGTERM` for 15, or `signal N` for numbers without a name.
-pub fn signal_name(sig: i32) -> String {
-    nix::sys::signal::Signal::try_from(sig)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {sig}"))
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A signal by its number; shown by its name (`SIGTERM`, or `signal N` for a number
+/// without one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Signal(i32);
+
+impl Signal {
+    pub const INT: Signal = Signal(nix::libc::SIGINT);
+    pub const TERM: Signal = Signal(nix::libc::SIGTERM);
+    pub const HUP: Signal = Signal(nix::libc::SIGHUP);
+    pub const QUIT: Signal = Signal(nix::libc::SIGQUIT);
+    pub const KILL: Signal = Signal(nix::libc::SIGKILL);
+    pub const PIPE: Signal = Signal(nix::libc::SIGPIPE);
+    pub const CONT: Signal = Signal(nix::libc::SIGCONT);
+
+    pub const fn new(number: i32) -> Signal {
+        Signal(number)
+    }
+
+    pub const fn number(self) -> i32 {
+        self.0
+    }
+
+    /// `SIGTERM` for 15, or `signal N` for numbers without a name.
+    pub fn name(self) -> String {
+        nix::sys::signal::Signal::try_from(self.0)
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_else(|_| format!("signal {}", self.0))
+    }
+}
+
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_is_128_plus_n_and_back() {
+        let status = ExitStatus::of_signal(Signal::TERM);
+        assert_eq!(status.code(), 143);
+        assert_eq!(status.signal(), Some(Signal::TERM));
+        assert_eq!(ExitStatus::USAGE.signal(), None);
+        assert_eq!(Signal::TERM.to_string(), "SIGTERM");
+        assert_eq!(Signal::new(99).to_string(), "signal 99");
+    }
 }

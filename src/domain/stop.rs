@@ -1,13 +1,13 @@
 //! Why a run must end before its policy says so (`Stop`), and the error that carries
 //! a stopping signal out of a call that was waiting (`Interrupted`).
 
-use super::signal_name;
+use super::Signal;
 
 /// Why a run must stop before its policy says so.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
     /// retry received this stopping signal.
-    Signal(i32),
+    Signal(Signal),
     /// A lock the run holds is gone; the message names it and says how.
     LockLost(String),
 }
@@ -15,11 +15,11 @@ pub enum Stop {
 /// retry received a stopping signal while it waited (on a server, a lock, a reader
 /// of its output): the run ends with 128+N.
 #[derive(Debug)]
-pub struct Interrupted(pub i32);
+pub struct Interrupted(pub Signal);
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "interrupted by {}", signal_name(self.0))
+        write!(f, "interrupted by {}", self.0)
     }
 }
 

@@ -19,6 +19,7 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use crate::classify::command::CommandEnd;
+use crate::domain::{self, ExitStatus};
 use crate::exec::{
     command::spawn, command::spawn::Spec, command::spawn::Stdio, command::supervisor::Supervisor,
 };
@@ -32,12 +33,12 @@ const SIGNAL_GRACE: Duration = Duration::from_millis(500);
 /// How a hook ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HookEnd {
-    Exited(i32),
-    Signaled(i32),
+    Exited(ExitStatus),
+    Signaled(domain::Signal),
     /// Cut at its time limit.
     TimedOut(Duration),
     /// retry received this stopping signal and passed it to the hook's group.
-    Interrupted(i32),
+    Interrupted(domain::Signal),
     /// retry could not start or wait for it.
     Failed(String),
 }

@@ -410,6 +410,7 @@ impl FleetStore for FileFleet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ExitStatus;
     use std::time::Duration;
 
     #[test]
@@ -459,7 +460,7 @@ mod tests {
             name: "db".into(),
             failures: 2,
             cooldown: Duration::from_secs(60),
-            exit: 75,
+            exit: ExitStatus::new(75),
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         store.record_run(&c, false, &Bound::signals_only()).unwrap();
@@ -499,7 +500,7 @@ mod tests {
             name: "cost".into(),
             failures: u32::MAX,
             cooldown: Duration::from_secs(60),
-            exit: 75,
+            exit: ExitStatus::new(75),
         };
         let time = |what: &str, op: &mut dyn FnMut(usize)| {
             let mut samples: Vec<Duration> = (0..rounds)

@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
+use crate::domain::Signal;
 use crate::engine::{Refusal, RetryBudget};
 use crate::jobs::Backend;
 use crate::report;
@@ -230,7 +231,7 @@ pub enum Halt {
     /// `--max-time` ran out during the call (what the store said).
     OutOfTime(String),
     /// A stopping signal arrived during the call.
-    Signal(i32),
+    Signal(Signal),
 }
 
 impl Fleet {
@@ -457,13 +458,14 @@ fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn Fle
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ExitStatus;
 
     fn circuit(failures: u32, cooldown_s: u64) -> CircuitConfig {
         CircuitConfig {
             name: "c".into(),
             failures,
             cooldown: Duration::from_secs(cooldown_s),
-            exit: 75,
+            exit: ExitStatus::new(75),
         }
     }
 

@@ -17,6 +17,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::socket::{MsgFlags, send};
 use nix::sys::stat::{Mode, SFlag, fstat};
 
+use crate::domain::{Interrupted, Signal};
 use crate::signals;
 use crate::wait::Bound;
 
@@ -162,7 +163,7 @@ pub fn deliver_result(written: Result<(), WriteError>, what: &str) -> anyhow::Re
         Ok(()) => Ok(()),
         Err(e) if e.is_broken_pipe() => Ok(()),
         Err(WriteError::Stopped) => {
-            Err(crate::domain::Interrupted(signals::pending().unwrap_or(0)).into())
+            Err(Interrupted(signals::pending().unwrap_or(Signal::new(0))).into())
         }
         Err(WriteError::Io(e)) => {
             Err(anyhow::Error::new(e).context(format!("cannot write {what} to stdout")))

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Interrupted, RunSummary, Stop, human};
+use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
 use crate::report;
 use crate::signals;
 use crate::wait::{Bound, Ended};
@@ -36,7 +36,7 @@ pub struct JobOptions {
     pub lock_wait: Duration,
     /// `--max-time`: waiting for a lock spends it too.
     pub max_time: Option<Duration>,
-    pub busy_exit: u8,
+    pub busy_exit: ExitStatus,
     pub once: Option<String>,
     /// Where `--once` markers live (the default directory when `--once` has no `--state`).
     pub state: Option<Backend>,
@@ -56,7 +56,7 @@ pub struct JobFlags<'a> {
     pub lock: Option<&'a str>,
     pub lock_wait: Duration,
     pub max_time: Option<Duration>,
-    pub busy_exit: u8,
+    pub busy_exit: ExitStatus,
     pub once: Option<&'a str>,
     /// `--state`, parsed once by the configuration.
     pub state: Option<Backend>,
@@ -72,7 +72,7 @@ pub enum Gate {
     Proceed(HeldLocks),
     /// Do not run: exit with `exit_code` after printing `message`.
     Skip {
-        exit_code: i32,
+        exit_code: ExitStatus,
         message: String,
         why: SkipWhy,
     },
@@ -678,7 +678,7 @@ fn busy(opts: &JobOptions, wait: Duration, text: String) -> Gate {
     } else {
         format!(" after waiting {}", human(wait))
     };
-    let exit_code = i32::from(opts.busy_exit);
+    let exit_code = opts.busy_exit;
     Gate::Skip {
         exit_code,
         message: format!("skipped: {text}{waited}; exit status {exit_code}"),
@@ -694,14 +694,10 @@ fn busy(opts: &JobOptions, wait: Duration, text: String) -> Gate {
 fn stopped(stop: Stop, doing: &str) -> Gate {
     let message = match &stop {
         Stop::Signal(sig) => format!(
-            "stopped by {} while {doing}; exit status {}",
-            crate::domain::signal_name(*sig),
-            crate::domain::ExitCode::signal(*sig)
+            "stopped by {sig} while {doing}; exit status {}",
+            ExitStatus::of_signal(*sig)
         ),
-        Stop::LockLost(lost) => format!(
-            "{lost} while {doing}; exit status {}",
-            crate::domain::ExitCode::USAGE
-        ),
+        Stop::LockLost(lost) => format!("{lost} while {doing}; exit status {}", ExitStatus::USAGE),
     };
     Gate::Stopped { stop, message }
 }
@@ -716,7 +712,7 @@ fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
 
 fn already_done(key: &str, done: &Done) -> Gate {
     Gate::Skip {
-        exit_code: 0,
+        exit_code: ExitStatus::SUCCESS,
         why: SkipWhy::Done,
         message: format!(
             "skipped: --once key {key:?} already {} at {}{} on host {} (recorded in {}); exit status 0",
@@ -829,7 +825,7 @@ mod tests {
             lock: None,
             lock_wait: Duration::ZERO,
             max_time: None,
-            busy_exit: 0,
+            busy_exit: ExitStatus::SUCCESS,
             once: None,
             state: None,
             command: vec!["true".into()],

@@ -18,7 +18,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::config::{Config, ScheduleConfig};
-use crate::domain::{CatchUp, ExitCode, Overlap};
+use crate::domain::{CatchUp, ExitStatus, Overlap, Signal};
 use crate::jobs::Backend;
 use crate::report;
 use zone::Zone;
@@ -112,7 +112,7 @@ pub enum SlotEnd {
     /// The run ended (whatever its result); the scheduler goes on.
     Ended,
     /// A stopping signal: the scheduler stops with 128+N.
-    Stopped(i32),
+    Stopped(Signal),
 }
 
 /// What the loop decided, for the metrics.
@@ -131,7 +131,7 @@ pub trait World {
     fn now(&self) -> Slot;
     /// Sleeps until `t` by the wall clock (re-read at least once a minute, so a clock
     /// step or a suspend is noticed); `Err` is a stopping signal.
-    fn sleep_until(&mut self, t: Slot) -> Result<(), i32>;
+    fn sleep_until(&mut self, t: Slot) -> Result<(), Signal>;
     /// The slots with a record in the state.
     fn handled(&mut self) -> anyhow::Result<HashSet<Slot>>;
     /// The second the job first started, from its record in the state; when there is
@@ -157,7 +157,7 @@ pub struct Scheduler<'a> {
 impl Scheduler<'_> {
     /// Runs until a stopping signal; returns its exit status (128+N). `Err` when the
     /// state cannot be reached at start or CRON names no future slot.
-    pub fn run(&self, world: &mut dyn World) -> anyhow::Result<i32> {
+    pub fn run(&self, world: &mut dyn World) -> anyhow::Result<ExitStatus> {
         let start = world.now();
         let Some(first) = self.config.cron.next_after(start) else {
             anyhow::bail!(
@@ -183,11 +183,8 @@ impl Scheduler<'_> {
         match running.run(world, start, &handled) {
             Ok(never) => match never {},
             Err(Halt::Signal(sig)) => {
-                let status = ExitCode::signal(sig);
-                world.say(&format!(
-                    "stopped by {}; exit status {status}",
-                    crate::domain::signal_name(sig)
-                ));
+                let status = ExitStatus::of_signal(sig);
+                world.say(&format!("stopped by {sig}; exit status {status}"));
                 Ok(status)
             }
             Err(Halt::Error(err)) => Err(err),
@@ -197,12 +194,12 @@ impl Scheduler<'_> {
 
 /// Why the loop ended.
 enum Halt {
-    Signal(i32),
+    Signal(Signal),
     Error(anyhow::Error),
 }
 
-impl From<i32> for Halt {
-    fn from(sig: i32) -> Halt {
+impl From<Signal> for Halt {
+    fn from(sig: Signal) -> Halt {
         Halt::Signal(sig)
     }
 }
@@ -255,14 +252,14 @@ impl Running<'_> {
     /// After a wake-up: one slot due runs; more than one means a pause (a suspended
     /// host, a clock step), and they are caught up from state.
     /// Returns the time of the wake-up, up to which every slot is dealt with.
-    fn on_time(&self, world: &mut dyn World, cursor: Slot) -> Result<Slot, i32> {
+    fn on_time(&self, world: &mut dyn World, cursor: Slot) -> Result<Slot, Signal> {
         let now = world.now();
         let due = self.config.cron.slots_between(cursor, now, MAX_SLOTS);
         self.run_due(world, &due)?;
         Ok(now.max(cursor))
     }
 
-    fn run_due(&self, world: &mut dyn World, due: &[Slot]) -> Result<(), i32> {
+    fn run_due(&self, world: &mut dyn World, due: &[Slot]) -> Result<(), Signal> {
         match due {
             [] => Ok(()),
             [slot] => stop_on(world.run_slot(*slot)),
@@ -283,7 +280,7 @@ impl Running<'_> {
     }
 
     /// Deals with the slots that came while runs ran, until none has; returns the new cursor.
-    fn settle(&self, world: &mut dyn World, from: Slot) -> Result<Slot, i32> {
+    fn settle(&self, world: &mut dyn World, from: Slot) -> Result<Slot, Signal> {
         let mut from = from;
         loop {
             let now = world.now();
@@ -316,7 +313,7 @@ impl Running<'_> {
         world: &mut dyn World,
         slots: &[Slot],
         handled: &HashSet<Slot>,
-    ) -> Result<(), i32> {
+    ) -> Result<(), Signal> {
         let plan = plan_catch_up(self.config.catch_up, slots, handled, self.first_start);
         let policy = match self.config.catch_up {
             CatchUp::None => "none",
@@ -348,7 +345,7 @@ impl Running<'_> {
     }
 }
 
-fn stop_on(end: SlotEnd) -> Result<(), i32> {
+fn stop_on(end: SlotEnd) -> Result<(), Signal> {
     match end {
         SlotEnd::Ended => Ok(()),
         SlotEnd::Stopped(sig) => Err(sig),
@@ -370,7 +367,7 @@ pub fn show(slot: Slot, zone: &Zone) -> String {
 }
 
 /// Runs the scheduler for `config` until a stopping signal.
-pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<i32> {
+pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<ExitStatus> {
     // Bound first: a port that cannot be had is exit 125 before anything else happens.
     let metrics = match schedule.metrics_listen {
         Some(addr) => {

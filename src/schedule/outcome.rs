@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::domain::{ExitCode, RunSummary, StopReason, human};
+use crate::domain::{ExitStatus, RunSummary, Signal, StopReason, human};
 use crate::report;
 
 /// What became of a slot.
@@ -22,7 +22,7 @@ pub enum Outcome {
     /// The open circuit refused it.
     Refused,
     /// A stopping signal ended it (no record: it counts as missed).
-    Stopped(i32),
+    Stopped(Signal),
 }
 
 impl Outcome {
@@ -41,7 +41,7 @@ impl Outcome {
     fn phrase(self) -> String {
         match self {
             Outcome::GaveUp => "gave up".into(),
-            Outcome::Stopped(sig) => format!("stopped by {}", crate::domain::signal_name(sig)),
+            Outcome::Stopped(sig) => format!("stopped by {sig}"),
             other => other.label().into(),
         }
     }
@@ -51,16 +51,13 @@ impl Outcome {
         match summary.stopped_because {
             StopReason::Success => Outcome::Succeeded,
             StopReason::CircuitOpen => Outcome::Refused,
-            StopReason::Signal => Outcome::Stopped(signal_of(summary.exit_code)),
+            StopReason::Signal => {
+                Outcome::Stopped(summary.exit_code.signal().unwrap_or(Signal::TERM))
+            }
             _ if summary.attempts.is_empty() => Outcome::Skipped,
             _ => Outcome::GaveUp,
         }
     }
-}
-
-/// The signal a 128+N status stands for (SIGTERM when it is not one).
-fn signal_of(status: i32) -> i32 {
-    if status > 128 { status - 128 } else { 15 }
 }
 
 /// A slot's end, as its end line tells it.
@@ -69,7 +66,7 @@ pub struct Ended {
     pub outcome: Outcome,
     pub attempts: usize,
     pub took: Duration,
-    pub exit_code: i32,
+    pub exit_code: ExitStatus,
     /// Why, for a slot that did not succeed (the run's last line, or the error that
     /// kept it from running).
     pub cause: Option<String>,
@@ -78,7 +75,7 @@ pub struct Ended {
 impl Ended {
     pub fn of_run(summary: &RunSummary, took: Duration) -> Ended {
         let outcome = Outcome::of(summary);
-        let failed = outcome != Outcome::Succeeded || summary.exit_code != 0;
+        let failed = outcome != Outcome::Succeeded || !summary.exit_code.is_success();
         Ended {
             outcome,
             attempts: summary.attempts.len(),
@@ -94,7 +91,7 @@ impl Ended {
             outcome: Outcome::Skipped,
             attempts: 0,
             took,
-            exit_code: ExitCode::USAGE,
+            exit_code: ExitStatus::USAGE,
             cause: Some(why.to_string()),
         }
     }
@@ -105,14 +102,14 @@ impl Ended {
             outcome: Outcome::Skipped,
             attempts: 0,
             took: Duration::ZERO,
-            exit_code: 0,
+            exit_code: ExitStatus::SUCCESS,
             cause: Some("the previous run was still running (--overlap skip)".into()),
         }
     }
 
     /// Whether the line stays under `-q`: every end but a clean success.
     pub fn noteworthy(&self) -> bool {
-        self.outcome != Outcome::Succeeded || self.exit_code != 0
+        self.outcome != Outcome::Succeeded || !self.exit_code.is_success()
     }
 
     /// `ended: gave up, 3 attempts in 2.3s, exit status 7 (gave up after 3 attempts: …)`.
@@ -150,7 +147,8 @@ impl Ended {
 mod tests {
     use super::*;
 
-    fn summary(reason: StopReason, exit_code: i32, attempts: usize, message: &str) -> RunSummary {
+    fn summary(reason: StopReason, exit_code: u8, attempts: usize, message: &str) -> RunSummary {
+        let exit_code = ExitStatus::new(exit_code);
         let record = crate::domain::AttemptRecord {
             number: 1,
             started_at: std::time::SystemTime::UNIX_EPOCH,
@@ -181,7 +179,7 @@ mod tests {
         assert_eq!(of(StopReason::MaxTime, 0), Outcome::Skipped);
         assert_eq!(of(StopReason::CircuitOpen, 0), Outcome::Refused);
         let stopped = Outcome::of(&summary(StopReason::Signal, 143, 1, ""));
-        assert_eq!(stopped, Outcome::Stopped(15));
+        assert_eq!(stopped, Outcome::Stopped(Signal::TERM));
     }
 
     #[test]

@@ -95,9 +95,9 @@ impl World for Fake {
     fn now(&self) -> Slot {
         self.now
     }
-    fn sleep_until(&mut self, at: Slot) -> Result<(), i32> {
+    fn sleep_until(&mut self, at: Slot) -> Result<(), Signal> {
         if self.ran.len() >= self.stop_after {
-            return Err(15);
+            return Err(Signal::TERM);
         }
         self.now = self.now.max(at);
         if let Some((when, to)) = self.jump.filter(|(when, _)| *when <= self.now) {
@@ -137,8 +137,8 @@ impl World for Fake {
     }
 }
 
-fn run(cfg: &ScheduleConfig, world: &mut Fake) -> i32 {
-    Scheduler { config: cfg }.run(world).unwrap()
+fn run(cfg: &ScheduleConfig, world: &mut Fake) -> u8 {
+    Scheduler { config: cfg }.run(world).unwrap().code()
 }
 
 #[test]

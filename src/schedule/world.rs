@@ -13,7 +13,7 @@ use super::metrics::Metrics;
 use super::outcome::{Ended, Outcome};
 use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
-use crate::domain::Stop;
+use crate::domain::{Signal, Stop};
 use crate::jobs::{self, Marker, Status};
 use crate::run::{self, SlotRun};
 use crate::wait::{self, Bound};
@@ -134,7 +134,7 @@ impl World for SystemWorld<'_> {
         Utc::now()
     }
 
-    fn sleep_until(&mut self, t: Slot) -> Result<(), i32> {
+    fn sleep_until(&mut self, t: Slot) -> Result<(), Signal> {
         loop {
             let left = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
             if left.is_zero() {

@@ -20,10 +20,10 @@ use nix::libc;
 
 use crate::classify::{
     command::CommandEnd, command::CommandRules, command::OutputFacts, command::OutputWatch,
-    command::signal_name, control::DIRECTIVES, endings, profiles,
+    control::DIRECTIVES, endings, profiles,
 };
 use crate::config::CommandConfig;
-use crate::domain::{Class, ExitCode, Outcome};
+use crate::domain::{Class, ExitStatus, Outcome};
 use crate::engine::{AttemptContext, AttemptReport};
 use crate::exec::{Description, Executor, RunInfo, procs};
 use crate::io::{Fault, pump::Shared, spool, stdin::ChildStdin, stdin::StdinPlan};
@@ -167,12 +167,12 @@ impl CommandExecutor {
         let end = &supervised.end;
         let mut verdict = self.rules.classify(end, facts);
         if let Some(sig) = supervised.interrupted_by {
-            verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &signal_name(sig))]);
+            verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &sig.name())]);
         }
         let (outcome, exit_code) = outcome(end, supervised.ran);
         // A failed attempt never reports success to the caller, even when the command exited 0.
-        let exit_code = if exit_code == 0 && verdict.class != Class::Success {
-            1
+        let exit_code = if exit_code.is_success() && verdict.class != Class::Success {
+            ExitStatus::FAILURE
         } else {
             exit_code
         };
@@ -269,15 +269,15 @@ impl CommandExecutor {
                 message: format!("cannot start {name}: out of memory (ENOMEM)"),
             },
             (_, io::ErrorKind::NotFound) => CommandEnd::NotRunnable {
-                code: 127,
+                code: ExitStatus::NOT_FOUND,
                 message: format!("{name}: command not found"),
             },
             (_, io::ErrorKind::PermissionDenied) => CommandEnd::NotRunnable {
-                code: 126,
+                code: ExitStatus::NOT_EXECUTABLE,
                 message: format!("{name}: permission denied (not executable)"),
             },
             _ => CommandEnd::NotRunnable {
-                code: 126,
+                code: ExitStatus::NOT_EXECUTABLE,
                 message: format!("{name}: cannot run: {err}"),
             },
         };
@@ -289,21 +289,15 @@ impl CommandExecutor {
 
 /// How an attempt that ended as `end` after running for `ran` is recorded, and the
 /// status retry exits with if it is the last.
-fn outcome(end: &CommandEnd, ran: Duration) -> (Outcome, i32) {
+fn outcome(end: &CommandEnd, ran: Duration) -> (Outcome, ExitStatus) {
     match end {
         CommandEnd::Exited(code) => (Outcome::Exit { code: *code }, *code),
-        CommandEnd::Signaled(sig) => (
-            Outcome::Signal {
-                signal: *sig,
-                name: signal_name(*sig),
-            },
-            ExitCode::signal(*sig),
-        ),
+        CommandEnd::Signaled(sig) => (Outcome::signaled(*sig), ExitStatus::of_signal(*sig)),
         CommandEnd::TimedOut => (
             Outcome::Timeout {
                 after_ms: ran.as_millis() as u64,
             },
-            ExitCode::TIMEOUT,
+            ExitStatus::TIMEOUT,
         ),
         CommandEnd::NotRunnable { code, message } => (
             Outcome::NotRunnable {
@@ -317,7 +311,7 @@ fn outcome(end: &CommandEnd, ran: Duration) -> (Outcome, i32) {
             Outcome::NoResources {
                 error: message.clone(),
             },
-            ExitCode::USAGE,
+            ExitStatus::USAGE,
         ),
     }
 }

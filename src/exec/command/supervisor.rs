@@ -14,6 +14,7 @@ use nix::unistd::{Pid, tcsetpgrp};
 
 use super::terminal::{reclaim_terminal, stdin_tty};
 use crate::classify::command::CommandEnd;
+use crate::domain::{self, ExitStatus};
 use crate::exec::procs;
 use crate::io::Fault;
 use crate::signals;
@@ -21,7 +22,7 @@ use crate::signals;
 pub(crate) struct Supervised {
     pub end: CommandEnd,
     pub timed_out: bool,
-    pub interrupted_by: Option<i32>,
+    pub interrupted_by: Option<domain::Signal>,
     pub ran: Duration,
 }
 
@@ -45,7 +46,7 @@ impl Supervisor<'_> {
         let start = Instant::now();
         let deadline = timeout.map(|t| start + t);
         let mut timed_out = false;
-        let mut forwarded: Option<i32> = None;
+        let mut forwarded: Option<domain::Signal> = None;
         let mut faulted = false;
         let mut escalate_at: Option<Instant> = None;
         let mut lock_lost = false;
@@ -55,10 +56,11 @@ impl Supervisor<'_> {
                 Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED),
             ) {
                 Ok(WaitStatus::Exited(_, code)) => {
-                    return Ok(self.ended(CommandEnd::Exited(code), timed_out, forwarded, start));
+                    let end = CommandEnd::Exited(ExitStatus::from_wait(code));
+                    return Ok(self.ended(end, timed_out, forwarded, start));
                 }
                 Ok(WaitStatus::Signaled(_, sig, _)) => {
-                    let sig = sig as i32;
+                    let sig = domain::Signal::new(sig as i32);
                     let end = if timed_out {
                         CommandEnd::TimedOut
                     } else {
@@ -77,7 +79,7 @@ impl Supervisor<'_> {
                 Err(Errno::EINTR) => continue,
                 // retry's own failure: never passed off as the command's exit status.
                 Err(e) => {
-                    send(self.pid, Signal::SIGKILL as i32);
+                    send(self.pid, domain::Signal::KILL);
                     return Err(anyhow::anyhow!(
                         "cannot wait for the command (process {}): {e}",
                         self.pid
@@ -102,7 +104,7 @@ impl Supervisor<'_> {
                     escalate_at.get_or_insert(now + self.signal_grace);
                 } else if signals::take_repeat().is_some() {
                     // A second signal: stop waiting politely.
-                    send(self.pid, Signal::SIGKILL as i32);
+                    send(self.pid, domain::Signal::KILL);
                 }
             }
             if self.ends_on_lost_lock
@@ -124,7 +126,7 @@ impl Supervisor<'_> {
                 self.terminate(now, &mut escalate_at);
             }
             if escalate_at.is_some_and(|t| now >= t) {
-                send(self.pid, Signal::SIGKILL as i32);
+                send(self.pid, domain::Signal::KILL);
                 escalate_at = None;
             }
             let next = [deadline.filter(|_| !timed_out), escalate_at]
@@ -142,9 +144,9 @@ impl Supervisor<'_> {
 
     /// Ends the attempt as a timeout does: SIGTERM, SIGKILL after `--kill-after`.
     fn terminate(&self, now: Instant, escalate_at: &mut Option<Instant>) {
-        send(self.pid, Signal::SIGTERM as i32);
+        send(self.pid, domain::Signal::TERM);
         // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
-        send(self.pid, Signal::SIGCONT as i32);
+        send(self.pid, domain::Signal::CONT);
         escalate_at.get_or_insert(now + self.kill_after);
     }
 
@@ -152,7 +154,7 @@ impl Supervisor<'_> {
         &self,
         end: CommandEnd,
         timed_out: bool,
-        forwarded: Option<i32>,
+        forwarded: Option<domain::Signal>,
         start: Instant,
     ) -> Supervised {
         Supervised {
@@ -173,12 +175,12 @@ impl Supervisor<'_> {
     }
 }
 
-fn is_keyboard_signal(sig: i32) -> bool {
-    sig == Signal::SIGINT as i32 || sig == Signal::SIGQUIT as i32
+fn is_keyboard_signal(sig: domain::Signal) -> bool {
+    sig == domain::Signal::INT || sig == domain::Signal::QUIT
 }
 
-fn send(pgid: Pid, sig: i32) {
-    if let Ok(sig) = Signal::try_from(sig) {
+fn send(pgid: Pid, sig: domain::Signal) {
+    if let Ok(sig) = Signal::try_from(sig.number()) {
         let _ = killpg(pgid, sig);
     }
 }

@@ -22,7 +22,7 @@ use reqwest::Url;
 
 use crate::classify::{endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, wait};
 use crate::config::http::{HttpConfig, OutputOptions, Payload, Request};
-use crate::domain::{Class, ExitCode, Outcome, human};
+use crate::domain::{Class, ExitStatus, Outcome, Signal, human};
 use crate::engine::{AttemptContext, AttemptReport};
 use crate::exec::{Description, Executor, RunInfo};
 use crate::{report, signals};
@@ -56,7 +56,7 @@ pub struct HttpExecutor {
     /// What the latest attempt left for -w and -D.
     transfer: Box<RefCell<Transfer>>,
     /// How the latest attempt ended: exit status, error message, its number.
-    ending: (i32, String, u32),
+    ending: (ExitStatus, String, u32),
     /// What curl's request options change, for `--dry-run`.
     curl_notes: Vec<String>,
 }
@@ -94,7 +94,7 @@ impl HttpExecutor {
             resume: config.output.resume.then(Resume::default),
             output: Box::new(config.output),
             transfer: Box::default(),
-            ending: (0, String::new(), 0),
+            ending: (ExitStatus::SUCCESS, String::new(), 0),
         })
     }
 
@@ -196,7 +196,7 @@ impl HttpExecutor {
 enum Ended {
     Done(Attempted),
     TimedOut,
-    Signal(i32),
+    Signal(Signal),
     /// A lock the run holds was lost: the request is abandoned.
     LockLost(String),
 }
@@ -215,7 +215,7 @@ async fn attempt_within(exchange: Exchange<'_>, timeout: Option<Duration>) -> En
     }
 }
 
-async fn stopping_signal() -> i32 {
+async fn stopping_signal() -> Signal {
     loop {
         if let Some(signal) = signals::pending() {
             return signal;
@@ -313,7 +313,7 @@ impl HttpExecutor {
                 held,
             }) => {
                 let exit_code = if verdict.class == Class::Success {
-                    0
+                    ExitStatus::SUCCESS
                 } else {
                     EXIT_HTTP_ERROR
                 };
@@ -335,14 +335,14 @@ impl HttpExecutor {
                 report
             }
             Ended::Signal(signal) => {
-                let name = crate::classify::command::signal_name(signal);
+                let name = signal.name();
                 let mut report = AttemptReport::new(
                     Outcome::Error {
                         kind: "interrupted".into(),
                         message: format!("interrupted by {name}"),
                     },
                     endings::INTERRUPTED_REQUEST.verdict(&[("signal", &name)]),
-                    ExitCode::signal(signal),
+                    ExitStatus::of_signal(signal),
                 );
                 report.interrupted_by = Some(signal);
                 report
@@ -354,7 +354,7 @@ impl HttpExecutor {
                         message: format!("abandoned: {lost}"),
                     },
                     endings::LOCK_LOST_REQUEST.verdict(&[("lost", &lost)]),
-                    crate::domain::ExitCode::USAGE,
+                    ExitStatus::USAGE,
                 );
                 report.lock_lost = Some(lost);
                 report
@@ -366,7 +366,7 @@ impl HttpExecutor {
 /// curl's %{errormsg}: empty on success.
 fn error_message(report: &AttemptReport) -> String {
     match &report.outcome {
-        _ if report.exit_code == 0 => String::new(),
+        _ if report.exit_code.is_success() => String::new(),
         Outcome::Http { status } => format!("The requested URL returned error: {status}"),
         outcome => outcome.describe(),
     }

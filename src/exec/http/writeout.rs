@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 use reqwest::header::HeaderMap;
 
 use crate::config::http::HeaderDump;
+use crate::domain::ExitStatus;
 
 /// What the final attempt left for `-w` and `-D`.
 #[derive(Default, Clone, Debug)]
@@ -29,7 +30,7 @@ pub struct Transfer {
 
 /// How the run ended, for `exitcode`, `errormsg` and `num_retries`.
 pub struct Ending<'a> {
-    pub exit_code: i32,
+    pub exit_code: ExitStatus,
     pub error: &'a str,
     pub retries: u32,
 }
@@ -246,7 +247,7 @@ mod tests {
             ..Transfer::default()
         };
         let ending = Ending {
-            exit_code: 7,
+            exit_code: ExitStatus::new(7),
             error: "refused",
             retries: 2,
         };
