@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::parse::{self, CodeSet};
+use crate::target::{self, Backend};
 
 pub mod curl;
 pub mod curl_words;
@@ -634,8 +635,8 @@ pub struct Cli {
     pub unix_socket: Option<PathBuf>,
     // ---- end of curl request options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
-    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, help_heading = JOBS)]
-    pub lock: Option<String>,
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, value_parser = target::lock_target, help_heading = JOBS)]
+    pub lock: Option<Backend>,
 
     /// Wait this long for a busy lock before skipping (0 = skip at once)
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = JOBS)]
@@ -658,8 +659,8 @@ pub struct Cli {
     /// A directory is created with mode 0700; an existing one must be owned by you or root
     /// and not writable by group or others, and a symbolic link where a state file goes is
     /// refused (exit 125): retry never writes outside it.
-    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
-    pub state: Option<String>,
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, value_parser = target::state_target, help_heading = JOBS)]
+    pub state: Option<Backend>,
 
     /// Lifetime of a PostgreSQL lease, 3s to 1h [default: 15s]
     ///
@@ -822,16 +823,12 @@ pub enum GenerateKind {
     Man,
 }
 
-/// A hook's shell command: run with `sh -c`, so any non-blank text.
 /// `--lease-ttl`: a duration from 3s to 1h.
 fn lease_ttl_value(text: &str) -> Result<Duration, String> {
-    let ttl = parse::duration(text)?;
-    crate::jobs::postgres::lease::check_ttl(ttl).map_err(|e| {
-        let e = e.to_string();
-        e.trim_start_matches("--lease-ttl: ").to_string()
-    })
+    crate::target::postgres::lease_ttl(parse::duration(text)?)
 }
 
+/// A hook's shell command: run with `sh -c`, so any non-blank text.
 fn hook_value(text: &str) -> Result<String, String> {
     if text.trim().is_empty() {
         Err("expected a shell command, run with sh -c".into())

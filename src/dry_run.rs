@@ -4,10 +4,10 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::config::fleet::FleetConfig;
+use crate::config::{JobOptions, RunInfo, fleet::FleetConfig};
 use crate::domain::{BackoffKind, JitterKind, Policy, human};
-use crate::exec::{Description, RunInfo};
-use crate::jobs::{Backend, JobOptions};
+use crate::exec::Description;
+use crate::target::Backend;
 
 /// `splay` is `--splay`: the longest sleep before the first attempt, part of the worst case.
 pub fn render(

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::HookConfig;
+use crate::config::{HookConfig, RunInfo};
 use crate::domain::{
     AttemptRecord, ExitStatus, Outcome, RunSummary, Signal, Stop, StopReason, human,
 };
 use crate::engine::{RetryFacts, RetryHook};
-use crate::exec::{RunInfo, hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
+use crate::exec::{hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
 use crate::report;
 
 /// Variables a hook is told about the run. Every one is cleared first, so a

@@ -7,12 +7,15 @@ mod classify;
 mod cli;
 mod clock;
 mod config;
+mod cron;
 mod domain;
 mod dry_run;
 mod engine;
 mod exec;
+mod files;
 mod fleet;
 mod generate;
+mod headers;
 mod hooks;
 mod io;
 mod jobs;
@@ -22,6 +25,8 @@ mod resolve;
 mod run;
 mod schedule;
 mod signals;
+mod spool;
+mod target;
 mod wait;
 
 /// The clap definition, for tests that walk every option.
@@ -38,8 +43,8 @@ pub mod parsers {
 
     /// `--lock` and `--state` targets, and `--once` marker file names.
     pub mod jobs {
-        pub use crate::jobs::file::{check_key, escape_key, key_from_file_name};
-        pub use crate::jobs::{Backend, parse_lock_target, parse_state_target, parse_target};
+        pub use crate::target::key::{check_key, escape_key, key_from_file_name};
+        pub use crate::target::{Backend, parse_lock_target, parse_state_target, parse_target};
     }
 
     /// The readers of state records: budget and circuit files, fencing counters and
@@ -53,7 +58,7 @@ pub mod parsers {
 
     /// `-H` lines and the wait headers a server sends.
     pub mod headers {
-        pub use crate::exec::http_headers::{
+        pub use crate::headers::{
             EPOCH_THRESHOLD, HeaderAction, MAX_WAIT, check_name, delta_seconds, header_file,
             header_line, http_date, rate_limit_field, rate_limit_remaining, rate_limit_reset,
             retry_after,
@@ -95,8 +100,9 @@ where
             Err(err) => fail(&err),
         };
     }
-    report::init(config::log_config(&cli));
-    match Config::from_cli(cli).and_then(run_config) {
+    let log = config::log_config(&cli);
+    report::init(log.clone());
+    match Config::from_cli(cli, &log).and_then(run_config) {
         Ok(status) => status,
         Err(err) => fail(&err),
     }

@@ -1,7 +1,7 @@
 //! Parsers for values that come from outside: durations, exit-code lists and
 //! attempt counts. Each returns a message that says what is accepted, so clap can
 //! name the flag and exit 125 before anything runs. HTTP header values have their
-//! own parsers in `exec::http_headers`.
+//! own parsers in `headers`.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;

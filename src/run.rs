@@ -5,13 +5,14 @@
 
 use serde_json::json;
 
-use crate::config::{Config, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
+use crate::config::{Config, RunInfo, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
 use crate::domain::{ExitStatus, Policy, RunSummary, Signal, StopReason};
 use crate::engine::{self, RetryBudget};
-use crate::exec::{Executor, RunInfo, command::CommandExecutor, http::HttpExecutor};
+use crate::exec::{Executor, command::CommandExecutor, http::HttpExecutor};
 use crate::hooks::Hooks;
-use crate::jobs::{self, Backend, SkipWhy, Status};
+use crate::jobs::{self, SkipWhy, Status};
 use crate::report::{self, ReportHeader};
+use crate::target::Backend;
 use crate::{clock, fleet, signals};
 
 /// What a scheduled slot changes in a run.
@@ -40,7 +41,7 @@ pub struct RunEnd {
 /// The executor for the target, with every option checked before anything runs.
 pub fn executor(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
     Ok(match target {
-        TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)),
+        TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)?),
         TargetConfig::Http(config) => Box::new(HttpExecutor::new(*config, run)?),
     })
 }

@@ -1,7 +1,7 @@
 //! What a response's headers say beyond its status: whether a rate limit is
 //! spent (which makes a 403 a rate limit, see the status table in `http`) and
 //! how long the server asks to wait. Both are tables of headers with their
-//! source, read in order. Parsing a header's text is `exec::http_headers`;
+//! source, read in order. Parsing a header's text is `headers`';
 //! capping and spreading the wait is the engine's.
 
 use std::time::{Duration, SystemTime};
@@ -10,8 +10,7 @@ use reqwest::header::HeaderMap;
 
 use super::http::StatusFacts;
 use crate::domain::WaitHint;
-use crate::exec::http_headers;
-use crate::report;
+use crate::headers;
 
 /// Headers whose 0 says no requests are left in the window. Sources: GitHub's
 /// REST API ("Rate limits": X-RateLimit-Remaining) and
@@ -35,7 +34,7 @@ pub struct WaitHeader {
 }
 
 fn rate_limit_field(value: &str, _now: SystemTime) -> Option<Duration> {
-    http_headers::rate_limit_field(value)
+    headers::rate_limit_field(value)
 }
 
 /// The headers that ask for a wait, first believed one wins.
@@ -43,19 +42,19 @@ pub static WAIT_HEADERS: &[WaitHeader] = &[
     WaitHeader {
         name: "Retry-After",
         believed: Believed::Always,
-        parse: http_headers::retry_after,
+        parse: headers::retry_after,
         source: "RFC 9110 §10.2.3",
     },
     WaitHeader {
         name: "RateLimit-Reset",
         believed: Believed::WhenRateLimited,
-        parse: http_headers::rate_limit_reset,
+        parse: headers::rate_limit_reset,
         source: "draft-ietf-httpapi-ratelimit-headers-06 §3.3",
     },
     WaitHeader {
         name: "X-RateLimit-Reset",
         believed: Believed::WhenRateLimited,
-        parse: http_headers::rate_limit_reset,
+        parse: headers::rate_limit_reset,
         source: "GitHub REST API, \"Rate limits\"",
     },
     WaitHeader {
@@ -78,7 +77,7 @@ fn limit_spent(headers: &HeaderMap) -> bool {
         headers
             .get(*name)
             .and_then(|v| v.to_str().ok())
-            .and_then(http_headers::rate_limit_remaining)
+            .and_then(headers::rate_limit_remaining)
             == Some(0)
     })
 }
@@ -93,11 +92,13 @@ fn hint(name: &str, value: &str, wait: Duration) -> WaitHint {
     }
 }
 
-/// Reads the rate-limit facts and the requested wait from a response's headers.
+/// Reads the rate-limit facts and the requested wait from a response's headers;
+/// `note` hears of a wait header that asks for nothing or cannot be read.
 pub fn server_wait(
     headers: &HeaderMap,
     status: u16,
     now: SystemTime,
+    note: &mut dyn FnMut(String),
 ) -> (StatusFacts, Option<WaitHint>) {
     let rate_limited = status == 403 && limit_spent(headers);
     let mut facts = StatusFacts {
@@ -124,15 +125,12 @@ pub fn server_wait(
             Some(wait) => {
                 facts.retry_after = true;
                 if wait.is_zero() {
-                    report::verbose(1, &format!("{}: {text} asks for no wait", row.name));
+                    note(format!("{}: {text} asks for no wait", row.name));
                     return (facts, None);
                 }
                 return (facts, Some(hint(row.name, &text, wait)));
             }
-            None => report::verbose(
-                1,
-                &format!("ignored a malformed {}: {}", row.name, text.trim()),
-            ),
+            None => note(format!("ignored a malformed {}: {}", row.name, text.trim())),
         }
     }
     (facts, None)
@@ -172,7 +170,7 @@ mod tests {
     #[test]
     fn retry_after_wins_over_rate_limit_headers() {
         let h = headers(&[("retry-after", "7"), ("x-ratelimit-reset", "60")]);
-        let (facts, hint) = server_wait(&h, 429, now());
+        let (facts, hint) = server_wait(&h, 429, now(), &mut |_| {});
         assert!(facts.retry_after);
         let hint = hint.unwrap();
         assert_eq!(hint.wait, Duration::from_secs(7));
@@ -186,16 +184,16 @@ mod tests {
             ("x-ratelimit-remaining", "0"),
         ]);
         assert_eq!(
-            server_wait(&h, 429, now()).1.unwrap().wait,
+            server_wait(&h, 429, now(), &mut |_| {}).1.unwrap().wait,
             Duration::from_secs(30)
         );
-        let (facts, hint) = server_wait(&h, 403, now());
+        let (facts, hint) = server_wait(&h, 403, now(), &mut |_| {});
         assert!(facts.rate_limited);
         assert_eq!(hint.unwrap().source, "X-RateLimit-Reset: 1700000030");
-        assert!(server_wait(&h, 503, now()).1.is_none());
+        assert!(server_wait(&h, 503, now(), &mut |_| {}).1.is_none());
         let field = headers(&[("ratelimit", "\"default\";r=0;t=12")]);
         assert_eq!(
-            server_wait(&field, 429, now()).1.unwrap().wait,
+            server_wait(&field, 429, now(), &mut |_| {}).1.unwrap().wait,
             Duration::from_secs(12)
         );
     }
@@ -208,7 +206,7 @@ mod tests {
             ("ratelimit", "\"default\";r=0;t=9"),
         ]);
         assert_eq!(
-            server_wait(&h, 429, now()).1.unwrap().source,
+            server_wait(&h, 429, now(), &mut |_| {}).1.unwrap().source,
             "X-RateLimit-Reset: 5"
         );
     }
@@ -216,10 +214,10 @@ mod tests {
     #[test]
     fn malformed_or_past_retry_after_gives_no_hint() {
         let bad = headers(&[("retry-after", "tomorrow")]);
-        let (facts, hint) = server_wait(&bad, 503, now());
+        let (facts, hint) = server_wait(&bad, 503, now(), &mut |_| {});
         assert!(!facts.retry_after && hint.is_none());
         let past = headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]);
-        let (facts, hint) = server_wait(&past, 503, now());
+        let (facts, hint) = server_wait(&past, 503, now(), &mut |_| {});
         assert!(facts.retry_after && hint.is_none());
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cli::Cli;
 use crate::domain::ExitStatus;
-use crate::jobs::{self, Backend};
+use crate::target::{self, Backend};
 
 /// A shared retry budget: gRPC's retry throttling.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,7 +70,7 @@ impl FleetConfig {
 fn state_target(state: Option<&Backend>) -> anyhow::Result<Backend> {
     match state {
         Some(state) => Ok(state.clone()),
-        None => jobs::default_state_dir().map(Backend::File).map_err(|_| {
+        None => target::default_state_dir().map(Backend::File).map_err(|_| {
             anyhow::anyhow!(
                 "--retry-budget/--circuit: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
             )

@@ -1,33 +1,40 @@
 //! HTTP mode's settings, built once from the command line: the request (method,
 //! URL as curl reads it, headers, the body built once or the `-T` upload), the
-//! classification rules' inputs, where the body goes, curl's output options and the
-//! client settings. A bad value is refused here, naming its flag; a malformed URL is
+//! classification rules' inputs, where the body goes and curl's output options
+//! (`output`, `write_out`), and the client settings. A bad value is refused here, naming its flag; a malformed URL is
 //! left to the attempt (exit 3). Sending the request is `exec::http`'s job.
 
 mod body;
 mod client;
+mod output;
 mod request;
 mod upload;
 mod url;
+mod write_out;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 pub use self::client::{ClientSettings, HttpVersion, ProxyChoice};
+pub use self::output::{Destination, HeaderDump, OutputOptions};
 pub use self::request::{ACCEPT_ENCODINGS, Request};
 pub use self::upload::Payload;
+pub use self::write_out::{Piece, WriteOut};
 use super::KeyChoice;
-use crate::classify::http::HttpRules;
 use crate::cli::Cli;
-use crate::exec::http::{Destination, WriteOut};
-use crate::report;
+use crate::parse::CodeSet;
 
 #[derive(Clone)]
 pub struct HttpConfig {
     /// The URL as given, for the report and the logs.
     pub url: String,
     pub request: Request,
-    pub rules: HttpRules,
+    /// `--retry-on-status`, `--stop-on-status`: the statuses that override the table.
+    pub retry_on_status: Option<CodeSet>,
+    pub stop_on_status: Option<CodeSet>,
+    /// `--retry-unsafe`: non-idempotent requests are retried without a key.
+    pub retry_unsafe: bool,
+    /// `--retry-all-errors`: every failure is transient if the request is safe to repeat.
+    pub retry_all_errors: bool,
     /// `-o FILE` (or `-O`), checked; stdout without it.
     pub destination: Destination,
     pub output: OutputOptions,
@@ -38,63 +45,20 @@ pub struct HttpConfig {
     pub client: ClientSettings,
 }
 
-/// curl's output options (-w, -D, --fail-with-body, -C -).
-#[derive(Clone)]
-pub struct OutputOptions {
-    pub write_out: Option<WriteOut>,
-    pub dump_header: Option<HeaderDump>,
-    pub fail_with_body: bool,
-    /// `-C -`: a body cut off is kept and the next attempt asks for the rest.
-    pub resume: bool,
-}
-
-/// `-D`: where the final response's headers go.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HeaderDump {
-    /// `-D -`.
-    Stdout,
-    File(PathBuf),
-}
-
-impl OutputOptions {
-    fn from_cli(cli: &Cli) -> anyhow::Result<OutputOptions> {
-        let write_out = cli.write_out.as_deref().map(WriteOut::new).transpose()?;
-        let dump_header = match cli.dump_header.as_deref() {
-            None => None,
-            Some(path) if path == "-" => Some(HeaderDump::Stdout),
-            Some(path) => {
-                report::check_file_target("-D/--dump-header", path)?;
-                Some(HeaderDump::File(path.to_path_buf()))
-            }
-        };
-        Ok(OutputOptions {
-            write_out,
-            dump_header,
-            fail_with_body: cli.fail_with_body,
-            resume: cli.continue_at.is_some(),
-        })
-    }
-}
-
 impl HttpConfig {
     /// `key` is `--idempotency-key` as read once by `Config`.
     pub fn from_cli(cli: Cli, url: String, key: KeyChoice) -> anyhow::Result<HttpConfig> {
         let destination = Destination::new(cli.output.as_deref())?;
         let output = OutputOptions::from_cli(&cli)?;
         let request = Request::from_cli(&cli, &url, key)?;
-        let rules = HttpRules {
-            retry_on_status: cli.retry_on_status.clone(),
-            stop_on_status: cli.stop_on_status.clone(),
-            method: request.method.clone(),
-            key_in_use: request.key_header.is_some(),
-            retry_unsafe: cli.retry_unsafe,
-            retry_all_errors: cli.retry_all_errors,
-        };
         let client = ClientSettings::from_cli(&cli, request.url.as_ref().ok())?;
         Ok(HttpConfig {
             url,
             request,
-            rules,
+            retry_on_status: cli.retry_on_status.clone(),
+            stop_on_status: cli.stop_on_status.clone(),
+            retry_unsafe: cli.retry_unsafe,
+            retry_all_errors: cli.retry_all_errors,
             destination,
             output,
             include: cli.include,
@@ -139,8 +103,6 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.request.method, Method::PATCH);
-        assert_eq!(c.rules.method, Method::PATCH);
-        assert!(c.rules.key_in_use);
         assert_eq!(c.request.key, KeyChoice::Auto);
         assert_eq!(
             c.request.key_header,

@@ -1,17 +1,20 @@
 //! The typed configuration, built once from clap's `Cli`: every value parsed
 //! into a type (enums, compiled patterns, parsed targets), the options checked
 //! together and against the mode the target selects. Everything after this
-//! module takes its own part of `Config`; nothing downstream sees clap. It leaves
-//! running the attempts to the executors and the gate to `jobs`.
+//! module takes its own part of `Config`; nothing downstream sees clap, and this
+//! module sees nothing downstream: it depends on `cli` and the bottom layer only. It
+//! leaves running the attempts to the executors and the gate to `jobs`.
 
 mod command;
 pub mod fleet;
 pub mod hooks;
 pub mod http;
+mod jobs;
 pub mod schedule;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
@@ -19,12 +22,11 @@ use serde_json::json;
 pub use self::command::CommandConfig;
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
+pub use self::jobs::JobOptions;
 pub use self::schedule::ScheduleConfig;
 use crate::cli::Cli;
-use crate::domain::{ExitStatus, LogConfig, LogFormat, Policy, Schedule};
-use crate::exec::RunInfo;
-use crate::jobs::{self, JobFlags, JobOptions};
-use crate::report;
+use crate::domain::{LogConfig, LogFormat, Policy, Schedule};
+use crate::files;
 
 /// Everything a run needs, typed.
 pub struct Config {
@@ -43,6 +45,21 @@ pub struct Config {
     pub seed: Option<u64>,
     /// `--schedule` and its options: run once per slot instead of once.
     pub schedule: Option<ScheduleConfig>,
+}
+
+/// What every attempt of a run has in common, whatever the mode.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    /// The idempotency key: `--idempotency-key VALUE`, or one UUID v4 for the run.
+    pub idempotency_key: String,
+    /// Whether the user asked for a key with `--idempotency-key` (auto or a value).
+    pub key_requested: bool,
+    /// This retry's nesting level (RETRY_DEPTH as inherited; 0 at the top).
+    pub depth: u32,
+    /// Inside another retry without --allow-nested: one attempt only.
+    pub nested: bool,
+    pub attempts: u32,
+    pub max_time: Option<Duration>,
 }
 
 /// What the operands name, with that mode's settings.
@@ -72,7 +89,8 @@ impl KeyChoice {
 }
 
 impl Config {
-    pub fn from_cli(cli: Cli) -> anyhow::Result<Config> {
+    /// `log` is the logging `log_config` read first from the same flags.
+    pub fn from_cli(cli: Cli, log: &LogConfig) -> anyhow::Result<Config> {
         let depth = inherited_depth();
         let nested = depth >= 1 && !cli.allow_nested;
         // Only one layer retries: inside another retry, make one attempt and let it decide.
@@ -89,33 +107,13 @@ impl Config {
             attempts,
             max_time: cli.max_time,
         };
-        let log = log_config(&cli);
         let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
         if let Some(path) = &cli.report {
-            report::check_file_target("--report", path)?;
+            files::check_file_target("--report", path)?;
         }
-        // --state is read by the markers, the fleet state and the scheduler: parsed once here.
-        let state = cli
-            .state
-            .as_deref()
-            .map(jobs::parse_state_target)
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
-        let jobs = JobOptions::from_flags(JobFlags {
-            lock: cli.lock.as_deref(),
-            lock_wait: cli.lock_wait,
-            max_time: cli.max_time,
-            busy_exit: ExitStatus::new(cli.busy_exit),
-            once: cli.once.as_deref(),
-            state: state.clone(),
-            command: cli
-                .target
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            lease_ttl: cli.lease_ttl,
-            schedule: cli.schedule.is_some(),
-        })?;
+        // --state is read by the markers, the fleet state and the scheduler.
+        let state = cli.state.clone();
+        let jobs = JobOptions::from_cli(&cli, state.as_ref())?;
         let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
         let policy = Policy {
             attempts,
@@ -181,7 +179,9 @@ impl TargetConfig {
         let first = cli.target.first().context("a COMMAND or URL is required")?;
         let lower = first.to_string_lossy().to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-            return CommandConfig::from_cli(cli).map(|c| TargetConfig::Command(Box::new(c)));
+            return Ok(TargetConfig::Command(Box::new(CommandConfig::from_cli(
+                cli,
+            ))));
         }
         if let Some(extra) = cli.target.get(1) {
             anyhow::bail!(
@@ -216,11 +216,18 @@ pub fn log_config(cli: &Cli) -> LogConfig {
     LogConfig {
         level,
         json,
-        color: !json && report::color_wanted(),
+        color: !json && color_wanted(),
         github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
         // A scheduler's stderr is a container's log: each line says when.
         timestamps: cli.schedule.is_some(),
     }
+}
+
+/// Whether stderr is a terminal and colour is not turned off (NO_COLOR, TERM=dumb).
+fn color_wanted() -> bool {
+    std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
 /// A command line as one line of text, for messages and the dry run.

@@ -7,9 +7,9 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::cli::Cli;
+use crate::cron::{self, CronSchedule};
 use crate::domain::{CatchUp, Overlap, StdinMode};
-use crate::jobs::{self, Backend};
-use crate::schedule::cron::{self, CronSchedule};
+use crate::target::{self, Backend};
 
 #[derive(Clone, Debug)]
 pub struct ScheduleConfig {
@@ -44,7 +44,7 @@ impl ScheduleConfig {
             CronSchedule::parse(text, zone).map_err(|e| anyhow::anyhow!("--schedule: {e}"))?;
         let state = match state {
             Some(state) => state.clone(),
-            None => Backend::File(jobs::default_state_dir()?),
+            None => Backend::File(target::default_state_dir()?),
         };
         let job = match &cli.job {
             Some(name) => name.clone(),
@@ -52,7 +52,7 @@ impl ScheduleConfig {
         };
         if let Backend::File(_) = state {
             // The longest slot key: JOB@YYYY-MM-DDTHH:MM:SSZ.
-            jobs::file::check_key(&format!("{job}@2000-01-01T00:00:00Z"))
+            target::key::check_key(&format!("{job}@2000-01-01T00:00:00Z"))
                 .map_err(|e| anyhow::anyhow!("--job: {e}"))?;
         }
         Ok(Some(ScheduleConfig {

@@ -4,10 +4,7 @@
 pub mod command;
 pub mod hook;
 pub mod http;
-pub mod http_headers;
 pub mod procs;
-
-use std::time::Duration;
 
 use crate::engine::{AttemptContext, AttemptReport};
 
@@ -33,19 +30,4 @@ pub struct Description {
     pub target: String,
     pub notes: Vec<String>,
     pub rules: Vec<String>,
-}
-
-/// What every attempt of a run has in common, whatever the mode.
-#[derive(Clone, Debug)]
-pub struct RunInfo {
-    /// The idempotency key: `--idempotency-key VALUE`, or one UUID v4 for the run.
-    pub idempotency_key: String,
-    /// Whether the user asked for a key with `--idempotency-key` (auto or a value).
-    pub key_requested: bool,
-    /// This retry's nesting level (RETRY_DEPTH as inherited; 0 at the top).
-    pub depth: u32,
-    /// Inside another retry without --allow-nested: one attempt only.
-    pub nested: bool,
-    pub attempts: u32,
-    pub max_time: Option<Duration>,
 }

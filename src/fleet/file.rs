@@ -25,8 +25,9 @@ use serde::{Deserialize, Serialize};
 use super::{Admission, CircuitState, FleetStore, now_ms, tokens_after};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
 use crate::domain::{Interrupted, Stop};
-use crate::jobs::{file::escape_key, state_dir::Access, state_dir::StateDir};
+use crate::jobs::state_dir::{Access, StateDir};
 use crate::report;
+use crate::target::key::escape_key;
 use crate::wait::{self, Bound, Ended};
 
 /// Longest wait for a state file's flock, whatever the call's bound: a holder keeps

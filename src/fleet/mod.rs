@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
 use crate::domain::Signal;
 use crate::engine::{Refusal, RetryBudget};
-use crate::jobs::Backend;
 use crate::report;
+use crate::target::Backend;
 use crate::wait::Bound;
 
 /// Tokens after one attempt: a failure takes one (never below 0), a success adds

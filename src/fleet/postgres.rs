@@ -17,10 +17,9 @@ use tokio_postgres::types::Type;
 
 use super::{Admission, CircuitState, FleetStore};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::jobs::{
-    postgres::PgTarget, postgres::db::Db, postgres::schema, postgres::schema::Needs,
-};
+use crate::jobs::{postgres::db::Db, postgres::schema, postgres::schema::Needs};
 use crate::report;
+use crate::target::PgTarget;
 use crate::wait::Bound;
 
 pub use crate::jobs::postgres::schema::{BUDGET_TABLE, CIRCUIT_TABLE};

@@ -3,7 +3,6 @@
 
 pub mod out;
 pub mod pump;
-pub mod spool;
 pub mod stdin;
 
 use std::io;

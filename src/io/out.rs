@@ -19,24 +19,25 @@ use nix::sys::stat::{Mode, SFlag, fstat};
 
 use crate::domain::{Interrupted, Signal};
 use crate::signals;
+use crate::spool::{Held, Spool};
 use crate::wait::Bound;
 
 const CHUNK: usize = 64 << 10;
 
 /// What ends a wait for room besides room.
 #[derive(Clone, Copy)]
-pub enum Stop<'a> {
+pub enum Until<'a> {
     /// A stopping signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT).
-    Signals,
+    Signal,
     /// A byte on this pipe: the attempt is over.
-    Cancel(BorrowedFd<'a>),
+    Cancelled(BorrowedFd<'a>),
 }
 
 #[derive(Debug)]
 pub enum WriteError {
     /// EPIPE when the reader went away, or any other error.
     Io(io::Error),
-    /// The wait was ended by `Stop`: with `Stop::Signals`, `signals::pending()`
+    /// The wait was ended as `Until` says: with `Until::Signal`, `signals::pending()`
     /// says which signal.
     Stopped,
 }
@@ -101,13 +102,13 @@ impl Output {
         }
     }
 
-    /// Writes all of `data`, unless the reader goes away or `stop` comes first.
-    pub fn write_all(&self, mut data: &[u8], stop: Stop<'_>) -> Result<(), WriteError> {
+    /// Writes all of `data`, unless the reader goes away or `until` comes first.
+    pub fn write_all(&self, mut data: &[u8], until: Until<'_>) -> Result<(), WriteError> {
         while !data.is_empty() {
             match self.try_write(data) {
                 Ok(n) => data = &data[n..],
                 Err(Errno::EINTR) => {}
-                Err(Errno::EAGAIN) => self.wait_for_room(stop)?,
+                Err(Errno::EAGAIN) => self.wait_for_room(until)?,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -115,7 +116,7 @@ impl Output {
     }
 
     /// Writes the first `len` bytes of `file`.
-    pub fn write_file(&self, file: &File, len: u64, stop: Stop<'_>) -> Result<(), WriteError> {
+    pub fn write_file(&self, file: &File, len: u64, until: Until<'_>) -> Result<(), WriteError> {
         let mut buf = vec![0u8; CHUNK.min(len.max(1) as usize)];
         let mut offset = 0;
         while offset < len {
@@ -126,19 +127,27 @@ impl Output {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(WriteError::Io(e)),
             };
-            self.write_all(&buf[..n], stop)?;
+            self.write_all(&buf[..n], until)?;
             offset += n as u64;
         }
         Ok(())
     }
 
-    fn wait_for_room(&self, stop: Stop<'_>) -> Result<(), WriteError> {
-        match stop {
-            Stop::Signals => {
+    /// Writes the whole of `spool`.
+    pub fn write_spool(&self, spool: &Spool, until: Until<'_>) -> Result<(), WriteError> {
+        match spool.held() {
+            Held::Memory(bytes) => self.write_all(bytes, until),
+            Held::File(file, len) => self.write_file(file, len, until),
+        }
+    }
+
+    fn wait_for_room(&self, until: Until<'_>) -> Result<(), WriteError> {
+        match until {
+            Until::Signal => {
                 crate::wait::ready(self.fd(), PollFlags::POLLOUT, &Bound::signals_only())
                     .map_err(|_| WriteError::Stopped)
             }
-            Stop::Cancel(cancel) => {
+            Until::Cancelled(cancel) => {
                 let mut fds = [
                     PollFd::new(self.fd(), PollFlags::POLLOUT),
                     PollFd::new(cancel, PollFlags::POLLIN),
@@ -205,7 +214,7 @@ mod tests {
         let (cancel_read, cancel_write) = pipe().unwrap();
         nix::unistd::write(&cancel_write, b"x").unwrap();
         let big = vec![0u8; 4 << 20];
-        let result = out.write_all(&big, Stop::Cancel(cancel_read.as_fd()));
+        let result = out.write_all(&big, Until::Cancelled(cancel_read.as_fd()));
         assert!(matches!(result, Err(WriteError::Stopped)));
     }
 
@@ -219,7 +228,7 @@ mod tests {
         };
         let (cancel_read, _cancel_write) = pipe().unwrap();
         let err = out
-            .write_all(b"hello", Stop::Cancel(cancel_read.as_fd()))
+            .write_all(b"hello", Until::Cancelled(cancel_read.as_fd()))
             .unwrap_err();
         assert!(err.is_broken_pipe());
     }

@@ -18,9 +18,9 @@ use std::thread::JoinHandle;
 use nix::fcntl::OFlag;
 
 use super::Fault;
-use super::out::{Output, Stop, WriteError};
-use super::spool::Spool;
+use super::out::{Output, Until, WriteError};
 use crate::classify::command::{OutputFacts, OutputWatch, Stream};
+use crate::spool::Spool;
 
 const CHUNK: usize = 64 << 10;
 /// Longest line kept for matching; the rest of a longer line is passed on unscanned.
@@ -114,7 +114,7 @@ fn pump(
         }
         match (&mut sink, &output) {
             (Sink::Forward(_), Some(out)) => {
-                match out.write_all(chunk, Stop::Cancel(ends.cancel.as_fd())) {
+                match out.write_all(chunk, Until::Cancelled(ends.cancel.as_fd())) {
                     Ok(()) => {}
                     Err(WriteError::Stopped) => break,
                     // The reader went away: returning closes the command's pipe, so it sees the broken pipe too.

@@ -19,8 +19,8 @@ use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, lseek, pipe2, read, write};
 
 use super::Fault;
-use super::spool::Spool;
 use crate::domain::StdinMode;
+use crate::spool::Spool;
 
 /// What an attempt's stdin is.
 pub enum ChildStdin {

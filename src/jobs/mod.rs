@@ -16,55 +16,17 @@ pub mod file;
 pub mod postgres;
 pub mod state_dir;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::config::JobOptions;
 use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
 use crate::report;
 use crate::signals;
+use crate::target::Backend;
 use crate::wait::{Bound, Ended};
-
-pub use self::postgres::PgTarget;
-
-/// The scheduled-job settings, with lock and state targets parsed and checked.
-#[derive(Clone, Debug)]
-pub struct JobOptions {
-    pub lock: Option<Backend>,
-    pub lock_wait: Duration,
-    /// `--max-time`: waiting for a lock spends it too.
-    pub max_time: Option<Duration>,
-    pub busy_exit: ExitStatus,
-    pub once: Option<String>,
-    /// Where `--once` markers live (the default directory when `--once` has no `--state`).
-    pub state: Option<Backend>,
-    /// The command (or URL) being run, recorded in `--once` markers.
-    pub command: Vec<String>,
-    /// The state directory whose `fencing/` counts a `--lock` file's tokens (`None`:
-    /// the clock alone, as with a PostgreSQL `--state`).
-    pub fencing_state: Option<PathBuf>,
-    /// `--lease-ttl`: the lifetime of a PostgreSQL lease.
-    pub lease_ttl: Duration,
-    /// Records other endings than success (a scheduler's slots).
-    pub statuses: bool,
-}
-
-/// The scheduled-job flags as given, before they are parsed.
-pub struct JobFlags<'a> {
-    pub lock: Option<&'a str>,
-    pub lock_wait: Duration,
-    pub max_time: Option<Duration>,
-    pub busy_exit: ExitStatus,
-    pub once: Option<&'a str>,
-    /// `--state`, parsed once by the configuration.
-    pub state: Option<Backend>,
-    pub command: Vec<String>,
-    pub lease_ttl: Option<Duration>,
-    /// `--schedule` is given: slots are `--once` keys in `--state`.
-    pub schedule: bool,
-}
 
 /// Whether the run goes ahead.
 pub enum Gate {
@@ -183,144 +145,6 @@ impl std::fmt::Display for LeaseLost {
 }
 
 impl std::error::Error for LeaseLost {}
-
-/// Where a lock or the markers live.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// A lock file, or the directory of marker files.
-    File(PathBuf),
-    /// A PostgreSQL server (`postgres://…`, `#NAME` for a lock).
-    Postgres(PgTarget),
-}
-
-/// What `--lock` and `--state` accept, for error messages.
-const LOCK_ACCEPTS: &str = "expected a file path or postgres://USER@HOST:PORT/DB#NAME";
-const STATE_ACCEPTS: &str = "expected a directory or postgres://USER@HOST:PORT/DB";
-
-/// Parses a lock or state target. Pure and total: every input gives `Ok` or `Err`.
-///
-/// `postgres://` and `postgresql://` URLs (any case) are PostgreSQL servers; any other
-/// `SCHEME://` is refused; everything else is a file path.
-pub fn parse_target(text: &str) -> Result<Backend, String> {
-    if text.is_empty() {
-        return Err("empty target".into());
-    }
-    if let Some(rest) = postgres::strip_scheme(text) {
-        return postgres::parse_url(rest).map(Backend::Postgres);
-    }
-    if let Some(scheme) = url_scheme(text) {
-        return Err(format!(
-            "unsupported scheme {scheme}://; the only URL scheme is postgres://"
-        ));
-    }
-    if text.contains('\0') {
-        return Err("a path cannot contain a NUL byte".into());
-    }
-    Ok(Backend::File(PathBuf::from(text)))
-}
-
-/// `SCHEME` when `text` starts with `SCHEME://` (RFC 3986 scheme characters).
-fn url_scheme(text: &str) -> Option<&str> {
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    let first = chars.next()?;
-    let valid = first.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    valid.then_some(scheme)
-}
-
-/// Parses `--lock TARGET`: a file path, or a PostgreSQL URL with `#NAME`.
-pub fn parse_lock_target(text: &str) -> Result<Backend, String> {
-    let target = parse_target(text).map_err(|e| format!("--lock: {e}; {LOCK_ACCEPTS}"))?;
-    match &target {
-        Backend::Postgres(pg) if pg.name.is_none() => Err(format!(
-            "--lock: {pg} names no lock; add #NAME, e.g. {pg}#nightly-report"
-        )),
-        Backend::File(path) if text.ends_with('/') => Err(format!(
-            "--lock: {} is a directory path; expected a lock file path",
-            path.display()
-        )),
-        _ => Ok(target),
-    }
-}
-
-/// Parses `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`.
-pub fn parse_state_target(text: &str) -> Result<Backend, String> {
-    let target = parse_target(text).map_err(|e| format!("--state: {e}; {STATE_ACCEPTS}"))?;
-    match &target {
-        Backend::Postgres(pg) if pg.name.is_some() => Err(format!(
-            "--state: {pg} has a #NAME, which --state does not use (markers live in table {}); \
-             {STATE_ACCEPTS}",
-            postgres::MARKER_TABLE
-        )),
-        _ => Ok(target),
-    }
-}
-
-/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
-pub fn default_state_dir() -> anyhow::Result<PathBuf> {
-    let absolute = |var: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    if let Some(dir) = absolute("XDG_STATE_HOME") {
-        return Ok(dir.join("retry"));
-    }
-    if let Some(home) = absolute("HOME") {
-        return Ok(home.join(".local/state/retry"));
-    }
-    anyhow::bail!(
-        "--once: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
-    )
-}
-
-impl JobOptions {
-    /// Parses and checks the lock and state targets, once, before anything runs
-    /// (exit 125 on error).
-    pub fn from_flags(flags: JobFlags<'_>) -> anyhow::Result<JobOptions> {
-        let lock = flags
-            .lock
-            .map(parse_lock_target)
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
-        let state = match (flags.state, flags.once) {
-            (Some(state), _) => Some(state),
-            // The default directory only matters with --once.
-            (None, Some(_)) => Some(Backend::File(default_state_dir()?)),
-            (None, None) => None,
-        };
-        if let (Some(key), Some(Backend::File(_))) = (flags.once, &state) {
-            file::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
-        }
-        let on_postgres = |b: &Option<Backend>| matches!(b, Some(Backend::Postgres(_)));
-        let lease_ttl = match flags.lease_ttl {
-            Some(_) if !on_postgres(&lock) && !on_postgres(&state) => anyhow::bail!(
-                "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
-                 without --lock postgres://…#NAME or --state postgres://…"
-            ),
-            Some(ttl) => postgres::lease::check_ttl(ttl)?,
-            None => postgres::lease::DEFAULT_TTL,
-        };
-        let fencing_state = match (&lock, &state) {
-            (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.clone()),
-            (Some(Backend::File(_)), None) => default_state_dir().ok(),
-            _ => None,
-        };
-        Ok(JobOptions {
-            fencing_state,
-            lock,
-            lock_wait: flags.lock_wait,
-            max_time: flags.max_time,
-            busy_exit: flags.busy_exit,
-            once: flags.once.map(str::to_string),
-            state,
-            command: flags.command,
-            lease_ttl,
-            statuses: flags.schedule,
-        })
-    }
-}
 
 /// A single-instance lock. Once acquired it stays held until the value is dropped
 /// (which releases it), and the kernel or the server frees it when the process dies.
@@ -483,7 +307,7 @@ pub fn record_status(
     command: &[String],
 ) -> anyhow::Result<()> {
     let bound = Bound::signals_only();
-    let ttl = postgres::lease::DEFAULT_TTL;
+    let ttl = crate::target::postgres::DEFAULT_LEASE_TTL;
     let mut store = open_store(state.clone(), true, ttl, &bound)?;
     let marker = Marker {
         key: key.to_string(),
@@ -759,96 +583,6 @@ pub fn command_line(argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_paths_are_file_targets() {
-        assert_eq!(
-            parse_target("/run/lock/report.lock"),
-            Ok(Backend::File("/run/lock/report.lock".into()))
-        );
-        assert_eq!(
-            parse_target("rel.lock"),
-            Ok(Backend::File("rel.lock".into()))
-        );
-        assert_eq!(
-            parse_target("dir:with:colons"),
-            Ok(Backend::File("dir:with:colons".into()))
-        );
-    }
-
-    #[test]
-    fn other_schemes_and_empty_targets_are_refused() {
-        assert!(parse_target("").is_err());
-        assert!(
-            parse_target("redis://localhost/0")
-                .unwrap_err()
-                .contains("redis://")
-        );
-        assert!(parse_target("a\0b").is_err());
-    }
-
-    #[test]
-    fn lock_urls_need_a_name_and_state_urls_refuse_one() {
-        let no_name = parse_lock_target("postgres://u@h/db").unwrap_err();
-        assert!(
-            no_name.contains("--lock") && no_name.contains("#NAME"),
-            "{no_name}"
-        );
-        assert!(parse_lock_target("postgres://u@h/db#job").is_ok());
-        let named = parse_state_target("postgres://u@h/db#job").unwrap_err();
-        assert!(named.contains("--state"), "{named}");
-        assert!(parse_state_target("postgres://u@h/db").is_ok());
-        assert!(
-            parse_lock_target("/tmp/dir/")
-                .unwrap_err()
-                .contains("directory")
-        );
-    }
-
-    #[test]
-    fn errors_name_the_flag_and_what_it_accepts() {
-        let err = parse_lock_target("").unwrap_err();
-        assert!(
-            err.starts_with("--lock:") && err.contains("postgres://"),
-            "{err}"
-        );
-        let err = parse_state_target("ftp://x").unwrap_err();
-        assert!(
-            err.starts_with("--state:") && err.contains("directory"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn flags_with_bad_targets_are_refused_before_anything_runs() {
-        let flags = || JobFlags {
-            lock: None,
-            lock_wait: Duration::ZERO,
-            max_time: None,
-            busy_exit: ExitStatus::SUCCESS,
-            once: None,
-            state: None,
-            command: vec!["true".into()],
-            lease_ttl: None,
-            schedule: false,
-        };
-        let err = JobOptions::from_flags(JobFlags {
-            lock: Some("postgres://h/db"),
-            ..flags()
-        })
-        .unwrap_err();
-        assert!(err.to_string().contains("names no lock"), "{err}");
-        let err = parse_state_target("mysql://h/db").unwrap_err();
-        assert!(err.contains("unsupported scheme"), "{err}");
-        let opts = JobOptions::from_flags(JobFlags {
-            lock: Some("/run/lock/x.lock"),
-            state: Some(parse_state_target("postgres://u@h/db").unwrap()),
-            ..flags()
-        })
-        .unwrap();
-        assert_eq!(opts.lock, Some(Backend::File("/run/lock/x.lock".into())));
-        assert!(matches!(opts.state, Some(Backend::Postgres(_))));
-    }
 
     #[test]
     fn command_lines_quote_what_needs_it() {

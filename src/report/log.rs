@@ -45,14 +45,6 @@ pub fn config() -> &'static LogConfig {
     CONFIG.get_or_init(LogConfig::default)
 }
 
-/// Whether stderr is a terminal and colour is not turned off (NO_COLOR, TERM=dumb).
-pub fn color_wanted() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        && std::env::var("TERM").map_or(true, |t| t != "dumb")
-}
-
 fn emit(level: &str, message: &str, fields: Value) {
     let cfg = config();
     if cfg.json {
@@ -404,7 +396,7 @@ pub fn write_report(
 ) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec_pretty(&report_json(header, summary))?;
     text.push(b'\n');
-    super::files::write_atomically(path, &text)
+    crate::files::write_atomically(path, &text)
 }
 
 #[cfg(test)]

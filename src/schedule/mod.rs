@@ -6,11 +6,9 @@
 //! locks are taken per slot, so the scheduler holds no lock or connection between
 //! slots. `outcome` says how a slot ended, `metrics` serves `--metrics-listen`.
 
-pub mod cron;
 mod metrics;
 mod outcome;
 mod world;
-pub mod zone;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -18,10 +16,10 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::config::{Config, ScheduleConfig};
+use crate::cron::Zone;
 use crate::domain::{CatchUp, ExitStatus, Overlap, Signal};
-use crate::jobs::Backend;
 use crate::report;
-use zone::Zone;
+use crate::target::Backend;
 
 use metrics::Metrics;
 pub use world::SystemWorld;

@@ -7,7 +7,7 @@ use std::collections::{HashSet, VecDeque};
 use chrono::{DateTime, Utc};
 
 use super::*;
-use crate::schedule::cron::CronSchedule;
+use crate::cron::CronSchedule;
 
 fn t(text: &str) -> Slot {
     DateTime::parse_from_rfc3339(text)
@@ -18,7 +18,7 @@ fn t(text: &str) -> Slot {
 /// The slots a schedule read in Europe/Berlin (overlaps skipped, 1 h window) runs from
 /// `start` until the world stops it after `stop_after` runs.
 fn ran_in_berlin(cron: &str, catch_up: CatchUp, start: &str, stop_after: usize) -> Vec<Slot> {
-    let zone = crate::schedule::zone::Zone::named("Europe/Berlin").unwrap();
+    let zone = crate::cron::Zone::named("Europe/Berlin").unwrap();
     let mut cfg = config(cron, catch_up, Overlap::Skip, 3600);
     cfg.cron = CronSchedule::parse(cron, zone).unwrap();
     let mut world = Fake::new(start, HashSet::new(), stop_after);
@@ -32,7 +32,7 @@ fn set(slots: &[&str]) -> HashSet<Slot> {
 
 fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> ScheduleConfig {
     ScheduleConfig {
-        cron: CronSchedule::parse(cron, crate::schedule::zone::Zone::utc()).unwrap(),
+        cron: CronSchedule::parse(cron, crate::cron::Zone::utc()).unwrap(),
         job: "job".into(),
         catch_up,
         window: std::time::Duration::from_secs(window_s),

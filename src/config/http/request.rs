@@ -16,7 +16,7 @@ use super::upload::{Payload, Upload};
 use super::{body, url as target};
 use crate::cli::Cli;
 use crate::config::KeyChoice;
-use crate::exec::http_headers::{self, HeaderAction, HeaderLine};
+use crate::headers::{self, HeaderAction, HeaderLine};
 
 /// What curl sends with `--compressed` when built with every decoder.
 pub const ACCEPT_ENCODINGS: &str = "deflate, gzip, br, zstd";
@@ -176,9 +176,8 @@ fn user_lines(args: &[String]) -> anyhow::Result<Vec<HeaderLine>> {
     for arg in args {
         match arg.strip_prefix('@') {
             Some(path) => lines.extend(read_header_file(Path::new(path))?),
-            None => lines.push(
-                http_headers::header_line(arg).map_err(|e| anyhow::anyhow!("-H/--header: {e}"))?,
-            ),
+            None => lines
+                .push(headers::header_line(arg).map_err(|e| anyhow::anyhow!("-H/--header: {e}"))?),
         }
     }
     Ok(lines)
@@ -187,7 +186,7 @@ fn user_lines(args: &[String]) -> anyhow::Result<Vec<HeaderLine>> {
 fn read_header_file(path: &Path) -> anyhow::Result<Vec<HeaderLine>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("-H @{}: cannot read the header file", path.display()))?;
-    http_headers::header_file(&text).map_err(|e| anyhow::anyhow!("-H @{}: {e}", path.display()))
+    headers::header_file(&text).map_err(|e| anyhow::anyhow!("-H @{}: {e}", path.display()))
 }
 
 /// The user's headers replace the defaults of the same name; repeated names

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use bytes::Bytes;
 
-use crate::io::spool::Spool;
+use crate::spool::Spool;
 
 /// How much of the upload one read takes.
 const CHUNK: usize = 64 << 10;

@@ -17,16 +17,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::libc;
+use regex::bytes::Regex;
 
 use crate::classify::{
     command::CommandEnd, command::CommandRules, command::OutputFacts, command::OutputWatch,
-    control::DIRECTIVES, endings, profiles,
+    control::DIRECTIVES, endings, profiles, profiles::Profile,
 };
-use crate::config::CommandConfig;
+use crate::config::{CommandConfig, RunInfo};
 use crate::domain::{Class, ExitStatus, Outcome};
 use crate::engine::{AttemptContext, AttemptReport};
-use crate::exec::{Description, Executor, RunInfo, procs};
-use crate::io::{Fault, pump::Shared, spool, stdin::ChildStdin, stdin::StdinPlan};
+use crate::exec::{Description, Executor, procs};
+use crate::io::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
+use crate::spool;
 use crate::{report, signals};
 use control::ControlFile;
 use output::{HeldStdout, Pumps, output_reader_gone};
@@ -58,25 +60,37 @@ pub struct CommandExecutor {
 }
 
 impl CommandExecutor {
-    pub fn new(config: CommandConfig, info: &RunInfo) -> Self {
+    /// Builds the rule tables from the settings: the profile (picked by the command's
+    /// name for `auto`) and the output patterns with the profile's stderr phrases.
+    pub fn new(config: CommandConfig, info: &RunInfo) -> anyhow::Result<Self> {
+        let profile: &'static Profile = profiles::pick(config.profile, &config.argv[0]);
+        let pattern_text = |res: &[Regex]| res.iter().map(|r| r.as_str().to_string()).collect();
+        let stop_patterns = pattern_text(&config.stop_on_output);
+        let retry_patterns = pattern_text(&config.retry_on_output);
+        let watch = OutputWatch::new(config.stop_on_output, config.retry_on_output, profile)?;
         let stdin = StdinPlan::new(config.stdin);
         let foreground = stdin.inherits() && in_terminal_foreground();
-        let needs_watch = config.watch.reads_stderr();
-        CommandExecutor {
+        let needs_watch = watch.reads_stderr();
+        Ok(CommandExecutor {
             fencing_token: None,
             argv: config.argv,
-            rules: config.rules,
-            watch: needs_watch.then(|| Arc::new(config.watch)),
+            rules: CommandRules {
+                stop_on: config.stop_on,
+                retry_on: config.retry_on,
+                success_on: config.success_on,
+                profile,
+            },
+            watch: needs_watch.then(|| Arc::new(watch)),
             stdin,
             hold_stdout: config.hold_stdout,
             held: None,
             kill_after: config.kill_after,
             info: info.clone(),
             foreground,
-            stop_patterns: config.stop_patterns,
-            retry_patterns: config.retry_patterns,
+            stop_patterns,
+            retry_patterns,
             control_missing_said: false,
-        }
+        })
     }
 
     /// The rules in force, in the order they are checked, for `--dry-run`.

@@ -11,8 +11,9 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::classify::command::Stream;
 use crate::io::{
-    out::Output, out::Stop, out::deliver_result, pump::Pump, pump::Shared, pump::Sink, spool::Spool,
+    out::Output, out::Until, out::deliver_result, pump::Pump, pump::Shared, pump::Sink,
 };
+use crate::spool::Spool;
 
 /// One attempt's stdout, held until the engine says whether it is the final one.
 pub(super) enum HeldStdout {
@@ -27,10 +28,10 @@ impl HeldStdout {
     pub fn deliver(self) -> anyhow::Result<()> {
         let out = Output::new(1);
         let written = match &self {
-            HeldStdout::Spool(spool) => spool.write_to(&out, Stop::Signals),
+            HeldStdout::Spool(spool) => out.write_spool(spool, Until::Signal),
             HeldStdout::File(file) => {
                 let len = file.metadata().map_or(0, |m| m.len());
-                out.write_file(file, len, Stop::Signals)
+                out.write_file(file, len, Until::Signal)
             }
         };
         deliver_result(written, "the held stdout")

@@ -10,16 +10,17 @@ use reqwest::header::{CONTENT_LENGTH, IF_RANGE, RANGE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 
 use super::errors::{self, Phase};
-use super::output::{self, Body, Destination, HeldResponse};
+use super::output;
+use super::output::{Body, HeldResponse};
 use super::redirect::{Follow, Hop};
 use super::request::{describe_headers, display_url};
 use super::resume::{Asked, Resume};
 use super::writeout::Transfer;
 use crate::classify::{http::HttpRules, http::Transport, wait};
-use crate::config::http::{Payload, Request};
+use crate::config::{http::Destination, http::Payload, http::Request};
 use crate::domain::{Class, Verdict, WaitHint, human};
-use crate::io::spool::SpillError;
 use crate::report;
+use crate::spool::SpillError;
 
 /// How much of an error body is read for the stderr message, and how long for.
 const EXCERPT_BYTES: usize = 1024;
@@ -75,7 +76,10 @@ impl Exchange<'_> {
         };
         let appending = asked.is_some() && response.status() == StatusCode::PARTIAL_CONTENT;
         let status = response.status().as_u16();
-        let (facts, hint) = wait::server_wait(response.headers(), status, SystemTime::now());
+        let (facts, hint) =
+            wait::server_wait(response.headers(), status, SystemTime::now(), &mut |note| {
+                report::verbose(1, &note)
+            });
         let verdict = self.rules.status(&facts);
         let held = if verdict.class == Class::Success {
             match self.receive(&mut response, &heads, appending).await {
@@ -235,7 +239,7 @@ impl Exchange<'_> {
                     .map_err(local)?;
                 None
             }
-            None => Some(self.destination.holder().map_err(local)?),
+            None => Some(output::holder(self.destination).map_err(local)?),
         };
         if let (Some(body), true) = (&mut body, self.include) {
             body.write(heads).map_err(local)?;

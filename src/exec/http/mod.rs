@@ -3,7 +3,7 @@
 //! transport failure, method safety), reads the waits the server asks for, and
 //! holds the body until the engine says which attempt is final. One attempt's
 //! requests and body are `exchange`'s; the rules are tables in `classify::http`;
-//! header parsing is `exec::http_headers`. What to send and how comes typed from
+//! header parsing is `headers`'. What to send and how comes typed from
 //! `config::http`; this module never sees clap.
 
 mod client;
@@ -21,18 +21,18 @@ use std::time::{Duration, Instant};
 use reqwest::Url;
 
 use crate::classify::{endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, wait};
-use crate::config::http::{HttpConfig, OutputOptions, Payload, Request};
+use crate::config::{
+    RunInfo, http::Destination, http::HttpConfig, http::OutputOptions, http::Payload, http::Request,
+};
 use crate::domain::{Class, ExitStatus, Outcome, Signal, human};
 use crate::engine::{AttemptContext, AttemptReport};
-use crate::exec::{Description, Executor, RunInfo};
+use crate::exec::{Description, Executor};
 use crate::{report, signals};
 
 use exchange::{Attempted, Exchange};
-pub use output::Destination;
 use output::HeldResponse;
 use request::{describe_headers, display_url};
 use resume::Resume;
-pub use writeout::WriteOut;
 use writeout::{Ending, Transfer};
 
 /// How often a running attempt checks for a stopping signal.
@@ -64,6 +64,7 @@ pub struct HttpExecutor {
 impl HttpExecutor {
     /// Builds the client on this thread's runtime; `info` holds the run's idempotency key.
     pub fn new(config: HttpConfig, info: &RunInfo) -> anyhow::Result<Self> {
+        let rules = rules(&config);
         let spec = config.request.with_run_key(&info.idempotency_key)?;
         // reqwest is built without a default crypto provider; another part of
         // the program may have installed it already, which is just as good.
@@ -83,8 +84,8 @@ impl HttpExecutor {
             ),
             client,
             curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
+            rules,
             spec: Box::new(spec),
-            rules: config.rules,
             destination: config.destination,
             include: config.include,
             held: HeldResponse::Nothing,
@@ -193,6 +194,19 @@ impl HttpExecutor {
     }
 }
 
+/// The classification rules for the request: its method, and whether it carries an
+/// idempotency key.
+fn rules(config: &HttpConfig) -> HttpRules {
+    HttpRules {
+        retry_on_status: config.retry_on_status.clone(),
+        stop_on_status: config.stop_on_status.clone(),
+        method: config.request.method.clone(),
+        key_in_use: config.request.key_header.is_some(),
+        retry_unsafe: config.retry_unsafe,
+        retry_all_errors: config.retry_all_errors,
+    }
+}
+
 enum Ended {
     Done(Attempted),
     TimedOut,
@@ -261,7 +275,7 @@ impl Executor for HttpExecutor {
                 error,
                 retries: number.saturating_sub(1),
             };
-            if let Err(e) = format.write(&transfer, &ending)
+            if let Err(e) = writeout::write(format, &transfer, &ending)
                 && e.kind() != std::io::ErrorKind::BrokenPipe
             {
                 return Err(anyhow::Error::new(e).context("-w/--write-out: cannot write"));
@@ -369,5 +383,31 @@ fn error_message(report: &AttemptReport) -> String {
         _ if report.exit_code.is_success() => String::new(),
         Outcome::Http { status } => format!("The requested URL returned error: {status}"),
         outcome => outcome.describe(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_take_the_method_and_key_of_the_request() {
+        let cli = crate::cli::parse([
+            "retry",
+            "-X",
+            "patch",
+            "--idempotency-key",
+            "auto",
+            "https://h/p",
+        ])
+        .expect("the flags parse");
+        let log = crate::config::log_config(&cli);
+        let config = crate::config::Config::from_cli(cli, &log).expect("a valid configuration");
+        let crate::config::TargetConfig::Http(http) = config.target else {
+            panic!("HTTP mode");
+        };
+        let rules = rules(&http);
+        assert_eq!(rules.method, reqwest::Method::PATCH);
+        assert!(rules.key_in_use);
     }
 }

@@ -7,57 +7,26 @@
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 
-use crate::io::{out::Output, out::Stop, out::deliver_result, spool::Spool};
-use crate::report::{self, Replacement};
+use crate::config::http::Destination;
+use crate::files::Replacement;
+use crate::io::out::{Output, Until, deliver_result};
+use crate::report;
+use crate::spool::Spool;
 
 /// Writes to an `-o` temporary file are gathered to this size: a decoded body
 /// arrives in chunks of a few KiB, and a write for each costs more than the decoding.
 const FILE_BUFFER: usize = 256 * 1024;
 
-/// Where a successful body goes.
-#[derive(Clone, Debug)]
-pub enum Destination {
-    Stdout,
-    /// An existing device, FIFO or socket (`-o /dev/null`): written in place on
-    /// success, never renamed over.
-    Special(PathBuf),
-    File {
-        path: PathBuf,
-        /// Mode for a new file: 0666 less the umask, as a shell redirection makes.
-        mode: u32,
-    },
-}
-
-impl Destination {
-    /// Checks `-o FILE` up front: its directory must exist and it must not be
-    /// a directory itself. `-o -` is stdout, as with curl.
-    pub fn new(output: Option<&Path>) -> anyhow::Result<Self> {
-        let Some(path) = output.filter(|path| *path != Path::new("-")) else {
-            return Ok(Destination::Stdout);
-        };
-        report::check_file_target("-o/--output", path)?;
-        if fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Ok(Destination::Special(path.to_path_buf()));
-        }
-        Ok(Destination::File {
-            path: path.to_path_buf(),
-            mode: 0o666 & !current_umask(),
-        })
-    }
-
-    /// A fresh holder for one attempt's body.
-    pub fn holder(&self) -> io::Result<Body> {
-        Ok(match self {
-            Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
-            Destination::File { path, .. } => {
-                Body::File(Replacement::new(path, ".part", FILE_BUFFER)?)
-            }
-        })
-    }
+/// A fresh holder for one attempt's body, by where it goes.
+pub fn holder(destination: &Destination) -> io::Result<Body> {
+    Ok(match destination {
+        Destination::Stdout | Destination::Special(_) => Body::Spool(Spool::new()),
+        Destination::File { path, .. } => Body::File(Replacement::new(path, ".part", FILE_BUFFER)?),
+    })
 }
 
 /// One attempt's body while it arrives.
@@ -126,24 +95,15 @@ impl Body {
 }
 
 fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
-    let written = spool.write_to(&Output::new(1), Stop::Signals);
+    let written = Output::new(1).write_spool(spool, Until::Signal);
     deliver_result(written, "the response body")
 }
 
 fn write_special(spool: &Spool, path: &Path) -> anyhow::Result<()> {
-    let mut file = report::open_in_place(path)?;
+    let mut file = crate::files::open_in_place(path)?;
     spool
         .copy_to(&mut file)
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// The process umask (read by setting and restoring it; done once, before any
-/// other thread starts).
-fn current_umask() -> u32 {
-    use nix::sys::stat::{Mode, umask};
-    let old = umask(Mode::from_bits_truncate(0o022));
-    umask(old);
-    old.bits()
 }
 
 /// The first bytes of an error body as one line of text, for stderr.
@@ -172,19 +132,5 @@ mod tests {
         assert_eq!(excerpt(b"  not\r\nfound\t\x07here ", 100), "not found here");
         assert_eq!(excerpt("ünïcode text".as_bytes(), 5), "ünïco…");
         assert_eq!(excerpt(&[0xff, b'a'], 10), "\u{fffd}a");
-    }
-
-    #[test]
-    fn output_file_must_be_in_an_existing_directory() {
-        assert!(Destination::new(Some(Path::new("/no/such/dir/f"))).is_err());
-        assert!(Destination::new(Some(Path::new("/tmp"))).is_err());
-        assert!(matches!(
-            Destination::new(None).unwrap(),
-            Destination::Stdout
-        ));
-        assert!(matches!(
-            Destination::new(Some(Path::new("-"))).unwrap(),
-            Destination::Stdout
-        ));
     }
 }

@@ -17,8 +17,10 @@ use reqwest::header::{
     CONTENT_LENGTH, CONTENT_RANGE, ETAG, HeaderMap, HeaderName, HeaderValue, LAST_MODIFIED,
 };
 
-use super::output::{Body, Destination};
-use crate::report::{self, Replacement};
+use super::output::Body;
+use crate::config::http::Destination;
+use crate::files::Replacement;
+use crate::report;
 
 /// What identifies the version a part belongs to (RFC 9110 §13.1.5: If-Range
 /// takes a strong validator).
@@ -105,7 +107,7 @@ impl Resume {
             );
             return Ok(());
         }
-        let Body::File(file) = destination.holder()? else {
+        let Body::File(file) = super::output::holder(destination)? else {
             return Err(io::Error::other("-C - needs -o FILE"));
         };
         let headers = response.headers();

@@ -24,8 +24,8 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use super::pgpass::{login_name, pgpass_password};
 use super::tls::tls_config;
-use super::url::{PgTarget, SslMode};
 use crate::domain::{Interrupted, Stop};
+use crate::target::postgres::{PgTarget, SslMode};
 use crate::wait::{self, Bound, Ended};
 
 /// How long closing a healthy connection may take (the goodbye to the server).
@@ -419,7 +419,7 @@ mod tests {
 
     #[test]
     fn one_connection_per_server_and_thread() {
-        let parse = |u: &str| crate::jobs::postgres::parse_url(u).unwrap();
+        let parse = |u: &str| crate::target::postgres::parse_url(u).unwrap();
         let lock = Db::open(&parse("u@h/db#a"));
         let other_lock = Db::open(&parse("u@h/db#b"));
         assert!(Rc::ptr_eq(&lock, &other_lock), "the name is not the server");
@@ -433,7 +433,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let target =
-            crate::jobs::postgres::parse_url(&format!("u@127.0.0.1:{port}/db?connect_timeout=1"))
+            crate::target::postgres::parse_url(&format!("u@127.0.0.1:{port}/db?connect_timeout=1"))
                 .unwrap();
         let db = Db::open(&target);
         let start = Instant::now();

@@ -16,12 +16,10 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::types::Type;
 
 use super::db::{Conn, Db};
-use super::url::PgTarget;
+use crate::target::postgres::PgTarget;
 use crate::wait::{self, Bound};
 use crate::{report, signals};
 
-/// `--lease-ttl`'s default.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(15);
 /// How long a failed renewal waits before the next try on a fresh connection.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
@@ -400,20 +398,6 @@ async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String
     }
 }
 
-/// `--lease-ttl`'s range.
-pub const TTL_RANGE: (Duration, Duration) = (Duration::from_secs(3), Duration::from_secs(3600));
-
-/// Checks a `--lease-ttl` value.
-pub fn check_ttl(ttl: Duration) -> anyhow::Result<Duration> {
-    let (min, max) = TTL_RANGE;
-    anyhow::ensure!(
-        (min..=max).contains(&ttl),
-        "--lease-ttl: {} is out of range; expected a duration from 3s to 1h",
-        crate::domain::human(ttl)
-    );
-    Ok(ttl)
-}
-
 impl std::fmt::Display for LeaseName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -443,12 +427,5 @@ mod tests {
             kill_within(Duration::from_secs(3)),
             Duration::from_millis(500)
         );
-    }
-
-    #[test]
-    fn ttls_outside_3s_to_1h_are_refused() {
-        assert!(check_ttl(Duration::from_secs(2)).is_err());
-        assert!(check_ttl(Duration::from_secs(3601)).is_err());
-        assert!(check_ttl(Duration::from_secs(15)).is_ok());
     }
 }

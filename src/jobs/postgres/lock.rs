@@ -8,9 +8,9 @@ use anyhow::Context;
 use super::db::Db;
 use super::lease::{self, Held, LeaseName, Taken};
 use super::schema::{self, Needs};
-use super::url::PgTarget;
 use crate::jobs::Lock;
 use crate::report;
+use crate::target::postgres::PgTarget;
 use crate::wait::Bound;
 
 /// `--lock postgres://…#NAME`: a lease on `lock:NAME`.

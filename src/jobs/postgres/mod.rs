@@ -2,10 +2,11 @@
 //! one module ([`db`]): a connection per server and thread, every statement bounded
 //! and interruptible, nothing kept in a server session (so transaction poolers such
 //! as PgBouncer work). `--lock postgres://…#NAME` is a lease (`lease`, `lock`),
-//! `--state postgres://…` keeps `--once` markers and schedule records (`store`), and
-//! `schema` owns the tables and their DDL. `url` parses `postgres://` targets,
-//! `pgpass` finds the password libpq would, and `tls` builds the certificate checks
-//! `sslmode` asks for. Deciding when to lock and record is `jobs`' job.
+//! `--state postgres://…` keeps `--once` markers and schedule records (`store`),
+//! `schema` owns the tables and their DDL, `pgpass` finds the password libpq would,
+//! and `tls` builds the certificate checks `sslmode` asks for. Parsing a
+//! `postgres://` target is `target::postgres`'; deciding when to lock and record is
+//! `jobs`'.
 
 pub mod db;
 pub mod lease;
@@ -14,9 +15,6 @@ mod pgpass;
 pub mod schema;
 mod store;
 mod tls;
-mod url;
 
 pub use lock::PgLock;
-pub use store::{MARKER_TABLE, PgStore};
-pub use url::PgTarget;
-pub(crate) use url::{parse_url, strip_scheme};
+pub use store::PgStore;

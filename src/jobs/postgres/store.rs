@@ -13,9 +13,9 @@ use tokio_postgres::types::Type;
 use super::db::{Db, Param};
 use super::lease::{self, Held, LeaseName, Taken};
 use super::schema::{self, Found, Needs};
-use super::url::PgTarget;
 use crate::jobs::{Done, LeaseLost, Marker, MarkerStore, Status, UnreadableRecord, command_line};
 use crate::report;
+use crate::target::postgres::PgTarget;
 use crate::wait::Bound;
 
 /// The table `--state postgres://…` keeps markers in (in the connection's search_path).
@@ -70,7 +70,7 @@ impl PgStore {
             db,
             target,
             found,
-            ttl: lease::DEFAULT_TTL,
+            ttl: crate::target::postgres::DEFAULT_LEASE_TTL,
             held: None,
         })
     }

@@ -15,7 +15,7 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use super::url::{PgTarget, SslMode};
+use crate::target::postgres::{PgTarget, SslMode};
 
 /// rustls with the ring provider; certificate checks as `sslmode` asks.
 pub(super) fn tls_config(target: &PgTarget) -> anyhow::Result<ClientConfig> {

@@ -1,11 +1,17 @@
 //! `postgres://` and `postgresql://` targets: the pure, total parser of the URL
 //! (user, password, host, port, database, parameters, `#NAME`) into a
-//! [`PgTarget`] that never shows its password. Connecting is `conn`'s job.
+//! [`PgTarget`] that never shows its password, the lifetime a lease may be given
+//! (`--lease-ttl`) and the table markers live in. Connecting is `jobs::postgres`'.
 
 use std::fmt;
 use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::domain::human;
+
+/// The table `--once` markers and slot records live in.
+pub const MARKER_TABLE: &str = "retry_once";
 
 /// The URL parameters accepted after `?`.
 const PARAMETERS: &str =
@@ -120,7 +126,7 @@ impl fmt::Debug for PgTarget {
 }
 
 /// What follows `postgres://` or `postgresql://` (scheme in any case).
-pub(crate) fn strip_scheme(text: &str) -> Option<&str> {
+pub fn strip_scheme(text: &str) -> Option<&str> {
     ["postgres://", "postgresql://"].iter().find_map(|scheme| {
         let head = text.get(..scheme.len())?;
         head.eq_ignore_ascii_case(scheme)
@@ -129,7 +135,7 @@ pub(crate) fn strip_scheme(text: &str) -> Option<&str> {
 }
 
 /// Parses `[USER[:PASSWORD]@][HOST][:PORT][/DB][?K=V&…][#NAME]`, percent-decoding each part.
-pub(crate) fn parse_url(rest: &str) -> Result<PgTarget, String> {
+pub fn parse_url(rest: &str) -> Result<PgTarget, String> {
     let (rest, fragment) = split(rest, '#');
     let (rest, query) = split(rest, '?');
     let (authority, path) = split(rest, '/');
@@ -282,6 +288,22 @@ fn apply_parameter(target: &mut PgTarget, key: &str, value: String) -> Result<()
     Ok(())
 }
 
+/// `--lease-ttl`'s default.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(15);
+
+/// `--lease-ttl`: the lifetime of a PostgreSQL lease, from 3s to 1h.
+pub fn lease_ttl(ttl: Duration) -> Result<Duration, String> {
+    let (min, max) = (Duration::from_secs(3), Duration::from_secs(3600));
+    if (min..=max).contains(&ttl) {
+        Ok(ttl)
+    } else {
+        Err(format!(
+            "{} is out of range; expected a duration from 3s to 1h",
+            human(ttl)
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,5 +383,12 @@ mod tests {
         let t = parse("postgres://app:hunter2@h:5432/db?password=hunter3#job").unwrap();
         assert_eq!(t.to_string(), "postgres://app@h:5432/db#job");
         assert!(!format!("{t:?}").contains("hunter"));
+    }
+
+    #[test]
+    fn ttls_outside_3s_to_1h_are_refused() {
+        assert!(lease_ttl(Duration::from_secs(2)).is_err());
+        assert!(lease_ttl(Duration::from_secs(3601)).is_err());
+        assert!(lease_ttl(Duration::from_secs(15)).is_ok());
     }
 }

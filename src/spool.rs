@@ -28,6 +28,12 @@ impl Default for Spool {
     }
 }
 
+/// Where a spool's bytes are: in memory, or the first `len` bytes of its file.
+pub enum Held<'a> {
+    Memory(&'a [u8]),
+    File(&'a File, u64),
+}
+
 /// A spool could not move to (or grow on) disk.
 #[derive(Debug)]
 pub struct SpillError {
@@ -124,15 +130,11 @@ impl Spool {
         }
     }
 
-    /// Writes the whole spool to retry's stdout or stderr.
-    pub fn write_to(
-        &self,
-        out: &super::out::Output,
-        stop: super::out::Stop<'_>,
-    ) -> Result<(), super::out::WriteError> {
+    /// Where the bytes are, for a writer that copies them out as they lie.
+    pub fn held(&self) -> Held<'_> {
         match &self.file {
-            Some(file) => out.write_file(file, self.len, stop),
-            None => out.write_all(&self.memory, stop),
+            Some(file) => Held::File(file, self.len),
+            None => Held::Memory(&self.memory),
         }
     }
 

@@ -10,7 +10,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
 
-use super::zone::{Resolved, Zone};
+mod zone;
+
+pub use zone::{Resolved, Zone};
 
 /// What `--schedule` accepts, for error messages.
 pub const CRON_ACCEPTS: &str = "expected five fields (minute hour day month weekday), \

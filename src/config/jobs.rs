@@ -1,0 +1,111 @@
+//! The scheduled-job settings (`--lock`, `--lock-wait`, `--busy-exit`, `--once`,
+//! `--state`, `--lease-ttl`), with the targets clap parsed checked against each other.
+//! Taking locks and recording markers is `jobs`' job.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::Cli;
+use crate::domain::ExitStatus;
+use crate::target::{self, Backend};
+
+/// The scheduled-job settings, with lock and state targets parsed and checked.
+#[derive(Clone, Debug)]
+pub struct JobOptions {
+    pub lock: Option<Backend>,
+    pub lock_wait: Duration,
+    /// `--max-time`: waiting for a lock spends it too.
+    pub max_time: Option<Duration>,
+    pub busy_exit: ExitStatus,
+    pub once: Option<String>,
+    /// Where `--once` markers live (the default directory when `--once` has no `--state`).
+    pub state: Option<Backend>,
+    /// The command (or URL) being run, recorded in `--once` markers.
+    pub command: Vec<String>,
+    /// The state directory whose `fencing/` counts a `--lock` file's tokens (`None`:
+    /// the clock alone, as with a PostgreSQL `--state`).
+    pub fencing_state: Option<PathBuf>,
+    /// `--lease-ttl`: the lifetime of a PostgreSQL lease.
+    pub lease_ttl: Duration,
+    /// Records other endings than success (a scheduler's slots).
+    pub statuses: bool,
+}
+
+impl JobOptions {
+    /// Checks the targets clap parsed against each other and the other flags, once,
+    /// before anything runs (exit 125 on error). `state` is `--state`, read once by
+    /// the configuration.
+    pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<JobOptions> {
+        let lock = cli.lock.clone();
+        let once = cli.once.clone();
+        let state = match (state, &once) {
+            (Some(state), _) => Some(state.clone()),
+            // The default directory only matters with --once.
+            (None, Some(_)) => Some(Backend::File(target::default_state_dir()?)),
+            (None, None) => None,
+        };
+        if let (Some(key), Some(Backend::File(_))) = (&once, &state) {
+            target::key::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
+        }
+        let on_postgres = |b: &Option<Backend>| matches!(b, Some(Backend::Postgres(_)));
+        let lease_ttl = match cli.lease_ttl {
+            Some(_) if !on_postgres(&lock) && !on_postgres(&state) => anyhow::bail!(
+                "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
+                 without --lock postgres://…#NAME or --state postgres://…"
+            ),
+            Some(ttl) => ttl,
+            None => target::postgres::DEFAULT_LEASE_TTL,
+        };
+        let fencing_state = match (&lock, &state) {
+            (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.clone()),
+            (Some(Backend::File(_)), None) => target::default_state_dir().ok(),
+            _ => None,
+        };
+        Ok(JobOptions {
+            fencing_state,
+            lock,
+            lock_wait: cli.lock_wait,
+            max_time: cli.max_time,
+            busy_exit: ExitStatus::new(cli.busy_exit),
+            once,
+            state,
+            command: cli
+                .target
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            lease_ttl,
+            statuses: cli.schedule.is_some(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> anyhow::Result<JobOptions> {
+        let cli = crate::cli::parse(args.iter().copied()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let state = cli.state.clone();
+        JobOptions::from_cli(&cli, state.as_ref())
+    }
+
+    #[test]
+    fn flags_with_bad_targets_are_refused_before_anything_runs() {
+        let err = options(&["retry", "--lock", "postgres://h/db", "true"]).unwrap_err();
+        assert!(err.to_string().contains("names no lock"), "{err}");
+        let err = options(&["retry", "--state", "mysql://h/db", "true"]).unwrap_err();
+        assert!(err.to_string().contains("unsupported scheme"), "{err}");
+        let opts = options(&[
+            "retry",
+            "--lock",
+            "/run/lock/x.lock",
+            "--state",
+            "postgres://u@h/db",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(opts.lock, Some(Backend::File("/run/lock/x.lock".into())));
+        assert!(matches!(opts.state, Some(Backend::Postgres(_))));
+    }
+}

@@ -1,0 +1,178 @@
+//! Where locks and state live, as the user names them (`--lock`, `--state`): the
+//! pure, total grammar of a target (a file path, or a `postgres://` URL in
+//! `postgres`), the default state directory, and what a `--once` key may be as a
+//! file name (`key`). Opening and using a target is `jobs`' and `fleet`'s job.
+
+pub mod key;
+pub mod postgres;
+
+use std::path::PathBuf;
+
+pub use self::postgres::PgTarget;
+
+/// Where a lock or the markers live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A lock file, or the directory of marker files.
+    File(PathBuf),
+    /// A PostgreSQL server (`postgres://…`, `#NAME` for a lock).
+    Postgres(PgTarget),
+}
+
+/// What `--lock` and `--state` accept, for error messages.
+const LOCK_ACCEPTS: &str = "expected a file path or postgres://USER@HOST:PORT/DB#NAME";
+const STATE_ACCEPTS: &str = "expected a directory or postgres://USER@HOST:PORT/DB";
+
+/// Parses a lock or state target. Pure and total: every input gives `Ok` or `Err`.
+///
+/// `postgres://` and `postgresql://` URLs (any case) are PostgreSQL servers; any other
+/// `SCHEME://` is refused; everything else is a file path.
+pub fn parse_target(text: &str) -> Result<Backend, String> {
+    if text.is_empty() {
+        return Err("empty target".into());
+    }
+    if let Some(rest) = postgres::strip_scheme(text) {
+        return postgres::parse_url(rest).map(Backend::Postgres);
+    }
+    if let Some(scheme) = url_scheme(text) {
+        return Err(format!(
+            "unsupported scheme {scheme}://; the only URL scheme is postgres://"
+        ));
+    }
+    if text.contains('\0') {
+        return Err("a path cannot contain a NUL byte".into());
+    }
+    Ok(Backend::File(PathBuf::from(text)))
+}
+
+/// `SCHEME` when `text` starts with `SCHEME://` (RFC 3986 scheme characters).
+fn url_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let valid = first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
+}
+
+/// `--lock TARGET`: a file path, or a PostgreSQL URL with `#NAME`; the error names
+/// no flag (clap names it).
+pub fn lock_target(text: &str) -> Result<Backend, String> {
+    let target = parse_target(text).map_err(|e| format!("{e}; {LOCK_ACCEPTS}"))?;
+    match &target {
+        Backend::Postgres(pg) if pg.name.is_none() => Err(format!(
+            "{pg} names no lock; add #NAME, e.g. {pg}#nightly-report"
+        )),
+        Backend::File(path) if text.ends_with('/') => Err(format!(
+            "{} is a directory path; expected a lock file path",
+            path.display()
+        )),
+        _ => Ok(target),
+    }
+}
+
+/// `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`; the error
+/// names no flag (clap names it).
+pub fn state_target(text: &str) -> Result<Backend, String> {
+    let target = parse_target(text).map_err(|e| format!("{e}; {STATE_ACCEPTS}"))?;
+    match &target {
+        Backend::Postgres(pg) if pg.name.is_some() => Err(format!(
+            "{pg} has a #NAME, which --state does not use (markers live in table {}); \
+             {STATE_ACCEPTS}",
+            postgres::MARKER_TABLE
+        )),
+        _ => Ok(target),
+    }
+}
+
+/// Parses `--lock TARGET`, the error starting with the flag.
+pub fn parse_lock_target(text: &str) -> Result<Backend, String> {
+    lock_target(text).map_err(|e| format!("--lock: {e}"))
+}
+
+/// Parses `--state TARGET`, the error starting with the flag.
+pub fn parse_state_target(text: &str) -> Result<Backend, String> {
+    state_target(text).map_err(|e| format!("--state: {e}"))
+}
+
+/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
+pub fn default_state_dir() -> anyhow::Result<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(dir) = absolute("XDG_STATE_HOME") {
+        return Ok(dir.join("retry"));
+    }
+    if let Some(home) = absolute("HOME") {
+        return Ok(home.join(".local/state/retry"));
+    }
+    anyhow::bail!(
+        "--once: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_paths_are_file_targets() {
+        assert_eq!(
+            parse_target("/run/lock/report.lock"),
+            Ok(Backend::File("/run/lock/report.lock".into()))
+        );
+        assert_eq!(
+            parse_target("rel.lock"),
+            Ok(Backend::File("rel.lock".into()))
+        );
+        assert_eq!(
+            parse_target("dir:with:colons"),
+            Ok(Backend::File("dir:with:colons".into()))
+        );
+    }
+
+    #[test]
+    fn other_schemes_and_empty_targets_are_refused() {
+        assert!(parse_target("").is_err());
+        assert!(
+            parse_target("redis://localhost/0")
+                .unwrap_err()
+                .contains("redis://")
+        );
+        assert!(parse_target("a\0b").is_err());
+    }
+
+    #[test]
+    fn lock_urls_need_a_name_and_state_urls_refuse_one() {
+        let no_name = parse_lock_target("postgres://u@h/db").unwrap_err();
+        assert!(
+            no_name.contains("--lock") && no_name.contains("#NAME"),
+            "{no_name}"
+        );
+        assert!(parse_lock_target("postgres://u@h/db#job").is_ok());
+        let named = parse_state_target("postgres://u@h/db#job").unwrap_err();
+        assert!(named.contains("--state"), "{named}");
+        assert!(parse_state_target("postgres://u@h/db").is_ok());
+        assert!(
+            parse_lock_target("/tmp/dir/")
+                .unwrap_err()
+                .contains("directory")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_flag_and_what_it_accepts() {
+        let err = parse_lock_target("").unwrap_err();
+        assert!(
+            err.starts_with("--lock:") && err.contains("postgres://"),
+            "{err}"
+        );
+        let err = parse_state_target("ftp://x").unwrap_err();
+        assert!(
+            err.starts_with("--state:") && err.contains("directory"),
+            "{err}"
+        );
+    }
+}
