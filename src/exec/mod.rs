@@ -1,12 +1,18 @@
-//! The executors: each runs one attempt of its kind and classifies it. They share
-//! `RunInfo`, what every attempt of a run has in common.
+//! The executors: each runs one attempt of its kind and classifies it. The
+//! `Executor` trait sits here with the types it takes and returns (what an attempt
+//! is told, `AttemptContext`; what it reports, `AttemptReport`; what it shows of
+//! itself for `--dry-run`, `Description`), as the engine that drives it and every
+//! executor share them; `command/` and `http/` implement it, `hook` and `procs` are
+//! the process handling hooks share with commands.
 
 pub mod command;
 pub mod hook;
 pub mod http;
 pub mod procs;
 
-use crate::engine::{AttemptContext, AttemptReport};
+use std::time::Duration;
+
+use crate::domain::{ExitStatus, Outcome, Signal, Verdict, WaitHint};
 
 /// Runs attempts of one kind (a command, an HTTP request) and classifies them;
 /// chosen once per run as `Box<dyn Executor>`.
@@ -30,4 +36,49 @@ pub struct Description {
     pub target: String,
     pub notes: Vec<String>,
     pub rules: Vec<String>,
+}
+
+/// What one attempt needs to know about its place in the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptContext {
+    pub number: u32,
+    pub limit: u32,
+    /// The attempt's time limit: `--timeout`, cut to what is left of `--max-time`.
+    pub timeout: Option<Duration>,
+    /// What is left of `--max-time` when the attempt starts.
+    pub budget_left: Option<Duration>,
+    /// The time limit is the `--max-time` budget, not `--timeout`: an attempt that
+    /// runs out ends the run (`budget_expired`).
+    pub timeout_is_budget: bool,
+}
+
+/// What an executor reports about one attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptReport {
+    pub outcome: Outcome,
+    pub verdict: Verdict,
+    /// The exit status retry ends with if this attempt is the last.
+    pub exit_code: ExitStatus,
+    pub wait_hint: Option<WaitHint>,
+    /// retry itself received this signal during the attempt: stop now.
+    pub interrupted_by: Option<Signal>,
+    /// The attempt was cut short because the `--max-time` budget ran out.
+    pub budget_expired: bool,
+    /// A lock the run holds was lost during the attempt (the message says which):
+    /// the attempt was stopped and the run ends.
+    pub lock_lost: Option<String>,
+}
+
+impl AttemptReport {
+    pub fn new(outcome: Outcome, verdict: Verdict, exit_code: ExitStatus) -> Self {
+        AttemptReport {
+            outcome,
+            verdict,
+            exit_code,
+            wait_hint: None,
+            interrupted_by: None,
+            budget_expired: false,
+            lock_lost: None,
+        }
+    }
 }

@@ -25,7 +25,7 @@ use crate::classify::{
 };
 use crate::config::{CommandConfig, RunInfo};
 use crate::domain::{Class, ExitStatus, Outcome};
-use crate::engine::{AttemptContext, AttemptReport};
+use crate::exec::{AttemptContext, AttemptReport};
 use crate::exec::{Description, Executor, procs};
 use crate::io::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
 use crate::spool;

@@ -25,7 +25,7 @@ use crate::config::{
     RunInfo, http::Destination, http::HttpConfig, http::OutputOptions, http::Payload, http::Request,
 };
 use crate::domain::{Class, ExitStatus, Outcome, Signal, human};
-use crate::engine::{AttemptContext, AttemptReport};
+use crate::exec::{AttemptContext, AttemptReport};
 use crate::exec::{Description, Executor};
 use crate::{report, signals};
 

@@ -1,0 +1,60 @@
+//! What the retry loop is given besides the executor: the clock, the sleeper, the
+//! `--on-retry` hook that runs beside each sleep, the shared retry budget, the jitter
+//! and where events go (`Env`). The loop is tested with fakes of each.
+
+use std::time::{Duration, SystemTime};
+
+use crate::domain::{AttemptRecord, Events, ExitStatus, Jitter, Stop};
+
+pub trait Clock {
+    /// Time since the run started: the `--max-time` budget counts from zero, so
+    /// whatever ran before the loop (waiting for a lock) is already spent.
+    fn now(&self) -> Duration;
+    fn wall(&self) -> SystemTime;
+}
+
+pub trait Sleeper {
+    /// Sleeps `d` before attempt `upcoming`; `Err` if the run must stop now.
+    fn sleep(&mut self, d: Duration, upcoming: u32) -> Result<(), Stop>;
+}
+
+/// What `--on-retry` is told about the attempt that failed.
+pub struct RetryFacts<'a> {
+    pub record: &'a AttemptRecord,
+    /// The status retry would exit with if this attempt were the last.
+    pub exit_code: ExitStatus,
+    pub next_delay: Duration,
+    /// What is left of `--max-time`: the hook may not run past it.
+    pub budget_left: Option<Duration>,
+}
+
+/// `--on-retry`, run inside the backoff sleep: started before the sleep and
+/// waited for after it, so the next attempt starts when both are over.
+pub trait RetryHook {
+    fn start(&mut self, facts: &RetryFacts<'_>);
+    /// Waits for the hook started last, if one runs; `Err` if the run must stop now.
+    fn wait(&mut self) -> Result<(), Stop>;
+}
+
+/// Why a shared retry budget refused a retry: the message to show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+/// A retry budget shared with other runs (`--retry-budget`).
+pub trait RetryBudget {
+    /// Whether a retry may be made now.
+    fn may_retry(&mut self) -> Result<(), Refusal>;
+    /// Counts one finished attempt.
+    fn record(&mut self, success: bool);
+}
+
+/// Everything the loop needs from outside besides the executor.
+pub struct Env<'a> {
+    pub clock: &'a dyn Clock,
+    pub sleeper: &'a mut dyn Sleeper,
+    pub jitter: &'a mut Jitter,
+    pub events: &'a mut dyn Events,
+    pub retry_hook: &'a mut dyn RetryHook,
+    /// The shared retry budget, if any (none for a nested run: the outer one counts).
+    pub budget: Option<&'a mut dyn RetryBudget>,
+}

@@ -1,0 +1,353 @@
+//! The one retry loop, shared by every mode. It owns the policy (attempt limit,
+//! `--max-time` budget, backoff and jitter, server-requested waits, per-rule retry
+//! limits) and nothing else: running an attempt and classifying it is the
+//! executor's job, sleeping is the sleeper's, running `--on-retry` beside the
+//! sleep is the retry hook's, and the clock is injected so the loop is tested
+//! without sleeping.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+
+use crate::domain::{
+    AttemptRecord, Class, Event, ExitStatus, Interrupted, LimitKey, Policy, RunSummary, Signal,
+    Stop, StopReason, Verdict, WaitHint, human,
+};
+use crate::exec::{AttemptContext, AttemptReport, Executor};
+
+mod env;
+
+pub use env::{Clock, Env, Refusal, RetryBudget, RetryFacts, RetryHook, Sleeper};
+
+/// What to do after an attempt.
+enum Next {
+    Stop(StopReason, String),
+    Sleep(Duration),
+}
+
+pub fn run(
+    exec: &mut dyn Executor,
+    policy: &Policy,
+    env: &mut Env<'_>,
+) -> anyhow::Result<RunSummary> {
+    let start = Duration::ZERO;
+    let deadline = policy.max_time.map(|t| start + t);
+    let mut records: Vec<AttemptRecord> = Vec::new();
+    let mut limit_counts: HashMap<LimitKey, u32> = HashMap::new();
+    let mut previous_delay = None;
+    let mut number = 1;
+    loop {
+        let now = env.clock.now();
+        let budget_left = deadline.map(|d| d.saturating_sub(now));
+        let ctx = AttemptContext {
+            number,
+            limit: policy.attempts,
+            timeout: min_opt(policy.timeout, budget_left),
+            budget_left,
+            timeout_is_budget: budget_limits(policy.timeout, budget_left),
+        };
+        env.events.event(Event::AttemptStarting {
+            number,
+            limit: ctx.limit,
+            timeout: ctx.timeout,
+        });
+        let started_at = env.clock.wall();
+        let mut report = exec.attempt(&ctx)?;
+        let duration = env.clock.now().saturating_sub(now);
+        apply_limit(&mut report.verdict, &mut limit_counts);
+        let next = decide(&report, &ctx, policy, deadline, env, &mut previous_delay);
+        let next = consult_budget(&report, next, env);
+        let record = AttemptRecord {
+            number,
+            started_at,
+            duration,
+            outcome: report.outcome.clone(),
+            class: report.verdict.class,
+            reason: report.verdict.reason.clone(),
+            wait_hint: report.wait_hint.clone(),
+            delay: match next {
+                Next::Sleep(d) => Some(d),
+                Next::Stop(..) => None,
+            },
+        };
+        records.push(record);
+        let record = records.last().expect("just pushed");
+        match next {
+            Next::Sleep(delay) => {
+                env.events.event(Event::AttemptFailed {
+                    record,
+                    limit: policy.attempts,
+                    next: Some(delay),
+                });
+                exec.discard();
+                let facts = RetryFacts {
+                    record,
+                    exit_code: report.exit_code,
+                    next_delay: delay,
+                    budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),
+                };
+                if let Err(stop) = sleep_with_hook(env, &facts, number + 1) {
+                    let (exit_code, reason, message) = stopped_while_sleeping(stop);
+                    return Ok(finish(records, exit_code, reason, message, start, env));
+                }
+                if deadline.is_some_and(|d| env.clock.now() >= d) {
+                    let message = budget_message(policy, "ran out during the --on-retry hook");
+                    let (code, reason) = (report.exit_code, StopReason::MaxTime);
+                    return Ok(finish(records, code, reason, message, start, env));
+                }
+                number += 1;
+            }
+            Next::Stop(reason, message) => {
+                if reason == StopReason::Success {
+                    env.events.event(Event::Succeeded {
+                        record,
+                        limit: policy.attempts,
+                    });
+                } else {
+                    env.events.event(Event::AttemptFailed {
+                        record,
+                        limit: policy.attempts,
+                        next: None,
+                    });
+                }
+                let mut exit_code = match reason {
+                    StopReason::Success => ExitStatus::SUCCESS,
+                    StopReason::Signal => {
+                        ExitStatus::of_signal(report.interrupted_by.unwrap_or(Signal::new(0)))
+                    }
+                    StopReason::LockLost => ExitStatus::USAGE,
+                    _ => report.exit_code,
+                };
+                let (mut reason, mut message) = (reason, message);
+                if matches!(reason, StopReason::Signal | StopReason::LockLost) {
+                    exec.discard();
+                } else if let Err(err) = exec.deliver() {
+                    // A signal while writing a held output to a stalled reader ends the run at once.
+                    let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() else {
+                        return Err(err);
+                    };
+                    exit_code = ExitStatus::of_signal(*signal);
+                    reason = StopReason::Signal;
+                    message = format!("interrupted by {} while writing the output", signal.name());
+                }
+                return Ok(finish(records, exit_code, reason, message, start, env));
+            }
+        }
+    }
+}
+
+/// The backoff sleep with `--on-retry` running beside it: over when both are.
+fn sleep_with_hook(env: &mut Env<'_>, facts: &RetryFacts<'_>, upcoming: u32) -> Result<(), Stop> {
+    env.retry_hook.start(facts);
+    let slept = env.sleeper.sleep(facts.next_delay, upcoming);
+    // A stop during the sleep reaches the hook too: waiting passes the signal on.
+    let waited = env.retry_hook.wait();
+    slept.and(waited)
+}
+
+/// Counts the attempt in the shared budget, and asks it before a retry. An attempt
+/// cut short by retry's own signal or a lost lock, or one retry could not start for
+/// lack of resources, says nothing about the service.
+fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next {
+    let Some(budget) = env.budget.as_deref_mut() else {
+        return next;
+    };
+    if report.interrupted_by.is_some()
+        || report.lock_lost.is_some()
+        || report.outcome.lacked_resources()
+    {
+        return next;
+    }
+    budget.record(report.verdict.class == Class::Success);
+    match next {
+        Next::Sleep(_) => match budget.may_retry() {
+            Ok(()) => next,
+            Err(Refusal(message)) => Next::Stop(StopReason::Budget, message),
+        },
+        stop => stop,
+    }
+}
+
+/// Turns a verdict limited to N retries into a permanent one past N.
+fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, u32>) {
+    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else {
+        return;
+    };
+    let count = counts.entry(limit.key).or_insert(0);
+    *count += 1;
+    if *count > limit.max_retries {
+        verdict.class = Class::Permanent;
+        verdict.reason = format!(
+            "{}; already retried {} time{}",
+            verdict.reason,
+            limit.max_retries,
+            if limit.max_retries == 1 { "" } else { "s" }
+        );
+    }
+}
+
+fn decide(
+    report: &AttemptReport,
+    ctx: &AttemptContext,
+    policy: &Policy,
+    deadline: Option<Duration>,
+    env: &mut Env<'_>,
+    previous_delay: &mut Option<Duration>,
+) -> Next {
+    if let Some(message) = &report.lock_lost {
+        return Next::Stop(StopReason::LockLost, message.clone());
+    }
+    if let Some(signal) = report.interrupted_by {
+        return Next::Stop(StopReason::Signal, format!("interrupted by {signal}"));
+    }
+    match report.verdict.class {
+        Class::Success => {
+            return Next::Stop(
+                StopReason::Success,
+                format!("attempt {} succeeded", ctx.number),
+            );
+        }
+        Class::Permanent => {
+            return Next::Stop(
+                StopReason::Permanent,
+                format!("permanent failure: {}", report.verdict.reason),
+            );
+        }
+        Class::Transient => {}
+    }
+    if report.budget_expired {
+        return Next::Stop(
+            StopReason::MaxTime,
+            budget_message(policy, "ran out during the last attempt"),
+        );
+    }
+    if ctx.number >= policy.attempts {
+        let n = policy.attempts;
+        return Next::Stop(
+            StopReason::Attempts,
+            format!("gave up after {n} attempt{}", plural(n)),
+        );
+    }
+    let now = env.clock.now();
+    let left = deadline.map(|d| d.saturating_sub(now));
+    if let Some(hint) = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero()) {
+        return obey_hint(hint, ctx.number, policy, left, env.jitter.rng());
+    }
+    let delay = policy
+        .schedule
+        .delay(ctx.number, *previous_delay, env.jitter.rng());
+    *previous_delay = Some(delay);
+    match left {
+        Some(left) if delay >= left => Next::Stop(
+            StopReason::MaxTime,
+            budget_message(
+                policy,
+                &format!(
+                    "has {} left, less than the next {} sleep",
+                    human(left),
+                    human(delay)
+                ),
+            ),
+        ),
+        _ => Next::Sleep(delay),
+    }
+}
+
+/// Waits as long as the server asked, plus a spread so that clients told the
+/// same time do not come back in one wave; refuses waits past the caps.
+fn obey_hint(
+    hint: &WaitHint,
+    retry: u32,
+    policy: &Policy,
+    left: Option<Duration>,
+    rng: &mut ChaCha8Rng,
+) -> Next {
+    if hint.wait > policy.max_wait_hint {
+        return Next::Stop(
+            StopReason::RetryAfterTooLong,
+            format!(
+                "{} asked to wait {} ({}), longer than --max-retry-after {}",
+                hint.asked_by,
+                human(hint.wait),
+                hint.source,
+                human(policy.max_wait_hint)
+            ),
+        );
+    }
+    if let Some(left) = left.filter(|left| hint.wait >= *left) {
+        return Next::Stop(
+            StopReason::RetryAfterTooLong,
+            format!(
+                "{} asked to wait {} ({}), longer than the {} left of --max-time",
+                hint.asked_by,
+                human(hint.wait),
+                hint.source,
+                human(left)
+            ),
+        );
+    }
+    let delay = policy.schedule.after_wait(hint.wait, retry, rng);
+    Next::Sleep(left.map_or(delay, |left| {
+        delay.min(left.saturating_sub(Duration::from_millis(1)))
+    }))
+}
+
+fn budget_message(policy: &Policy, detail: &str) -> String {
+    let budget = policy.max_time.map(human).unwrap_or_default();
+    format!("stopped: the --max-time budget of {budget} {detail}")
+}
+
+/// The exit status, reason and message of a run stopped during a backoff sleep.
+fn stopped_while_sleeping(stop: Stop) -> (ExitStatus, StopReason, String) {
+    match stop {
+        Stop::Signal(signal) => (
+            ExitStatus::of_signal(signal),
+            StopReason::Signal,
+            format!("interrupted by {} while waiting to retry", signal.name()),
+        ),
+        Stop::LockLost(message) => (ExitStatus::USAGE, StopReason::LockLost, message),
+    }
+}
+
+fn finish(
+    attempts: Vec<AttemptRecord>,
+    exit_code: ExitStatus,
+    stopped_because: StopReason,
+    message: String,
+    start: Duration,
+    env: &mut Env<'_>,
+) -> RunSummary {
+    let summary = RunSummary {
+        attempts,
+        exit_code,
+        stopped_because,
+        message,
+        elapsed: env.clock.now().saturating_sub(start),
+    };
+    env.events.event(Event::Stopped { summary: &summary });
+    summary
+}
+
+/// Whether what is left of the budget, rather than `--timeout`, limits an attempt.
+fn budget_limits(timeout: Option<Duration>, budget_left: Option<Duration>) -> bool {
+    match (budget_left, timeout) {
+        (Some(left), Some(t)) => left < t,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,670 @@
+//! The loop against scripted executors, a fake clock and a fake sleeper: attempt
+//! counts, delays and stop reasons exactly, without sleeping.
+
+use super::*;
+use crate::domain::{Events, Jitter, JitterKind, Limit, Outcome, Schedule};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::SystemTime;
+
+/// A clock that only moves when told to.
+#[derive(Clone, Default)]
+struct FakeClock(Rc<Cell<Duration>>);
+
+impl FakeClock {
+    fn advance(&self, d: Duration) {
+        self.0.set(self.0.get() + d);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Duration {
+        self.0.get()
+    }
+    fn wall(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + self.0.get()
+    }
+}
+
+struct FakeSleeper {
+    clock: FakeClock,
+    slept: Vec<Duration>,
+    signal_on: Option<usize>,
+    lose_lock_on: Option<usize>,
+}
+
+impl Sleeper for FakeSleeper {
+    fn sleep(&mut self, d: Duration, _upcoming: u32) -> Result<(), Stop> {
+        if self.signal_on == Some(self.slept.len()) {
+            return Err(Stop::Signal(Signal::new(15)));
+        }
+        if self.lose_lock_on == Some(self.slept.len()) {
+            return Err(Stop::LockLost("lock L was lost".into()));
+        }
+        self.slept.push(d);
+        self.clock.advance(d);
+        Ok(())
+    }
+}
+
+/// An `--on-retry` hook that takes `took` of fake time from its start, which
+/// runs beside the sleep: waiting for it moves the clock to its end if later.
+struct FakeHook {
+    clock: FakeClock,
+    took: Option<Duration>,
+    started: Option<Duration>,
+    seen: Vec<(u32, Duration, Option<Duration>)>,
+    signal: bool,
+}
+
+impl RetryHook for FakeHook {
+    fn start(&mut self, facts: &RetryFacts<'_>) {
+        if self.took.is_some() {
+            self.started = Some(self.clock.now());
+            let n = facts.record.number;
+            self.seen.push((n, facts.next_delay, facts.budget_left));
+        }
+    }
+    fn wait(&mut self) -> Result<(), Stop> {
+        let (Some(took), Some(started)) = (self.took, self.started.take()) else {
+            return Ok(());
+        };
+        let end = started + took;
+        if end > self.clock.now() {
+            self.clock.advance(end - self.clock.now());
+        }
+        if self.signal {
+            return Err(Stop::Signal(Signal::new(2)));
+        }
+        Ok(())
+    }
+}
+
+/// Plays back a script of reports, each taking `took` of fake time.
+struct Scripted {
+    clock: FakeClock,
+    script: Vec<AttemptReport>,
+    took: Duration,
+    seen: Vec<AttemptContext>,
+    delivered: u32,
+}
+
+impl Executor for Scripted {
+    fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
+        self.seen.push(ctx.clone());
+        self.clock.advance(self.took);
+        let i = (ctx.number as usize - 1).min(self.script.len() - 1);
+        Ok(self.script[i].clone())
+    }
+    fn deliver(&mut self) -> anyhow::Result<()> {
+        self.delivered += 1;
+        Ok(())
+    }
+    fn describe(&self) -> crate::exec::Description {
+        crate::exec::Description {
+            target: "scripted".into(),
+            notes: Vec::new(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Collect(Vec<String>);
+
+impl Events for Collect {
+    fn event(&mut self, event: Event<'_>) {
+        self.0.push(match event {
+            Event::AttemptStarting { number, .. } => format!("start {number}"),
+            Event::AttemptFailed { record, next, .. } => {
+                format!("fail {} {:?}", record.number, next)
+            }
+            Event::Succeeded { record, .. } => format!("ok {}", record.number),
+            Event::Stopped { summary } => format!("stop {:?}", summary.stopped_because),
+        });
+    }
+}
+
+fn fail(code: u8) -> AttemptReport {
+    let code = ExitStatus::new(code);
+    AttemptReport::new(Outcome::Exit { code }, Verdict::transient("non-zero"), code)
+}
+
+fn ok() -> AttemptReport {
+    let code = ExitStatus::SUCCESS;
+    AttemptReport::new(Outcome::Exit { code }, Verdict::success("exit 0"), code)
+}
+
+fn policy(attempts: u32, jitter: JitterKind) -> Policy {
+    Policy {
+        attempts,
+        schedule: Schedule {
+            jitter,
+            ..Schedule::default()
+        },
+        ..Policy::default()
+    }
+}
+
+struct Harness {
+    clock: FakeClock,
+    exec: Scripted,
+    sleeper: FakeSleeper,
+    events: Collect,
+    hook: FakeHook,
+    budget: Option<CountingBudget>,
+}
+
+impl Harness {
+    fn new(script: Vec<AttemptReport>) -> Self {
+        let clock = FakeClock::default();
+        Harness {
+            exec: Scripted {
+                clock: clock.clone(),
+                script,
+                took: Duration::from_millis(100),
+                seen: vec![],
+                delivered: 0,
+            },
+            sleeper: FakeSleeper {
+                clock: clock.clone(),
+                slept: vec![],
+                signal_on: None,
+                lose_lock_on: None,
+            },
+            events: Collect::default(),
+            hook: FakeHook {
+                clock: clock.clone(),
+                took: None,
+                started: None,
+                seen: vec![],
+                signal: false,
+            },
+            budget: None,
+            clock,
+        }
+    }
+
+    fn run(&mut self, policy: &Policy) -> RunSummary {
+        let mut jitter = Jitter::new(1);
+        let mut env = Env {
+            clock: &self.clock,
+            sleeper: &mut self.sleeper,
+            jitter: &mut jitter,
+            events: &mut self.events,
+            retry_hook: &mut self.hook,
+            budget: self.budget.as_mut().map(|b| b as &mut dyn RetryBudget),
+        };
+        run(&mut self.exec, policy, &mut env).unwrap()
+    }
+}
+
+#[test]
+fn fail_fail_succeed_sleeps_twice_exactly() {
+    let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.exit_code.code(), s.stopped_because, s.attempts.len()),
+        (0, StopReason::Success, 3)
+    );
+    assert_eq!(
+        h.sleeper.slept,
+        [Duration::from_secs(1), Duration::from_secs(2)]
+    );
+    assert_eq!(s.elapsed, Duration::from_millis(3300));
+    assert_eq!(h.exec.delivered, 1);
+    assert_eq!(
+        h.events.0,
+        [
+            "start 1",
+            "fail 1 Some(1s)",
+            "start 2",
+            "fail 2 Some(2s)",
+            "start 3",
+            "ok 3",
+            "stop Success"
+        ]
+    );
+}
+
+#[test]
+fn attempt_limit_returns_last_status() {
+    let mut h = Harness::new(vec![fail(3), fail(4), fail(7)]);
+    let s = h.run(&policy(3, JitterKind::Full));
+    assert_eq!(
+        (s.exit_code.code(), s.stopped_because),
+        (7, StopReason::Attempts)
+    );
+    assert_eq!(h.sleeper.slept.len(), 2);
+    assert!(
+        h.sleeper.slept[0] <= Duration::from_secs(1)
+            && h.sleeper.slept[1] <= Duration::from_secs(2)
+    );
+    assert_eq!(s.attempts[2].delay, None);
+}
+
+#[test]
+fn permanent_stops_at_once() {
+    let code = ExitStatus::new(2);
+    let perm = AttemptReport::new(Outcome::Exit { code }, Verdict::permanent("bad"), code);
+    let mut h = Harness::new(vec![fail(1), perm]);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.exit_code.code(), s.stopped_because, s.attempts.len()),
+        (2, StopReason::Permanent, 2)
+    );
+}
+
+#[test]
+fn limited_rule_allows_two_retries_then_stops() {
+    let mut r = fail(22);
+    r.verdict = r.verdict.limited(Some(Limit::twice(LimitKey::Http500)));
+    let mut h = Harness::new(vec![r]);
+    let s = h.run(&policy(10, JitterKind::None));
+    assert_eq!(
+        (s.attempts.len(), s.stopped_because),
+        (3, StopReason::Permanent)
+    );
+    assert!(s.attempts[2].reason.contains("already retried 2 times"));
+}
+
+#[test]
+fn max_time_cuts_timeouts_and_refuses_late_sleeps() {
+    let mut p = policy(10, JitterKind::None);
+    p.max_time = Some(Duration::from_millis(3500));
+    p.timeout = Some(Duration::from_secs(2));
+    let mut h = Harness::new(vec![fail(1)]);
+    let s = h.run(&p);
+    // 0.1 + 1 + 0.1 + 2 = 3.2s used, 0.3s left for attempt 3; no 4s sleep after it.
+    assert_eq!(
+        (s.stopped_because, s.attempts.len()),
+        (StopReason::MaxTime, 3)
+    );
+    let timeouts: Vec<_> = h
+        .exec
+        .seen
+        .iter()
+        .map(|c| c.timeout.unwrap().as_millis())
+        .collect();
+    assert_eq!(timeouts, [2000, 2000, 300]);
+    let by_budget: Vec<_> = h.exec.seen.iter().map(|c| c.timeout_is_budget).collect();
+    assert_eq!(by_budget, [false, false, true]);
+    assert_eq!(s.exit_code.code(), 1);
+}
+
+#[test]
+fn budget_cut_is_told_apart_from_timeout() {
+    let secs = |s| Some(Duration::from_secs(s));
+    assert!(!budget_limits(secs(1), None));
+    assert!(budget_limits(secs(5), secs(1)));
+    assert!(!budget_limits(secs(5), secs(10)));
+    assert!(budget_limits(None, secs(10)));
+}
+
+fn told_to_wait(secs: u64) -> AttemptReport {
+    let mut r = fail(22);
+    r.wait_hint = Some(WaitHint {
+        wait: Duration::from_secs(secs),
+        source: format!("Retry-After: {secs}"),
+        asked_by: "the server",
+    });
+    r
+}
+
+#[test]
+fn wait_hint_without_jitter_waits_exactly() {
+    let mut h = Harness::new(vec![told_to_wait(10), ok()]);
+    let s = h.run(&policy(3, JitterKind::None));
+    assert_eq!(s.stopped_because, StopReason::Success);
+    assert_eq!(h.sleeper.slept, [Duration::from_secs(10)]);
+}
+
+#[test]
+fn wait_hint_spreads_over_the_larger_of_wait_and_backoff() {
+    // Base 1s, factor 2: retries 1..4 back off 1s, 2s, 4s, 8s; the server says 2s.
+    let mut h = Harness::new(vec![told_to_wait(2)]);
+    let s = h.run(&policy(5, JitterKind::Full));
+    assert_eq!(s.stopped_because, StopReason::Attempts);
+    let secs = Duration::from_secs;
+    for (slept, spread) in h.sleeper.slept.iter().zip([2, 2, 4, 8]) {
+        assert!(
+            *slept >= secs(2) && *slept <= secs(2 + spread),
+            "{slept:?} outside 2s..={}s",
+            2 + spread
+        );
+    }
+    let mut h = Harness::new(vec![told_to_wait(2)]);
+    h.run(&policy(5, JitterKind::Equal));
+    for (slept, spread) in h.sleeper.slept.iter().zip([2u64, 2, 4, 8]) {
+        let lo = Duration::from_millis(2000 + spread * 500);
+        assert!(*slept >= lo && *slept <= secs(2 + spread), "{slept:?}");
+    }
+}
+
+#[test]
+fn max_retry_after_is_compared_with_what_was_asked() {
+    // 4m plus up to 4m of spread may sleep past 5m; only the 4m asked counts.
+    let mut h = Harness::new(vec![told_to_wait(240), ok()]);
+    let s = h.run(&policy(3, JitterKind::Full));
+    assert_eq!(s.stopped_because, StopReason::Success);
+    assert!(h.sleeper.slept[0] >= Duration::from_secs(240));
+    let mut p = policy(3, JitterKind::Full);
+    p.max_wait_hint = Duration::from_secs(239);
+    let mut h = Harness::new(vec![told_to_wait(240)]);
+    let s = h.run(&p);
+    assert_eq!(s.stopped_because, StopReason::RetryAfterTooLong);
+}
+
+#[test]
+fn wait_hint_spread_is_cut_to_the_budget() {
+    let mut p = policy(3, JitterKind::Equal);
+    p.max_time = Some(Duration::from_millis(2600));
+    // Equal jitter would sleep at least 3s; 2.5s is left after the first attempt.
+    let mut h = Harness::new(vec![told_to_wait(2), ok()]);
+    let s = h.run(&p);
+    assert_eq!(s.stopped_because, StopReason::Success);
+    assert_eq!(h.sleeper.slept, [Duration::from_millis(2499)]);
+}
+
+#[test]
+fn wait_hint_past_the_cap_ends_the_run() {
+    let mut r = fail(22);
+    r.wait_hint = Some(WaitHint {
+        wait: Duration::from_secs(600),
+        source: "Retry-After: 600".into(),
+        asked_by: "the server",
+    });
+    let mut h = Harness::new(vec![r]);
+    let s = h.run(&policy(3, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.attempts.len(), s.exit_code.code()),
+        (StopReason::RetryAfterTooLong, 1, 22)
+    );
+    assert!(s.message.contains("Retry-After: 600"), "{}", s.message);
+    assert!(h.sleeper.slept.is_empty());
+}
+
+#[test]
+fn wait_hint_past_the_budget_ends_the_run() {
+    let mut p = policy(3, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(5));
+    let mut r = fail(22);
+    r.wait_hint = Some(WaitHint {
+        wait: Duration::from_secs(60),
+        source: "Retry-After: 60".into(),
+        asked_by: "the server",
+    });
+    let mut h = Harness::new(vec![r]);
+    let s = h.run(&p);
+    assert_eq!(s.stopped_because, StopReason::RetryAfterTooLong);
+    assert!(s.message.contains("left of --max-time"), "{}", s.message);
+}
+
+#[test]
+fn signal_during_sleep_exits_at_once() {
+    let mut h = Harness::new(vec![fail(1)]);
+    h.sleeper.signal_on = Some(1);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Signal, 143, 2)
+    );
+    assert_eq!(h.exec.delivered, 0);
+}
+
+#[test]
+fn signal_during_attempt_stops() {
+    let mut r = fail(130);
+    r.interrupted_by = Some(Signal::new(2));
+    let mut h = Harness::new(vec![r]);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Signal, 130, 1)
+    );
+}
+
+#[test]
+fn a_lock_lost_during_a_sleep_ends_the_run_with_125() {
+    let mut h = Harness::new(vec![fail(1)]);
+    h.sleeper.lose_lock_on = Some(0);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::LockLost, ExitStatus::USAGE.code(), 1)
+    );
+    assert_eq!(s.message, "lock L was lost");
+    assert_eq!(h.exec.delivered, 0);
+}
+
+#[test]
+fn a_lock_lost_during_an_attempt_wins_over_its_success() {
+    let mut r = ok();
+    r.lock_lost = Some("lock L was lost".into());
+    let mut h = Harness::new(vec![r]);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::LockLost, ExitStatus::USAGE.code(), 1)
+    );
+    assert_eq!(
+        h.exec.delivered, 0,
+        "the output of a run without its lock is not delivered"
+    );
+    assert!(h.sleeper.slept.is_empty());
+}
+
+#[test]
+fn the_budget_counts_from_the_start_of_the_run_not_of_the_loop() {
+    let mut p = policy(5, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(3));
+    let mut h = Harness::new(vec![fail(1)]);
+    // Two seconds went on waiting for a lock before the loop began.
+    h.clock.advance(Duration::from_secs(2));
+    let s = h.run(&p);
+    assert_eq!(h.exec.seen[0].budget_left, Some(Duration::from_secs(1)));
+    assert_eq!(s.stopped_because, StopReason::MaxTime);
+    assert_eq!(
+        s.attempts.len(),
+        1,
+        "a 1s sleep does not fit in the 900ms left"
+    );
+}
+
+#[test]
+fn a_retry_hook_shorter_than_the_sleep_changes_nothing() {
+    let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
+    h.hook.took = Some(Duration::from_millis(300));
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(s.stopped_because, StopReason::Success);
+    // 0.1 + 1 + 0.1 + 2 + 0.1: the hooks ran inside the sleeps.
+    assert_eq!(s.elapsed, Duration::from_millis(3300));
+    let seen: Vec<_> = h.hook.seen.iter().map(|(n, d, _)| (*n, *d)).collect();
+    assert_eq!(
+        seen,
+        [(1, Duration::from_secs(1)), (2, Duration::from_secs(2))]
+    );
+}
+
+#[test]
+fn a_retry_hook_longer_than_the_sleep_delays_the_next_attempt() {
+    let mut h = Harness::new(vec![fail(1), ok()]);
+    h.hook.took = Some(Duration::from_millis(2500));
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(s.stopped_because, StopReason::Success);
+    // The second attempt starts when the hook ends (2.5s after the first ended), not after the 1s sleep.
+    assert_eq!(
+        s.attempts[1].started_at,
+        SystemTime::UNIX_EPOCH + Duration::from_millis(2600)
+    );
+    assert_eq!(s.attempts[0].delay, Some(Duration::from_secs(1)));
+}
+
+#[test]
+fn a_retry_hook_counts_towards_max_time() {
+    let mut p = policy(5, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(2));
+    let mut h = Harness::new(vec![fail(4), ok()]);
+    h.hook.took = Some(Duration::from_secs(5));
+    let s = h.run(&p);
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::MaxTime, 4, 1)
+    );
+    assert!(s.message.contains("--on-retry hook"), "{}", s.message);
+    assert_eq!(
+        h.hook.seen[0].2,
+        Some(Duration::from_millis(1900)),
+        "the hook is told what is left of the budget"
+    );
+}
+
+#[test]
+fn a_signal_during_a_retry_hook_stops_the_run() {
+    let mut h = Harness::new(vec![fail(1), ok()]);
+    h.hook.took = Some(Duration::from_millis(10));
+    h.hook.signal = true;
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Signal, 130, 1)
+    );
+}
+
+#[test]
+fn one_attempt_means_no_retry() {
+    let mut h = Harness::new(vec![fail(1)]);
+    let s = h.run(&policy(1, JitterKind::Full));
+    assert_eq!(
+        (s.attempts.len(), s.stopped_because),
+        (1, StopReason::Attempts)
+    );
+    assert!(h.sleeper.slept.is_empty());
+}
+
+#[test]
+fn same_seed_same_sleeps() {
+    let sleeps = || {
+        let mut h = Harness::new(vec![fail(1)]);
+        h.run(&policy(6, JitterKind::Decorrelated));
+        h.sleeper.slept
+    };
+    assert_eq!(sleeps(), sleeps());
+}
+
+/// A budget in memory with the shared budget's arithmetic.
+struct CountingBudget {
+    tokens: f64,
+    size: u32,
+    recorded: Vec<bool>,
+}
+
+impl RetryBudget for CountingBudget {
+    fn may_retry(&mut self) -> Result<(), Refusal> {
+        if self.tokens > f64::from(self.size) / 2.0 {
+            Ok(())
+        } else {
+            Err(Refusal(format!("spent ({} of {})", self.tokens, self.size)))
+        }
+    }
+    fn record(&mut self, success: bool) {
+        self.recorded.push(success);
+        self.tokens = if success {
+            (self.tokens + 0.1).min(f64::from(self.size))
+        } else {
+            (self.tokens - 1.0).max(0.0)
+        };
+    }
+}
+
+#[test]
+fn a_spent_budget_stops_the_run_with_the_last_status() {
+    let mut h = Harness::new(vec![fail(3)]);
+    h.budget = Some(CountingBudget {
+        tokens: 7.0,
+        size: 10,
+        recorded: vec![],
+    });
+    let s = h.run(&policy(5, JitterKind::None));
+    // 7 → 6 (retry), 6 → 5 (refused: not more than half).
+    assert_eq!(s.attempts.len(), 2);
+    assert_eq!(s.stopped_because, StopReason::Budget);
+    assert_eq!(s.exit_code.code(), 3);
+    assert_eq!(s.message, "spent (5 of 10)");
+    assert_eq!(h.budget.unwrap().recorded, vec![false, false]);
+}
+
+#[test]
+fn a_first_attempt_is_never_held_back_and_a_success_earns() {
+    let mut h = Harness::new(vec![ok()]);
+    h.budget = Some(CountingBudget {
+        tokens: 0.0,
+        size: 10,
+        recorded: vec![],
+    });
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(s.stopped_because, StopReason::Success);
+    let b = h.budget.unwrap();
+    assert_eq!(b.recorded, vec![true]);
+    assert!((b.tokens - 0.1).abs() < 1e-9);
+}
+
+#[test]
+fn an_attempt_that_lacked_resources_is_retried_and_takes_no_token() {
+    let unstarted = AttemptReport::new(
+        Outcome::NoResources {
+            error: "cannot start echo: out of processes".into(),
+        },
+        Verdict::transient("lack of resources"),
+        ExitStatus::USAGE,
+    );
+    let mut h = Harness::new(vec![unstarted.clone(), ok()]);
+    h.budget = Some(CountingBudget {
+        tokens: 5.0,
+        size: 10,
+        recorded: vec![],
+    });
+    let s = h.run(&policy(5, JitterKind::None));
+    assert_eq!(s.stopped_because, StopReason::Success);
+    assert_eq!(
+        h.sleeper.slept,
+        [Duration::from_secs(1)],
+        "with the backoff"
+    );
+    let budget = h.budget.unwrap();
+    assert_eq!(budget.recorded, [true], "only the attempt that ran counts");
+    let mut h = Harness::new(vec![unstarted]);
+    let s = h.run(&policy(3, JitterKind::None));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Attempts, ExitStatus::USAGE.code(), 3)
+    );
+    assert!(s.attempts[2].outcome.lacked_resources());
+}
+
+#[test]
+fn a_permanent_failure_takes_a_token_and_a_signal_takes_none() {
+    let code = ExitStatus::new(2);
+    let mut h = Harness::new(vec![AttemptReport::new(
+        Outcome::Exit { code },
+        Verdict::permanent("usage"),
+        code,
+    )]);
+    h.budget = Some(CountingBudget {
+        tokens: 10.0,
+        size: 10,
+        recorded: vec![],
+    });
+    h.run(&policy(5, JitterKind::None));
+    assert_eq!(h.budget.unwrap().recorded, vec![false]);
+    let mut interrupted = fail(1);
+    interrupted.interrupted_by = Some(Signal::new(15));
+    let mut h = Harness::new(vec![interrupted]);
+    h.budget = Some(CountingBudget {
+        tokens: 10.0,
+        size: 10,
+        recorded: vec![],
+    });
+    h.run(&policy(5, JitterKind::None));
+    assert!(h.budget.unwrap().recorded.is_empty());
+}
