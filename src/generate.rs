@@ -71,10 +71,10 @@ fn man_page() -> anyhow::Result<Vec<u8>> {
     man.render_name_section(&mut out)?;
     man.render_synopsis_section(&mut out)?;
     man.render_description_section(&mut out)?;
-    paragraphs(&[cli::MODES]).to_writer(&mut out)?;
+    paragraphs(&[cli::help::MODES]).to_writer(&mut out)?;
     man.render_options_section(&mut out)?;
-    tagged_section("EXIT STATUS", cli::EXIT_STATUS).to_writer(&mut out)?;
-    tagged_section("ENVIRONMENT", cli::ENVIRONMENT).to_writer(&mut out)?;
+    tagged_section("EXIT STATUS", cli::help::EXIT_STATUS).to_writer(&mut out)?;
+    tagged_section("ENVIRONMENT", cli::help::ENVIRONMENT).to_writer(&mut out)?;
     examples_section().to_writer(&mut out)?;
     see_also_section().to_writer(&mut out)?;
     man.render_version_section(&mut out)?;
@@ -105,7 +105,7 @@ fn tagged_section(title: &str, rows: &[(&str, &str)]) -> Roff {
 fn examples_section() -> Roff {
     let mut roff = Roff::new();
     roff.control("SH", ["EXAMPLES"]);
-    for (command, what) in cli::EXAMPLES {
+    for (command, what) in cli::help::EXAMPLES {
         roff.control("PP", [])
             .text([roman(*what)])
             .control("RS", ["4"])

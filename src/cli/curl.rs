@@ -101,13 +101,15 @@ fn header_text(text: &str, what: &str) -> Result<String, String> {
 }
 
 /// `-F name=value`, `name=@FILE`, `name=<FILE`, with `;type=` and `;filename=`.
-pub fn form_value(text: &str) -> Result<String, String> {
-    crate::cli::curl::FormField::parse(text).map(|_| text.to_string())
+pub fn form_value(text: &str) -> Result<FormField, String> {
+    FormField::parse(text)
 }
 
 /// One `-F` field, as curl reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FormField {
+    /// The argument as given, for messages.
+    pub text: String,
     pub name: String,
     pub content: FormContent,
     pub mime: Option<String>,
@@ -136,6 +138,7 @@ impl FormField {
         let mut params = rest.split(';');
         let value = params.next().unwrap_or_default();
         let mut field = FormField {
+            text: text.to_string(),
             name: name.to_string(),
             content: match (value.strip_prefix('@'), value.strip_prefix('<')) {
                 (Some(path), _) => FormContent::File(path.to_string()),
@@ -169,9 +172,17 @@ impl FormField {
 /// The proxy schemes `-x` takes: curl's, less those for other protocols.
 pub const PROXY_SCHEMES: [&str; 6] = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"];
 
+/// A `-x` proxy: the URL, and how it is shown (as given, with `http://` added when
+/// it was HOST[:PORT]; the parsed URL would gain a `/`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyUrl {
+    pub url: reqwest::Url,
+    pub shown: String,
+}
+
 /// `-x URL`: http://, https://, socks4://, socks4a://, socks5:// or socks5h://, or
 /// HOST[:PORT] (http:// is assumed, as curl does).
-pub fn proxy_value(text: &str) -> Result<String, String> {
+pub fn proxy_value(text: &str) -> Result<ProxyUrl, String> {
     let full = if text.contains("://") {
         text.to_string()
     } else {
@@ -189,7 +200,7 @@ pub fn proxy_value(text: &str) -> Result<String, String> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(format!("'{text}': no host; {accepts}"));
     }
-    Ok(full)
+    Ok(ProxyUrl { url, shown: full })
 }
 
 /// `--noproxy LIST`: comma-separated host names, domains, addresses or `*`.
@@ -284,10 +295,9 @@ mod tests {
 
     #[test]
     fn proxies_are_http_https_or_socks() {
-        assert_eq!(
-            proxy_value("127.0.0.1:3128").unwrap(),
-            "http://127.0.0.1:3128"
-        );
+        let proxy = proxy_value("127.0.0.1:3128").unwrap();
+        assert_eq!(proxy.shown, "http://127.0.0.1:3128");
+        assert_eq!(proxy.url.as_str(), "http://127.0.0.1:3128/");
         assert!(proxy_value("https://p:1").is_ok());
         for scheme in ["socks4", "socks4a", "socks5", "socks5h"] {
             assert!(proxy_value(&format!("{scheme}://p:1")).is_ok(), "{scheme}");

@@ -28,7 +28,7 @@ impl ScheduleConfig {
     /// `None` without `--schedule`; errors name the flag and what it accepts.
     /// `state` is `--state`, parsed once by the configuration.
     pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<Option<ScheduleConfig>> {
-        let Some(text) = cli.schedule.as_deref() else {
+        let Some(expression) = cli.schedule.clone() else {
             if let Some(addr) = cli.metrics_listen {
                 anyhow::bail!(
                     "--metrics-listen {addr}: it serves a scheduler's metrics, and there is none without --schedule CRON"
@@ -40,8 +40,7 @@ impl ScheduleConfig {
             anyhow::bail!("--stdin: only null goes with --schedule (each slot's stdin is empty)");
         }
         let zone = cron::choose_zone(cli.tz.as_deref()).map_err(anyhow::Error::msg)?;
-        let cron =
-            CronSchedule::parse(text, zone).map_err(|e| anyhow::anyhow!("--schedule: {e}"))?;
+        let cron = CronSchedule::new(expression, zone);
         let state = match state {
             Some(state) => state.clone(),
             None => Backend::File(target::default_state_dir()?),

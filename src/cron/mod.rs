@@ -22,6 +22,15 @@ pub const CRON_ACCEPTS: &str = "expected five fields (minute hour day month week
 /// pass skips at most a few).
 const MAX_CANDIDATES: usize = 10_000;
 
+/// A parsed `--schedule`, before the zone it is read in is known.
+#[derive(Clone, Debug)]
+pub struct Expression {
+    cron: Cron,
+    text: String,
+    /// No wildcard or step in the seconds, minute and hour fields.
+    fixed: bool,
+}
+
 /// A parsed `--schedule` in its zone.
 #[derive(Clone, Debug)]
 pub struct CronSchedule {
@@ -32,9 +41,9 @@ pub struct CronSchedule {
     fixed: bool,
 }
 
-impl CronSchedule {
-    /// Parses CRON, read in `zone`. Day of month OR day of week, as cronie does.
-    pub fn parse(text: &str, zone: Zone) -> Result<CronSchedule, String> {
+impl Expression {
+    /// Parses CRON. Day of month OR day of week, as cronie does.
+    pub fn parse(text: &str) -> Result<Expression, String> {
         let fields: Vec<&str> = text.split_whitespace().collect();
         let nickname = text.trim_start().starts_with('@');
         if !nickname && !(5..=6).contains(&fields.len()) {
@@ -56,12 +65,30 @@ impl CronSchedule {
             let time_fields = &fields[..fields.len() - 3];
             time_fields.iter().all(|f| !f.contains(['*', '?', '/']))
         };
-        Ok(CronSchedule {
+        Ok(Expression {
             cron,
             text: text.to_string(),
-            zone,
             fixed,
         })
+    }
+}
+
+impl CronSchedule {
+    /// `expression`, read in `zone`.
+    pub fn new(expression: Expression, zone: Zone) -> CronSchedule {
+        let Expression { cron, text, fixed } = expression;
+        CronSchedule {
+            cron,
+            text,
+            zone,
+            fixed,
+        }
+    }
+
+    /// Parses CRON, read in `zone`.
+    #[cfg(test)]
+    pub fn parse(text: &str, zone: Zone) -> Result<CronSchedule, String> {
+        Expression::parse(text).map(|expression| CronSchedule::new(expression, zone))
     }
 
     /// The first slot strictly after `t`.

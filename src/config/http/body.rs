@@ -146,11 +146,10 @@ fn source(arg: &str, flag: &str, stdin: &mut Stdin) -> anyhow::Result<Vec<u8>> {
 
 /// `-F`: the multipart body made once with reqwest's form encoder (names and
 /// file names as given, as curl sends them), then kept as bytes.
-fn multipart(fields: &[String], stdin: &mut Stdin) -> anyhow::Result<BodyParts> {
+fn multipart(fields: &[FormField], stdin: &mut Stdin) -> anyhow::Result<BodyParts> {
     use reqwest::multipart::{Form, Part};
     let mut form = Form::new().percent_encode_noop();
-    for text in fields {
-        let field = FormField::parse(text).map_err(|e| anyhow::anyhow!("-F/--form: {e}"))?;
+    for field in fields {
         let (mut part, guessed) = match &field.content {
             FormContent::Text(value) => (Part::text(value.clone()), None),
             FormContent::FileText(path) => (Part::bytes(read_form_file(path, stdin)?), None),
@@ -161,7 +160,7 @@ fn multipart(fields: &[String], stdin: &mut Stdin) -> anyhow::Result<BodyParts> 
             }
         };
         if let Some(mime) = field.mime.as_deref().or(guessed) {
-            part = part.mime_str(mime).map_err(|_| bad_type(text))?;
+            part = part.mime_str(mime).map_err(|_| bad_type(&field.text))?;
         }
         if let Some(name) = &field.filename {
             part = part.file_name(name.clone());

@@ -10,6 +10,7 @@ use anyhow::Context;
 use reqwest::{Certificate, Identity, NoProxy, Proxy, Url};
 
 use crate::cli::Cli;
+use crate::cli::curl::ProxyUrl;
 
 #[derive(Clone)]
 pub struct ClientSettings {
@@ -77,7 +78,7 @@ impl ClientSettings {
             (_, true) => Some(Family::V6),
             _ => None,
         };
-        let proxy = proxy_choice(cli.proxy.as_deref(), cli.noproxy.as_deref())?;
+        let proxy = proxy_choice(cli.proxy.as_ref(), cli.noproxy.as_deref())?;
         Ok(ClientSettings {
             insecure: cli.insecure,
             compressed: cli.compressed,
@@ -131,7 +132,7 @@ fn socks4_in_use(proxy: &ProxyChoice, url: Option<&Url>) -> bool {
 
 /// `-x` replaces the environment's proxies (NO_PROXY still applies unless
 /// `--noproxy` is given); `--noproxy` alone applies to the environment's.
-fn proxy_choice(proxy: Option<&str>, noproxy: Option<&str>) -> anyhow::Result<ProxyChoice> {
+fn proxy_choice(proxy: Option<&ProxyUrl>, noproxy: Option<&str>) -> anyhow::Result<ProxyChoice> {
     let no_proxy = || match noproxy {
         Some(list) => NoProxy::from_string(list),
         None => NoProxy::from_env(),
@@ -140,11 +141,12 @@ fn proxy_choice(proxy: Option<&str>, noproxy: Option<&str>) -> anyhow::Result<Pr
     if noproxy.is_some_and(|list| list.split(',').any(|entry| entry.trim() == "*")) {
         return Ok(ProxyChoice::Direct);
     }
-    if let Some(url) = proxy {
-        let proxy =
-            Proxy::all(url).with_context(|| format!("-x/--proxy: '{url}' is not a proxy URL"))?;
+    if let Some(given) = proxy {
+        let shown = &given.shown;
+        let proxy = Proxy::all(given.url.clone())
+            .with_context(|| format!("-x/--proxy: '{shown}' is not a proxy URL"))?;
         return Ok(ProxyChoice::Given {
-            url: url.to_string(),
+            url: shown.clone(),
             proxy: Box::new(proxy.no_proxy(no_proxy())),
         });
     }

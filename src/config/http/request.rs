@@ -60,14 +60,18 @@ impl Request {
         };
         let mut headers = default_headers(body.content_type.clone(), cli.json.is_some());
         curl_headers(cli, &mut headers)?;
-        apply_lines(&mut headers, &user_lines(&cli.headers)?)?;
-        let key_name = HeaderName::from_bytes(cli.idempotency_header.as_bytes())
-            .context("--idempotency-header: not a header name")?;
+        let lines = user_lines(&cli.headers)?;
+        apply_lines(&mut headers, &lines)?;
+        let key_name = cli.idempotency_header.clone();
         let given = headers.contains_key(&key_name);
         if given && key != KeyChoice::Default {
+            // The name as the -H line spells it.
+            let spelled = lines
+                .iter()
+                .find(|line| key_name.as_str().eq_ignore_ascii_case(&line.name))
+                .map_or(key_name.as_str(), |line| line.name.as_str());
             bail!(
-                "both --idempotency-key and -H '{}: ...' set the idempotency key; give it once",
-                cli.idempotency_header
+                "both --idempotency-key and -H '{spelled}: ...' set the idempotency key; give it once"
             );
         }
         let key_header = (given || key != KeyChoice::Default).then_some(key_name);

@@ -1,8 +1,16 @@
 //! The clap definition: the one source of every flag, its help text, the man page
-//! and the shell completions, with everything that runs before `config` (`curl`:
-//! curl's value parsers; `curl_words`: curl's refused options and aliases). A bad
-//! value is refused here, before anything runs; turning flags into typed settings
-//! is `config`'s job.
+//! and the shell completions, and the parse that runs before `config`. Beside it:
+//! `help` (the prose of `--help` and the man page), `values` (retry's value parsers,
+//! which return the types the program takes), `modes` (which options belong to one
+//! mode), `curl` (curl's value parsers) and `curl_words` (curl's refused options and
+//! aliases). A bad value is refused here, before anything runs; checking the flags
+//! against each other is `config`'s job.
+
+pub mod curl;
+pub mod curl_words;
+pub mod help;
+mod modes;
+mod values;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,13 +18,16 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
+use crate::cron;
+use crate::domain::{BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode};
 use crate::parse::{self, CodeSet};
 use crate::target::{self, Backend};
-
-pub mod curl;
-pub mod curl_words;
-use crate::domain::{BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode};
 use curl::{DataArg, ResolveEntry};
+pub use modes::{Mode, mode_of};
+use values::{
+    MethodParser, continue_value, fleet_name_value, header_name_value, hook_value, job_name_value,
+    key_value, lease_ttl_value, metrics_listen_value, once_key_value, regex_value,
+};
 
 const TIMING: &str = "Attempts and timing";
 const CLASSIFY: &str = "Classification (command mode)";
@@ -30,207 +41,6 @@ const FLEET: &str = "Fleets (state shared through --state)";
 const OUTPUT: &str = "Output and reporting";
 
 const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
-
-/// How the target is chosen, shown first after the options in `--help`.
-pub const MODES: &str = "\
-A first operand starting with http:// or https:// is an HTTP request; anything else is a \
-command, run directly (PATH lookup, no shell; use sh -c '...' for a pipeline). Options go \
-before the target; everything after it belongs to the target. DUR is a duration such as \
-250ms, 2s or 1m30s, or a number of seconds such as 1.5. LIST is comma-separated values \
-and ranges, such as 2,64-78.";
-
-/// Exit statuses: one table for `--help` and the man page's EXIT STATUS section.
-pub const EXIT_STATUS: &[(&str, &str)] = &[
-    (
-        "0",
-        "An attempt succeeded, or the run was skipped (lock busy with --busy-exit 0, or the --once key is done).",
-    ),
-    (
-        "N",
-        "The last attempt's own exit status, after the attempt limit, the --max-time budget or a permanent failure.",
-    ),
-    (
-        "1",
-        "The last attempt failed by a rule (an output rule or a RETRY_CONTROL directive) although the \
-         command exited 0: a failed run never exits 0.",
-    ),
-    ("124", "The last attempt was stopped by --timeout."),
-    (
-        "75",
-        "The --circuit is open: the run was refused without an attempt (--circuit-exit).",
-    ),
-    (
-        "125",
-        "retry itself failed: a bad usage or value, or a lock or state store that cannot be reached \
-         (nothing ran); a lock lost during the run (the running command was ended), a success that \
-         could not be recorded, a temporary file that cannot be written, or a last attempt that \
-         could not be started for lack of resources (EAGAIN, ENOMEM).",
-    ),
-    (
-        "126, 127",
-        "The command is not executable / not found (never retried).",
-    ),
-    (
-        "128+N",
-        "The last attempt died of signal N, or retry itself was stopped by signal N (the only way \
-         a --schedule scheduler ends, once it has started).",
-    ),
-    (
-        "HTTP mode",
-        "curl's codes: 3 malformed URL, 5 could not resolve the proxy, 6 could not resolve host, \
-         7 could not connect, 22 final status >= 400, 23 write error, 26 cannot read the -T file, \
-         28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
-         60 certificate problem, 97 the SOCKS proxy refused the handshake or the request.",
-    ),
-];
-
-/// Variables retry sets for the command or reads itself, for `--help` and the man page.
-pub const ENVIRONMENT: &[(&str, &str)] = &[
-    (
-        "RETRY_ATTEMPT",
-        "Set for the command: this attempt's number, from 1.",
-    ),
-    ("RETRY_ATTEMPTS", "Set for the command: the attempt limit."),
-    (
-        "RETRY_IDEMPOTENCY_KEY",
-        "Set for the command: one UUID v4 per run, the same on every attempt (or the --idempotency-key value).",
-    ),
-    (
-        "RETRY_DEADLINE_MS",
-        "Set for the command when --max-time is given: milliseconds left of the budget.",
-    ),
-    (
-        "RETRY_FENCING_TOKEN",
-        "Set for the command and hooks under --lock or --once: a number greater than any handed out before for \
-         the same lock (for a file lock, the realtime clock in microseconds or the state directory's last token + 1).",
-    ),
-    (
-        "RETRY_DEPTH",
-        "Set for the command: the nesting level. A retry that inherits 1 or more makes one attempt only, \
-         unless --allow-nested is given.",
-    ),
-    (
-        "RETRY_CONTROL",
-        "Set for the command: an empty file in a private directory (under $XDG_RUNTIME_DIR, else \
-         $TMPDIR, else /tmp). The command may write one directive to it: 'retry-after DUR' (transient; \
-         wait at least DUR, capped by --max-retry-after), 'retry' (transient), 'stop' (permanent) or \
-         'success' (exit 0 whatever the status). It is checked before every other rule; anything else \
-         is a warning and is ignored.",
-    ),
-    (
-        "RETRY_EXIT_CODE, RETRY_HTTP_STATUS",
-        "Set for hooks: the status retry would exit with (curl's code in HTTP mode), and the HTTP \
-         status when there was a response. Hooks also get the command's RETRY_* variables \
-         (RETRY_DEPTH is retry's own).",
-    ),
-    (
-        "RETRY_OUTCOME, RETRY_CLASS, RETRY_REASON",
-        "Set for hooks: how the last attempt ended, its class (success, transient, permanent) and why.",
-    ),
-    (
-        "RETRY_NEXT_DELAY_MS",
-        "Set for --on-retry: the backoff sleep before the next attempt, in milliseconds.",
-    ),
-    (
-        "NO_COLOR",
-        "When set and not empty, no colour on stderr or in --help.",
-    ),
-    (
-        "GITHUB_ACTIONS",
-        "When true, a failed attempt that will be retried is also a ::warning:: annotation and giving up an ::error:: one.",
-    ),
-    (
-        "XDG_STATE_HOME",
-        "Default --state directory is $XDG_STATE_HOME/retry (or ~/.local/state/retry when unset).",
-    ),
-];
-
-/// Worked examples, for `--help` and the man page's EXAMPLES section.
-pub const EXAMPLES: &[(&str, &str)] = &[
-    (
-        "retry -- ./deploy.sh",
-        "Up to 5 attempts, full-jitter exponential backoff from 1s, capped at 30s.",
-    ),
-    (
-        "retry -a 10 --max-time 2m -t 20s -- curl -fsS https://example.com/health",
-        "curl's exit codes and the HTTP status it prints decide what is retried; no attempt starts past 2 minutes.",
-    ),
-    (
-        "retry --retry-on-output 'connection reset' --stop-on 2 -- ./sync.sh",
-        "Retry when the output says so (even on exit 0); exit 2 stops at once.",
-    ),
-    (
-        "retry --hold-stdout -- ./fetch-report | jq .",
-        "Downstream sees exactly one attempt's output.",
-    ),
-    (
-        "retry -X POST --idempotency-key auto -d @charge.json https://api.example/charges",
-        "A POST retried safely: every attempt carries the same Idempotency-Key.",
-    ),
-    (
-        "retry -o page.html --max-retry-after 1m https://example.com/",
-        "Download to page.html (replaced only on success), obeying Retry-After up to a minute.",
-    ),
-    (
-        "retry -fsSL --retry 5 -C - -o big.iso https://example.com/big.iso",
-        "A curl line made retrying: a download cut off mid-way resumes where it stopped.",
-    ),
-    (
-        "retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report",
-        "A cron job: one instance at a time, and at most one success a day.",
-    ),
-    (
-        "retry --on-give-up 'cat > /var/spool/retry/$(date +%s).json' --on-success 'curl -fsS https://hc-ping.com/UUID' -- ./nightly.sh",
-        "Failed work goes to a dead-letter directory as its report; a dead-man monitor hears of each success.",
-    ),
-    (
-        "retry --dry-run -a 6 --delay 500ms --jitter equal -- make test",
-        "Print the schedule and the classification rules, run nothing.",
-    ),
-];
-
-/// The text after the options in `--help`, built from the tables above.
-fn after_long_help() -> String {
-    let mut text = String::from("Modes:\n");
-    text += &wrap(MODES, 2);
-    text += "\nExit status:\n";
-    for (status, meaning) in EXIT_STATUS {
-        text += &format!("  {status:<10} {}", wrap(meaning, 13).trim_start());
-    }
-    text += "\nEnvironment:\n";
-    for (name, meaning) in ENVIRONMENT {
-        text += &format!("  {name}\n{}", wrap(meaning, 6));
-    }
-    text += "\nExamples:\n";
-    for (i, (command, what)) in EXAMPLES.iter().enumerate() {
-        if i > 0 {
-            text += "\n";
-        }
-        text += &format!("  {command}\n{}", wrap(what, 6));
-    }
-    text.trim_end().to_string()
-}
-
-/// `text` wrapped to 90 columns with every line indented by `by` spaces.
-fn wrap(text: &str, by: usize) -> String {
-    let pad = " ".repeat(by);
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && by + line.len() + 1 + word.len() > 90 {
-            out += &format!("{pad}{line}\n");
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line += word;
-    }
-    if !line.is_empty() {
-        out += &format!("{pad}{line}\n");
-    }
-    out
-}
 
 // Value flags take `allow_hyphen_values`, so `--max-delay -1s` is refused as a bad
 // value of --max-delay rather than as an unknown flag.
@@ -399,7 +209,7 @@ pub struct Cli {
 
     /// Header name for the idempotency key
     #[arg(long, value_name = "NAME", default_value = "Idempotency-Key", value_parser = header_name_value, help_heading = HTTP)]
-    pub idempotency_header: String,
+    pub idempotency_header: reqwest::header::HeaderName,
 
     /// Allow retrying non-idempotent methods (POST, PATCH, ...) without a key
     #[arg(long, help_heading = HTTP)]
@@ -577,7 +387,7 @@ pub struct Cli {
     /// included, and every attempt sends the same bytes.
     #[arg(short = 'F', long = "form", value_name = "NAME=VALUE", value_parser = curl::form_value,
           conflicts_with_all = ["data", "data_binary", "data_raw", "data_urlencode", "json", "get"], help_heading = CURL)]
-    pub form: Vec<String>,
+    pub form: Vec<curl::FormField>,
 
     /// Ask for gzip, deflate, br or zstd and decode the body (otherwise never decoded)
     #[arg(long, help_heading = CURL)]
@@ -589,7 +399,7 @@ pub struct Cli {
     /// resolve. The environment's HTTP_PROXY, HTTPS_PROXY and ALL_PROXY may name a SOCKS
     /// proxy too.
     #[arg(short = 'x', long = "proxy", value_name = "URL", value_parser = curl::proxy_value, help_heading = CURL)]
-    pub proxy: Option<String>,
+    pub proxy: Option<curl::ProxyUrl>,
 
     /// Hosts reached without a proxy: comma-separated names, domains, addresses or *
     ///
@@ -706,8 +516,8 @@ pub struct Cli {
     /// names, ranges, lists, steps, or @hourly, @daily, @weekly, @monthly, @yearly.
     /// Each slot runs once across schedulers sharing --state (key JOB@SLOT); stop with
     /// SIGINT or SIGTERM.
-    #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], help_heading = SCHEDULE)]
-    pub schedule: Option<String>,
+    #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], value_parser = cron::Expression::parse, help_heading = SCHEDULE)]
+    pub schedule: Option<cron::Expression>,
 
     /// The job's name in slot keys, locks and logs
     /// [default: the command's base name (or the URL's host) and 8 hex digits of its SHA-256]
@@ -823,185 +633,6 @@ pub enum GenerateKind {
     Man,
 }
 
-/// `--lease-ttl`: a duration from 3s to 1h.
-fn lease_ttl_value(text: &str) -> Result<Duration, String> {
-    crate::target::postgres::lease_ttl(parse::duration(text)?)
-}
-
-/// A hook's shell command: run with `sh -c`, so any non-blank text.
-fn hook_value(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() {
-        Err("expected a shell command, run with sh -c".into())
-    } else {
-        Ok(text.to_string())
-    }
-}
-
-fn continue_value(text: &str) -> Result<String, String> {
-    if text == "-" {
-        Ok(text.to_string())
-    } else {
-        Err(format!(
-            "'{text}' is not supported; only '-C -' (resume where the last attempt stopped, with -o) is"
-        ))
-    }
-}
-
-/// Compiled here, once: the classifier takes the compiled pattern.
-fn regex_value(text: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::Regex::new(text).map_err(|e| format!("not a valid regular expression: {e}"))
-}
-
-/// An RFC 9110 token: what methods and header names are made of.
-fn is_token(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-const NOT_IDEMPOTENT: &str = "not idempotent: retried only when it never reached the server";
-
-/// The methods the completions offer for `-X` (RFC 9110 §9.3, RFC 5789), and what
-/// each means for retrying.
-const METHODS: [(&str, &str); 8] = [
-    ("GET", "idempotent"),
-    ("HEAD", "idempotent"),
-    ("POST", NOT_IDEMPOTENT),
-    ("PUT", "idempotent"),
-    ("DELETE", "idempotent"),
-    ("PATCH", NOT_IDEMPOTENT),
-    ("OPTIONS", "idempotent"),
-    ("TRACE", "idempotent"),
-];
-
-/// `-X`: any method token, as curl sends any; the common ones are clap's possible
-/// values, so that completions offer them while others are still accepted.
-#[derive(Clone)]
-struct MethodParser;
-
-impl clap::builder::TypedValueParser for MethodParser {
-    type Value = reqwest::Method;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<reqwest::Method, clap::Error> {
-        method_value.parse_ref(cmd, arg, value)
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        let values = METHODS
-            .iter()
-            .map(|(name, help)| clap::builder::PossibleValue::new(*name).help(*help));
-        Some(Box::new(values))
-    }
-}
-
-/// Parsed once, here: everything after the command line takes the `Method`.
-fn method_value(text: &str) -> Result<reqwest::Method, String> {
-    match reqwest::Method::from_bytes(text.to_ascii_uppercase().as_bytes()) {
-        Ok(method) if is_token(text) => Ok(method),
-        _ => Err(format!(
-            "'{text}' is not an HTTP method; expected a token such as GET, POST or PUT"
-        )),
-    }
-}
-
-fn header_name_value(text: &str) -> Result<String, String> {
-    if is_token(text) {
-        Ok(text.to_string())
-    } else {
-        Err(format!(
-            "'{text}' is not a header name; expected a token such as Idempotency-Key"
-        ))
-    }
-}
-
-fn key_value(text: &str) -> Result<String, String> {
-    let ok =
-        !text.is_empty() && text.len() <= 255 && text.bytes().all(|b| (0x21..0x7f).contains(&b));
-    if ok {
-        Ok(text.to_string())
-    } else {
-        Err("expected auto or 1 to 255 visible ASCII characters without spaces".into())
-    }
-}
-
-fn job_name_value(text: &str) -> Result<String, String> {
-    let ok = !text.is_empty()
-        && text.len() <= 100
-        && !text.contains('@')
-        && !text.chars().any(|c| c.is_control() || c == '/');
-    if ok {
-        Ok(text.to_string())
-    } else {
-        Err("expected a name of 1 to 100 characters without '@', '/' or control characters".into())
-    }
-}
-
-/// `--metrics-listen`: an IP address and a port; a name would need a lookup, which a
-/// listening address never does here.
-fn metrics_listen_value(text: &str) -> Result<std::net::SocketAddr, String> {
-    text.parse().map_err(|_| {
-        "expected an IP address and a port, such as 127.0.0.1:9746, 0.0.0.0:9746 or [::]:9746 \
-         (names are not looked up)"
-            .into()
-    })
-}
-
-/// Budget and circuit names: what a --once key accepts.
-fn fleet_name_value(text: &str) -> Result<String, String> {
-    once_key_value(text)
-        .map_err(|_| "expected a name of 1 to 200 characters without control characters".into())
-}
-
-fn once_key_value(text: &str) -> Result<String, String> {
-    // Characters, as the message says: a key in any script gets the same 200.
-    let ok = !text.is_empty() && text.chars().count() <= 200 && !text.chars().any(char::is_control);
-    if ok {
-        Ok(text.to_string())
-    } else {
-        Err("expected a key of 1 to 200 characters without control characters".into())
-    }
-}
-
-/// The two modes a target selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Command,
-    Http,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Command => "command mode",
-            Mode::Http => "HTTP mode",
-        }
-    }
-}
-
-/// Options of both modes that sit under the HTTP heading (SPEC: "Options that belong
-/// to one mode").
-const BOTH_MODES: &[&str] = &["idempotency_key", "max_retry_after"];
-
-/// The one mode an option belongs to, from its help heading; `None` for both.
-pub fn mode_of(arg: &clap::Arg) -> Option<Mode> {
-    if BOTH_MODES.contains(&arg.get_id().as_str()) {
-        return None;
-    }
-    match arg.get_help_heading() {
-        Some(CLASSIFY | PROCESS) => Some(Mode::Command),
-        Some(HTTP | CURL) => Some(Mode::Http),
-        _ => None,
-    }
-}
-
 /// Parses the command line; `Err` carries clap's error, to be printed with exit 125.
 pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
 where
@@ -1014,7 +645,7 @@ where
     // The long epilogue is formatted only when it will be shown: building it costs
     // more than the rest of start-up, and `retry -- true` must start fast.
     if args.iter().any(|a| a == "--help") {
-        cmd = cmd.after_long_help(after_long_help());
+        cmd = cmd.after_long_help(help::after_long_help());
     }
     curl_words::refuse_unknown_options(&mut cmd, &args)?;
     let mut matches = cmd.try_get_matches_from_mut(args)?;

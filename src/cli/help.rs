@@ -1,0 +1,204 @@
+//! The prose of `--help` and the man page beyond each flag's own text: how the target
+//! selects a mode, the exit statuses, the environment and worked examples, as tables
+//! that `--help`'s epilogue and the man page's sections are both built from.
+
+/// How the target is chosen, shown first after the options in `--help`.
+pub const MODES: &str = "\
+A first operand starting with http:// or https:// is an HTTP request; anything else is a \
+command, run directly (PATH lookup, no shell; use sh -c '...' for a pipeline). Options go \
+before the target; everything after it belongs to the target. DUR is a duration such as \
+250ms, 2s or 1m30s, or a number of seconds such as 1.5. LIST is comma-separated values \
+and ranges, such as 2,64-78.";
+
+/// Exit statuses: one table for `--help` and the man page's EXIT STATUS section.
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "An attempt succeeded, or the run was skipped (lock busy with --busy-exit 0, or the --once key is done).",
+    ),
+    (
+        "N",
+        "The last attempt's own exit status, after the attempt limit, the --max-time budget or a permanent failure.",
+    ),
+    (
+        "1",
+        "The last attempt failed by a rule (an output rule or a RETRY_CONTROL directive) although the \
+         command exited 0: a failed run never exits 0.",
+    ),
+    ("124", "The last attempt was stopped by --timeout."),
+    (
+        "75",
+        "The --circuit is open: the run was refused without an attempt (--circuit-exit).",
+    ),
+    (
+        "125",
+        "retry itself failed: a bad usage or value, or a lock or state store that cannot be reached \
+         (nothing ran); a lock lost during the run (the running command was ended), a success that \
+         could not be recorded, a temporary file that cannot be written, or a last attempt that \
+         could not be started for lack of resources (EAGAIN, ENOMEM).",
+    ),
+    (
+        "126, 127",
+        "The command is not executable / not found (never retried).",
+    ),
+    (
+        "128+N",
+        "The last attempt died of signal N, or retry itself was stopped by signal N (the only way \
+         a --schedule scheduler ends, once it has started).",
+    ),
+    (
+        "HTTP mode",
+        "curl's codes: 3 malformed URL, 5 could not resolve the proxy, 6 could not resolve host, \
+         7 could not connect, 22 final status >= 400, 23 write error, 26 cannot read the -T file, \
+         28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
+         60 certificate problem, 97 the SOCKS proxy refused the handshake or the request.",
+    ),
+];
+
+/// Variables retry sets for the command or reads itself, for `--help` and the man page.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "RETRY_ATTEMPT",
+        "Set for the command: this attempt's number, from 1.",
+    ),
+    ("RETRY_ATTEMPTS", "Set for the command: the attempt limit."),
+    (
+        "RETRY_IDEMPOTENCY_KEY",
+        "Set for the command: one UUID v4 per run, the same on every attempt (or the --idempotency-key value).",
+    ),
+    (
+        "RETRY_DEADLINE_MS",
+        "Set for the command when --max-time is given: milliseconds left of the budget.",
+    ),
+    (
+        "RETRY_FENCING_TOKEN",
+        "Set for the command and hooks under --lock or --once: a number greater than any handed out before for \
+         the same lock (for a file lock, the realtime clock in microseconds or the state directory's last token + 1).",
+    ),
+    (
+        "RETRY_DEPTH",
+        "Set for the command: the nesting level. A retry that inherits 1 or more makes one attempt only, \
+         unless --allow-nested is given.",
+    ),
+    (
+        "RETRY_CONTROL",
+        "Set for the command: an empty file in a private directory (under $XDG_RUNTIME_DIR, else \
+         $TMPDIR, else /tmp). The command may write one directive to it: 'retry-after DUR' (transient; \
+         wait at least DUR, capped by --max-retry-after), 'retry' (transient), 'stop' (permanent) or \
+         'success' (exit 0 whatever the status). It is checked before every other rule; anything else \
+         is a warning and is ignored.",
+    ),
+    (
+        "RETRY_EXIT_CODE, RETRY_HTTP_STATUS",
+        "Set for hooks: the status retry would exit with (curl's code in HTTP mode), and the HTTP \
+         status when there was a response. Hooks also get the command's RETRY_* variables \
+         (RETRY_DEPTH is retry's own).",
+    ),
+    (
+        "RETRY_OUTCOME, RETRY_CLASS, RETRY_REASON",
+        "Set for hooks: how the last attempt ended, its class (success, transient, permanent) and why.",
+    ),
+    (
+        "RETRY_NEXT_DELAY_MS",
+        "Set for --on-retry: the backoff sleep before the next attempt, in milliseconds.",
+    ),
+    (
+        "NO_COLOR",
+        "When set and not empty, no colour on stderr or in --help.",
+    ),
+    (
+        "GITHUB_ACTIONS",
+        "When true, a failed attempt that will be retried is also a ::warning:: annotation and giving up an ::error:: one.",
+    ),
+    (
+        "XDG_STATE_HOME",
+        "Default --state directory is $XDG_STATE_HOME/retry (or ~/.local/state/retry when unset).",
+    ),
+];
+
+/// Worked examples, for `--help` and the man page's EXAMPLES section.
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "retry -- ./deploy.sh",
+        "Up to 5 attempts, full-jitter exponential backoff from 1s, capped at 30s.",
+    ),
+    (
+        "retry -a 10 --max-time 2m -t 20s -- curl -fsS https://example.com/health",
+        "curl's exit codes and the HTTP status it prints decide what is retried; no attempt starts past 2 minutes.",
+    ),
+    (
+        "retry --retry-on-output 'connection reset' --stop-on 2 -- ./sync.sh",
+        "Retry when the output says so (even on exit 0); exit 2 stops at once.",
+    ),
+    (
+        "retry --hold-stdout -- ./fetch-report | jq .",
+        "Downstream sees exactly one attempt's output.",
+    ),
+    (
+        "retry -X POST --idempotency-key auto -d @charge.json https://api.example/charges",
+        "A POST retried safely: every attempt carries the same Idempotency-Key.",
+    ),
+    (
+        "retry -o page.html --max-retry-after 1m https://example.com/",
+        "Download to page.html (replaced only on success), obeying Retry-After up to a minute.",
+    ),
+    (
+        "retry -fsSL --retry 5 -C - -o big.iso https://example.com/big.iso",
+        "A curl line made retrying: a download cut off mid-way resumes where it stopped.",
+    ),
+    (
+        "retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report",
+        "A cron job: one instance at a time, and at most one success a day.",
+    ),
+    (
+        "retry --on-give-up 'cat > /var/spool/retry/$(date +%s).json' --on-success 'curl -fsS https://hc-ping.com/UUID' -- ./nightly.sh",
+        "Failed work goes to a dead-letter directory as its report; a dead-man monitor hears of each success.",
+    ),
+    (
+        "retry --dry-run -a 6 --delay 500ms --jitter equal -- make test",
+        "Print the schedule and the classification rules, run nothing.",
+    ),
+];
+
+/// The text after the options in `--help`, built from the tables above.
+pub fn after_long_help() -> String {
+    let mut text = String::from("Modes:\n");
+    text += &wrap(MODES, 2);
+    text += "\nExit status:\n";
+    for (status, meaning) in EXIT_STATUS {
+        text += &format!("  {status:<10} {}", wrap(meaning, 13).trim_start());
+    }
+    text += "\nEnvironment:\n";
+    for (name, meaning) in ENVIRONMENT {
+        text += &format!("  {name}\n{}", wrap(meaning, 6));
+    }
+    text += "\nExamples:\n";
+    for (i, (command, what)) in EXAMPLES.iter().enumerate() {
+        if i > 0 {
+            text += "\n";
+        }
+        text += &format!("  {command}\n{}", wrap(what, 6));
+    }
+    text.trim_end().to_string()
+}
+
+/// `text` wrapped to 90 columns with every line indented by `by` spaces.
+fn wrap(text: &str, by: usize) -> String {
+    let pad = " ".repeat(by);
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && by + line.len() + 1 + word.len() > 90 {
+            out += &format!("{pad}{line}\n");
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line += word;
+    }
+    if !line.is_empty() {
+        out += &format!("{pad}{line}\n");
+    }
+    out
+}

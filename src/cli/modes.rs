@@ -1,0 +1,36 @@
+//! The two modes a target selects, and which options belong to one mode only (by
+//! their help heading), for refusing an option of the other mode.
+
+use super::{CLASSIFY, CURL, HTTP, PROCESS};
+
+/// The two modes a target selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Command,
+    Http,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Command => "command mode",
+            Mode::Http => "HTTP mode",
+        }
+    }
+}
+
+/// Options of both modes that sit under the HTTP heading (SPEC: "Options that belong
+/// to one mode").
+const BOTH_MODES: &[&str] = &["idempotency_key", "max_retry_after"];
+
+/// The one mode an option belongs to, from its help heading; `None` for both.
+pub fn mode_of(arg: &clap::Arg) -> Option<Mode> {
+    if BOTH_MODES.contains(&arg.get_id().as_str()) {
+        return None;
+    }
+    match arg.get_help_heading() {
+        Some(CLASSIFY | PROCESS) => Some(Mode::Command),
+        Some(HTTP | CURL) => Some(Mode::Http),
+        _ => None,
+    }
+}
