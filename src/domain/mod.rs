@@ -24,4 +24,4 @@ pub use log::LogConfig;
 pub use policy::Policy;
 pub use status::{ExitStatus, Signal};
 pub use stop::{Interrupted, Stop};
-pub use text::{human, redact_url};
+pub use text::{command_line, human, redact_url};

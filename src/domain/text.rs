@@ -1,5 +1,6 @@
 //! How values are shown to people, the same everywhere: a duration briefly (`human`),
-//! a URL without its user information (`redact_url`).
+//! a URL without its user information (`redact_url`), a command line with the words
+//! that need it quoted (`command_line`).
 
 use std::time::Duration;
 
@@ -43,6 +44,21 @@ pub fn redact_url(text: &str) -> String {
     }
 }
 
+/// Renders argv for a human: words with spaces or quotes are single-quoted.
+pub fn command_line(argv: &[String]) -> String {
+    let quote = |a: &String| {
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+        if plain {
+            a.clone()
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    argv.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +82,11 @@ mod tests {
         assert_eq!(redact_url("https://a:b@c@h"), "https://***@h");
         assert_eq!(redact_url("https://h/p@q"), "https://h/p@q");
         assert_eq!(redact_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn command_lines_quote_what_needs_it() {
+        let argv = ["sh", "-c", "echo it's done", ""].map(String::from);
+        assert_eq!(command_line(&argv), r"sh -c 'echo it'\''s done' ''");
     }
 }

@@ -102,7 +102,7 @@ impl<'a> SystemWorld<'a> {
             .config
             .map(|c| c.jobs.command.as_slice())
             .unwrap_or_default();
-        crate::domain::redact_url(&jobs::command_line(argv))
+        crate::domain::redact_url(&crate::domain::command_line(argv))
     }
 
     fn prefix(&self) -> String {

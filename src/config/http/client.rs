@@ -9,8 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use reqwest::{Certificate, Identity, NoProxy, Proxy, Url};
 
-use crate::cli::Cli;
-use crate::cli::curl::ProxyUrl;
+use crate::cli::{Cli, curl::ProxyUrl};
 
 #[derive(Clone)]
 pub struct ClientSettings {

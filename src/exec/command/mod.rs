@@ -25,8 +25,7 @@ use crate::classify::{
 };
 use crate::config::{CommandConfig, RunInfo};
 use crate::domain::{Class, ExitStatus, Outcome};
-use crate::exec::{AttemptContext, AttemptReport};
-use crate::exec::{Description, Executor, procs};
+use crate::exec::{AttemptContext, AttemptReport, Description, Executor, procs};
 use crate::io::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
 use crate::spool;
 use crate::{report, signals};

@@ -25,8 +25,7 @@ use crate::config::{
     RunInfo, http::Destination, http::HttpConfig, http::OutputOptions, http::Payload, http::Request,
 };
 use crate::domain::{Class, ExitStatus, Outcome, Signal, human};
-use crate::exec::{AttemptContext, AttemptReport};
-use crate::exec::{Description, Executor};
+use crate::exec::{AttemptContext, AttemptReport, Description, Executor};
 use crate::{report, signals};
 
 use exchange::{Attempted, Exchange};

@@ -1,0 +1,129 @@
+//! The two storage traits the gate works through, a single-instance [`Lock`] and a
+//! [`MarkerStore`] of `--once` records, and opening them for a target: files
+//! (`file`) or PostgreSQL (`postgres`).
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+
+use super::record::{Done, Marker, Status, host_name};
+use super::{file, postgres};
+use crate::config::JobOptions;
+use crate::report;
+use crate::target::Backend;
+use crate::wait::Bound;
+
+/// A single-instance lock. Once acquired it stays held until the value is dropped
+/// (which releases it), and the kernel or the server frees it when the process dies.
+pub trait Lock {
+    /// How messages name the lock (never with a password).
+    fn describe(&self) -> String;
+    /// Tries once, within `bound`: `Ok(true)` when now held, `Ok(false)` when busy.
+    fn try_acquire(&mut self, bound: &Bound) -> anyhow::Result<bool>;
+    /// The fencing token this acquisition was given: greater than any before it
+    /// for the same lock (`None` when the lock keeps no counter).
+    fn fencing_token(&self) -> Option<i64> {
+        None
+    }
+    /// Checks now that the held lock is still held (before a success is recorded
+    /// under it); `Err` says why not.
+    fn confirm(&mut self, _bound: &Bound) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Where `--once` successes (and a scheduler's slot records) are kept.
+pub trait MarkerStore {
+    /// How messages name the store (never with a password).
+    fn describe(&self) -> String;
+    /// The recorded end of `key`, if any.
+    fn find(&mut self, key: &str, bound: &Bound) -> anyhow::Result<Option<Done>>;
+    /// Tries once to take the lock that keeps runs with the same `key` apart;
+    /// `Ok(false)` when another run holds it. Held until recorded or dropped.
+    fn try_lock_key(&mut self, key: &str, bound: &Bound) -> anyhow::Result<bool>;
+    /// The fencing token of the key lock held, when the store keeps one.
+    fn key_token(&self) -> Option<i64> {
+        None
+    }
+    /// Records how a run ended, durably; returns only once it is committed. For the
+    /// key whose lock this store holds, the record is made only while that lock is
+    /// still held ([`LeaseLost`] otherwise), and it frees the lock.
+    fn record(&mut self, marker: &Marker, bound: &Bound) -> anyhow::Result<()>;
+    /// The keys with a record that start with `prefix` (readable or not).
+    fn keys_with_prefix(&mut self, prefix: &str, bound: &Bound) -> anyhow::Result<Vec<String>>;
+    /// For each record of a key starting with `prefix` that cannot be read, a line
+    /// naming it, why, and how to remove it.
+    fn unreadable_with_prefix(
+        &mut self,
+        prefix: &str,
+        bound: &Bound,
+    ) -> anyhow::Result<Vec<String>>;
+    /// Removes the records of keys starting with `prefix` recorded before `before`;
+    /// returns how many.
+    fn prune(&mut self, prefix: &str, before: SystemTime, bound: &Bound) -> anyhow::Result<usize>;
+}
+
+/// Records how a slot ended with a store of its own (for a slot that never held its
+/// key lock, or whose lock was lost). After the slot: signals and the store's limits only.
+pub fn record_status(
+    state: &Backend,
+    key: &str,
+    status: Status,
+    command: &[String],
+) -> anyhow::Result<()> {
+    let bound = Bound::signals_only();
+    let ttl = crate::target::postgres::DEFAULT_LEASE_TTL;
+    let mut store = open_store(state.clone(), true, ttl, &bound)?;
+    let marker = Marker {
+        key: key.to_string(),
+        status,
+        succeeded_at: report::timestamp(SystemTime::now()),
+        host: host_name(),
+        pid: std::process::id(),
+        command: command.to_vec(),
+        attempts: 0,
+    };
+    store
+        .record(&marker, &bound)
+        .with_context(|| format!("cannot record {key:?} in {}", store.describe()))
+}
+
+/// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
+pub(super) fn open_lock(
+    opts: &JobOptions,
+    target: Backend,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn Lock>> {
+    Ok(match target {
+        Backend::File(path) => Box::new(file::FileLock::new(path, opts.fencing_state.clone())),
+        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg, opts.lease_ttl, bound)?),
+    })
+}
+
+/// Opens the backend for a `--state` target (creating the directory or tables);
+/// `statuses` when endings other than success are recorded (a scheduler).
+pub fn open_store(
+    target: Backend,
+    statuses: bool,
+    lease_ttl: Duration,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn MarkerStore>> {
+    Ok(match target {
+        Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
+        Backend::Postgres(pg) => {
+            Box::new(postgres::PgStore::connect(pg, statuses, lease_ttl, bound)?)
+        }
+    })
+}
+
+/// Opens a `--state` target to read it only (a dry run): nothing is created, and what
+/// does not exist holds no record.
+pub fn open_store_read_only(
+    target: Backend,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn MarkerStore>> {
+    Ok(match target {
+        Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
+        Backend::Postgres(pg) => Box::new(postgres::PgStore::connect_read_only(pg, bound)?),
+    })
+}
