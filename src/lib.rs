@@ -131,30 +131,11 @@ fn fail(err: &anyhow::Error) -> ExitStatus {
 }
 
 fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
-    let is_command = matches!(config.target, TargetConfig::Command(_));
     if config.dry_run {
-        let exec = run::executor(config.target.clone(), &config.run)?;
-        let mut text = String::new();
-        if let Some(schedule) = &config.schedule {
-            text += &schedule::dry_run(schedule)?;
-        }
-        text += &dry_run::render(
-            &config.policy,
-            config.fleet.splay,
-            &config.run,
-            !is_command,
-            &exec.describe(),
-        );
-        text += &dry_run::jobs(&config.jobs);
-        text += &dry_run::fleet(&config.fleet, config.seed, config.run.nested);
-        // A stdout that cannot take the text (a full device, a closed pipe) is retry's
-        // own error, with the operating system's reason.
-        let mut out = std::io::stdout().lock();
-        std::io::Write::write_all(&mut out, text.as_bytes())
-            .and_then(|()| std::io::Write::flush(&mut out))
-            .context("--dry-run: cannot write to stdout")?;
+        dry_run::show(&config)?;
         return Ok(ExitStatus::SUCCESS);
     }
+    let is_command = matches!(config.target, TargetConfig::Command(_));
     signals::install().context("cannot install signal handlers")?;
     if is_command {
         // Processes that leave the attempt's group (setsid, double fork) stay retry's to end.

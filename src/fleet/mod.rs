@@ -391,64 +391,8 @@ impl RetryBudget for SharedBudget<'_> {
     }
 }
 
-/// The `--dry-run` lines: the budget's and circuit's current state, read only.
-pub fn describe_state(
-    target: &Backend,
-    budget: Option<&BudgetConfig>,
-    circuit: Option<&CircuitConfig>,
-) -> Vec<String> {
-    let bound = Bound::signals_only();
-    let mut store = match open_read_only(target, &bound) {
-        Ok(store) => store,
-        Err(err) => return vec![format!("fleet:       state unreadable: {err:#}")],
-    };
-    let mut lines = Vec::new();
-    if let Some(b) = budget {
-        let line = match store.tokens(b, &bound) {
-            Ok(t) => format!(
-                "budget:      {} holds {} of {} tokens (retries while more than {}; a success earns {}) in {}",
-                b.name,
-                show_tokens(t),
-                b.size,
-                show_tokens(f64::from(b.size) / 2.0),
-                b.ratio,
-                store.describe()
-            ),
-            Err(err) => format!("budget:      {}: unreadable: {err:#}", b.name),
-        };
-        lines.push(line);
-    }
-    if let Some(c) = circuit {
-        let line = match store.circuit(c, &bound) {
-            Ok(state) => circuit_line(c, &state),
-            Err(err) => format!("circuit:     {}: unreadable: {err:#}", c.name),
-        };
-        lines.push(line);
-    }
-    lines
-}
-
-fn circuit_line(c: &CircuitConfig, state: &CircuitState) -> String {
-    let now = now_ms();
-    let status = match state.open_until_ms.filter(|_| state.failures >= c.failures) {
-        Some(until) if until > now => format!("open until {}", show_time(until)),
-        Some(_) => "open, cooldown over: the next run is the probe".into(),
-        None => "closed".into(),
-    };
-    // The count goes on past the threshold while runs keep failing: "15 of 5" read as nonsense.
-    format!(
-        "circuit:     {} is {status}; {} failed run{} in a row (it opens at {}); cooldown {}; refused runs exit {}",
-        c.name,
-        state.failures,
-        if state.failures == 1 { "" } else { "s" },
-        c.failures,
-        crate::domain::human(c.cooldown),
-        c.exit
-    )
-}
-
 /// A store for reading: a missing directory or table reads as fresh state.
-fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
+pub fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
     Ok(match target {
         Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())?),
         Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone(), bound)?),

@@ -29,7 +29,7 @@ pub type Slot = DateTime<Utc>;
 
 /// Most slots one catch-up looks at (the newest kept): a seconds schedule over a long
 /// window must not take the scheduler's memory.
-const MAX_SLOTS: usize = 100_000;
+pub const MAX_SLOTS: usize = 100_000;
 /// How often the records of old slots are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
@@ -385,77 +385,6 @@ pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<ExitSta
     let mut world = SystemWorld::new(config, schedule, metrics);
     world.seed_last_success();
     Scheduler { config: schedule }.run(&mut world)
-}
-
-/// `--dry-run` with `--schedule`: the next five slots, the job's first start, and the
-/// missed slots a start now would catch up. Nothing is written.
-pub fn dry_run(schedule: &ScheduleConfig) -> anyhow::Result<String> {
-    let now = Utc::now();
-    let zone = &schedule.cron.zone;
-    let mut out = format!(
-        "schedule: {:?} in {}, job {}\nnext slots:\n",
-        schedule.cron.text,
-        zone.name(),
-        schedule.job
-    );
-    for slot in schedule.cron.upcoming(now, 5) {
-        out += &format!("  {}\n", show(slot, zone));
-    }
-    let (handled, recorded) = match read_state(schedule) {
-        Ok(read) => read,
-        // As the fleet's dry run does: say so, and show the rest.
-        Err(err) => {
-            out += &format!("catch-up: the state cannot be read ({err:#})\n");
-            return Ok(out + "\n");
-        }
-    };
-    let first_start = match recorded {
-        Some(first) => {
-            out += &format!(
-                "first start: {} (slots before it are never caught up)\n",
-                first.to_rfc3339_opts(SecondsFormat::Secs, true)
-            );
-            first
-        }
-        None => {
-            out += "first start: none recorded; a start now records it, and slots before it are never caught up\n";
-            whole_second(now)
-        }
-    };
-    let window = chrono::Duration::from_std(schedule.window)?;
-    let span = schedule.cron.slots_between(now - window, now, MAX_SLOTS);
-    let plan = plan_catch_up(schedule.catch_up, &span, &handled, first_start);
-    if plan.run.is_empty() {
-        out += "catch-up: no missed slot would run\n";
-    } else {
-        out += "catch-up would run:\n";
-        for slot in &plan.run {
-            out += &format!("  {}\n", show(*slot, zone));
-        }
-    }
-    if plan.dropped > 0 {
-        out += &format!(
-            "catch-up would drop {} missed slot{}\n",
-            plan.dropped,
-            plural(plan.dropped)
-        );
-    }
-    if let Some(addr) = schedule.metrics_listen {
-        out += &format!("metrics: served at http://{addr}/metrics\n");
-    }
-    Ok(out + "\n")
-}
-
-/// The slot records and the first start, for the dry run.
-fn read_state(schedule: &ScheduleConfig) -> anyhow::Result<(HashSet<Slot>, Option<Slot>)> {
-    match &schedule.state {
-        // A state directory that does not exist yet holds no record, and a dry run creates nothing.
-        Backend::File(dir) if !dir.exists() => Ok((HashSet::new(), None)),
-        _ => {
-            let mut world = SystemWorld::for_state(schedule);
-            Ok((world.handled()?, world.recorded_first_start()?))
-        }
-    }
 }
 
 #[cfg(test)]

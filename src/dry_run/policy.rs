@@ -1,13 +1,12 @@
-//! `--dry-run`: the schedule (each retry's delay range and the worst-case total)
-//! and the classification rules in force, printed without running anything.
+//! The attempts part of the dry run: the policy (each retry's delay range and the
+//! worst-case total) and the executor's target, notes and classification rules.
 
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::config::{JobOptions, RunInfo, fleet::FleetConfig};
+use crate::config::RunInfo;
 use crate::domain::{BackoffKind, JitterKind, Policy, human};
 use crate::exec::Description;
-use crate::target::Backend;
 
 /// `splay` is `--splay`: the longest sleep before the first attempt, part of the worst case.
 pub fn render(
@@ -53,93 +52,6 @@ pub fn render(
         let _ = writeln!(out, "  {:>2}. {rule}", i + 1);
     }
     out
-}
-
-/// The fleet part of the dry run: the splay, and the budget's and circuit's
-/// current state, read without changing it.
-pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
-    let mut out = String::new();
-    if !config.splay.is_zero() {
-        let this_run = match seed {
-            Some(seed) => format!(
-                "; with --seed {seed}: {}",
-                human(crate::fleet::splay_delay(config.splay, seed))
-            ),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "splay:       U(0, {}) before the first attempt{this_run}",
-            human(config.splay)
-        );
-    }
-    let Some(state) = &config.state else {
-        return if out.is_empty() {
-            out
-        } else {
-            format!("\n{out}")
-        };
-    };
-    if nested {
-        let _ = writeln!(
-            out,
-            "fleet:       nested inside another retry: the outer one counts budget and circuit"
-        );
-    }
-    for line in crate::fleet::describe_state(state, config.budget.as_ref(), config.circuit.as_ref())
-    {
-        let _ = writeln!(out, "{line}");
-    }
-    format!("\n{out}")
-}
-
-/// The scheduled-job part of the dry run: the lock, the `--once` key and where its
-/// marker goes, and how long a PostgreSQL lease lives. Nothing is locked or read.
-pub fn jobs(jobs: &JobOptions) -> String {
-    let mut out = String::new();
-    let lease = |name: String| {
-        format!(
-            "a lease {name} for {}, renewed every {}, lost 2/3 of it after the last answered renewal",
-            human(jobs.lease_ttl),
-            human(jobs.lease_ttl / 3)
-        )
-    };
-    match &jobs.lock {
-        Some(Backend::File(path)) => {
-            let _ = writeln!(out, "lock:        flock on {}", path.display());
-        }
-        Some(Backend::Postgres(pg)) => {
-            let name = format!("lock:{}", pg.name.as_deref().unwrap_or_default());
-            let _ = writeln!(out, "lock:        {}: {}", pg.server(), lease(name));
-        }
-        None => {}
-    }
-    if jobs.lock.is_some() {
-        let _ = writeln!(
-            out,
-            "busy lock:   wait up to {}, then skip with exit status {}",
-            human(jobs.lock_wait),
-            jobs.busy_exit
-        );
-    }
-    if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
-        let place = match state {
-            Backend::File(dir) => format!("a marker file in {}", dir.display()),
-            Backend::Postgres(pg) => format!(
-                "a row of retry_once at {pg}, written as {} is released",
-                lease(format!("once:{key}"))
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "once:        key {key:?}: skip if it succeeded; else {place}"
-        );
-    }
-    if out.is_empty() {
-        out
-    } else {
-        format!("\n{out}")
-    }
 }
 
 fn describe_schedule(policy: &Policy) -> String {

@@ -1,0 +1,262 @@
+//! `--dry-run`: everything a run would do, printed without running anything, in one
+//! place: the schedule of a `--schedule` job and what a start now would catch up, the
+//! attempts and their sleeps (`policy`), the executor's classification rules, the lock
+//! and `--once` marker, and the fleet's budget and circuit as they stand (read only).
+
+mod policy;
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use anyhow::Context;
+use chrono::{SecondsFormat, Utc};
+
+use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
+use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
+use crate::domain::human;
+use crate::schedule::World;
+use crate::target::Backend;
+use crate::wait::Bound;
+use crate::{fleet, run, schedule};
+
+/// Writes the dry run of `config` to stdout.
+pub fn show(config: &Config) -> anyhow::Result<()> {
+    let exec = run::executor(config.target.clone(), &config.run)?;
+    let mut text = String::new();
+    if let Some(plan) = &config.schedule {
+        text += &schedule_plan(plan)?;
+    }
+    let is_http = matches!(config.target, TargetConfig::Http(_));
+    text += &policy::render(
+        &config.policy,
+        config.fleet.splay,
+        &config.run,
+        is_http,
+        &exec.describe(),
+    );
+    text += &jobs(&config.jobs);
+    text += &fleet(&config.fleet, config.seed, config.run.nested);
+    // A stdout that cannot take the text (a full device, a closed pipe) is retry's
+    // own error, with the operating system's reason.
+    let mut out = std::io::stdout().lock();
+    std::io::Write::write_all(&mut out, text.as_bytes())
+        .and_then(|()| std::io::Write::flush(&mut out))
+        .context("--dry-run: cannot write to stdout")
+}
+
+/// `--dry-run` with `--schedule`: the next five slots, the job's first start, and the
+/// missed slots a start now would catch up. Nothing is written.
+fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
+    let now = Utc::now();
+    let zone = &schedule.cron.zone;
+    let mut out = format!(
+        "schedule: {:?} in {}, job {}\nnext slots:\n",
+        schedule.cron.text,
+        zone.name(),
+        schedule.job
+    );
+    for slot in schedule.cron.upcoming(now, 5) {
+        out += &format!("  {}\n", schedule::show(slot, zone));
+    }
+    let (handled, recorded) = match read_state(schedule) {
+        Ok(read) => read,
+        // As the fleet's dry run does: say so, and show the rest.
+        Err(err) => {
+            out += &format!("catch-up: the state cannot be read ({err:#})\n");
+            return Ok(out + "\n");
+        }
+    };
+    let first_start = match recorded {
+        Some(first) => {
+            out += &format!(
+                "first start: {} (slots before it are never caught up)\n",
+                first.to_rfc3339_opts(SecondsFormat::Secs, true)
+            );
+            first
+        }
+        None => {
+            out += "first start: none recorded; a start now records it, and slots before it are never caught up\n";
+            schedule::whole_second(now)
+        }
+    };
+    let window = chrono::Duration::from_std(schedule.window)?;
+    let span = schedule
+        .cron
+        .slots_between(now - window, now, schedule::MAX_SLOTS);
+    let plan = schedule::plan_catch_up(schedule.catch_up, &span, &handled, first_start);
+    if plan.run.is_empty() {
+        out += "catch-up: no missed slot would run\n";
+    } else {
+        out += "catch-up would run:\n";
+        for slot in &plan.run {
+            out += &format!("  {}\n", schedule::show(*slot, zone));
+        }
+    }
+    if plan.dropped > 0 {
+        out += &format!(
+            "catch-up would drop {} missed slot{}\n",
+            plan.dropped,
+            if plan.dropped == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(addr) = schedule.metrics_listen {
+        out += &format!("metrics: served at http://{addr}/metrics\n");
+    }
+    Ok(out + "\n")
+}
+
+/// The slot records and the first start, for the dry run.
+fn read_state(
+    schedule: &ScheduleConfig,
+) -> anyhow::Result<(HashSet<schedule::Slot>, Option<schedule::Slot>)> {
+    match &schedule.state {
+        // A state directory that does not exist yet holds no record, and a dry run creates nothing.
+        Backend::File(dir) if !dir.exists() => Ok((HashSet::new(), None)),
+        _ => {
+            let mut world = schedule::SystemWorld::for_state(schedule);
+            Ok((world.handled()?, world.recorded_first_start()?))
+        }
+    }
+}
+
+/// The fleet part of the dry run: the splay, and the budget's and circuit's
+/// current state, read without changing it.
+pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
+    let mut out = String::new();
+    if !config.splay.is_zero() {
+        let this_run = match seed {
+            Some(seed) => format!(
+                "; with --seed {seed}: {}",
+                human(fleet::splay_delay(config.splay, seed))
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "splay:       U(0, {}) before the first attempt{this_run}",
+            human(config.splay)
+        );
+    }
+    let Some(state) = &config.state else {
+        return if out.is_empty() {
+            out
+        } else {
+            format!("\n{out}")
+        };
+    };
+    if nested {
+        let _ = writeln!(
+            out,
+            "fleet:       nested inside another retry: the outer one counts budget and circuit"
+        );
+    }
+    for line in fleet_state(state, config.budget.as_ref(), config.circuit.as_ref()) {
+        let _ = writeln!(out, "{line}");
+    }
+    format!("\n{out}")
+}
+
+/// The scheduled-job part of the dry run: the lock, the `--once` key and where its
+/// marker goes, and how long a PostgreSQL lease lives. Nothing is locked or read.
+pub fn jobs(jobs: &JobOptions) -> String {
+    let mut out = String::new();
+    let lease = |name: String| {
+        format!(
+            "a lease {name} for {}, renewed every {}, lost 2/3 of it after the last answered renewal",
+            human(jobs.lease_ttl),
+            human(jobs.lease_ttl / 3)
+        )
+    };
+    match &jobs.lock {
+        Some(Backend::File(path)) => {
+            let _ = writeln!(out, "lock:        flock on {}", path.display());
+        }
+        Some(Backend::Postgres(pg)) => {
+            let name = format!("lock:{}", pg.name.as_deref().unwrap_or_default());
+            let _ = writeln!(out, "lock:        {}: {}", pg.server(), lease(name));
+        }
+        None => {}
+    }
+    if jobs.lock.is_some() {
+        let _ = writeln!(
+            out,
+            "busy lock:   wait up to {}, then skip with exit status {}",
+            human(jobs.lock_wait),
+            jobs.busy_exit
+        );
+    }
+    if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
+        let place = match state {
+            Backend::File(dir) => format!("a marker file in {}", dir.display()),
+            Backend::Postgres(pg) => format!(
+                "a row of retry_once at {pg}, written as {} is released",
+                lease(format!("once:{key}"))
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "once:        key {key:?}: skip if it succeeded; else {place}"
+        );
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
+}
+
+/// The `--dry-run` lines: the budget's and circuit's current state, read only.
+fn fleet_state(
+    target: &Backend,
+    budget: Option<&BudgetConfig>,
+    circuit: Option<&CircuitConfig>,
+) -> Vec<String> {
+    let bound = Bound::signals_only();
+    let mut store = match fleet::open_read_only(target, &bound) {
+        Ok(store) => store,
+        Err(err) => return vec![format!("fleet:       state unreadable: {err:#}")],
+    };
+    let mut lines = Vec::new();
+    if let Some(b) = budget {
+        let line = match store.tokens(b, &bound) {
+            Ok(t) => format!(
+                "budget:      {} holds {} of {} tokens (retries while more than {}; a success earns {}) in {}",
+                b.name,
+                fleet::show_tokens(t),
+                b.size,
+                fleet::show_tokens(f64::from(b.size) / 2.0),
+                b.ratio,
+                store.describe()
+            ),
+            Err(err) => format!("budget:      {}: unreadable: {err:#}", b.name),
+        };
+        lines.push(line);
+    }
+    if let Some(c) = circuit {
+        let line = match store.circuit(c, &bound) {
+            Ok(state) => circuit_line(c, &state),
+            Err(err) => format!("circuit:     {}: unreadable: {err:#}", c.name),
+        };
+        lines.push(line);
+    }
+    lines
+}
+
+fn circuit_line(c: &CircuitConfig, state: &fleet::CircuitState) -> String {
+    let now = fleet::now_ms();
+    let status = match state.open_until_ms.filter(|_| state.failures >= c.failures) {
+        Some(until) if until > now => format!("open until {}", fleet::show_time(until)),
+        Some(_) => "open, cooldown over: the next run is the probe".into(),
+        None => "closed".into(),
+    };
+    // The count goes on past the threshold while runs keep failing: "15 of 5" read as nonsense.
+    format!(
+        "circuit:     {} is {status}; {} failed run{} in a row (it opens at {}); cooldown {}; refused runs exit {}",
+        c.name,
+        state.failures,
+        if state.failures == 1 { "" } else { "s" },
+        c.failures,
+        human(c.cooldown),
+        c.exit
+    )
+}
