@@ -25,10 +25,29 @@ pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     http_date(value).map(|date| until(date, now))
 }
 
+/// The three forms of an HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, the obsolete RFC
+/// 850 form and asctime, always in GMT.
+const HTTP_DATE_FORMS: [&str; 3] = [
+    "%a, %d %b %Y %H:%M:%S GMT",
+    "%A, %d-%b-%y %H:%M:%S GMT",
+    "%a %b %e %H:%M:%S %Y",
+];
+
 /// An HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, the obsolete RFC 850 form or
-/// asctime. `None` for anything else.
+/// asctime, with a weekday that fits the date and a year from 1970. `None` for
+/// anything else.
 pub fn http_date(value: &str) -> Option<SystemTime> {
-    httpdate::parse_http_date(value.trim()).ok()
+    let value = value.trim();
+    let civil = HTTP_DATE_FORMS.iter().find_map(|form| {
+        let civil = jiff::fmt::strtime::parse(form, value)
+            .and_then(|parsed| parsed.to_datetime())
+            .ok()?;
+        // Exactly as the form writes it: names in their case, numbers padded.
+        let exact = civil.strftime(form).to_string() == value;
+        (exact && civil.year() >= 1970).then_some(civil)
+    })?;
+    let at = civil.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
+    Some(SystemTime::from(at.timestamp()))
 }
 
 /// Digits only (RFC 9110's `1*DIGIT`), clamped to [`MAX_WAIT`]; `None` otherwise.
@@ -252,6 +271,24 @@ mod tests {
         assert_eq!(retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now), thirty);
         assert_eq!(retry_after("Sunday, 06-Nov-94 08:49:37 GMT", now), thirty);
         assert_eq!(retry_after("Sun Nov  6 08:49:37 1994", now), thirty);
+    }
+
+    #[test]
+    fn http_dates_are_read_only_in_their_exact_forms() {
+        for bad in [
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "sun, 06 nov 1994 08:49:37 GMT",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun Nov 6 08:49:37 1994",
+            "Sunday, 06-Nov-94 08:49:37 UTC",
+            "Fri, 01 Jan 1960 00:00:00 GMT",
+        ] {
+            assert_eq!(http_date(bad), None, "{bad}");
+        }
+        assert_eq!(
+            http_date(" Sun, 06 Nov 1994 08:49:37 GMT "),
+            Some(at(RFC_EXAMPLE))
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ fn retry_after_takes_precedence_over_rate_limit_reset() {
 
 #[test]
 fn retry_after_http_date_is_honoured() {
-    let when = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    let when = crate::support::time::http_date(SystemTime::now() + Duration::from_secs(2));
     let waited = wait_after(&when, Reply::status(503).header("Retry-After", &when), &[]);
     // The date has whole seconds: the wait is between 1 and 2 s, plus the spread.
     assert!(

@@ -326,11 +326,11 @@ mod http_headers {
         fn retry_after_dates_in_every_form(ahead in 0u64..1_000_000, now_s in 0u64..3_000_000_000) {
             let now = UNIX_EPOCH + Duration::from_secs(now_s);
             let at = now + Duration::from_secs(ahead);
-            let imf = httpdate::fmt_http_date(at);
+            let imf = crate::support::time::http_date(at);
             prop_assert_eq!(h::retry_after(&imf, now), Some(Duration::from_secs(ahead)));
             prop_assert_eq!(h::http_date(&imf), Some(at));
             // A date in the past means no extra wait.
-            let past = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(now_s / 2));
+            let past = crate::support::time::http_date(UNIX_EPOCH + Duration::from_secs(now_s / 2));
             if now_s > 1 {
                 prop_assert_eq!(h::retry_after(&past, now), Some(Duration::ZERO));
             }

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use crate::both_ways;
 use crate::support::stall::{Proxy, When};
 use crate::support::{self as cmd, Scratch, retry, status_of, tcp_connections_to};
-use chrono::{Timelike, Utc};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -87,7 +86,7 @@ fn slot_records(state: &str) -> Vec<std::path::PathBuf> {
 /// before now: the job ran before, so catch-up looks back that far.
 pub fn first_started(state: &str, job: &str, ago: Duration) {
     let at = std::time::SystemTime::now() - ago;
-    let at = humantime::format_rfc3339_seconds(at).to_string();
+    let at = crate::support::time::rfc3339_seconds(at);
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -119,7 +118,7 @@ fn wait_for_success_record(state: &str, limit: Duration) {
 
 /// A CRON that fires once a minute, `ahead` seconds from now.
 fn once_a_minute_in(ahead: u32) -> String {
-    let second = (Utc::now().second() + ahead) % 60;
+    let second = (jiff::Timestamp::now().as_second() + i64::from(ahead)).rem_euclid(60);
     format!("{second} * * * * *")
 }
 

@@ -6,11 +6,11 @@ use std::fs;
 use std::net::TcpStream;
 use std::time::{Duration, Instant, SystemTime};
 
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 
 use crate::both_ways;
 use crate::schedule::{Scheduler, append_key, every_second, first_started, wait_lines};
-use crate::support::{self as cmd, Invocation, Scratch, retry};
+use crate::support::{self as cmd, Invocation, Scratch, retry, time};
 
 /// `TIME retry: ` with TIME in RFC 3339 UTC with milliseconds.
 fn stamped(line: &str) -> bool {
@@ -74,7 +74,7 @@ fn a_schedule_whose_latest_slot_just_passed_runs_nothing_until_the_next_slot() {
     // A second or so after a slot of */4 (a slot in the very second of the first start
     // would run): cron waits for the next one, and so must both policies that catch
     // up, on a state with no record of the job.
-    let past = Utc::now().timestamp_millis().rem_euclid(4000);
+    let past = Timestamp::now().as_millisecond().rem_euclid(4000);
     let wait = (1200 - past).rem_euclid(4000);
     std::thread::sleep(Duration::from_millis(wait as u64));
     let dir = Scratch::new();
@@ -96,9 +96,9 @@ fn a_schedule_whose_latest_slot_just_passed_runs_nothing_until_the_next_slot() {
         ];
         Scheduler::start(&dir, policy, &args)
     };
-    let started = Utc::now();
+    let started = Timestamp::now();
     let (latest, all) = (start("latest"), start("all"));
-    let next_slot = (started.timestamp() / 4 + 1) * 4;
+    let next_slot = (started.as_second() / 4 + 1) * 4;
     wait_lines(&dir, "latest", 1, Duration::from_secs(10));
     wait_lines(&dir, "all", 1, Duration::from_secs(10));
     let (_, log_latest) = latest.stop();
@@ -216,7 +216,7 @@ fn json_lines_start_with_the_time_and_a_slot_has_started_and_ended_events() {
             (Some(1), Some(0))
         );
         assert!(e["slot"].as_str().unwrap().starts_with("json@"), "{e}");
-        DateTime::parse_from_rfc3339(e["time"].as_str().unwrap()).unwrap();
+        time::parse_rfc3339(e["time"].as_str().unwrap());
     }
     assert!(events.iter().any(|e| e["event"] == "slot_started"), "{log}");
 }
@@ -340,12 +340,8 @@ fn the_last_success_starts_from_the_state_and_is_absent_until_there_is_one() {
     );
     // A slot that succeeded an hour ago (as another scheduler on this state recorded it),
     // and a newer one that gave up.
-    let at = |ago: u64| {
-        humantime::format_rfc3339_millis(SystemTime::now() - Duration::from_secs(ago)).to_string()
-    };
-    let slot = |ago: u64| {
-        humantime::format_rfc3339_seconds(SystemTime::now() - Duration::from_secs(ago)).to_string()
-    };
+    let at = |ago: u64| time::rfc3339_millis(SystemTime::now() - Duration::from_secs(ago));
+    let slot = |ago: u64| time::rfc3339_seconds(SystemTime::now() - Duration::from_secs(ago));
     for (ago, status) in [(3600, "succeeded"), (60, "gave_up")] {
         let key = format!("kept@{}", slot(ago + 5));
         let record = serde_json::json!({
@@ -444,7 +440,7 @@ fn an_unreadable_first_start_record_is_replaced_by_the_current_second() {
     first_started(&state, "mended", Duration::from_secs(3600));
     let record = format!("{state}/mended#first-start.json");
     fs::write(&record, "{ not json").unwrap();
-    let before = Utc::now().timestamp();
+    let before = Timestamp::now().as_second();
     let s = Scheduler::start(
         &dir,
         "s",
@@ -468,11 +464,8 @@ fn an_unreadable_first_start_record_is_replaced_by_the_current_second() {
     );
     let text: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&record).unwrap()).unwrap();
-    let at = DateTime::parse_from_rfc3339(text["succeeded_at"].as_str().unwrap()).unwrap();
-    assert!(
-        at.timestamp() >= before && at.timestamp() <= Utc::now().timestamp(),
-        "{text}"
-    );
+    let at = time::parse_rfc3339(text["succeeded_at"].as_str().unwrap()).as_second();
+    assert!(at >= before && at <= Timestamp::now().as_second(), "{text}");
 }
 
 both_ways! {

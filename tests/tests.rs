@@ -27,6 +27,7 @@
 //!   program with the test's /etc/hosts and /etc/resolv.conf in a mount namespace.
 //! - `postgres::start(test)` gives a private PostgreSQL server (or skips, unless
 //!   RETRY_TEST_REQUIRE_POSTGRES=1); `tools` has rsync, git and ssh daemons.
+//! - `time` writes and reads RFC 3339 times and HTTP dates (jiff, as the crate does).
 //!
 //! Tests in this crate run in parallel threads of one process: a test must not change
 //! process-wide state (the current directory, environment variables, signal handlers);

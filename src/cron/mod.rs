@@ -6,9 +6,10 @@
 //! gap runs once at the first instant after it, and one that happens twice runs in
 //! the first pass only; a wildcard or stepped time runs in both passes and not in a gap.
 
-use chrono::{DateTime, NaiveDateTime, Utc};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
+use jiff::Timestamp;
+use jiff::civil::DateTime;
 
 mod zone;
 
@@ -92,8 +93,8 @@ impl CronSchedule {
     }
 
     /// The first slot strictly after `t`.
-    pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let local = self.zone.local(t);
+    pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
+        let local = self.zone.local_time(t);
         let ahead = self.forward(t, local);
         let repeated = if self.fixed {
             None
@@ -107,20 +108,20 @@ impl CronSchedule {
     }
 
     /// The first matching local time after `local` that has an instant after `t`.
-    fn forward(&self, t: DateTime<Utc>, local: NaiveDateTime) -> Option<DateTime<Utc>> {
-        let mut naive = local;
+    fn forward(&self, t: Timestamp, local: DateTime) -> Option<Timestamp> {
+        let mut civil = local;
         for _ in 0..MAX_CANDIDATES {
-            let candidate = self.cron.find_next_occurrence(&naive, false).ok()?;
+            let candidate = self.cron.find_next_occurrence(&civil, false).ok()?;
             if let Some(at) = self.instant(candidate, t) {
                 return Some(at);
             }
-            naive = candidate;
+            civil = candidate;
         }
         None
     }
 
     /// When the matching local time `c` runs, if after `t`, by SPEC's DST rules.
-    fn instant(&self, c: NaiveDateTime, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    fn instant(&self, c: DateTime, t: Timestamp) -> Option<Timestamp> {
         match self.zone.resolve(c) {
             Resolved::Single(at) => Some(at).filter(|at| *at > t),
             Resolved::Twice(first, second) => {
@@ -130,33 +131,23 @@ impl CronSchedule {
                     Some(second).filter(|at| !self.fixed && *at > t)
                 }
             }
-            Resolved::Gap if self.fixed => Some(self.first_instant_from(c)).filter(|at| *at > t),
-            Resolved::Gap => None,
+            // A fixed time the clocks jump over runs when they jump.
+            Resolved::Gap { jump } if self.fixed => Some(jump).filter(|at| *at > t),
+            Resolved::Gap { .. } => None,
         }
     }
 
     /// While `t` is in the first pass of a repeated hour, the second pass of the local
     /// times before `local` is still ahead: its first matching time, if any.
-    fn later_pass(&self, t: DateTime<Utc>, local: NaiveDateTime) -> Option<DateTime<Utc>> {
-        let Resolved::Twice(first, second) = self.zone.resolve(local) else {
+    fn later_pass(&self, t: Timestamp, local: DateTime) -> Option<Timestamp> {
+        let Resolved::Twice(first, _) = self.zone.resolve(local) else {
             return None;
         };
         if first != t {
             return None;
         }
-        let later = self.zone.offset_at(second);
-        // The clocks go back between t and `second`: find the instant they do.
-        let at = |secs: i64| DateTime::from_timestamp(secs, 0).unwrap_or_default();
-        let (mut lo, mut hi) = (t.timestamp(), second.timestamp());
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if self.zone.offset_at(at(mid)) == later {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        let repeat_start = self.zone.local(at(hi));
+        // The second pass starts when the clocks go back: the zone's next change.
+        let repeat_start = self.zone.local_time(self.zone.next_change(t)?);
         let candidate = self.cron.find_next_occurrence(&repeat_start, true).ok()?;
         if candidate > local {
             return None;
@@ -167,34 +158,8 @@ impl CronSchedule {
         }
     }
 
-    /// The first instant whose local time is `c` or later: for a time in a gap, the
-    /// instant the clocks jump forward.
-    fn first_instant_from(&self, c: NaiveDateTime) -> DateTime<Utc> {
-        // No zone is more than 14 hours from UTC, so these bracket it (whole seconds).
-        let base = c.and_utc().timestamp();
-        let (mut lo, mut hi) = (base - 15 * 3600, base + 15 * 3600);
-        let local = |secs: i64| {
-            self.zone
-                .local(DateTime::from_timestamp(secs, 0).unwrap_or_default())
-        };
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if local(mid) >= c {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        DateTime::from_timestamp(hi, 0).unwrap_or_default()
-    }
-
     /// The slots in (`from`, `to`], oldest first, at most `limit` of them (the newest kept).
-    pub fn slots_between(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> Vec<DateTime<Utc>> {
+    pub fn slots_between(&self, from: Timestamp, to: Timestamp, limit: usize) -> Vec<Timestamp> {
         let mut out = std::collections::VecDeque::new();
         let mut t = from;
         while let Some(next) = self.next_after(t) {
@@ -211,7 +176,7 @@ impl CronSchedule {
     }
 
     /// The next `n` slots after `t`.
-    pub fn upcoming(&self, t: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
+    pub fn upcoming(&self, t: Timestamp, n: usize) -> Vec<Timestamp> {
         let mut out = Vec::with_capacity(n);
         let mut t = t;
         while out.len() < n {
@@ -230,7 +195,7 @@ pub fn parse_zone(name: &str) -> Result<Zone, String> {
     Zone::named(name.strip_prefix(':').unwrap_or(name))
 }
 
-/// `--tz`, else `TZ`, else the zone /etc/localtime names, else UTC.
+/// `--tz`, else `TZ`, else the host's zone (jiff reads /etc/localtime), else UTC.
 pub fn choose_zone(flag: Option<&str>) -> Result<Zone, String> {
     if let Some(name) = flag {
         return parse_zone(name).map_err(|e| format!("--tz: {e}"));
@@ -238,39 +203,22 @@ pub fn choose_zone(flag: Option<&str>) -> Result<Zone, String> {
     if let Some(name) = std::env::var("TZ").ok().filter(|v| !v.is_empty()) {
         return parse_zone(&name).map_err(|e| format!("TZ: {e}; or give --tz ZONE"));
     }
-    Ok(local_zone().unwrap_or_else(Zone::utc))
-}
-
-/// The zone this host's /etc/localtime links to (…/zoneinfo/AREA/CITY), or /etc/timezone.
-fn local_zone() -> Option<Zone> {
-    let link = std::fs::read_link("/etc/localtime").ok();
-    let from_link = link.as_ref().and_then(|p| {
-        let text = p.to_str()?;
-        let (_, name) = text.split_once("zoneinfo/")?;
-        Zone::named(name).ok()
-    });
-    from_link.or_else(|| {
-        let text = std::fs::read_to_string("/etc/timezone").ok()?;
-        Zone::named(text.trim()).ok()
-    })
+    Ok(Zone::local().unwrap_or_else(Zone::utc))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
 
-    fn utc(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
+    fn utc(text: &str) -> Timestamp {
+        text.parse().unwrap()
     }
 
     fn slots(cron: &str, zone: Zone, from: &str, to: &str) -> Vec<String> {
         let s = CronSchedule::parse(cron, zone).unwrap();
         s.slots_between(utc(from), utc(to), 1000)
             .iter()
-            .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
             .collect()
     }
 
@@ -539,7 +487,8 @@ mod tests {
         );
         assert_eq!(got.len(), 6, "{got:?}");
         assert!(
-            got.windows(2).all(|w| (w[1] - w[0]).num_seconds() == 20),
+            got.windows(2)
+                .all(|w| w[1].duration_since(w[0]).as_secs() == 20),
             "{got:?}"
         );
     }
@@ -547,10 +496,8 @@ mod tests {
     #[test]
     fn slots_are_instants_whatever_the_zone() {
         let s = CronSchedule::parse("0 9 * * *", Zone::named("America/New_York").unwrap()).unwrap();
-        let next = s
-            .next_after(Utc.with_ymd_and_hms(2026, 7, 1, 0, 0, 0).unwrap())
-            .unwrap();
-        assert_eq!(next, Utc.with_ymd_and_hms(2026, 7, 1, 13, 0, 0).unwrap());
+        let next = s.next_after(utc("2026-07-01T00:00:00Z")).unwrap();
+        assert_eq!(next, utc("2026-07-01T13:00:00Z"));
     }
 
     #[test]

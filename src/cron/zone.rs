@@ -1,12 +1,10 @@
 //! The time zone a schedule is read in, loaded at run time from the system's time zone
-//! database (`TZDIR`, else /usr/share/zoneinfo) through jiff. A compiled-in database
-//! would be current only as of the build, and its tables cost every start of retry
-//! tens of thousands of relocations, schedule or not.
-//!
-//! The rest of the schedule works in chrono's types (croner matches chrono's local
-//! times); this type is the one place the two meet.
+//! database (`TZDIR`, else /usr/share/zoneinfo) through jiff, as is the host's local
+//! zone. A compiled-in database would be current only as of the build, and its tables
+//! cost every start of retry tens of thousands of relocations, schedule or not.
 
-use chrono::{DateTime, NaiveDateTime, TimeDelta, Timelike, Utc};
+use jiff::Timestamp;
+use jiff::civil::DateTime;
 use jiff::tz::{AmbiguousOffset, TimeZone};
 
 /// What `--tz` accepts, for error messages.
@@ -24,11 +22,11 @@ pub struct Zone {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolved {
     /// It happens once, at this instant.
-    Single(DateTime<Utc>),
+    Single(Timestamp),
     /// It happens twice as the clocks go back: the first pass, then the second.
-    Twice(DateTime<Utc>, DateTime<Utc>),
-    /// It does not happen: the clocks jump over it.
-    Gap,
+    Twice(Timestamp, Timestamp),
+    /// It does not happen: the clocks jump over it, at `jump`.
+    Gap { jump: Timestamp },
 }
 
 impl Zone {
@@ -53,99 +51,93 @@ impl Zone {
         })
     }
 
+    /// The host's zone, as jiff finds it (/etc/localtime), named by its IANA name, or
+    /// by the file when it has none; `None` when there is none.
+    pub fn local() -> Option<Zone> {
+        let tz = TimeZone::try_system().ok()?;
+        let name = tz.iana_name().unwrap_or("/etc/localtime").to_string();
+        Some(Zone { tz, name })
+    }
+
     /// The name it was given by.
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// UTC offset in seconds at `t`.
-    pub fn offset_at(&self, t: DateTime<Utc>) -> i32 {
-        self.tz.to_offset(timestamp(t)).seconds()
-    }
-
     /// The local wall-clock time at `t`.
-    pub fn local(&self, t: DateTime<Utc>) -> NaiveDateTime {
-        t.naive_utc() + TimeDelta::seconds(self.offset_at(t).into())
+    pub fn local_time(&self, t: Timestamp) -> DateTime {
+        self.tz.to_datetime(t)
     }
 
     /// The abbreviation in use at `t` (CET, CEST, or a numeric one such as +03).
-    pub fn abbreviation(&self, t: DateTime<Utc>) -> String {
-        self.tz
-            .to_offset_info(timestamp(t))
-            .abbreviation()
-            .to_string()
+    pub fn abbreviation(&self, t: Timestamp) -> String {
+        self.tz.to_offset_info(t).abbreviation().to_string()
     }
 
     /// When the local time `local` happens.
-    pub fn resolve(&self, local: NaiveDateTime) -> Resolved {
-        let at = |offset: jiff::tz::Offset| {
-            local.and_utc() - TimeDelta::seconds(offset.seconds().into())
-        };
-        match self.tz.to_ambiguous_timestamp(civil(local)).offset() {
+    pub fn resolve(&self, local: DateTime) -> Resolved {
+        let at = |offset: jiff::tz::Offset| offset.to_timestamp(local).unwrap_or(Timestamp::MAX);
+        match self.tz.to_ambiguous_timestamp(local).offset() {
             AmbiguousOffset::Unambiguous { offset } => Resolved::Single(at(offset)),
             AmbiguousOffset::Fold { before, after } => Resolved::Twice(at(before), at(after)),
-            AmbiguousOffset::Gap { .. } => Resolved::Gap,
+            // Read in the new offset, a time in the gap is an instant before the jump.
+            AmbiguousOffset::Gap { after, .. } => Resolved::Gap {
+                jump: self.next_change(at(after)).unwrap_or(Timestamp::MAX),
+            },
         }
     }
-}
 
-/// The whole second `t` falls in (offsets change on whole seconds).
-fn timestamp(t: DateTime<Utc>) -> jiff::Timestamp {
-    jiff::Timestamp::from_second(t.timestamp()).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-}
-
-fn civil(local: NaiveDateTime) -> jiff::civil::DateTime {
-    use chrono::Datelike;
-    // chrono's and jiff's ranges overlap for every year a schedule reaches (jiff: ±9999).
-    jiff::civil::DateTime::new(
-        local.year().clamp(-9999, 9999) as i16,
-        local.month() as i8,
-        local.day() as i8,
-        local.hour() as i8,
-        local.minute() as i8,
-        local.second().min(59) as i8,
-        local.nanosecond().min(999_999_999) as i32,
-    )
-    .unwrap_or(jiff::civil::DateTime::MAX)
+    /// The first instant after `t` at which the zone's offset changes.
+    pub fn next_change(&self, t: Timestamp) -> Option<Timestamp> {
+        self.tz.following(t).next().map(|change| change.timestamp())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn utc(text: &str) -> DateTime<Utc> {
+    fn utc(text: &str) -> Timestamp {
         text.parse().unwrap()
     }
 
-    fn naive(text: &str) -> NaiveDateTime {
-        NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S").unwrap()
+    fn civil(text: &str) -> DateTime {
+        text.parse().unwrap()
     }
 
     #[test]
     fn berlin_in_winter_summer_and_at_both_changes() {
         let berlin = Zone::named("Europe/Berlin").unwrap();
         assert_eq!(berlin.name(), "Europe/Berlin");
-        assert_eq!(berlin.offset_at(utc("2026-01-15T12:00:00Z")), 3600);
-        assert_eq!(berlin.offset_at(utc("2026-07-15T12:00:00Z")), 7200);
         assert_eq!(berlin.abbreviation(utc("2026-01-15T12:00:00Z")), "CET");
         assert_eq!(berlin.abbreviation(utc("2026-07-15T12:00:00Z")), "CEST");
         assert_eq!(
-            berlin.local(utc("2026-07-15T12:00:00Z")),
-            naive("2026-07-15 14:00:00")
+            berlin.local_time(utc("2026-01-15T12:00:00Z")),
+            civil("2026-01-15 13:00:00")
         );
         assert_eq!(
-            berlin.resolve(naive("2026-03-29 02:30:00")),
-            Resolved::Gap,
-            "spring forward skips 02:00-03:00"
+            berlin.local_time(utc("2026-07-15T12:00:00Z")),
+            civil("2026-07-15 14:00:00")
         );
         assert_eq!(
-            berlin.resolve(naive("2026-10-25 02:30:00")),
+            berlin.resolve(civil("2026-03-29 02:30:00")),
+            Resolved::Gap {
+                jump: utc("2026-03-29T01:00:00Z")
+            },
+            "spring forward skips 02:00-03:00, at 01:00Z"
+        );
+        assert_eq!(
+            berlin.resolve(civil("2026-10-25 02:30:00")),
             Resolved::Twice(utc("2026-10-25T00:30:00Z"), utc("2026-10-25T01:30:00Z")),
             "fall back repeats 02:00-03:00"
         );
         assert_eq!(
-            berlin.resolve(naive("2026-10-25 04:00:00")),
+            berlin.resolve(civil("2026-10-25 04:00:00")),
             Resolved::Single(utc("2026-10-25T03:00:00Z"))
+        );
+        assert_eq!(
+            berlin.next_change(utc("2026-10-25T00:30:00Z")),
+            Some(utc("2026-10-25T01:00:00Z"))
         );
     }
 

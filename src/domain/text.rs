@@ -1,8 +1,11 @@
 //! How values are shown to people, the same everywhere: a duration briefly (`human`),
 //! a URL without its user information (`redact_url`), a command line with the words
-//! that need it quoted (`command_line`).
+//! that need it quoted (`command_line`), and times as RFC 3339 text, written and read
+//! through jiff (`rfc3339_millis`, `rfc3339_seconds`, `parse_rfc3339`).
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use jiff::Timestamp;
 
 /// Formats a duration briefly for humans: `850ms`, `1.7s`, `2m5s`.
 pub fn human(d: Duration) -> String {
@@ -59,6 +62,24 @@ pub fn command_line(argv: &[String]) -> String {
     argv.iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
+/// `t` in RFC 3339, UTC, to the millisecond: `2024-05-01T03:00:00.000Z` (logs, records).
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    // Out of jiff's range (beyond year 9999) only by a clock gone wrong: shown at its edge.
+    let t = Timestamp::try_from(t).unwrap_or(Timestamp::MAX);
+    t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// `t` in RFC 3339, UTC, to the second: `2024-05-01T03:00:00Z` (slot keys).
+pub fn rfc3339_seconds(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// An RFC 3339 time with its offset (`Z` or `±HH:MM`, a space for the `T` allowed),
+/// as records and slot keys hold them; `None` for anything else.
+pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+    text.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +109,27 @@ mod tests {
     fn command_lines_quote_what_needs_it() {
         let argv = ["sh", "-c", "echo it's done", ""].map(String::from);
         assert_eq!(command_line(&argv), r"sh -c 'echo it'\''s done' ''");
+    }
+
+    #[test]
+    fn rfc3339_times_round_trip() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_714_532_400_123);
+        assert_eq!(rfc3339_millis(t), "2024-05-01T03:00:00.123Z");
+        let parsed = parse_rfc3339("2024-05-01T03:00:00.123Z").unwrap();
+        assert_eq!(SystemTime::from(parsed), t);
+        assert_eq!(rfc3339_seconds(parsed), "2024-05-01T03:00:00Z");
+        assert_eq!(
+            parse_rfc3339("2024-05-01 05:00:00+02:00"),
+            parse_rfc3339("2024-05-01T03:00:00Z")
+        );
+        for bad in [
+            "",
+            "2024-05-01",
+            "2024-05-01T03:00:00",
+            "10000-05-01T03:00:00Z",
+            "soon",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
     }
 }

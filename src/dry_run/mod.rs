@@ -9,11 +9,11 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use anyhow::Context;
-use chrono::{SecondsFormat, Utc};
+use jiff::Timestamp;
 
 use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
-use crate::domain::human;
+use crate::domain::{human, rfc3339_seconds};
 use crate::schedule::World;
 use crate::target::Backend;
 use crate::wait::Bound;
@@ -47,7 +47,7 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
 /// `--dry-run` with `--schedule`: the next five slots, the job's first start, and the
 /// missed slots a start now would catch up. Nothing is written.
 fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
-    let now = Utc::now();
+    let now = Timestamp::now();
     let zone = &schedule.cron.zone;
     let mut out = format!(
         "schedule: {:?} in {}, job {}\nnext slots:\n",
@@ -70,7 +70,7 @@ fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
         Some(first) => {
             out += &format!(
                 "first start: {} (slots before it are never caught up)\n",
-                first.to_rfc3339_opts(SecondsFormat::Secs, true)
+                rfc3339_seconds(first)
             );
             first
         }
@@ -79,10 +79,8 @@ fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
             schedule::whole_second(now)
         }
     };
-    let window = chrono::Duration::from_std(schedule.window)?;
-    let span = schedule
-        .cron
-        .slots_between(now - window, now, schedule::MAX_SLOTS);
+    let from = now - schedule::window(schedule);
+    let span = schedule.cron.slots_between(from, now, schedule::MAX_SLOTS);
     let plan = schedule::plan_catch_up(schedule.catch_up, &span, &handled, first_start);
     if plan.run.is_empty() {
         out += "catch-up: no missed slot would run\n";

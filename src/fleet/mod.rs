@@ -133,7 +133,7 @@ pub fn now_ms() -> u64 {
 
 /// An RFC 3339 time for a millisecond timestamp (the last one of year 9999 at most).
 pub fn show_time(ms: u64) -> String {
-    report::timestamp(UNIX_EPOCH + Duration::from_millis(ms.min(LATEST_MS)))
+    crate::domain::rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.min(LATEST_MS)))
 }
 
 /// `5` or `4.3`: tokens as a person reads them.

@@ -333,7 +333,7 @@ pub fn parse_marker(key: &str, text: &[u8]) -> Result<Marker, String> {
     if marker.key != key {
         return Err(format!("it is the record of key {:?}", marker.key));
     }
-    if humantime::parse_rfc3339_weak(&marker.succeeded_at).is_err() {
+    if crate::domain::parse_rfc3339(&marker.succeeded_at).is_none() {
         return Err(format!(
             "succeeded_at {:?} is not an RFC 3339 time from year 0 to 9999",
             marker.succeeded_at

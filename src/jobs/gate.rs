@@ -88,7 +88,7 @@ impl HeldLocks {
         let marker = Marker {
             status,
             key: once.key.clone(),
-            succeeded_at: report::timestamp(SystemTime::now()),
+            succeeded_at: crate::domain::rfc3339_millis(SystemTime::now()),
             host: host_name(),
             pid: std::process::id(),
             command: once.command.clone(),
@@ -299,10 +299,10 @@ fn already_done(key: &str, done: &Done) -> Gate {
 
 /// " (3h 5m ago)" for an RFC 3339 time in the past; empty when unknown.
 fn age(rfc3339: &str) -> String {
-    let Ok(then) = humantime::parse_rfc3339_weak(rfc3339) else {
+    let Some(then) = crate::domain::parse_rfc3339(rfc3339) else {
         return String::new();
     };
-    let Ok(ago) = SystemTime::now().duration_since(then) else {
+    let Ok(ago) = SystemTime::now().duration_since(SystemTime::from(then)) else {
         return String::new();
     };
     let minutes = Duration::from_secs(ago.as_secs() / 60 * 60);
@@ -319,7 +319,8 @@ mod tests {
 
     #[test]
     fn ages_are_rounded_to_minutes() {
-        let then = report::timestamp(SystemTime::now() - Duration::from_secs(3 * 3600 + 65));
+        let then =
+            crate::domain::rfc3339_millis(SystemTime::now() - Duration::from_secs(3 * 3600 + 65));
         assert_eq!(age(&then), " (3h 1m ago)");
         assert_eq!(age("not a time"), "");
     }

@@ -9,7 +9,6 @@ use anyhow::Context;
 use super::record::{Done, Marker, Status, host_name};
 use super::{file, postgres};
 use crate::config::JobOptions;
-use crate::report;
 use crate::target::Backend;
 use crate::wait::Bound;
 
@@ -77,7 +76,7 @@ pub fn record_status(
     let marker = Marker {
         key: key.to_string(),
         status,
-        succeeded_at: report::timestamp(SystemTime::now()),
+        succeeded_at: crate::domain::rfc3339_millis(SystemTime::now()),
         host: host_name(),
         pid: std::process::id(),
         command: command.to_vec(),

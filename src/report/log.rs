@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::domain::{
-    AttemptRecord, Class, Event, Events, LogConfig, RunSummary, StopReason, human,
+    AttemptRecord, Class, Event, Events, LogConfig, RunSummary, StopReason, human, rfc3339_millis,
 };
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -65,7 +65,7 @@ fn write_json(mut line: Value) {
 /// `line` as JSON with a `"time"` member (now) before the others: serde_json orders
 /// a map's members by name, and log collectors look for the time first.
 fn time_first(line: &Value) -> String {
-    let time = Value::String(timestamp(SystemTime::now()));
+    let time = Value::String(rfc3339_millis(SystemTime::now()));
     let rest = line.to_string();
     match rest.strip_prefix('{').filter(|r| *r != "}") {
         Some(members) => format!("{{\"time\":{time},{members}"),
@@ -80,7 +80,7 @@ fn prefix(cfg: &LogConfig) -> String {
         "retry: "
     };
     let time = if cfg.timestamps {
-        format!("{} ", timestamp(SystemTime::now()))
+        format!("{} ", rfc3339_millis(SystemTime::now()))
     } else {
         String::new()
     };
@@ -141,10 +141,6 @@ fn merge(target: &mut Value, extra: Value) {
     if let (Some(target), Value::Object(extra)) = (target.as_object_mut(), extra) {
         target.extend(extra);
     }
-}
-
-pub fn timestamp(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
 }
 
 fn paint(class: Class, text: &str) -> String {
@@ -329,7 +325,7 @@ pub fn last_word(summary: &RunSummary) -> String {
 fn record_json(record: &AttemptRecord) -> Value {
     let mut v = json!({
         "n": record.number,
-        "started_at": timestamp(record.started_at),
+        "started_at": rfc3339_millis(record.started_at),
         "duration_ms": millis(record.duration),
         "outcome": record.outcome,
         "class": record.class,
@@ -414,7 +410,7 @@ mod tests {
         assert!(line.starts_with("{\"time\":\""), "{line}");
         let parsed: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(parsed["attempt"], 1);
-        assert!(humantime::parse_rfc3339(parsed["time"].as_str().unwrap()).is_ok());
+        assert!(crate::domain::parse_rfc3339(parsed["time"].as_str().unwrap()).is_some());
         let empty: Value = serde_json::from_str(&time_first(&json!({}))).unwrap();
         assert!(empty["time"].is_string(), "{empty}");
     }

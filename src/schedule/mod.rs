@@ -11,13 +11,12 @@ mod outcome;
 mod world;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::{SignedDuration, Timestamp};
 
 use crate::config::{Config, ScheduleConfig};
 use crate::cron::Zone;
-use crate::domain::{CatchUp, ExitStatus, Overlap, Signal};
+use crate::domain::{CatchUp, ExitStatus, Overlap, Signal, parse_rfc3339, rfc3339_seconds};
 use crate::report;
 use crate::target::Backend;
 
@@ -25,25 +24,25 @@ use metrics::Metrics;
 pub use world::SystemWorld;
 
 /// A slot: the instant CRON names.
-pub type Slot = DateTime<Utc>;
+pub type Slot = Timestamp;
 
 /// Most slots one catch-up looks at (the newest kept): a seconds schedule over a long
 /// window must not take the scheduler's memory.
 pub const MAX_SLOTS: usize = 100_000;
 /// How often the records of old slots are pruned.
-const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+const PRUNE_EVERY: SignedDuration = SignedDuration::from_hours(1);
+/// Records are kept for the catch-up window and this long after it.
+const KEEP_PAST_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 
 /// A slot's key: `JOB@SLOT`, SLOT in RFC 3339 UTC.
 pub fn slot_key(job: &str, slot: Slot) -> String {
-    format!("{job}@{}", slot.to_rfc3339_opts(SecondsFormat::Secs, true))
+    format!("{job}@{}", rfc3339_seconds(slot))
 }
 
 /// The slot a key names, if it is one of `job`'s.
 pub fn slot_of_key(job: &str, key: &str) -> Option<Slot> {
     let rest = key.strip_prefix(job)?.strip_prefix('@')?;
-    DateTime::parse_from_rfc3339(rest)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
+    parse_rfc3339(rest)
 }
 
 /// What a catch-up runs, oldest first, and how many missed slots it drops.
@@ -95,7 +94,7 @@ pub fn plan_catch_up(
 /// The second `t` falls in: a first start is recorded to the second, so a slot in
 /// that very second still counts as after it.
 pub fn whole_second(t: Slot) -> Slot {
-    DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t)
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
 }
 
 /// The key of a job's first-start record. Slot keys are `JOB@SLOT` and job names
@@ -169,7 +168,7 @@ impl Scheduler<'_> {
             config: self.config,
             first_start,
         };
-        world.prune(start - running.window() - chrono::Duration::days(1));
+        world.prune(start - running.window() - KEEP_PAST_WINDOW);
         world.say(&format!(
             "job {}: schedule {:?} in {}; next slot {}",
             self.config.job,
@@ -209,8 +208,8 @@ struct Running<'a> {
 }
 
 impl Running<'_> {
-    fn window(&self) -> chrono::Duration {
-        chrono::Duration::from_std(self.config.window).unwrap_or(chrono::Duration::days(36_500))
+    fn window(&self) -> SignedDuration {
+        window(self.config)
     }
 
     /// Catches up from `handled`, then runs each slot on time until a signal.
@@ -229,10 +228,9 @@ impl Running<'_> {
         let mut cursor = start;
         loop {
             cursor = self.settle(world, cursor)?;
-            if world.now() - pruned_at > chrono::Duration::from_std(PRUNE_EVERY).unwrap_or_default()
-            {
+            if world.now().duration_since(pruned_at) > PRUNE_EVERY {
                 pruned_at = world.now();
-                world.prune(pruned_at - self.window() - chrono::Duration::days(1));
+                world.prune(pruned_at - self.window() - KEEP_PAST_WINDOW);
             }
             let Some(next) = self.config.cron.next_after(cursor) else {
                 return Err(Halt::Error(anyhow::anyhow!(
@@ -354,13 +352,18 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+/// `--catch-up-window` as a span of time (100 years at most, as every duration).
+pub fn window(config: &ScheduleConfig) -> SignedDuration {
+    SignedDuration::try_from(config.window).unwrap_or(SignedDuration::from_hours(24 * 36_500))
+}
+
 /// A slot in the schedule's zone and in UTC.
 pub fn show(slot: Slot, zone: &Zone) -> String {
     format!(
         "{} {} ({})",
-        zone.local(slot).format("%Y-%m-%d %H:%M:%S"),
+        zone.local_time(slot).strftime("%Y-%m-%d %H:%M:%S"),
         zone.abbreviation(slot),
-        slot.to_rfc3339_opts(SecondsFormat::Secs, true)
+        rfc3339_seconds(slot)
     )
 }
 

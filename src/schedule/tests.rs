@@ -4,15 +4,11 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use chrono::{DateTime, Utc};
-
 use super::*;
 use crate::cron::CronSchedule;
 
 fn t(text: &str) -> Slot {
-    DateTime::parse_from_rfc3339(text)
-        .unwrap()
-        .with_timezone(&Utc)
+    text.parse().unwrap()
 }
 
 /// The slots a schedule read in Europe/Berlin (overlaps skipped, 1 h window) runs from
@@ -119,7 +115,7 @@ impl World for Fake {
         } else {
             self.durations[0]
         };
-        self.now += chrono::Duration::seconds(secs);
+        self.now += jiff::SignedDuration::from_secs(secs);
         self.ran.push(slot);
         self.records.insert(slot);
         SlotEnd::Ended

@@ -6,14 +6,14 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::Timestamp;
 use serde_json::json;
 
 use super::metrics::Metrics;
 use super::outcome::{Ended, Outcome};
 use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
-use crate::domain::{Signal, Stop};
+use crate::domain::{Signal, Stop, parse_rfc3339, rfc3339_seconds};
 use crate::jobs::{self, Marker, Status};
 use crate::run::{self, SlotRun};
 use crate::wait::{self, Bound};
@@ -55,7 +55,7 @@ impl<'a> SystemWorld<'a> {
         let bound = Bound::signals_only();
         let mut store = self.store(&bound)?;
         let found = store.find(&first_start_key(&self.schedule.job), &bound)?;
-        Ok(found.and_then(|done| parse_time(&done.succeeded_at).map(whole_second)))
+        Ok(found.and_then(|done| parse_rfc3339(&done.succeeded_at).map(whole_second)))
     }
 
     /// Starts `retry_last_success_seconds` from the newest success recorded in the
@@ -89,7 +89,7 @@ impl<'a> SystemWorld<'a> {
             };
             if done.status == Status::Succeeded {
                 // When it was recorded, which is when the slot's run ended.
-                let at = parse_time(&done.succeeded_at).unwrap_or(slot);
+                let at = parse_rfc3339(&done.succeeded_at).unwrap_or(slot);
                 return Ok(Some(SystemTime::from(at)));
             }
         }
@@ -131,12 +131,13 @@ impl<'a> SystemWorld<'a> {
 
 impl World for SystemWorld<'_> {
     fn now(&self) -> Slot {
-        Utc::now()
+        Timestamp::now()
     }
 
     fn sleep_until(&mut self, t: Slot) -> Result<(), Signal> {
         loop {
-            let left = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+            let left =
+                Duration::try_from(t.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
             if left.is_zero() {
                 return signals::pending().map_or(Ok(()), Err);
             }
@@ -169,7 +170,7 @@ impl World for SystemWorld<'_> {
         let mut store = self.store(&bound)?;
         let key = first_start_key(job);
         let second = whole_second(now);
-        let shown = second.to_rfc3339_opts(SecondsFormat::Secs, true);
+        let shown = rfc3339_seconds(second);
         let found = match store.find(&key, &bound) {
             // A first-start record that cannot be read is replaced (SPEC: local state).
             Err(err) => match err.downcast::<jobs::UnreadableRecord>() {
@@ -179,7 +180,7 @@ impl World for SystemWorld<'_> {
             Ok(found) => Ok(found),
         };
         match found {
-            Ok(Some(done)) => match parse_time(&done.succeeded_at) {
+            Ok(Some(done)) => match parse_rfc3339(&done.succeeded_at) {
                 Some(first) => return Ok(whole_second(first)),
                 None => report::notice(&format!(
                     "warning: the first-start record of job {job} ({}) cannot be read ({}); replacing it with {shown}",
@@ -197,7 +198,7 @@ impl World for SystemWorld<'_> {
             key,
             // Only a success replaces a record, and an unreadable one must be replaced.
             status: Status::Succeeded,
-            succeeded_at: report::timestamp(SystemTime::from(second)),
+            succeeded_at: crate::domain::rfc3339_millis(SystemTime::from(second)),
             host: jobs::host_name(),
             pid: std::process::id(),
             command: self
@@ -305,13 +306,6 @@ impl World for SystemWorld<'_> {
             Tally::Next(slot) => metrics.next_slot(SystemTime::from(slot)),
         }
     }
-}
-
-/// A record's RFC 3339 time, if it is one.
-fn parse_time(text: &str) -> Option<Slot> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 fn record(slot: &SlotRun, status: Status, command: &[String]) {

@@ -358,7 +358,7 @@ fn this_hours_slot() -> String {
         .unwrap()
         .as_secs();
     let hour = UNIX_EPOCH + Duration::from_secs(now / 3600 * 3600);
-    humantime::format_rfc3339_seconds(hour).to_string()
+    crate::support::time::rfc3339_seconds(hour)
 }
 
 /// A scheduler of job `nightly` on an hourly schedule that catches up the latest

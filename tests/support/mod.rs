@@ -1,7 +1,8 @@
 //! What every feature module shares: running the binary, scratch directories and
 //! counting scripts, the HTTP server, the curl conformance harness, the nameserver and
 //! private /etc of the name-resolution tests, PostgreSQL (and a proxy that stalls it), the
-//! third-party tool daemons, and what tests that need root get from the host.
+//! third-party tool daemons, what tests that need root get from the host, and times
+//! as text (RFC 3339, HTTP dates).
 
 pub mod curl;
 pub mod dns;
@@ -14,6 +15,7 @@ pub mod socks;
 pub mod stall;
 pub mod system;
 pub mod terminal;
+pub mod time;
 pub mod tools;
 pub mod users;
 
