@@ -49,6 +49,7 @@ mod help;
 mod hooks;
 mod http;
 mod jobs;
+mod layers;
 mod names;
 mod props;
 mod readme;
