@@ -25,8 +25,7 @@ fn manifest_dir() -> PathBuf {
 
 #[test]
 fn the_module_graph_of_src_has_no_cycle_and_domain_is_the_bottom() {
-    let modules = modules(&manifest_dir().join("src"));
-    let graph = graph(&modules);
+    let graph = graph(&src_modules());
     let drawn = draw(&graph);
     if let Some(cycle) = find_cycle(&graph) {
         panic!(
@@ -43,19 +42,13 @@ fn the_module_graph_of_src_has_no_cycle_and_domain_is_the_bottom() {
 
 #[test]
 fn clap_s_cli_stays_with_the_command_line() {
-    let modules = modules(&manifest_dir().join("src"));
-    let mut strays = Vec::new();
-    for (module, files) in &modules {
-        if CLI_MAY_APPEAR_IN.contains(&module.as_str()) {
-            continue;
-        }
-        for file in files {
-            let code = code_only(&read(file));
-            if identifiers(&code).any(|word| word == "Cli") {
-                strays.push(file.display().to_string());
-            }
-        }
-    }
+    let strays: Vec<String> = src_modules()
+        .into_iter()
+        .filter(|(module, _)| !CLI_MAY_APPEAR_IN.contains(&module.as_str()))
+        .flat_map(|(_, files)| files)
+        .filter(|file| identifiers(&code_only(&read(file))).any(|word| word == "Cli"))
+        .map(|file| file.display().to_string())
+        .collect();
     assert!(
         strays.is_empty(),
         "`Cli` is named outside {CLI_MAY_APPEAR_IN:?}: {strays:?}; nothing after `config` sees clap"
@@ -120,6 +113,10 @@ fn the_graph_is_read_from_paths_in_code_only() {
     let drawn = draw(&graph);
     assert!(drawn.contains("layer 0: c"), "{drawn}");
     assert!(drawn.contains("a -> b c"), "{drawn}");
+}
+
+fn src_modules() -> BTreeMap<String, Vec<PathBuf>> {
+    modules(&manifest_dir().join("src"))
 }
 
 fn read(path: &Path) -> String {

@@ -15,29 +15,38 @@ use crate::parse::CodeSet;
 #[derive(Clone)]
 pub struct CommandConfig {
     pub argv: Vec<OsString>,
-    /// `--stop-on`, `--retry-on`, `--success-on`.
-    pub stop_on: Option<CodeSet>,
-    pub retry_on: Option<CodeSet>,
-    pub success_on: Option<CodeSet>,
-    /// `--stop-on-output` and `--retry-on-output`, compiled.
-    pub stop_on_output: Vec<Regex>,
-    pub retry_on_output: Vec<Regex>,
-    /// `--profile`: `auto` picks one from the command's name.
-    pub profile: ProfileName,
+    /// What the classification rules are built from.
+    pub rules: RuleInputs,
     pub stdin: StdinMode,
     pub hold_stdout: bool,
     pub kill_after: Duration,
 }
 
+/// What command mode's rules are built from: the exit code lists (`--stop-on`,
+/// `--retry-on`, `--success-on`), the output patterns clap compiled
+/// (`--stop-on-output`, `--retry-on-output`) and the profile asked for (`--profile`,
+/// where `auto` picks one from the command's name).
+#[derive(Clone)]
+pub struct RuleInputs {
+    pub stop_on: Option<CodeSet>,
+    pub retry_on: Option<CodeSet>,
+    pub success_on: Option<CodeSet>,
+    pub stop_on_output: Vec<Regex>,
+    pub retry_on_output: Vec<Regex>,
+    pub profile: ProfileName,
+}
+
 impl CommandConfig {
     pub fn from_cli(cli: Cli) -> CommandConfig {
         CommandConfig {
-            stop_on: cli.stop_on,
-            retry_on: cli.retry_on,
-            success_on: cli.success_on,
-            stop_on_output: cli.stop_on_output,
-            retry_on_output: cli.retry_on_output,
-            profile: cli.profile,
+            rules: RuleInputs {
+                stop_on: cli.stop_on,
+                retry_on: cli.retry_on,
+                success_on: cli.success_on,
+                stop_on_output: cli.stop_on_output,
+                retry_on_output: cli.retry_on_output,
+                profile: cli.profile,
+            },
             stdin: cli.stdin,
             hold_stdout: cli.hold_stdout,
             kill_after: cli.kill_after,

@@ -198,13 +198,17 @@ fn sleep_rows(policy: &Policy) -> (Vec<String>, Duration) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn table_lists_every_attempt_and_the_worst_case() {
-        let policy = Policy {
+    fn four_attempts_of_ten_seconds() -> Policy {
+        Policy {
             attempts: 4,
             timeout: Some(Duration::from_secs(10)),
             ..Policy::default()
-        };
+        }
+    }
+
+    #[test]
+    fn table_lists_every_attempt_and_the_worst_case() {
+        let policy = four_attempts_of_ten_seconds();
         let table = schedule_table(&policy, Duration::ZERO);
         assert!(table.contains("2        0ms - 1s"), "{table}");
         assert!(table.contains("4        0ms - 4s"), "{table}");
@@ -216,11 +220,7 @@ mod tests {
 
     #[test]
     fn the_worst_case_includes_the_splay_cut_to_the_budget() {
-        let policy = Policy {
-            attempts: 4,
-            timeout: Some(Duration::from_secs(10)),
-            ..Policy::default()
-        };
+        let policy = four_attempts_of_ten_seconds();
         let table = schedule_table(&policy, Duration::from_secs(30));
         assert!(table.contains("1        0ms - 30s (--splay)"), "{table}");
         assert!(

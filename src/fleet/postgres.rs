@@ -13,11 +13,13 @@ use std::rc::Rc;
 
 use anyhow::Context;
 use tokio_postgres::Row;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::{Admission, CircuitState, FleetStore};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::jobs::{postgres::db::Db, postgres::schema, postgres::schema::Needs};
+use crate::jobs::{
+    postgres::db::Db, postgres::db::Param, postgres::schema, postgres::schema::Needs,
+};
 use crate::report;
 use crate::target::PgTarget;
 use crate::wait::Bound;
@@ -111,6 +113,28 @@ impl PgFleet {
 
     /// The row's state, after the warning when the statement found it unreadable
     /// (`bad` and `held` at `at`).
+    /// Runs a circuit's statement: its parameters are the name ($1), the failures that
+    /// open it ($2), the cooldown in seconds ($3) and `fourth` ($4).
+    fn circuit_statement(
+        &mut self,
+        sql: &str,
+        circuit: &CircuitConfig,
+        fourth: Param<'_>,
+        bound: &Bound,
+    ) -> anyhow::Result<Vec<Row>> {
+        let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
+        let cooldown = cooldown_secs(circuit);
+        let params = [
+            (&circuit.name as &(dyn ToSql + Sync), Type::TEXT),
+            (&limit, Type::INT4),
+            (&cooldown, Type::FLOAT8),
+            fourth,
+        ];
+        self.db
+            .query(sql, &params, bound)
+            .with_context(|| self.context())
+    }
+
     fn checked_circuit(&mut self, name: &str, row: &Row, at: usize) {
         if row.get::<_, Option<bool>>(at) == Some(true) {
             let held: String = row.get::<_, Option<String>>(at + 1).unwrap_or_default();
@@ -228,21 +252,7 @@ impl FleetStore for PgFleet {
             old = old_circuit(),
             valid = circuit_valid(""),
         );
-        let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
-        let cooldown = cooldown_secs(circuit);
-        let rows = self
-            .db
-            .query(
-                &sql,
-                &[
-                    (&circuit.name, Type::TEXT),
-                    (&limit, Type::INT4),
-                    (&cooldown, Type::FLOAT8),
-                    (&run, Type::TEXT),
-                ],
-                bound,
-            )
-            .with_context(|| self.context())?;
+        let rows = self.circuit_statement(&sql, circuit, (&run, Type::TEXT), bound)?;
         let Some(row) = rows.first() else {
             return Ok(Admission::Closed);
         };
@@ -270,15 +280,15 @@ impl FleetStore for PgFleet {
         let sql = format!(
             "WITH {old}, counted AS (
                  INSERT INTO {CIRCUIT_TABLE} AS c (name, failures, open_until)
-                 VALUES ($1::text, CASE WHEN $2::bool THEN 0 ELSE 1 END,
-                         CASE WHEN NOT $2 AND 1 >= $3::int4 THEN clock_timestamp() + make_interval(secs => $4::float8) END)
+                 VALUES ($1::text, CASE WHEN $4::bool THEN 0 ELSE 1 END,
+                         CASE WHEN NOT $4 AND 1 >= $2::int4 THEN clock_timestamp() + make_interval(secs => $3::float8) END)
                  ON CONFLICT (name) DO UPDATE SET
-                     failures = CASE WHEN $2 THEN 0 WHEN {valid} THEN least(c.failures, 2147483646) + 1 ELSE 1 END,
-                     open_until = CASE WHEN $2 THEN NULL
-                         WHEN (CASE WHEN {valid} THEN least(c.failures, 2147483646) ELSE 0 END) + 1 >= $3::int4
-                             THEN clock_timestamp() + make_interval(secs => $4::float8)
+                     failures = CASE WHEN $4 THEN 0 WHEN {valid} THEN least(c.failures, 2147483646) + 1 ELSE 1 END,
+                     open_until = CASE WHEN $4 THEN NULL
+                         WHEN (CASE WHEN {valid} THEN least(c.failures, 2147483646) ELSE 0 END) + 1 >= $2::int4
+                             THEN clock_timestamp() + make_interval(secs => $3::float8)
                          WHEN {valid} THEN c.open_until END,
-                     probe = CASE WHEN $2 OR NOT {valid} THEN NULL ELSE c.probe END,
+                     probe = CASE WHEN $4 OR NOT {valid} THEN NULL ELSE c.probe END,
                      updated_at = now()
                  RETURNING failures, {MS} AS ms)
              SELECT counted.failures, counted.ms, (SELECT bad FROM old), (SELECT held FROM old)
@@ -286,21 +296,7 @@ impl FleetStore for PgFleet {
             old = old_circuit(),
             valid = circuit_valid("c."),
         );
-        let limit = i32::try_from(circuit.failures).unwrap_or(i32::MAX);
-        let cooldown = cooldown_secs(circuit);
-        let rows = self
-            .db
-            .query(
-                &sql,
-                &[
-                    (&circuit.name, Type::TEXT),
-                    (&success, Type::BOOL),
-                    (&limit, Type::INT4),
-                    (&cooldown, Type::FLOAT8),
-                ],
-                bound,
-            )
-            .with_context(|| self.context())?;
+        let rows = self.circuit_statement(&sql, circuit, (&success, Type::BOOL), bound)?;
         let row = rows.first().context("no row")?;
         self.checked_circuit(&circuit.name, row, 2);
         Ok(state_of(row))

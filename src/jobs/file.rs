@@ -347,6 +347,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn markers_of_another_key_or_without_a_time_cannot_be_read() {
+        let good = r#"{"key":"k","succeeded_at":"2024-05-01T03:00:00.000Z","host":"h","pid":1,"command":[],"attempts":1}"#;
+        assert!(parse_marker("k", good.as_bytes()).is_ok());
+        assert!(parse_marker("other", good.as_bytes()).is_err());
+        let late = good.replace("2024-05-01", "10000-05-01");
+        assert!(parse_marker("k", late.as_bytes()).is_err());
+        assert!(parse_marker("k", b"").is_err());
+        let refused = good.replace("\"host\"", "\"status\":\"maybe\",\"host\"");
+        assert!(parse_marker("k", refused.as_bytes()).is_err());
+    }
+
+    #[test]
     fn a_lock_is_exclusive_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.lock");
@@ -381,18 +393,6 @@ mod tests {
 
     fn store_token(store: &FileStore) -> i64 {
         store.key_token().expect("a held key lock has a token")
-    }
-
-    #[test]
-    fn markers_of_another_key_or_without_a_time_cannot_be_read() {
-        let good = r#"{"key":"k","succeeded_at":"2024-05-01T03:00:00.000Z","host":"h","pid":1,"command":[],"attempts":1}"#;
-        assert!(parse_marker("k", good.as_bytes()).is_ok());
-        assert!(parse_marker("other", good.as_bytes()).is_err());
-        let late = good.replace("2024-05-01", "10000-05-01");
-        assert!(parse_marker("k", late.as_bytes()).is_err());
-        assert!(parse_marker("k", b"").is_err());
-        let refused = good.replace("\"host\"", "\"status\":\"maybe\",\"host\"");
-        assert!(parse_marker("k", refused.as_bytes()).is_err());
     }
 
     #[test]

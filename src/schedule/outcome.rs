@@ -182,43 +182,39 @@ mod tests {
         assert_eq!(stopped, Outcome::Stopped(Signal::TERM));
     }
 
+    /// The end of a slot whose run stopped for `reason` with `status` after `attempts`
+    /// attempts, saying `message`, `ms` milliseconds after it began.
+    fn ended(reason: StopReason, status: u8, attempts: usize, message: &str, ms: u64) -> Ended {
+        let summary = summary(reason, status, attempts, message);
+        Ended::of_run(&summary, Duration::from_millis(ms))
+    }
+
     #[test]
     fn end_lines_say_outcome_attempts_duration_status_and_why() {
-        let ok = Ended::of_run(
-            &summary(StopReason::Success, 0, 1, "attempt 1 succeeded"),
-            Duration::from_millis(12),
-        );
+        let ok = ended(StopReason::Success, 0, 1, "attempt 1 succeeded", 12);
         assert_eq!(
             ok.line(),
             "ended: succeeded, 1 attempt in 12ms, exit status 0"
         );
         assert!(!ok.noteworthy());
-        let failed = Ended::of_run(
-            &summary(StopReason::Attempts, 7, 3, "gave up after 3 attempts"),
-            Duration::from_millis(2300),
-        );
+        let failed = ended(StopReason::Attempts, 7, 3, "gave up after 3 attempts", 2300);
         assert_eq!(
             failed.line(),
             "ended: gave up, 3 attempts in 2.3s, exit status 7 (gave up after 3 attempts: exit status 7 (why))"
         );
         assert!(failed.noteworthy());
-        let busy = Ended::of_run(
-            &summary(
-                StopReason::Skipped,
-                0,
-                0,
-                "skipped: lock /x is busy; exit status 0",
-            ),
-            Duration::from_millis(3),
+        let busy = ended(
+            StopReason::Skipped,
+            0,
+            0,
+            "skipped: lock /x is busy; exit status 0",
+            3,
         );
         assert_eq!(
             busy.line(),
             "ended: skipped, 0 attempts in 3ms, exit status 0 (skipped: lock /x is busy)"
         );
-        let stopped = Ended::of_run(
-            &summary(StopReason::Signal, 143, 1, "interrupted by SIGTERM"),
-            Duration::from_secs(1),
-        );
+        let stopped = ended(StopReason::Signal, 143, 1, "interrupted by SIGTERM", 1000);
         assert!(
             stopped
                 .line()

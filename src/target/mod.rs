@@ -144,35 +144,27 @@ mod tests {
         assert!(parse_target("a\0b").is_err());
     }
 
+    /// `result` is an error starting with `start` and holding each of `words`.
+    fn assert_refused(result: Result<Backend, String>, start: &str, words: &[&str]) {
+        let err = result.expect_err("a refusal");
+        assert!(err.starts_with(start), "{err}");
+        for word in words {
+            assert!(err.contains(word), "{word}: {err}");
+        }
+    }
+
     #[test]
     fn lock_urls_need_a_name_and_state_urls_refuse_one() {
-        let no_name = parse_lock_target("postgres://u@h/db").unwrap_err();
-        assert!(
-            no_name.contains("--lock") && no_name.contains("#NAME"),
-            "{no_name}"
-        );
+        assert_refused(parse_lock_target("postgres://u@h/db"), "--lock", &["#NAME"]);
         assert!(parse_lock_target("postgres://u@h/db#job").is_ok());
-        let named = parse_state_target("postgres://u@h/db#job").unwrap_err();
-        assert!(named.contains("--state"), "{named}");
+        assert_refused(parse_state_target("postgres://u@h/db#job"), "--state", &[]);
         assert!(parse_state_target("postgres://u@h/db").is_ok());
-        assert!(
-            parse_lock_target("/tmp/dir/")
-                .unwrap_err()
-                .contains("directory")
-        );
+        assert_refused(parse_lock_target("/tmp/dir/"), "--lock", &["directory"]);
     }
 
     #[test]
     fn errors_name_the_flag_and_what_it_accepts() {
-        let err = parse_lock_target("").unwrap_err();
-        assert!(
-            err.starts_with("--lock:") && err.contains("postgres://"),
-            "{err}"
-        );
-        let err = parse_state_target("ftp://x").unwrap_err();
-        assert!(
-            err.starts_with("--state:") && err.contains("directory"),
-            "{err}"
-        );
+        assert_refused(parse_lock_target(""), "--lock:", &["postgres://"]);
+        assert_refused(parse_state_target("ftp://x"), "--state:", &["directory"]);
     }
 }

@@ -62,11 +62,12 @@ impl CommandExecutor {
     /// Builds the rule tables from the settings: the profile (picked by the command's
     /// name for `auto`) and the output patterns with the profile's stderr phrases.
     pub fn new(config: CommandConfig, info: &RunInfo) -> anyhow::Result<Self> {
-        let profile: &'static Profile = profiles::pick(config.profile, &config.argv[0]);
+        let inputs = config.rules;
+        let profile: &'static Profile = profiles::pick(inputs.profile, &config.argv[0]);
         let pattern_text = |res: &[Regex]| res.iter().map(|r| r.as_str().to_string()).collect();
-        let stop_patterns = pattern_text(&config.stop_on_output);
-        let retry_patterns = pattern_text(&config.retry_on_output);
-        let watch = OutputWatch::new(config.stop_on_output, config.retry_on_output, profile)?;
+        let stop_patterns = pattern_text(&inputs.stop_on_output);
+        let retry_patterns = pattern_text(&inputs.retry_on_output);
+        let watch = OutputWatch::new(inputs.stop_on_output, inputs.retry_on_output, profile)?;
         let stdin = StdinPlan::new(config.stdin);
         let foreground = stdin.inherits() && in_terminal_foreground();
         let needs_watch = watch.reads_stderr();
@@ -74,9 +75,9 @@ impl CommandExecutor {
             fencing_token: None,
             argv: config.argv,
             rules: CommandRules {
-                stop_on: config.stop_on,
-                retry_on: config.retry_on,
-                success_on: config.success_on,
+                stop_on: inputs.stop_on,
+                retry_on: inputs.retry_on,
+                success_on: inputs.success_on,
                 profile,
             },
             watch: needs_watch.then(|| Arc::new(watch)),
