@@ -1,3 +1,7 @@
+//! The binary: it makes the process fit for `retry::run` (the standard descriptors
+//! open, the inherited signals recorded, SIGPIPE ignored, a panic made exit 125),
+//! hands it the arguments and exits with the status it returns. Nothing else.
+
 // The C runtime calls `main` below directly, without std's start-up: that start-up
 // finds the main thread's stack guard through /proc/self/maps and sets up an
 // alternate signal stack, which costs more than everything retry does before its

@@ -1,5 +1,6 @@
-//! Byte plumbing for command mode: stdin replay, output pumps, spools, and the
-//! writes to retry's own stdout that a stalled reader or a signal must not hang.
+//! Byte plumbing for command mode: stdin replay, output pumps, and the writes to
+//! retry's own stdout that a stalled reader or a signal must not hang. The spool
+//! they hold bytes in is `spool`'s.
 
 pub mod out;
 pub mod pump;
