@@ -145,7 +145,7 @@ fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
     }
     if let Some(plan) = &config.schedule {
         // Checked once up front, so a bad option is exit 125 at start, not an error at every slot.
-        drop(run::executor(config.target.clone(), &config.run)?);
+        drop(exec::for_target(config.target.clone(), &config.run)?);
         return schedule::run(&config, plan);
     }
     Ok(run::one_run(&config, None)?.summary.exit_code)

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::config::{Config, RunInfo, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
 use crate::domain::{ExitStatus, Policy, RunSummary, Signal, StopReason};
 use crate::engine::{self, RetryBudget};
-use crate::exec::{Executor, command::CommandExecutor, http::HttpExecutor};
+use crate::exec::{self, Executor};
 use crate::hooks::Hooks;
 use crate::jobs::{self, SkipWhy, Status};
 use crate::report::{self, ReportHeader};
@@ -38,14 +38,6 @@ pub struct RunEnd {
     pub skipped: Option<SkipWhy>,
 }
 
-/// The executor for the target, with every option checked before anything runs.
-pub fn executor(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
-    Ok(match target {
-        TargetConfig::Command(config) => Box::new(CommandExecutor::new(*config, run)?),
-        TargetConfig::Http(config) => Box::new(HttpExecutor::new(*config, run)?),
-    })
-}
-
 /// The run's settings with the slot's overrides applied.
 fn run_info(config: &Config, slot: Option<&SlotRun>) -> RunInfo {
     let mut run = config.run.clone();
@@ -58,7 +50,7 @@ fn run_info(config: &Config, slot: Option<&SlotRun>) -> RunInfo {
 /// Makes one run: the gate, the attempts, the record and the report.
 pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd> {
     let run = run_info(config, slot);
-    let mut exec = executor(config.target.clone(), &run)?;
+    let mut exec = exec::for_target(config.target.clone(), &run)?;
     let shown = run.key_requested || matches!(config.target, TargetConfig::Command(_));
     let header = ReportHeader {
         target: config.target_value(),

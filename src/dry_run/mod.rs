@@ -17,11 +17,11 @@ use crate::domain::{human, rfc3339_seconds};
 use crate::schedule::World;
 use crate::target::Backend;
 use crate::wait::Bound;
-use crate::{fleet, run, schedule};
+use crate::{exec, fleet, schedule};
 
 /// Writes the dry run of `config` to stdout.
 pub fn show(config: &Config) -> anyhow::Result<()> {
-    let exec = run::executor(config.target.clone(), &config.run)?;
+    let exec = exec::for_target(config.target.clone(), &config.run)?;
     let mut text = String::new();
     if let Some(plan) = &config.schedule {
         text += &schedule_plan(plan)?;

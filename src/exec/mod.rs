@@ -12,6 +12,7 @@ pub mod procs;
 
 use std::time::Duration;
 
+use crate::config::{RunInfo, TargetConfig};
 use crate::domain::{ExitStatus, Outcome, Signal, Verdict, WaitHint};
 
 /// Runs attempts of one kind (a command, an HTTP request) and classifies them;
@@ -29,6 +30,14 @@ pub trait Executor {
     /// What `--dry-run` shows of this executor: the target, facts about it, and
     /// the classification rules in force, in the order they are checked.
     fn describe(&self) -> Description;
+}
+
+/// The executor for the target, with every option checked before anything runs.
+pub fn for_target(target: TargetConfig, run: &RunInfo) -> anyhow::Result<Box<dyn Executor>> {
+    Ok(match target {
+        TargetConfig::Command(config) => Box::new(command::CommandExecutor::new(*config, run)?),
+        TargetConfig::Http(config) => Box::new(http::HttpExecutor::new(*config, run)?),
+    })
 }
 
 /// An executor's own part of the dry run.
