@@ -136,7 +136,7 @@ done
         "released together at a FIFO gate; nginx answers 503 from the release until the script" \
         "removes a file ${OUTAGE} s later, then 200; a fresh \`--state\` directory per row and run" \
         "(budget: size 10, ratio 0.1; circuit: 5 failed runs, cooldown 60 s: the defaults)"
-    echo "- $RUNS runs, the rows in turn within each; median in bold. From nginx's access log" \
+    echo "- $RUNS run$( ((RUNS == 1)) || echo s), the rows in turn within each; median in bold. From nginx's access log" \
         "(\`\$msec \$status\`): 503s ÷ clients, and the most requests in any 100 ms (a sliding" \
         "window starting at each request) among those answered after recovery (every non-503)." \
         "Release to last client done: until the last \`retry\` process exited, as its parent saw it."
