@@ -65,6 +65,19 @@ start_storm_nginx() {
         }"
 }
 
+# sleep_until T: sleeps until T (microseconds since the epoch) with bash's own read -t
+# on a FIFO that never has data: a `sleep` process started just after the release
+# waits for the CPU behind the released clients and ended the outage up to 0.7 s late.
+OUTAGE_US=$(printf '%.0f' "${OUTAGE}e6")
+mkfifo "$WORK/timer"
+exec {TIMER_FD}<>"$WORK/timer"
+sleep_until() {
+    local left=$(($1 - ${EPOCHREALTIME/./})) micros
+    ((left > 0)) || return 0
+    printf -v micros '%06d' $((left % 1000000)) # printf -v: a $(…) would fork
+    read -r -t "$((left / 1000000)).$micros" -u "$TIMER_FD" _ || true
+}
+
 # client DIR ARGS...: one client, called at the gate's release; appends its exit
 # status, when it left the gate and when its retry exited (not when some pipe closed).
 client() {
@@ -90,7 +103,7 @@ one_run() {
     touch "$WORK/down"
     start_storm_nginx "$port"
     gate_clients "$CLIENTS" client "$dir" "${flags[@]}"
-    sleep "$OUTAGE"
+    sleep_until $((${RELEASED/./} + OUTAGE_US))
     rm "$WORK/down"
     recovered=$EPOCHREALTIME
     for pid in "${PIDS[@]}"; do wait "$pid" || true; done
