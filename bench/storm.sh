@@ -66,16 +66,16 @@ start_storm_nginx() {
 }
 
 # sleep_until T: sleeps until T (microseconds since the epoch) with bash's own read -t
-# on a FIFO that never has data: a `sleep` process started just after the release
-# waits for the CPU behind the released clients and ended the outage up to 0.7 s late.
+# on a FIFO that never has data (opened read-write, so the open does not wait): a
+# `sleep` process started just after the release waits for the CPU behind the released
+# clients, and ended the outage up to 0.7 s late.
 OUTAGE_US=$(printf '%.0f' "${OUTAGE}e6")
 mkfifo "$WORK/timer"
-exec {TIMER_FD}<>"$WORK/timer"
 sleep_until() {
     local left=$(($1 - ${EPOCHREALTIME/./})) micros
     ((left > 0)) || return 0
     printf -v micros '%06d' $((left % 1000000)) # printf -v: a $(…) would fork
-    read -r -t "$((left / 1000000)).$micros" -u "$TIMER_FD" _ || true
+    read -r -t "$((left / 1000000)).$micros" _ <>"$WORK/timer" || true
 }
 
 # client DIR ARGS...: one client, called at the gate's release; appends its exit
