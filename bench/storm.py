@@ -3,12 +3,13 @@
 
 storm.py run KEY LABEL RUN DIR CLIENTS MAX_TIME
     Prints one JSON line for one run of one row, from DIR/access.log (nginx's
-    `$msec $status` per request), DIR/ends (a line per client: exit status, when it
-    left the gate, when its retry exited) and DIR/times (the gate's release and the
-    outage's end, seconds since the epoch).
+    `$msec $status CLIENT` per request), DIR/ends (a line per client: exit status, when
+    it left the gate, when its retry exited, CLIENT) and DIR/times (the gate's release
+    and the outage's end, seconds since the epoch).
 storm.py table LINES CLIENTS MAX_TIME KEY...
     Prints the Markdown table of every run's line (and of the rows the build refused),
-    the rows in the order of the KEYs, each row's median, and the targets for the `--throttled wait` row as pass/fail lines.
+    the rows in the order of the KEYs, each row's median, and the targets for the
+    `--throttled wait` row as pass/fail lines.
 """
 import collections
 import json
@@ -19,6 +20,9 @@ import sys
 REFERENCE = "ref"  # no fleet options, --jitter none: its peak is the yardstick
 TARGET = "budget-wait"  # --retry-budget api --throttled wait: the row the targets are for
 WINDOW_MS = 100
+# A run whose last first request came later than the first retry's --delay after the
+# release did not fail together (the machine was busy): its figures are marked.
+LATE_S = 0.5
 
 
 def sliding_peak(times_ms):
@@ -38,10 +42,15 @@ def one_run(key, label, run, directory, clients, max_time):
     ends = [line.split() for line in open(f"{directory}/ends")]
     if len(ends) != clients:
         sys.exit(f"{directory}/ends: {len(ends)} clients ended, {clients} were started")
-    statuses = collections.Counter(int(status) for status, _, _ in ends)
+    statuses = collections.Counter(int(status) for status, _, _, _ in ends)
+    first = {}
+    for t, _, client in hits:
+        first[client] = min(float(t), first.get(client, math.inf))
+    if not set(first) <= {client for _, _, _, client in ends}:
+        sys.exit(f"{directory}/access.log: requests from clients that were not started")
     # Every request nginx answered while the file existed is a 503, every later one is not.
-    outage = sum(1 for _, status in hits if status == "503")
-    after = [round(float(t) * 1000) for t, status in hits if status != "503"]
+    outage = sum(1 for _, status, _ in hits if status == "503")
+    after = [round(float(t) * 1000) for t, status, _ in hits if status != "503"]
     print(json.dumps({
         "key": key,
         "label": label,
@@ -50,10 +59,12 @@ def one_run(key, label, run, directory, clients, max_time):
         "per_client": outage / clients,
         "succeeded": statuses.get(0, 0),
         "peak": sliding_peak(after),
-        "last_done_s": max(float(end) for _, _, end in ends) - released,
-        "longest_client_s": max(float(end) - float(start) for _, start, end in ends),
+        "last_done_s": max(float(end) for _, _, end, _ in ends) - released,
+        "longest_client_s": max(float(end) - float(start) for _, start, end, _ in ends),
+        "last_first_s": max(first.values(), default=released) - released,
+        "silent": clients - len(first),
         "requests": len(hits),
-        "other_statuses": dict(collections.Counter(s for _, s in hits if s not in ("200", "503"))),
+        "other_statuses": dict(collections.Counter(s for _, s, _ in hits if s not in ("200", "503"))),
         "statuses": {str(k): v for k, v in statuses.items()},
         "max_time": max_time,
     }))
@@ -64,8 +75,10 @@ def ended(statuses):
 
 
 def cells(r, clients, bold=lambda s: s):
+    late = " (late)" if r["last_first_s"] > LATE_S else ""
     return [
         bold(f"{r['outage_s']:.2f} s"),
+        bold(f"{r['last_first_s']:.2f} s{late}"),
         bold(f"{r['per_client']:.2f}"),
         bold(f"{r['succeeded']:g} / {clients}"),
         bold(f"{r['peak']:g}"),
@@ -76,7 +89,7 @@ def cells(r, clients, bold=lambda s: s):
 
 def median_of(runs):
     return {k: statistics.median(r[k] for r in runs)
-            for k in ("outage_s", "per_client", "succeeded", "peak", "last_done_s", "requests")}
+            for k in ("outage_s", "last_first_s", "per_client", "succeeded", "peak", "last_done_s", "requests")}
 
 
 def table(lines, clients, max_time, keys):
@@ -89,23 +102,28 @@ def table(lines, clients, max_time, keys):
         else:
             rows[r["key"]]["runs"].append(r)
     out = [
-        f"| fleet options | run | outage | requests per client during the outage (503s ÷ {clients}) "
+        f"| fleet options | run | outage | last client's first request | requests per client during the outage (503s ÷ {clients}) "
         f"| clients succeeded (exit 0) | peak / {WINDOW_MS} ms after recovery (sliding window) "
         "| release to last client done | requests in all | how the clients ended |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows.values():
         label = row["label"]
         if row["refused"] is not None:
             out.append(f"| {label} | – | not supported by this build: it refused these flags "
-                       f"with exit 125 ({row['refused']}) | | | | | | |")
+                       f"with exit 125 ({row['refused']}) | | | | | | | |")
             continue
         for r in row["runs"]:
-            extra = f"; other statuses: {r['other_statuses']}" if r["other_statuses"] else ""
+            extra = "".join(f"; {n} answered {status}" for status, n in r["other_statuses"].items())
+            extra += f"; {r['silent']} sent no request" if r["silent"] else ""
             out.append(f"| {label} | {r['run']} | " + " | ".join(cells(r, clients))
                        + f" | {ended(r['statuses'])}{extra} |")
             label = ""
         out.append("| | median | " + " | ".join(cells(median_of(row["runs"]), clients, lambda s: f"**{s}**")) + " | |")
+    if any(r["last_first_s"] > LATE_S for row in rows.values() for r in row["runs"]):
+        out += ["", f"(late): a client's first request came more than {LATE_S:g} s (the first "
+                "retry's --delay) after the release: the machine was too busy to start the clients "
+                "together, so they did not fail together, and the run understates the storm."]
     return out + [""] + targets(rows, clients, max_time)
 
 

@@ -6,8 +6,8 @@
 # options with --jitter none (the reference peak), no fleet options, --retry-budget api,
 # --retry-budget api --throttled wait, --retry-budget api --circuit api --throttled wait;
 # fleet state in a fresh --state directory per row and run. RUNS repetitions, the rows
-# interleaved within each. nginx's access log ($msec $status) is the only source of
-# request counts. A row whose flags the build refuses (exit 125 from --dry-run) is
+# interleaved within each. nginx's access log ($msec $status and the client, named in
+# its URL) is the only source of request counts. A row whose flags the build refuses (exit 125 from --dry-run) is
 # printed as not supported. Then the targets for --retry-budget api --throttled wait,
 # as pass/fail lines. Then what a budget or circuit update costs with file state.
 # Writes both tables into BENCHMARKS.md.
@@ -55,11 +55,13 @@ declare -A LABELS=(
 )
 label() { echo "${LABELS[$1]:-\`${FLAGS[$1]}\`}"; }
 
-# start_storm_nginx PORT: /x/ answers 503 while $WORK/down exists, 200 after.
+# start_storm_nginx PORT: /x/ answers 503 while $WORK/down exists, 200 after; its log
+# line is `$msec $status CLIENT` (the client's ?c=).
 start_storm_nginx() {
-    start_nginx "$1" "" "
+    # shellcheck disable=SC2016 # nginx variables, for nginx to expand
+    start_nginx "$1" 'log_format storm '"'"'$msec $status $arg_c'"'"';' "
         location /x/ {
-            access_log $WORK/access.log bench;
+            access_log $WORK/access.log storm;
             if (-f $WORK/down) { return 503; }
             return 200 'ok\n';
         }"
@@ -79,14 +81,15 @@ sleep_until() {
 }
 
 # client DIR ARGS...: one client, called at the gate's release; appends its exit
-# status, when it left the gate and when its retry exited (not when some pipe closed).
+# status, when it left the gate, when its retry exited (not when some pipe closed) and
+# its name in nginx's log (?c=, its shell's pid), by which its first request is found.
 client() {
     local dir=$1 start status=0
     shift
     start=$EPOCHREALTIME
     # shellcheck disable=SC2086 # RETRY_ARGS is a list of words
-    "$R" -q $RETRY_ARGS --max-time "${MAX_TIME}s" "$@" "$URL" >/dev/null 2>>"$dir/clients.err" || status=$?
-    echo "$status $start $EPOCHREALTIME" >>"$dir/ends"
+    "$R" -q $RETRY_ARGS --max-time "${MAX_TIME}s" "$@" "$URL?c=$BASHPID" >/dev/null 2>>"$dir/clients.err" || status=$?
+    echo "$status $start $EPOCHREALTIME $BASHPID" >>"$dir/ends"
 }
 
 # one_run KEY RUN: the row's clients against a fresh nginx and a fresh --state;
@@ -150,8 +153,9 @@ done
         "removes a file ${OUTAGE} s later, then 200; a fresh \`--state\` directory per row and run" \
         "(budget: size 10, ratio 0.1; circuit: 5 failed runs, cooldown 60 s: the defaults)"
     echo "- $RUNS run$( ((RUNS == 1)) || echo s), the rows in turn within each; median in bold. From nginx's access log" \
-        "(\`\$msec \$status\`): 503s ÷ clients, and the most requests in any 100 ms (a sliding" \
-        "window starting at each request) among those answered after recovery (every non-503)." \
+        "(\`\$msec \$status \$arg_c\`): 503s ÷ clients, and the most requests in any 100 ms (a sliding" \
+        "window starting at each request) among those answered after recovery (every non-503);" \
+        "the last client's first request after the release (each client's URL names it)." \
         "Release to last client done: until the last \`retry\` process exited, as its parent saw it."
     echo
     "$ROOT/bench/storm.py" table "$LINES" "$CLIENTS" "$MAX_TIME" "${KEYS[@]}"
