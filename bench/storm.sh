@@ -7,10 +7,10 @@
 # --retry-budget api --throttled wait, --retry-budget api --circuit api --throttled wait;
 # fleet state in a fresh --state directory per row and run. RUNS repetitions, the rows
 # interleaved within each. nginx's access log ($msec $status and the client, named in
-# its URL) is the only source of request counts. A row whose flags the build refuses (exit 125 from --dry-run) is
-# printed as not supported. Then the targets for --retry-budget api --throttled wait,
-# as pass/fail lines. Then what a budget or circuit update costs with file state.
-# Writes both tables into BENCHMARKS.md.
+# its URL) is the only source of request counts. A row whose flags the build refuses
+# (exit 125 from --dry-run) is printed as not supported. Then the targets for
+# --retry-budget api --throttled wait, as pass/fail lines. Then what a budget or
+# circuit update costs with file state. Writes both tables into BENCHMARKS.md.
 #
 # Usage: bench/storm.sh                 (builds target/HOST/release/retry first, as the README's install does)
 #        RETRY_BIN=path bench/storm.sh  (measures that binary as it is)
