@@ -1,5 +1,6 @@
-# Shared by bench/run.sh and bench/herd.sh (sourced, not run): the binary under
-# test, a scratch directory, the loopback server and the machine description.
+# Shared by the bench/ scripts (sourced, not run): the binary under test, a scratch
+# directory, the loopback servers (bench/serve.py, examples/herd_server.rs, a real
+# nginx), the FIFO gate that starts clients together and the machine description.
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -16,8 +17,10 @@ R=$(realpath "$RETRY_BIN")
 
 WORK=$(mktemp -d)
 SERVER_PID=
+NGINX_PID=
 cleanup() {
     [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null
+    [[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -67,7 +70,8 @@ herd_capacity() {
 }
 
 # gate_clients N FN ARGS...: starts N copies of FN ARGS that wait at a FIFO and start
-# together, as clients that failed together would; sets PIDS.
+# together, as clients that failed together would; sets PIDS, and RELEASED to the
+# wall-clock time of the release (seconds since the epoch, as nginx's $msec).
 gate_clients() {
     local n=$1
     shift
@@ -77,13 +81,89 @@ gate_clients() {
     PIDS=()
     for _ in $(seq "$n"); do
         (
-            echo >>"$WORK/ready"
-            : <"$WORK/gate" # blocks until the gate's writer closes it
+            exec 3>&- # only the script holds the gate open, or its end of file never comes
+            {
+                echo >>"$WORK/ready"
+                # Opening succeeds at once (the script is a writer); the read waits
+                # until the script closes the gate: end of file for every client at once.
+                read -r _ || true
+            } <"$WORK/gate"
             "$@"
         ) &
         PIDS+=($!)
     done
     while (($(wc -l <"$WORK/ready" 2>/dev/null || echo 0) < n)); do sleep 0.05; done
     sleep 0.3 # the last ones reach their read
+    RELEASED=$EPOCHREALTIME
     exec 3>&- # end of file for every client at once
+}
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# need_nginx: installs Debian's nginx (and curl and python3, used beside it) if missing.
+NGINX=/usr/sbin/nginx
+need_nginx() {
+    if [[ ! -x $NGINX ]] || ! command -v python3 >/dev/null || ! command -v curl >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx python3 curl
+    fi
+    chmod 755 "$WORK" # the workers run as nobody when root starts nginx
+    mkdir -p "$WORK/tmp"
+}
+
+# start_nginx PORT HTTP SERVER: a real nginx on 127.0.0.1:PORT with its own prefix,
+# pid file and error log ($WORK/nginx-error.log); HTTP goes into its http block and
+# SERVER into its server block. The log format `bench` writes `$msec $status`, a line
+# a request. worker_connections is NGINX_CONNECTIONS (4096) and the workers may open
+# twice that many descriptors: nginx must never be what limits the clients. Waits
+# until it answers (at /ready, which logs nothing) and sets NGINX_PID.
+start_nginx() {
+    local port=$1 connections=${NGINX_CONNECTIONS:-4096}
+    rm -f "$WORK/nginx-error.log"
+    cat >"$WORK/nginx.conf" <<CONF
+worker_processes auto;
+worker_rlimit_nofile $((2 * connections));
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections $connections; }
+http {
+    client_body_temp_path $WORK/tmp/body;
+    proxy_temp_path $WORK/tmp/proxy;
+    fastcgi_temp_path $WORK/tmp/fastcgi;
+    uwsgi_temp_path $WORK/tmp/uwsgi;
+    scgi_temp_path $WORK/tmp/scgi;
+    log_format bench '\$msec \$status';
+    access_log off;
+    $2
+    server {
+        listen 127.0.0.1:$port backlog=4096;
+        location = /ready { return 204; }
+        $3
+    }
+}
+CONF
+    "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon off;' 2>>"$WORK/nginx-error.log" &
+    NGINX_PID=$!
+    for _ in $(seq 50); do
+        curl -fs -o /dev/null "http://127.0.0.1:$port/ready" && return
+        sleep 0.1
+    done
+    echo "nginx did not start:" >&2
+    cat "$WORK/nginx-error.log" >&2
+    exit 1
+}
+
+# stop_nginx: stops nginx gracefully (its access log is then complete) and fails if
+# its error log says it ran short of connections or descriptors, or logged an error.
+stop_nginx() {
+    kill -QUIT "$NGINX_PID"
+    wait "$NGINX_PID" || true
+    NGINX_PID=
+    if grep -E 'worker_connections are not enough|Too many open files|\[(error|crit|alert|emerg)\]' "$WORK/nginx-error.log" >&2; then
+        echo "nginx limited the clients or failed (its error log, above): the figures are not valid" >&2
+        exit 1
+    fi
 }

@@ -19,100 +19,41 @@ source "$(dirname "$0")/common.sh"
 CLIENTS=${CLIENTS:-20}
 RUNS=${RUNS:-5}
 RETRY_ARGS=${RETRY_ARGS:-}
-NGINX=/usr/sbin/nginx
-
-if [[ ! -x $NGINX ]] || ! command -v python3 >/dev/null || ! command -v curl >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx python3 curl
-fi
-
-# The nginx workers (user nobody when started by root) read the page from here.
-chmod 755 "$WORK"
-mkdir -p "$WORK/www/x" "$WORK/tmp"
+need_nginx
+# The nginx workers read the page from here.
+mkdir -p "$WORK/www/x"
 echo ok >"$WORK/www/x/index.html"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# write_config PORT: limit_req at 5 r/s for /x/, every 429 carrying Retry-After: 2.
-write_config() {
-    cat >"$WORK/nginx.conf" <<EOF
-worker_processes 1;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log warn;
-events { worker_connections 1024; }
-http {
-    client_body_temp_path $WORK/tmp/body;
-    proxy_temp_path $WORK/tmp/proxy;
-    fastcgi_temp_path $WORK/tmp/fastcgi;
-    uwsgi_temp_path $WORK/tmp/uwsgi;
-    scgi_temp_path $WORK/tmp/scgi;
-    log_format herd '\$msec \$status';
-    access_log off;
-    limit_req_zone \$binary_remote_addr zone=herd:1m rate=5r/s;
-    server {
-        listen 127.0.0.1:$1;
+# start_limited_nginx PORT: limit_req at 5 r/s for /x/, every 429 carrying Retry-After: 2
+# (a refusal is what is measured, so nginx logs it below its error log's level).
+start_limited_nginx() {
+    # shellcheck disable=SC2016 # an nginx variable, for nginx to expand
+    start_nginx "$1" 'limit_req_zone $binary_remote_addr zone=herd:1m rate=5r/s;' "
         root $WORK/www;
         location /x/ {
-            access_log $WORK/access.log herd;
+            access_log $WORK/access.log bench;
             limit_req zone=herd;
             limit_req_status 429;
+            limit_req_log_level info;
             add_header Retry-After 2 always;
-        }
-    }
+        }"
 }
-EOF
-}
-
-NGINX_PID=
-start_nginx() {
-    local port=$1
-    rm -f "$WORK/access.log"
-    write_config "$port"
-    "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon off;' 2>>"$WORK/error.log" &
-    NGINX_PID=$!
-    for _ in $(seq 50); do
-        curl -s -o /dev/null "http://127.0.0.1:$port/" && return
-        sleep 0.1
-    done
-    echo "nginx did not start:" >&2
-    cat "$WORK/error.log" >&2
-    exit 1
-}
-
-stop_nginx() {
-    kill -QUIT "$NGINX_PID"
-    wait "$NGINX_PID" || true
-    NGINX_PID=
-}
-trap '[[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null; cleanup' EXIT
 
 client() {
     local url=$1
-    echo >>"$WORK/ready"
-    : <"$WORK/gate" # blocks until the gate's writer closes it
     # shellcheck disable=SC2086 # RETRY_ARGS is a list of words
     "$R" -q $RETRY_ARGS "$url" >/dev/null 2>>"$WORK/clients.err"
 }
 
 # one_run N: CLIENTS clients started together; appends a row to $ROWS.
 one_run() {
-    local port url ok=0 pids=()
+    local port url ok=0
     port=$(free_port)
     url="http://127.0.0.1:$port/x/"
-    start_nginx "$port" # its probe asks for /, outside the limiter
-    rm -f "$WORK/gate" "$WORK/ready"
-    mkfifo "$WORK/gate"
-    exec 3<>"$WORK/gate" # a writer, so every client's open succeeds and its read waits
-    for _ in $(seq "$CLIENTS"); do
-        client "$url" &
-        pids+=($!)
-    done
-    while (($(wc -l <"$WORK/ready" 2>/dev/null || echo 0) < CLIENTS)); do sleep 0.05; done
-    sleep 0.3 # the last ones reach their read
-    exec 3>&- # end of file for every client at once: they start together
-    for pid in "${pids[@]}"; do
+    rm -f "$WORK/access.log"
+    start_limited_nginx "$port"
+    gate_clients "$CLIENTS" client "$url"
+    for pid in "${PIDS[@]}"; do
         if wait "$pid"; then ok=$((ok + 1)); fi
     done
     stop_nginx

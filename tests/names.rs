@@ -142,6 +142,7 @@ impl Case {
         } else {
             &FAMILIES[..]
         };
+        let mut first_of_retry = None;
         for (flag, admits) in families {
             let want = expected.iter().copied().find(admits);
             let listeners = Listeners::on(&self.addresses());
@@ -151,6 +152,9 @@ impl Case {
                 "{} ({}, retry {flag:?}; getent: {expected:?})",
                 self.what, self.name
             );
+            if flag.is_none() {
+                first_of_retry = listeners.hit().first().copied();
+            }
             match want {
                 Some(ip) => {
                     assert_eq!(run.status, 0, "{case}: {}", run.stderr);
@@ -163,6 +167,16 @@ impl Case {
                 }
             }
         }
+        let questions: usize = servers.iter().map(|ns| ns.questions().len()).sum();
+        // One row of the differential table (`--nocapture` shows it).
+        let shown = |ip: Option<IpAddr>| ip.map_or("none".to_string(), |ip| ip.to_string());
+        eprintln!(
+            "| {} | {} | {} | {} | {questions} |",
+            self.what,
+            self.name,
+            shown(expected.first().copied()),
+            shown(first_of_retry)
+        );
         if self.listed {
             for ns in &servers {
                 assert_eq!(ns.questions(), [], "{}: a name in /etc/hosts", self.what);

@@ -586,7 +586,8 @@ fn hosts_and_users_resolve_whatever_nsswitch_conf_names() {
             &conf,
         ])
         .args(prefix)
-        .arg(support::bin())
+        // The second run is another user's: the binary must be reachable by it.
+        .arg(support::run::bin_for_anyone())
         .args(args);
         inv.run()
     };

@@ -31,6 +31,8 @@ fn given_up_in_time(proxy: &Proxy, child: Child) -> Run {
     let stalled = wait_until(Duration::from_secs(20), || proxy.stalled());
     assert!(stalled, "nothing stalled");
     let (out, took) = exit_within(child, Duration::from_secs(LIMIT + 10));
+    // The figure of how long a stall kept retry alive (`--nocapture` shows it).
+    eprintln!("stall: retry exited {took:?} after the stall (connect_timeout={LIMIT}s)");
     assert!(
         took < Duration::from_secs(LIMIT + 1),
         "given up {took:?} after the stall: {}",
@@ -51,6 +53,7 @@ fn stopped_by_sigterm(proxy: &Proxy, child: Child) -> Run {
     assert!(stalled, "nothing stalled");
     std::thread::sleep(Duration::from_millis(100));
     let (out, took) = signal_after(child, Duration::ZERO, Signal::SIGTERM);
+    eprintln!("stall: retry exited {took:?} after SIGTERM");
     assert_eq!(out.status, 143, "{}", out.stderr);
     assert!(took < Duration::from_secs(1), "{took:?}");
     out

@@ -24,6 +24,33 @@ pub fn bin() -> &'static str {
     })
 }
 
+/// The binary under test at a path every user may run: [`bin`] itself when every
+/// directory on its way lets others through, or else (a build under /root) one copy,
+/// mode 755, in a directory of its own under /tmp made once per test process.
+pub fn bin_for_anyone() -> &'static str {
+    use std::os::unix::fs::PermissionsExt;
+    static SHARED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHARED.get_or_init(|| {
+        let path = std::path::Path::new(bin());
+        let others_may = |p: &std::path::Path| {
+            std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
+        };
+        if path.ancestors().all(others_may) {
+            return bin().to_string();
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("retry-bin-")
+            .tempdir_in("/tmp")
+            .expect("a directory under /tmp")
+            .keep();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let copy = dir.join("retry");
+        std::fs::copy(path, &copy).expect("copy the binary under test");
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy.to_string_lossy().into_owned()
+    })
+}
+
 /// Backoff that keeps a test fast: 1 ms growing to at most 5 ms.
 pub const FAST: [&str; 4] = ["--delay", "1ms", "--max-delay", "5ms"];
 

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::run::{Invocation, bin};
+use super::run::{Invocation, bin_for_anyone};
 
 /// The other user.
 pub const OTHER: &str = "nobody";
@@ -55,7 +55,7 @@ pub fn as_other(script: &str) {
 /// `retry` run as the other user.
 pub fn retry_as_other() -> Invocation {
     let mut cmd = Invocation::of("runuser");
-    cmd.args(["-u", OTHER, "--", bin()]);
+    cmd.args(["-u", OTHER, "--", bin_for_anyone()]);
     cmd
 }
 
