@@ -6,7 +6,9 @@
 use serde_json::json;
 
 use crate::config::{Config, RunInfo, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
-use crate::domain::{ExitStatus, Policy, RunSummary, Signal, StopReason};
+use crate::domain::{
+    ExitStatus, Hold, HoldCause, Policy, RunSummary, Signal, Stop, StopReason, Throttled,
+};
 use crate::engine::{self, RetryBudget};
 use crate::exec::{self, Executor};
 use crate::hooks::Hooks;
@@ -128,11 +130,18 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         hooks.set_fencing_token(token);
     }
     let circuit = config.fleet.circuit.as_ref();
+    let mut circuit_holds = Vec::new();
+    let holding = CircuitHolds {
+        throttled: config.fleet.throttled,
+        seed,
+        run_deadline,
+    };
     if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
-        && let Some((exit_code, reason, message)) = admit(f, c)
+        && let Some((exit_code, reason, message)) = holding.admit(f, c, &mut circuit_holds)
     {
         last_word(slot, &message);
-        let summary = not_run(exit_code, reason, message, &clock);
+        let mut summary = not_run(exit_code, reason, message, &clock);
+        summary.holds = circuit_holds;
         if let Some(slot) = slot.filter(|_| reason == StopReason::CircuitOpen) {
             record_refused(slot, &job_options.command);
         }
@@ -154,6 +163,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         };
         run_engine(exec.as_mut(), &engine_setup, &mut hooks, budget)?
     };
+    summary.holds.splice(0..0, circuit_holds);
     if summary.stopped_because == StopReason::Success {
         summary = record_success(&mut held, summary);
     }
@@ -394,6 +404,7 @@ fn not_run(
         stopped_because,
         message,
         elapsed: clock.now(),
+        holds: Vec::new(),
     }
 }
 
@@ -430,11 +441,80 @@ fn splay(
     })
 }
 
-/// Asks the circuit whether the run may go ahead: `Some` (exit status, reason,
-/// message) when it is open, or when `--max-time` or a signal ended the asking.
-/// Claiming the probe is said aloud.
-fn admit(fleet: &mut fleet::Fleet, c: &CircuitConfig) -> Option<(ExitStatus, StopReason, String)> {
-    match fleet.admit(c) {
+/// How a run treats an open circuit: `--throttled wait` holds it.
+struct CircuitHolds {
+    throttled: Throttled,
+    seed: u64,
+    run_deadline: Option<std::time::Instant>,
+}
+
+impl CircuitHolds {
+    /// Asks the circuit whether the run may go ahead, as [`admitted`] says; under
+    /// `--throttled wait` an open circuit holds the run (listed in `holds`) and it asks
+    /// again, unless the hold would end past `--max-time`: the run then ends as
+    /// `--throttled exit` would have ended it.
+    fn admit(
+        &self,
+        fleet: &mut fleet::Fleet,
+        c: &CircuitConfig,
+        holds: &mut Vec<Hold>,
+    ) -> Option<(ExitStatus, StopReason, String)> {
+        let mut rng = fleet::hold_rng(self.seed);
+        loop {
+            let asked = fleet.admit(c);
+            let until_ms = match asked {
+                Ok(fleet::Admission::Open { until_ms, .. }) if self.throttled == Throttled::Wait => {
+                    until_ms
+                }
+                _ => return admitted(asked, c),
+            };
+            let hold = fleet::circuit_hold(until_ms, fleet::now_ms(), c.cooldown, &mut rng);
+            let ends = std::time::Instant::now().checked_add(hold);
+            if self.run_deadline.is_some_and(|d| ends.is_none_or(|e| e > d)) {
+                return admitted(asked, c).map(|(code, reason, message)| {
+                    let message = format!("{message}; --max-time ends before it would be asked again");
+                    (code, reason, message)
+                });
+            }
+            report::info(&format!(
+                "circuit {} is open until {}: holding the run {}, sending nothing",
+                c.name,
+                fleet::show_time(until_ms),
+                crate::domain::human(hold)
+            ));
+            let (started_at, began) = (std::time::SystemTime::now(), std::time::Instant::now());
+            let slept = crate::wait::sleep_or_stop(hold);
+            holds.push(Hold {
+                started_at,
+                duration: began.elapsed(),
+                cause: HoldCause::Circuit,
+            });
+            match slept {
+                Ok(()) => {}
+                Err(Stop::Signal(sig)) => {
+                    let exit_code = ExitStatus::of_signal(sig);
+                    let message = format!(
+                        "stopped by {sig} while held by circuit {}; exit status {exit_code}",
+                        c.name
+                    );
+                    return Some((exit_code, StopReason::Signal, message));
+                }
+                Err(Stop::LockLost(message)) => {
+                    return Some((ExitStatus::USAGE, StopReason::LockLost, message));
+                }
+            }
+        }
+    }
+}
+
+/// What the circuit's answer means for the run: `Some` (exit status, reason, message)
+/// when it is open, or when `--max-time` or a signal ended the asking. Claiming the
+/// probe is said aloud.
+fn admitted(
+    asked: Result<fleet::Admission, fleet::Halt>,
+    c: &CircuitConfig,
+) -> Option<(ExitStatus, StopReason, String)> {
+    match asked {
         Ok(fleet::Admission::Closed) => None,
         Ok(fleet::Admission::Probe) => {
             report::info(&format!(

@@ -19,7 +19,9 @@ use std::time::Duration;
 use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::cron;
-use crate::domain::{BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode};
+use crate::domain::{
+    BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode, Throttled,
+};
 use crate::parse::{self, CodeSet};
 use crate::target::{self, Backend};
 use curl::{DataArg, ResolveEntry};
@@ -585,6 +587,17 @@ pub struct Cli {
     /// Exit status of a run refused by an open circuit
     #[arg(allow_hyphen_values = true, long, value_name = "CODE", default_value = "75", value_parser = clap::value_parser!(u8), help_heading = FLEET)]
     pub circuit_exit: u8,
+
+    /// What a spent retry budget or an open circuit does to the run: hold it, or end it
+    ///
+    /// exit (the default) ends the run: a refused retry with the last attempt's status, an
+    /// open circuit with --circuit-exit. wait holds it, sending nothing and not spending -a:
+    /// a refused retry asks again after a fresh draw of its delay, and while the budget is
+    /// spent one held run per --delay fleet-wide is let through as a probe; a run held by an
+    /// open circuit asks again when the circuit's cooldown ends. wait needs --max-time,
+    /// which bounds the holds; a run it ends while held exits as exit would have.
+    #[arg(long, value_name = "HOW", value_enum, help_heading = FLEET)]
+    pub throttled: Option<Throttled>,
 
     /// Sleep a random time up to DUR before the first attempt (repeatable with --seed)
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = FLEET)]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::cli::Cli;
-use crate::domain::ExitStatus;
+use crate::domain::{ExitStatus, Throttled};
 use crate::target::{self, Backend};
 
 /// A shared retry budget: gRPC's retry throttling.
@@ -15,6 +15,10 @@ pub struct BudgetConfig {
     pub size: u32,
     /// R: tokens a successful attempt earns.
     pub ratio: f64,
+    /// `--throttled wait`: a refused retry holds the run, and a held run may probe the
+    /// spent budget when no retry of it was sent for this long (`--delay`). `None`:
+    /// `--throttled exit`, a refusal ends the run.
+    pub probe_after: Option<Duration>,
 }
 
 /// A shared circuit breaker.
@@ -33,6 +37,8 @@ pub struct CircuitConfig {
 pub struct FleetConfig {
     pub budget: Option<BudgetConfig>,
     pub circuit: Option<CircuitConfig>,
+    /// What a spent budget or an open circuit does to the run.
+    pub throttled: Throttled,
     pub splay: Duration,
     /// Where budgets and circuits live (`--state`, or the default directory).
     pub state: Option<Backend>,
@@ -41,10 +47,12 @@ pub struct FleetConfig {
 impl FleetConfig {
     /// `state` is `--state`, parsed once by the configuration.
     pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<FleetConfig> {
+        let throttled = throttled(cli)?;
         let budget = cli.retry_budget.as_ref().map(|name| BudgetConfig {
             name: name.clone(),
             size: cli.budget_size,
             ratio: cli.budget_ratio,
+            probe_after: (throttled == Throttled::Wait).then_some(cli.delay),
         });
         let circuit = cli.circuit.as_ref().map(|name| CircuitConfig {
             name: name.clone(),
@@ -60,10 +68,32 @@ impl FleetConfig {
         Ok(FleetConfig {
             budget,
             circuit,
+            throttled,
             splay: cli.splay,
             state,
         })
     }
+}
+
+/// `--throttled`, refused where it would mean nothing: without a budget or a circuit
+/// to throttle, or `wait` without `--max-time`, which bounds the holds.
+fn throttled(cli: &Cli) -> anyhow::Result<Throttled> {
+    let Some(throttled) = cli.throttled else {
+        return Ok(Throttled::Exit);
+    };
+    if cli.retry_budget.is_none() && cli.circuit.is_none() {
+        anyhow::bail!(
+            "--throttled: it says what a spent --retry-budget or an open --circuit does to a run, \
+             and there is neither"
+        );
+    }
+    if throttled == Throttled::Wait && cli.max_time.is_none() {
+        anyhow::bail!(
+            "--throttled wait: a held run waits until the budget or circuit lets it go, so it \
+             needs --max-time to bound the wait (e.g. --max-time 30s)"
+        );
+    }
+    Ok(throttled)
 }
 
 /// `--state`, or the default directory, which must then be findable.

@@ -199,6 +199,24 @@ pub struct AttemptRecord {
     pub delay: Option<Duration>,
 }
 
+/// What held a run (`--throttled wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldCause {
+    /// The shared retry budget refused a retry.
+    Budget,
+    /// The circuit breaker was open before the first attempt.
+    Circuit,
+}
+
+/// A time a run was held, sending nothing: it counts towards `--max-time`, never `-a`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    pub started_at: SystemTime,
+    pub duration: Duration,
+    pub cause: HoldCause,
+}
+
 /// How a run ended: its attempts, the exit status and why it stopped.
 #[derive(Clone, Debug)]
 pub struct RunSummary {
@@ -208,4 +226,6 @@ pub struct RunSummary {
     /// One line saying why the run stopped.
     pub message: String,
     pub elapsed: Duration,
+    /// Holds, in order (`--throttled wait`); attempts count only what was sent.
+    pub holds: Vec<Hold>,
 }

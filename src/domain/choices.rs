@@ -67,6 +67,16 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--throttled`: what a spent retry budget or an open circuit does to a run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Throttled {
+    /// End the run: a refused retry exits with the last attempt's status, an open circuit with --circuit-exit
+    #[default]
+    Exit,
+    /// Hold the run, sending nothing, and ask again later (needs --max-time, which bounds it)
+    Wait,
+}
+
 /// Which addresses a name may resolve to (`-4` / `-6`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{AttemptRecord, RunSummary};
+use super::{AttemptRecord, HoldCause, RunSummary};
 
 /// What the loop tells the outside world while it runs.
 pub enum Event<'a> {
@@ -21,6 +21,13 @@ pub enum Event<'a> {
     Succeeded {
         record: &'a AttemptRecord,
         limit: u32,
+    },
+    /// A run held (`--throttled wait`) for `duration`, sending nothing; `why` says
+    /// what held it ("retry budget api is spent (4 of 10 tokens)").
+    Held {
+        cause: HoldCause,
+        why: &'a str,
+        duration: Duration,
     },
     Stopped {
         summary: &'a RunSummary,

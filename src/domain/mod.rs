@@ -15,10 +15,11 @@ mod stop;
 mod text;
 
 pub use attempt::{
-    AttemptRecord, Class, Limit, LimitKey, Outcome, RunSummary, StopReason, Verdict, WaitHint,
+    AttemptRecord, Class, Hold, HoldCause, Limit, LimitKey, Outcome, RunSummary, StopReason,
+    Verdict, WaitHint,
 };
 pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
-pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode};
+pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, Throttled};
 pub use events::{Event, Events};
 pub use log::LogConfig;
 pub use policy::Policy;

@@ -13,7 +13,7 @@ use jiff::Timestamp;
 
 use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
-use crate::domain::{human, rfc3339_seconds};
+use crate::domain::{Throttled, human, rfc3339_seconds};
 use crate::schedule::World;
 use crate::target::Backend;
 use crate::wait::Bound;
@@ -151,7 +151,32 @@ pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
     for line in fleet_state(state, config.budget.as_ref(), config.circuit.as_ref()) {
         let _ = writeln!(out, "{line}");
     }
+    let _ = writeln!(out, "{}", throttled_line(config));
     format!("\n{out}")
+}
+
+/// What `--throttled` does to this run.
+fn throttled_line(config: &FleetConfig) -> String {
+    let probe = config.budget.as_ref().and_then(|b| b.probe_after);
+    match (config.throttled, probe) {
+        (Throttled::Exit, _) => "throttled:   exit: a refused retry ends the run with the last attempt's status; \
+             an open circuit ends it with --circuit-exit"
+            .into(),
+        (Throttled::Wait, probe) => {
+            let probe = probe
+                .map(|p| {
+                    format!(
+                        "; while the budget is spent, one held retry per {} fleet-wide is the probe",
+                        human(p)
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "throttled:   wait: a refused retry or an open circuit holds the run (sending nothing, \
+                 not counted in -a) until --max-time{probe}"
+            )
+        }
+    }
 }
 
 /// The scheduled-job part of the dry run: the lock, the `--once` key and where its

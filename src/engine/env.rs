@@ -36,16 +36,24 @@ pub trait RetryHook {
     fn wait(&mut self) -> Result<(), Stop>;
 }
 
-/// Why a shared retry budget refused a retry: the message to show.
+/// Why a shared retry budget refused a retry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal(pub String);
+pub enum Refusal {
+    /// The budget is spent: what it holds (`retry budget api is spent (4 of 10 tokens)`).
+    Spent(String),
+    /// `--max-time` ran out while the budget was being asked (what the store said).
+    OutOfTime(String),
+}
 
 /// A retry budget shared with other runs (`--retry-budget`).
 pub trait RetryBudget {
-    /// Whether a retry may be made now.
-    fn may_retry(&mut self) -> Result<(), Refusal>;
     /// Counts one finished attempt.
     fn record(&mut self, success: bool);
+    /// Whether a retry may be made now.
+    fn may_retry(&mut self) -> Result<(), Refusal>;
+    /// `--throttled wait`: the budget is asked after the backoff sleep and a refusal
+    /// holds the run; otherwise it is asked before the sleep and a refusal ends it.
+    fn holds(&self) -> bool;
 }
 
 /// Everything the loop needs from outside besides the executor.

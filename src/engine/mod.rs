@@ -11,8 +11,8 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 
 use crate::domain::{
-    AttemptRecord, Class, Event, ExitStatus, Interrupted, LimitKey, Policy, RunSummary, Signal,
-    Stop, StopReason, Verdict, WaitHint, human,
+    AttemptRecord, Class, Event, ExitStatus, Hold, HoldCause, Interrupted, LimitKey, Policy,
+    RunSummary, Signal, Stop, StopReason, Verdict, WaitHint, human,
 };
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
@@ -31,9 +31,10 @@ pub fn run(
     policy: &Policy,
     env: &mut Env<'_>,
 ) -> anyhow::Result<RunSummary> {
-    let start = Duration::ZERO;
-    let deadline = policy.max_time.map(|t| start + t);
+    // The clock counts from the run's start: what ran before the loop is already spent.
+    let deadline = policy.max_time;
     let mut records: Vec<AttemptRecord> = Vec::new();
+    let mut holds: Vec<Hold> = Vec::new();
     let mut limit_counts: HashMap<LimitKey, u32> = HashMap::new();
     let mut previous_delay = None;
     let mut number = 1;
@@ -56,6 +57,8 @@ pub fn run(
         let mut report = exec.attempt(&ctx)?;
         let duration = env.clock.now().saturating_sub(now);
         apply_limit(&mut report.verdict, &mut limit_counts);
+        // A hold draws afresh from the distribution this retry's delay came from.
+        let drawn_after = previous_delay;
         let next = decide(&report, &ctx, policy, deadline, env, &mut previous_delay);
         let next = consult_budget(&report, next, env);
         let record = AttemptRecord {
@@ -89,12 +92,20 @@ pub fn run(
                 };
                 if let Err(stop) = sleep_with_hook(env, &facts, number + 1) {
                     let (exit_code, reason, message) = stopped_while_sleeping(stop);
-                    return Ok(finish(records, exit_code, reason, message, start, env));
+                    return Ok(finish(records, holds, (exit_code, reason, message), env));
                 }
                 if deadline.is_some_and(|d| env.clock.now() >= d) {
-                    let message = budget_message(policy, "ran out during the --on-retry hook");
+                    let message = budget_message(policy, "ran out while waiting to retry");
                     let (code, reason) = (report.exit_code, StopReason::MaxTime);
-                    return Ok(finish(records, code, reason, message, start, env));
+                    return Ok(finish(records, holds, (code, reason, message), env));
+                }
+                let asked = Asked {
+                    retry: number,
+                    drawn_after,
+                    last_exit: report.exit_code,
+                };
+                if let Err(end) = hold_while_refused(env, policy, deadline, &asked, &mut holds) {
+                    return Ok(finish(records, holds, end, env));
                 }
                 number += 1;
             }
@@ -131,7 +142,7 @@ pub fn run(
                     reason = StopReason::Signal;
                     message = format!("interrupted by {} while writing the output", signal.name());
                 }
-                return Ok(finish(records, exit_code, reason, message, start, env));
+                return Ok(finish(records, holds, (exit_code, reason, message), env));
             }
         }
     }
@@ -160,12 +171,78 @@ fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next
         return next;
     }
     budget.record(report.verdict.class == Class::Success);
+    if budget.holds() {
+        // --throttled wait asks when the sleep ends (hold_while_refused).
+        return next;
+    }
     match next {
         Next::Sleep(_) => match budget.may_retry() {
             Ok(()) => next,
-            Err(Refusal(message)) => Next::Stop(StopReason::Budget, message),
+            Err(Refusal::Spent(why)) => Next::Stop(StopReason::Budget, format!("{why}: not retrying")),
+            Err(Refusal::OutOfTime(message)) => Next::Stop(StopReason::MaxTime, message),
         },
         stop => stop,
+    }
+}
+
+/// The retry a held run waits to make.
+struct Asked {
+    /// The attempt that failed.
+    retry: u32,
+    /// The delay before the one this retry's was drawn after (decorrelated jitter).
+    drawn_after: Option<Duration>,
+    /// The status the run ends with if it ends here.
+    last_exit: ExitStatus,
+}
+
+/// `--throttled wait`: asks the budget when the backoff sleep is over; while it
+/// refuses, holds the run (sending nothing, so `-a` is not spent) for a fresh draw of
+/// the retry's delay, never under a tenth of `--delay`, and asks again. A hold that
+/// would end past `--max-time` is not started: the run ends as `exit` would have.
+fn hold_while_refused(
+    env: &mut Env<'_>,
+    policy: &Policy,
+    deadline: Option<Duration>,
+    asked: &Asked,
+    holds: &mut Vec<Hold>,
+) -> Result<(), (ExitStatus, StopReason, String)> {
+    let Some(budget) = env.budget.as_deref_mut().filter(|b| b.holds()) else {
+        return Ok(());
+    };
+    loop {
+        let why = match budget.may_retry() {
+            Ok(()) => return Ok(()),
+            Err(Refusal::OutOfTime(message)) => {
+                return Err((asked.last_exit, StopReason::MaxTime, message));
+            }
+            Err(Refusal::Spent(why)) => why,
+        };
+        let drawn = (policy.schedule).delay(asked.retry, asked.drawn_after, env.jitter.rng());
+        let hold = drawn.max(policy.schedule.base / 10);
+        let now = env.clock.now();
+        if let Some(left) = deadline.map(|d| d.saturating_sub(now))
+            && hold >= left
+        {
+            let message = format!(
+                "{why}: not retrying; --max-time has {} left, less than the next {} hold",
+                human(left),
+                human(hold)
+            );
+            return Err((asked.last_exit, StopReason::Budget, message));
+        }
+        env.events.event(Event::Held {
+            cause: HoldCause::Budget,
+            why: &why,
+            duration: hold,
+        });
+        let started_at = env.clock.wall();
+        let slept = env.sleeper.sleep(hold, asked.retry + 1);
+        holds.push(Hold {
+            started_at,
+            duration: env.clock.now().saturating_sub(now),
+            cause: HoldCause::Budget,
+        });
+        slept.map_err(stopped_while_sleeping)?;
     }
 }
 
@@ -312,10 +389,8 @@ fn stopped_while_sleeping(stop: Stop) -> (ExitStatus, StopReason, String) {
 
 fn finish(
     attempts: Vec<AttemptRecord>,
-    exit_code: ExitStatus,
-    stopped_because: StopReason,
-    message: String,
-    start: Duration,
+    holds: Vec<Hold>,
+    (exit_code, stopped_because, message): (ExitStatus, StopReason, String),
     env: &mut Env<'_>,
 ) -> RunSummary {
     let summary = RunSummary {
@@ -323,7 +398,8 @@ fn finish(
         exit_code,
         stopped_because,
         message,
-        elapsed: env.clock.now().saturating_sub(start),
+        elapsed: env.clock.now(),
+        holds,
     };
     env.events.event(Event::Stopped { summary: &summary });
     summary

@@ -22,7 +22,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{Admission, CircuitState, FleetStore, now_ms, tokens_after};
+use super::{Admission, Answer, CircuitState, FleetStore, Spent, now_ms};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
 use crate::domain::{Interrupted, Stop};
 use crate::jobs::state_dir::{Access, StateDir};
@@ -40,6 +40,10 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 struct BudgetFile {
     tokens: f64,
     size: u32,
+    /// When a held run's retry was last let through (`--throttled wait`), in
+    /// milliseconds since the epoch on the store's clock; absent before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_retry_ms: Option<u64>,
 }
 
 /// A record in a state file, and what makes one valid.
@@ -50,7 +54,13 @@ pub trait Record: Serialize + DeserializeOwned {
 
 impl Record for BudgetFile {
     fn check(&self) -> Result<(), String> {
-        super::check_tokens(self.tokens)
+        super::check_tokens(self.tokens)?;
+        match self.last_retry_ms {
+            Some(ms) if ms > super::LATEST_MS => {
+                Err(format!("last_retry_ms {ms} is past year 9999"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -174,13 +184,13 @@ impl FileFleet {
         kind: Kind,
         name: &str,
         bound: &Bound,
-        change: impl FnOnce(Option<T>) -> (T, R),
+        change: impl FnOnce(Option<T>, &File) -> anyhow::Result<(T, R)>,
     ) -> anyhow::Result<R> {
         let dir = self
             .dir(kind)
             .context("the state directory is opened for reading only")?;
         let file_name = record_name(name);
-        let _held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
+        let held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
         let mut file = dir
             .open_file(&file_name, Access::Update)?
             .context("a created file is there")?;
@@ -188,7 +198,7 @@ impl FileFleet {
         file.read_to_end(&mut text)
             .with_context(|| format!("cannot read {}", dir.join(&file_name).display()))?;
         let path = dir.join(&file_name);
-        let (value, result) = change(self.parse(kind, path.clone(), &text));
+        let (value, result) = change(self.parse(kind, path.clone(), &text), &held)?;
         write_record(&file, &serde_json::to_vec(&value)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(result)
@@ -307,10 +317,23 @@ fn lock_beside(
     }
 }
 
-fn fresh_tokens(stored: Option<BudgetFile>, budget: &BudgetConfig) -> f64 {
+fn fresh_tokens(stored: Option<&BudgetFile>, budget: &BudgetConfig) -> f64 {
     stored.map_or(f64::from(budget.size), |b| {
         b.tokens.min(f64::from(budget.size))
     })
+}
+
+/// Now on the store's clock: the time the kernel stamps on `lock` (a file in the state
+/// directory, whose flock the caller holds), so runs on hosts that share the directory
+/// over a network file system agree on it as they agree on file times.
+fn store_now_ms(lock: &File) -> anyhow::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let now = nix::sys::time::TimeSpec::UTIME_NOW;
+    nix::sys::stat::futimens(lock, &now, &now).context("cannot set the time of a lock file")?;
+    let meta = lock.metadata()?;
+    let secs = u64::try_from(meta.mtime()).unwrap_or(0);
+    let millis = u64::try_from(meta.mtime_nsec()).unwrap_or(0) / 1_000_000;
+    Ok(secs.saturating_mul(1000).saturating_add(millis))
 }
 
 impl FleetStore for FileFleet {
@@ -335,34 +358,54 @@ impl FleetStore for FileFleet {
     fn spend(
         &mut self,
         budget: &BudgetConfig,
-        success: bool,
+        attempt: Spent,
         bound: &Bound,
     ) -> anyhow::Result<f64> {
         self.update(
             Kind::Budget,
             &budget.name,
             bound,
-            |stored: Option<BudgetFile>| {
-                let tokens = tokens_after(
-                    fresh_tokens(stored, budget),
-                    budget.size,
-                    budget.ratio,
-                    success,
-                );
-                (
-                    BudgetFile {
-                        tokens,
-                        size: budget.size,
-                    },
+            |stored: Option<BudgetFile>, _| {
+                let tokens = attempt.tokens_after(fresh_tokens(stored.as_ref(), budget), budget);
+                let last_retry_ms = stored.and_then(|b| b.last_retry_ms);
+                let record = BudgetFile {
                     tokens,
-                )
+                    size: budget.size,
+                    last_retry_ms,
+                };
+                Ok((record, tokens))
+            },
+        )
+    }
+
+    fn ask(
+        &mut self,
+        budget: &BudgetConfig,
+        probe_after: Duration,
+        bound: &Bound,
+    ) -> anyhow::Result<Answer> {
+        self.update(
+            Kind::Budget,
+            &budget.name,
+            bound,
+            |stored: Option<BudgetFile>, lock| {
+                let tokens = fresh_tokens(stored.as_ref(), budget);
+                let last = stored.and_then(|b| b.last_retry_ms);
+                let (answer, last_retry_ms) =
+                    super::ask(tokens, budget.size, last, store_now_ms(lock)?, probe_after);
+                let record = BudgetFile {
+                    tokens,
+                    size: budget.size,
+                    last_retry_ms,
+                };
+                Ok((record, answer))
             },
         )
     }
 
     fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64> {
-        let stored = self.read(Kind::Budget, &budget.name, bound)?;
-        Ok(fresh_tokens(stored, budget))
+        let stored: Option<BudgetFile> = self.read(Kind::Budget, &budget.name, bound)?;
+        Ok(fresh_tokens(stored.as_ref(), budget))
     }
 
     fn admit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<Admission> {
@@ -375,10 +418,10 @@ impl FleetStore for FileFleet {
             Kind::Circuit,
             &circuit.name,
             bound,
-            |stored: Option<CircuitState>| {
+            |stored: Option<CircuitState>, _| {
                 let mut state = stored.unwrap_or_default();
                 let admission = state.admit(now_ms(), circuit);
-                (state, admission)
+                Ok((state, admission))
             },
         )
     }
@@ -393,10 +436,10 @@ impl FleetStore for FileFleet {
             Kind::Circuit,
             &circuit.name,
             bound,
-            |stored: Option<CircuitState>| {
+            |stored: Option<CircuitState>, _| {
                 let mut state = stored.unwrap_or_default();
                 state.record(success, now_ms(), circuit);
-                (state, state)
+                Ok((state, state))
             },
         )
     }
@@ -421,16 +464,17 @@ mod tests {
             name: "api/v1".into(),
             size: 10,
             ratio: 0.5,
+            probe_after: None,
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
         assert_eq!(
-            store.spend(&budget, false, &Bound::signals_only()).unwrap(),
+            store.spend(&budget, Spent { success: false, probe: false }, &Bound::signals_only()).unwrap(),
             9.0
         );
         let mut again = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(
-            again.spend(&budget, true, &Bound::signals_only()).unwrap(),
+            again.spend(&budget, Spent { success: true, probe: false }, &Bound::signals_only()).unwrap(),
             9.5
         );
         assert!(dir.path().join("budgets/api%2Fv1.json").exists());
@@ -443,12 +487,13 @@ mod tests {
             name: "b".into(),
             size: 10,
             ratio: 0.1,
+            probe_after: None,
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         std::fs::write(dir.path().join("budgets/b.json"), b"{\"tok").unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
         assert_eq!(
-            store.spend(&budget, false, &Bound::signals_only()).unwrap(),
+            store.spend(&budget, Spent { success: false, probe: false }, &Bound::signals_only()).unwrap(),
             9.0
         );
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 9.0);
@@ -496,6 +541,7 @@ mod tests {
             name: "cost".into(),
             size: 1_000_000,
             ratio: 0.1,
+            probe_after: None,
         };
         let circuit = CircuitConfig {
             name: "cost".into(),
@@ -518,7 +564,7 @@ mod tests {
         };
         time("budget update (spend or earn)", &mut |i| {
             store
-                .spend(&budget, i % 2 == 0, &Bound::signals_only())
+                .spend(&budget, Spent { success: i % 2 == 0, probe: false }, &Bound::signals_only())
                 .unwrap();
         });
         let mut store = FileFleet::open(store.root.clone()).unwrap();

@@ -55,6 +55,52 @@ pub fn allows_retry(tokens: f64, size: u32) -> bool {
     tokens > f64::from(size) / 2.0
 }
 
+/// Tokens after a probe's attempt (`--throttled wait`): a failed probe takes none (the
+/// service is known to be down); a successful one sets the budget to the larger of
+/// T + R and N/2 + R, so that the held runs go on.
+pub fn tokens_after_probe(tokens: f64, size: u32, ratio: f64, success: bool) -> f64 {
+    let size = f64::from(size);
+    let tokens = tokens.min(size);
+    if success {
+        (tokens + ratio).max(size / 2.0 + ratio).min(size)
+    } else {
+        tokens
+    }
+}
+
+/// What a budget says to a held run that asks to retry (`--throttled wait`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Answer {
+    /// More than half the tokens are left: retry.
+    Allowed,
+    /// The budget is spent, but no retry of it was sent for the probe interval: this
+    /// run's retry is the fleet's probe.
+    Probe,
+    /// Spent: hold (the tokens left).
+    Refused(f64),
+}
+
+/// Asks a budget holding `tokens`, whose last retry was sent at `last_retry_ms`, at
+/// `now_ms` on the store's clock: returns the answer and the last retry time to store
+/// (a retry let through, probe or not, is sent now).
+pub fn ask(
+    tokens: f64,
+    size: u32,
+    last_retry_ms: Option<u64>,
+    now_ms: u64,
+    probe_after: Duration,
+) -> (Answer, Option<u64>) {
+    if allows_retry(tokens.min(f64::from(size)), size) {
+        return (Answer::Allowed, Some(now_ms));
+    }
+    let quiet = last_retry_ms.is_none_or(|last| now_ms.saturating_sub(last) >= millis(probe_after));
+    if quiet {
+        (Answer::Probe, Some(now_ms))
+    } else {
+        (Answer::Refused(tokens), last_retry_ms)
+    }
+}
+
 /// A circuit breaker's shared state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CircuitState {
@@ -157,6 +203,47 @@ pub fn splay_delay(window: Duration, seed: u64) -> Duration {
     Duration::from_nanos(rng.random_range(0..=span))
 }
 
+/// One finished attempt, as a budget counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spent {
+    pub success: bool,
+    /// The attempt was the fleet's probe of a spent budget.
+    pub probe: bool,
+}
+
+impl Spent {
+    /// The tokens after this attempt.
+    pub fn tokens_after(self, tokens: f64, budget: &BudgetConfig) -> f64 {
+        if self.probe {
+            tokens_after_probe(tokens, budget.size, budget.ratio, self.success)
+        } else {
+            tokens_after(tokens, budget.size, budget.ratio, self.success)
+        }
+    }
+}
+
+/// How long a run held by an open circuit (`--throttled wait`) waits before asking
+/// again: until the open-until time plus a splay of U(0, cooldown/10), so that the held
+/// runs do not ask in one wave, and never longer than a tenth of the cooldown (the
+/// circuit may close sooner: a probe of another run's). Never under 10 ms.
+pub fn circuit_hold(until_ms: u64, now_ms: u64, cooldown: Duration, rng: &mut ChaCha8Rng) -> Duration {
+    let tenth = cooldown / 10;
+    let span = u64::try_from(tenth.as_nanos()).unwrap_or(u64::MAX);
+    let splay = Duration::from_nanos(rng.random_range(0..=span));
+    let until_open_ends = Duration::from_millis(until_ms.saturating_sub(now_ms));
+    (until_open_ends + splay)
+        .min(tenth)
+        .max(Duration::from_millis(10))
+}
+
+/// The random stream of a run's circuit holds: its own stream of the run's seed, so the
+/// jitter of the attempts is the same with or without holds.
+pub fn hold_rng(seed: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(2);
+    rng
+}
+
 /// Where budgets and circuits live. Every update is atomic across processes, and
 /// every call ends within its `bound` (and the store's own limits).
 pub trait FleetStore {
@@ -171,9 +258,22 @@ pub trait FleetStore {
     ) -> anyhow::Result<()> {
         Ok(())
     }
-    /// Applies one attempt's result to the budget; returns the tokens left.
-    fn spend(&mut self, budget: &BudgetConfig, success: bool, bound: &Bound)
-    -> anyhow::Result<f64>;
+    /// Applies one attempt's result to the budget (a probe's as [`tokens_after_probe`]
+    /// says); returns the tokens left.
+    fn spend(
+        &mut self,
+        budget: &BudgetConfig,
+        attempt: Spent,
+        bound: &Bound,
+    ) -> anyhow::Result<f64>;
+    /// Asks, on the store's clock and atomically with claiming a probe, whether a held
+    /// run may retry now (`--throttled wait`): [`ask`] applied to the stored budget.
+    fn ask(
+        &mut self,
+        budget: &BudgetConfig,
+        probe_after: Duration,
+        bound: &Bound,
+    ) -> anyhow::Result<Answer>;
     /// The budget's tokens, unchanged.
     fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64>;
     /// Admits a run, claiming the probe when the cooldown has passed.
@@ -198,7 +298,10 @@ pub fn open(
 ) -> anyhow::Result<Box<dyn FleetStore>> {
     let mut store: Box<dyn FleetStore> = match target {
         Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
-        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect(pg.clone(), bound)?),
+        Backend::Postgres(pg) => {
+            let holds = config.budget.as_ref().is_some_and(|b| b.probe_after.is_some());
+            Box::new(postgres::PgFleet::connect(pg.clone(), holds, bound)?)
+        }
     };
     store.check(config.budget.as_ref(), config.circuit.as_ref())?;
     Ok(store)
@@ -327,6 +430,7 @@ impl Fleet {
             config: budget,
             tokens: None,
             ran_out: None,
+            probing: false,
         }
     }
 }
@@ -340,14 +444,48 @@ pub struct SharedBudget<'a> {
     tokens: Option<f64>,
     /// `--max-time` ran out during the last update (why): no retry follows.
     ran_out: Option<String>,
+    /// The retry being made is the fleet's probe of the spent budget.
+    probing: bool,
 }
 
 impl SharedBudget<'_> {
     fn out_of_time(&self, why: &str) -> Refusal {
-        Refusal(format!(
+        Refusal::OutOfTime(format!(
             "{why}, so retry budget {} could not be asked: not retrying",
             self.config.name
         ))
+    }
+
+    fn spent(&self, tokens: f64) -> Refusal {
+        Refusal::Spent(format!(
+            "retry budget {} is spent ({} of {} tokens)",
+            self.config.name,
+            show_tokens(tokens),
+            self.config.size
+        ))
+    }
+
+    /// `--throttled wait`: asks the store after the sleep, claiming the probe if it is due.
+    fn ask(&mut self, probe_after: Duration) -> Result<(), Refusal> {
+        let config = self.config;
+        let asked = self
+            .fleet
+            .with(Phase::Before, |s, b| s.ask(config, probe_after, b));
+        match asked {
+            Ok(Some(Answer::Refused(tokens))) => Err(self.spent(tokens)),
+            Ok(Some(Answer::Probe)) => {
+                self.probing = true;
+                report::info(&format!(
+                    "retry budget {} is spent and no retry of it was sent for {}: this retry is the probe",
+                    config.name,
+                    crate::domain::human(probe_after)
+                ));
+                Ok(())
+            }
+            // A store that failed is absent: the budget fails open.
+            Ok(Some(Answer::Allowed) | None) | Err(Halt::Signal(_)) => Ok(()),
+            Err(Halt::OutOfTime(why)) => Err(self.out_of_time(&why)),
+        }
     }
 }
 
@@ -356,6 +494,9 @@ impl RetryBudget for SharedBudget<'_> {
         let config = self.config;
         if let Some(why) = self.ran_out.take() {
             return Err(self.out_of_time(&why));
+        }
+        if let Some(probe_after) = config.probe_after {
+            return self.ask(probe_after);
         }
         let tokens = match self.tokens {
             Some(t) => Some(t),
@@ -367,27 +508,30 @@ impl RetryBudget for SharedBudget<'_> {
             },
         };
         match tokens {
-            Some(t) if !allows_retry(t, config.size) => Err(Refusal(format!(
-                "retry budget {} is spent ({} of {} tokens): not retrying",
-                config.name,
-                show_tokens(t),
-                config.size
-            ))),
+            Some(t) if !allows_retry(t, config.size) => Err(self.spent(t)),
             _ => Ok(()),
         }
     }
 
     fn record(&mut self, success: bool) {
         let config = self.config;
+        let attempt = Spent {
+            success,
+            probe: std::mem::take(&mut self.probing),
+        };
         // After an attempt: within --max-time while it lasts, then the store's own limits.
         let spent = self
             .fleet
-            .with(Phase::Between, |s, b| s.spend(config, success, b));
+            .with(Phase::Between, |s, b| s.spend(config, attempt, b));
         (self.tokens, self.ran_out) = match spent {
             Ok(tokens) => (tokens, None),
             Err(Halt::OutOfTime(why)) => (None, Some(why)),
             Err(Halt::Signal(_)) => (None, None),
         };
+    }
+
+    fn holds(&self) -> bool {
+        self.config.probe_after.is_some()
     }
 }
 

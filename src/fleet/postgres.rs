@@ -15,7 +15,9 @@ use anyhow::Context;
 use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::{Admission, CircuitState, FleetStore};
+use std::time::Duration;
+
+use super::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
 use crate::config::fleet::{BudgetConfig, CircuitConfig};
 use crate::jobs::{
     postgres::db::Db, postgres::db::Param, postgres::schema, postgres::schema::Needs,
@@ -59,11 +61,13 @@ pub struct PgFleet {
 }
 
 impl PgFleet {
-    /// Connects (within `bound`) and creates the tables if missing.
-    pub fn connect(target: PgTarget, bound: &Bound) -> anyhow::Result<PgFleet> {
+    /// Connects (within `bound`) and creates the tables if missing; `holds` when a run
+    /// may hold (`--throttled wait`), which needs `retry_budgets.last_retry_at`.
+    pub fn connect(target: PgTarget, holds: bool, bound: &Bound) -> anyhow::Result<PgFleet> {
         let db = Db::open(&target);
         let needs = Needs {
             fleet: true,
+            holds,
             ..Needs::default()
         };
         schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
@@ -143,6 +147,16 @@ impl PgFleet {
     }
 }
 
+/// The tokens after an attempt, from the tokens `t` held before: $3 is what the attempt
+/// adds (R or -1), $4 whether it was a probe (`fleet::Spent::tokens_after` in SQL).
+fn tokens_after_sql(t: &str) -> String {
+    format!(
+        "CASE WHEN NOT $4::bool THEN greatest(least({t} + $3::float8, $2::float8), 0)
+              WHEN $3::float8 > 0 THEN least(greatest({t} + $3::float8, $2::float8 / 2 + $3::float8), $2::float8)
+              ELSE {t} END"
+    )
+}
+
 fn cooldown_secs(c: &CircuitConfig) -> f64 {
     c.cooldown.as_secs_f64()
 }
@@ -174,23 +188,23 @@ impl FleetStore for PgFleet {
     fn spend(
         &mut self,
         budget: &BudgetConfig,
-        success: bool,
+        attempt: Spent,
         bound: &Bound,
     ) -> anyhow::Result<f64> {
         let sql = format!(
             "WITH old AS (SELECT tokens FROM {BUDGET_TABLE} WHERE name = $1::text),
              spent AS (
                  INSERT INTO {BUDGET_TABLE} AS b (name, tokens)
-                 VALUES ($1::text, greatest(least($2::float8 + $3::float8, $2::float8), 0))
-                 ON CONFLICT (name) DO UPDATE
-                     SET tokens = greatest(least(
-                             CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END
-                             + $3::float8, $2::float8), 0),
-                         updated_at = now()
+                 VALUES ($1::text, {fresh})
+                 ON CONFLICT (name) DO UPDATE SET tokens = {stored}, updated_at = now()
                  RETURNING tokens)
-             SELECT spent.tokens, (SELECT tokens FROM old) FROM spent"
+             SELECT spent.tokens, (SELECT tokens FROM old) FROM spent",
+            fresh = tokens_after_sql("$2::float8"),
+            stored = tokens_after_sql(&format!(
+                "CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END"
+            )),
         );
-        let delta = if success { budget.ratio } else { -1.0 };
+        let delta = if attempt.success { budget.ratio } else { -1.0 };
         let size = f64::from(budget.size);
         let rows = self
             .db
@@ -200,6 +214,7 @@ impl FleetStore for PgFleet {
                     (&budget.name, Type::TEXT),
                     (&size, Type::FLOAT8),
                     (&delta, Type::FLOAT8),
+                    (&attempt.probe, Type::BOOL),
                 ],
                 bound,
             )
@@ -211,6 +226,52 @@ impl FleetStore for PgFleet {
             self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");
         }
         Ok(row.get(0))
+    }
+
+    fn ask(
+        &mut self,
+        budget: &BudgetConfig,
+        probe_after: Duration,
+        bound: &Bound,
+    ) -> anyhow::Result<Answer> {
+        // One statement on the server's clock (now()): the row lock makes a second
+        // claimant of the probe re-read the time the first one set.
+        let tokens = format!(
+            "CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END"
+        );
+        let sql = format!(
+            "INSERT INTO {BUDGET_TABLE} AS b (name, tokens, last_retry_at)
+             VALUES ($1::text, $2::float8, now())
+             ON CONFLICT (name) DO UPDATE SET
+                 last_retry_at = CASE WHEN {tokens} > $2::float8 / 2 OR b.last_retry_at IS NULL
+                         OR b.last_retry_at <= now() - make_interval(secs => $3::float8)
+                     THEN now() ELSE b.last_retry_at END,
+                 updated_at = now()
+             RETURNING {tokens}, b.last_retry_at = now()"
+        );
+        let size = f64::from(budget.size);
+        let interval = probe_after.as_secs_f64();
+        let rows = self
+            .db
+            .query(
+                &sql,
+                &[
+                    (&budget.name, Type::TEXT),
+                    (&size, Type::FLOAT8),
+                    (&interval, Type::FLOAT8),
+                ],
+                bound,
+            )
+            .with_context(|| self.context())?;
+        let row = rows.first().context("no row")?;
+        let (tokens, let_through): (f64, bool) = (row.get(0), row.get(1));
+        Ok(if allows_retry(tokens, budget.size) {
+            Answer::Allowed
+        } else if let_through {
+            Answer::Probe
+        } else {
+            Answer::Refused(tokens)
+        })
     }
 
     fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64> {

@@ -14,7 +14,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::domain::{
-    AttemptRecord, Class, Event, Events, LogConfig, RunSummary, StopReason, human, rfc3339_millis,
+    AttemptRecord, Class, Event, Events, Hold, LogConfig, RunSummary, StopReason, human,
+    rfc3339_millis,
 };
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -260,6 +261,22 @@ impl Events for Logger {
                     emit("info", &text, Value::Null);
                 }
             }
+            Event::Held {
+                cause,
+                why,
+                duration,
+            } => {
+                if cfg.level < 0 {
+                    return;
+                }
+                let line = format!("{why}: holding the run {}, sending nothing", human(duration));
+                if cfg.json {
+                    let fields = json!({ "cause": cause, "duration_ms": millis(duration), "message": line });
+                    self.json_event("held", fields);
+                } else {
+                    emit("info", &line, Value::Null);
+                }
+            }
             Event::Stopped { summary } => {
                 if summary.stopped_because == StopReason::Success {
                     if cfg.json && cfg.level >= 0 && self.final_line {
@@ -381,7 +398,17 @@ pub fn report_json(header: &ReportHeader<'_>, summary: &RunSummary) -> Value {
         "mode": header.mode,
         "idempotency_key": header.idempotency_key,
         "attempts": attempts,
+        "holds": summary.holds.iter().map(hold_json).collect::<Vec<_>>(),
         "result": result_json(summary),
+    })
+}
+
+/// A hold (`--throttled wait`) as the report lists it.
+fn hold_json(hold: &Hold) -> Value {
+    json!({
+        "started_at": rfc3339_millis(hold.started_at),
+        "duration_ms": millis(hold.duration),
+        "cause": hold.cause,
     })
 }
 

@@ -42,8 +42,14 @@ pub const ONCE_UPGRADE_DDL: &str =
 pub const BUDGET_DDL: &str = "CREATE TABLE IF NOT EXISTS retry_budgets (
     name text PRIMARY KEY,
     tokens double precision NOT NULL,
-    updated_at timestamptz NOT NULL DEFAULT now()
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    last_retry_at timestamptz
 );";
+
+/// The upgrade of an earlier `retry_budgets`, which had no `last_retry_at` (the time a
+/// held run's retry was last let through, for `--throttled wait`'s probe).
+pub const BUDGET_UPGRADE_DDL: &str =
+    "ALTER TABLE retry_budgets ADD COLUMN IF NOT EXISTS last_retry_at timestamptz;";
 
 pub const CIRCUIT_DDL: &str = "CREATE TABLE IF NOT EXISTS retry_circuits (
     name text PRIMARY KEY,
@@ -64,6 +70,8 @@ pub struct Needs {
     pub statuses: bool,
     /// Budgets and circuits.
     pub fleet: bool,
+    /// Runs that hold (`--throttled wait`): `retry_budgets.last_retry_at`.
+    pub holds: bool,
 }
 
 /// What the server has, once the check is done.
@@ -95,7 +103,9 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
                     to_regclass($3) IS NOT NULL, to_regclass($4) IS NOT NULL,
                     to_regclass($5) IS NOT NULL,
                     EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2)
-                            AND attname = 'status' AND NOT attisdropped)",
+                            AND attname = 'status' AND NOT attisdropped),
+                    EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($3)
+                            AND attname = 'last_retry_at' AND NOT attisdropped)",
             &tables
                 .each_ref()
                 .map(|t| (t as &(dyn tokio_postgres::types::ToSql + Sync), Type::TEXT)),
@@ -131,6 +141,10 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
     }
     if once && !found.once_status && (needs.markers || needs.statuses) {
         found.once_status = upgrade_once(db, needs, bound)?;
+    }
+    if budgets && !has(6) && needs.holds {
+        create(db, &[BUDGET_UPGRADE_DDL], bound)
+            .context("--throttled wait keeps the time of a budget's last retry in retry_budgets.last_retry_at")?;
     }
     Ok(found)
 }
@@ -191,5 +205,6 @@ mod tests {
         let ours = [LEASE_DDL, ONCE_DDL, BUDGET_DDL, CIRCUIT_DDL].join("\n") + "\n";
         assert_eq!(shown, ours);
         assert!(readme.contains(ONCE_UPGRADE_DDL), "the upgrade statement");
+        assert!(readme.contains(BUDGET_UPGRADE_DDL), "the budgets' upgrade statement");
     }
 }

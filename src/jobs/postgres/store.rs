@@ -49,7 +49,7 @@ impl PgStore {
             leases: true,
             markers: true,
             statuses,
-            fleet: false,
+            ..Needs::default()
         };
         let found =
             schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
