@@ -260,6 +260,7 @@ mod tests {
             stopped_because,
             message: String::new(),
             elapsed: Duration::from_secs(1),
+            holds: Vec::new(),
         }
     }
 

@@ -463,16 +463,22 @@ impl CircuitHolds {
         loop {
             let asked = fleet.admit(c);
             let until_ms = match asked {
-                Ok(fleet::Admission::Open { until_ms, .. }) if self.throttled == Throttled::Wait => {
+                Ok(fleet::Admission::Open { until_ms, .. })
+                    if self.throttled == Throttled::Wait =>
+                {
                     until_ms
                 }
                 _ => return admitted(asked, c),
             };
             let hold = fleet::circuit_hold(until_ms, fleet::now_ms(), c.cooldown, &mut rng);
             let ends = std::time::Instant::now().checked_add(hold);
-            if self.run_deadline.is_some_and(|d| ends.is_none_or(|e| e > d)) {
+            if self
+                .run_deadline
+                .is_some_and(|d| ends.is_none_or(|e| e > d))
+            {
                 return admitted(asked, c).map(|(code, reason, message)| {
-                    let message = format!("{message}; --max-time ends before it would be asked again");
+                    let message =
+                        format!("{message}; --max-time ends before it would be asked again");
                     (code, reason, message)
                 });
             }

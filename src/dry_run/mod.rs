@@ -159,9 +159,11 @@ pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
 fn throttled_line(config: &FleetConfig) -> String {
     let probe = config.budget.as_ref().and_then(|b| b.probe_after);
     match (config.throttled, probe) {
-        (Throttled::Exit, _) => "throttled:   exit: a refused retry ends the run with the last attempt's status; \
+        (Throttled::Exit, _) => {
+            "throttled:   exit: a refused retry ends the run with the last attempt's status; \
              an open circuit ends it with --circuit-exit"
-            .into(),
+                .into()
+        }
         (Throttled::Wait, probe) => {
             let probe = probe
                 .map(|p| {

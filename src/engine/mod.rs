@@ -90,12 +90,19 @@ pub fn run(
                     next_delay: delay,
                     budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),
                 };
+                let sleep_ends = env.clock.now() + delay;
                 if let Err(stop) = sleep_with_hook(env, &facts, number + 1) {
                     let (exit_code, reason, message) = stopped_while_sleeping(stop);
                     return Ok(finish(records, holds, (exit_code, reason, message), env));
                 }
                 if deadline.is_some_and(|d| env.clock.now() >= d) {
-                    let message = budget_message(policy, "ran out while waiting to retry");
+                    // The sleep ends before --max-time; what runs past it is the hook.
+                    let during = if deadline.is_some_and(|d| sleep_ends < d) {
+                        "ran out during the --on-retry hook"
+                    } else {
+                        "ran out while waiting to retry"
+                    };
+                    let message = budget_message(policy, during);
                     let (code, reason) = (report.exit_code, StopReason::MaxTime);
                     return Ok(finish(records, holds, (code, reason, message), env));
                 }
@@ -178,7 +185,9 @@ fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next
     match next {
         Next::Sleep(_) => match budget.may_retry() {
             Ok(()) => next,
-            Err(Refusal::Spent(why)) => Next::Stop(StopReason::Budget, format!("{why}: not retrying")),
+            Err(Refusal::Spent(why)) => {
+                Next::Stop(StopReason::Budget, format!("{why}: not retrying"))
+            }
             Err(Refusal::OutOfTime(message)) => Next::Stop(StopReason::MaxTime, message),
         },
         stop => stop,

@@ -120,6 +120,7 @@ impl Events for Collect {
                 format!("fail {} {:?}", record.number, next)
             }
             Event::Succeeded { record, .. } => format!("ok {}", record.number),
+            Event::Held { duration, .. } => format!("held {duration:?}"),
             Event::Stopped { summary } => format!("stop {:?}", summary.stopped_because),
         });
     }
@@ -552,20 +553,41 @@ fn same_seed_same_sleeps() {
     assert_eq!(sleeps(), sleeps());
 }
 
-/// A budget in memory with the shared budget's arithmetic.
+/// A budget in memory with the shared budget's arithmetic. With `hold` it is
+/// `--throttled wait`'s; `refill_after` refusals later another run's probe succeeds
+/// and the budget is full again.
+#[derive(Default)]
 struct CountingBudget {
     tokens: f64,
     size: u32,
     recorded: Vec<bool>,
+    hold: bool,
+    refill_after: Option<u32>,
+    refused: u32,
+    /// `--max-time` runs out while the budget is asked.
+    out_of_time: bool,
 }
 
 impl RetryBudget for CountingBudget {
     fn may_retry(&mut self) -> Result<(), Refusal> {
+        if self.out_of_time {
+            return Err(Refusal::OutOfTime("no answer in time".into()));
+        }
+        if self.refill_after == Some(self.refused) {
+            self.tokens = f64::from(self.size);
+        }
         if self.tokens > f64::from(self.size) / 2.0 {
             Ok(())
         } else {
-            Err(Refusal(format!("spent ({} of {})", self.tokens, self.size)))
+            self.refused += 1;
+            Err(Refusal::Spent(format!(
+                "spent ({} of {})",
+                self.tokens, self.size
+            )))
         }
+    }
+    fn holds(&self) -> bool {
+        self.hold
     }
     fn record(&mut self, success: bool) {
         self.recorded.push(success);
@@ -584,13 +606,14 @@ fn a_spent_budget_stops_the_run_with_the_last_status() {
         tokens: 7.0,
         size: 10,
         recorded: vec![],
+        ..Default::default()
     });
     let s = h.run(&policy(5, JitterKind::None));
     // 7 → 6 (retry), 6 → 5 (refused: not more than half).
     assert_eq!(s.attempts.len(), 2);
     assert_eq!(s.stopped_because, StopReason::Budget);
     assert_eq!(s.exit_code.code(), 3);
-    assert_eq!(s.message, "spent (5 of 10)");
+    assert_eq!(s.message, "spent (5 of 10): not retrying");
     assert_eq!(h.budget.unwrap().recorded, vec![false, false]);
 }
 
@@ -601,6 +624,7 @@ fn a_first_attempt_is_never_held_back_and_a_success_earns() {
         tokens: 0.0,
         size: 10,
         recorded: vec![],
+        ..Default::default()
     });
     let s = h.run(&policy(5, JitterKind::None));
     assert_eq!(s.stopped_because, StopReason::Success);
@@ -623,6 +647,7 @@ fn an_attempt_that_lacked_resources_is_retried_and_takes_no_token() {
         tokens: 5.0,
         size: 10,
         recorded: vec![],
+        ..Default::default()
     });
     let s = h.run(&policy(5, JitterKind::None));
     assert_eq!(s.stopped_because, StopReason::Success);
@@ -654,6 +679,7 @@ fn a_permanent_failure_takes_a_token_and_a_signal_takes_none() {
         tokens: 10.0,
         size: 10,
         recorded: vec![],
+        ..Default::default()
     });
     h.run(&policy(5, JitterKind::None));
     assert_eq!(h.budget.unwrap().recorded, vec![false]);
@@ -664,7 +690,154 @@ fn a_permanent_failure_takes_a_token_and_a_signal_takes_none() {
         tokens: 10.0,
         size: 10,
         recorded: vec![],
+        ..Default::default()
     });
     h.run(&policy(5, JitterKind::None));
     assert!(h.budget.unwrap().recorded.is_empty());
+}
+
+/// 20 failures in a row and then successes: the service of a held run.
+fn outage(failures: usize) -> Vec<AttemptReport> {
+    let mut script: Vec<AttemptReport> = (0..failures).map(|_| fail(7)).collect();
+    script.push(ok());
+    script
+}
+
+fn holding(tokens: f64, refill_after: Option<u32>) -> CountingBudget {
+    CountingBudget {
+        tokens,
+        size: 10,
+        hold: true,
+        refill_after,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_held_run_sends_nothing_until_the_budget_lets_it_and_holds_do_not_count_in_attempts() {
+    let mut h = Harness::new(outage(1));
+    // 6 → 5 after the first failure: spent; three refusals, then another run's probe refills it.
+    h.budget = Some(holding(6.0, Some(3)));
+    let mut p = policy(2, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(60));
+    let s = h.run(&p);
+    assert_eq!(s.stopped_because, StopReason::Success, "{}", s.message);
+    assert_eq!(
+        s.attempts.len(),
+        2,
+        "two attempts sent with -a 2, three holds between"
+    );
+    assert_eq!(s.holds.len(), 3);
+    assert!(s.holds.iter().all(|hold| hold.cause == HoldCause::Budget));
+    // The backoff sleep (1s), then each hold a fresh draw of that retry's delay: 1s
+    // without jitter, and each one listed with what it lasted on the clock.
+    assert_eq!(h.sleeper.slept, [Duration::from_secs(1); 4]);
+    assert!(
+        s.holds
+            .iter()
+            .all(|hold| hold.duration == Duration::from_secs(1))
+    );
+    assert_eq!(
+        s.holds[0].started_at,
+        SystemTime::UNIX_EPOCH + Duration::from_millis(1100)
+    );
+    assert_eq!(h.budget.unwrap().recorded, [false, true]);
+}
+
+#[test]
+fn a_hold_is_a_fresh_jittered_draw_never_under_a_tenth_of_the_delay() {
+    let mut h = Harness::new(outage(1));
+    h.budget = Some(holding(6.0, Some(40)));
+    let mut p = policy(2, JitterKind::Full);
+    p.max_time = Some(Duration::from_secs(3600));
+    let s = h.run(&p);
+    assert_eq!(s.stopped_because, StopReason::Success);
+    let holds = &h.sleeper.slept[1..];
+    assert_eq!(holds.len(), 40);
+    assert!(
+        holds
+            .iter()
+            .all(|d| *d >= Duration::from_millis(100) && *d <= Duration::from_secs(1)),
+        "{holds:?}"
+    );
+    let distinct: std::collections::HashSet<_> = holds.iter().collect();
+    assert!(distinct.len() > 30, "each hold is drawn afresh: {holds:?}");
+}
+
+#[test]
+fn a_hold_that_would_end_past_max_time_is_not_started_and_the_run_ends_as_exit_would() {
+    let mut h = Harness::new(outage(1));
+    h.budget = Some(holding(6.0, None));
+    let mut p = policy(8, JitterKind::None);
+    p.max_time = Some(Duration::from_millis(4500));
+    let s = h.run(&p);
+    // 0.1s attempt, 1s sleep, then holds of 1s at 1.1, 2.1 and 3.1: the one at 4.1 would end at 5.1.
+    assert_eq!(
+        (
+            s.stopped_because,
+            s.exit_code.code(),
+            s.attempts.len(),
+            s.holds.len()
+        ),
+        (StopReason::Budget, 7, 1, 3)
+    );
+    assert_eq!(
+        s.message,
+        "spent (5 of 10): not retrying; --max-time has 400ms left, less than the next 1s hold"
+    );
+    assert!(h.clock.now() <= Duration::from_millis(4500));
+}
+
+#[test]
+fn a_signal_while_held_ends_the_run_with_128_plus_n() {
+    let mut h = Harness::new(outage(1));
+    h.budget = Some(holding(6.0, None));
+    h.sleeper.signal_on = Some(2);
+    let mut p = policy(8, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(60));
+    let s = h.run(&p);
+    assert_eq!(
+        (
+            s.stopped_because,
+            s.exit_code.code(),
+            s.attempts.len(),
+            s.holds.len()
+        ),
+        (StopReason::Signal, 143, 1, 2)
+    );
+}
+
+#[test]
+fn max_time_running_out_while_the_budget_is_asked_is_max_time_not_budget() {
+    for hold in [false, true] {
+        let mut h = Harness::new(outage(1));
+        h.budget = Some(CountingBudget {
+            out_of_time: true,
+            hold,
+            ..holding(10.0, None)
+        });
+        let mut p = policy(8, JitterKind::None);
+        p.max_time = Some(Duration::from_secs(60));
+        let s = h.run(&p);
+        assert_eq!(
+            (s.stopped_because, s.exit_code.code(), s.message.as_str()),
+            (StopReason::MaxTime, 7, "no answer in time"),
+            "hold {hold}"
+        );
+    }
+}
+
+#[test]
+fn attempts_still_bound_what_a_held_run_sends() {
+    let mut h = Harness::new(outage(50));
+    // Spent after the first failure and refilled by another run's probe a hold later.
+    h.budget = Some(holding(6.0, Some(1)));
+    let mut p = policy(4, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(3600));
+    let s = h.run(&p);
+    assert_eq!(
+        (s.stopped_because, s.attempts.len()),
+        (StopReason::Attempts, 4)
+    );
+    assert_eq!(s.holds.len(), 1);
 }

@@ -469,12 +469,30 @@ mod tests {
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
         assert_eq!(
-            store.spend(&budget, Spent { success: false, probe: false }, &Bound::signals_only()).unwrap(),
+            store
+                .spend(
+                    &budget,
+                    Spent {
+                        success: false,
+                        probe: false
+                    },
+                    &Bound::signals_only()
+                )
+                .unwrap(),
             9.0
         );
         let mut again = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(
-            again.spend(&budget, Spent { success: true, probe: false }, &Bound::signals_only()).unwrap(),
+            again
+                .spend(
+                    &budget,
+                    Spent {
+                        success: true,
+                        probe: false
+                    },
+                    &Bound::signals_only()
+                )
+                .unwrap(),
             9.5
         );
         assert!(dir.path().join("budgets/api%2Fv1.json").exists());
@@ -493,7 +511,16 @@ mod tests {
         std::fs::write(dir.path().join("budgets/b.json"), b"{\"tok").unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
         assert_eq!(
-            store.spend(&budget, Spent { success: false, probe: false }, &Bound::signals_only()).unwrap(),
+            store
+                .spend(
+                    &budget,
+                    Spent {
+                        success: false,
+                        probe: false
+                    },
+                    &Bound::signals_only()
+                )
+                .unwrap(),
             9.0
         );
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 9.0);
@@ -525,6 +552,80 @@ mod tests {
             Admission::Open { .. }
         ));
         assert_eq!(store.circuit(&c, &Bound::signals_only()).unwrap(), before);
+    }
+
+    #[test]
+    fn a_spent_budget_file_lets_one_held_retry_through_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = BudgetConfig {
+            name: "api".into(),
+            size: 2,
+            ratio: 0.5,
+            probe_after: Some(Duration::from_millis(300)),
+        };
+        let every = Duration::from_millis(300);
+        let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
+        let mut other = FileFleet::open(dir.path().to_path_buf()).unwrap();
+        let fail = Spent {
+            success: false,
+            probe: false,
+        };
+        assert_eq!(
+            store.spend(&budget, fail, &Bound::signals_only()).unwrap(),
+            1.0
+        );
+        // No retry recorded yet: the first asker probes, the second is refused.
+        assert_eq!(
+            store.ask(&budget, every, &Bound::signals_only()).unwrap(),
+            Answer::Probe
+        );
+        assert_eq!(
+            other.ask(&budget, every, &Bound::signals_only()).unwrap(),
+            Answer::Refused(1.0)
+        );
+        // The probe fails: no token taken.
+        let probe_failed = Spent {
+            success: false,
+            probe: true,
+        };
+        assert_eq!(
+            store
+                .spend(&budget, probe_failed, &Bound::signals_only())
+                .unwrap(),
+            1.0
+        );
+        std::thread::sleep(Duration::from_millis(320));
+        assert_eq!(
+            other.ask(&budget, every, &Bound::signals_only()).unwrap(),
+            Answer::Probe
+        );
+        // It succeeds: max(T + R, N/2 + R) = 1.5, and everyone may retry.
+        let probe_won = Spent {
+            success: true,
+            probe: true,
+        };
+        assert_eq!(
+            other
+                .spend(&budget, probe_won, &Bound::signals_only())
+                .unwrap(),
+            1.5
+        );
+        assert_eq!(
+            store.ask(&budget, every, &Bound::signals_only()).unwrap(),
+            Answer::Allowed
+        );
+        let text = std::fs::read_to_string(dir.path().join("budgets/api.json")).unwrap();
+        assert!(text.contains("\"last_retry_ms\":"), "{text}");
+    }
+
+    #[test]
+    fn a_budget_file_of_an_earlier_version_reads_and_one_past_year_9999_is_fresh() {
+        assert_eq!(parse_budget(br#"{"tokens":3.0,"size":10}"#), Ok(Some(3.0)));
+        let far = format!(
+            r#"{{"tokens":3.0,"size":10,"last_retry_ms":{}}}"#,
+            super::super::LATEST_MS + 1
+        );
+        assert!(parse_budget(far.as_bytes()).is_err());
     }
 
     /// What one update costs here: run by bench/storm.sh, which reads the `cost` lines.
@@ -564,7 +665,14 @@ mod tests {
         };
         time("budget update (spend or earn)", &mut |i| {
             store
-                .spend(&budget, Spent { success: i % 2 == 0, probe: false }, &Bound::signals_only())
+                .spend(
+                    &budget,
+                    Spent {
+                        success: i % 2 == 0,
+                        probe: false,
+                    },
+                    &Bound::signals_only(),
+                )
                 .unwrap();
         });
         let mut store = FileFleet::open(store.root.clone()).unwrap();

@@ -226,7 +226,12 @@ impl Spent {
 /// again: until the open-until time plus a splay of U(0, cooldown/10), so that the held
 /// runs do not ask in one wave, and never longer than a tenth of the cooldown (the
 /// circuit may close sooner: a probe of another run's). Never under 10 ms.
-pub fn circuit_hold(until_ms: u64, now_ms: u64, cooldown: Duration, rng: &mut ChaCha8Rng) -> Duration {
+pub fn circuit_hold(
+    until_ms: u64,
+    now_ms: u64,
+    cooldown: Duration,
+    rng: &mut ChaCha8Rng,
+) -> Duration {
     let tenth = cooldown / 10;
     let span = u64::try_from(tenth.as_nanos()).unwrap_or(u64::MAX);
     let splay = Duration::from_nanos(rng.random_range(0..=span));
@@ -299,7 +304,10 @@ pub fn open(
     let mut store: Box<dyn FleetStore> = match target {
         Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
         Backend::Postgres(pg) => {
-            let holds = config.budget.as_ref().is_some_and(|b| b.probe_after.is_some());
+            let holds = config
+                .budget
+                .as_ref()
+                .is_some_and(|b| b.probe_after.is_some());
             Box::new(postgres::PgFleet::connect(pg.clone(), holds, bound)?)
         }
     };
@@ -643,6 +651,137 @@ mod tests {
         assert_ne!(splay_delay(window, 7), splay_delay(window, 8));
         assert!((0..100).all(|seed| splay_delay(window, seed) <= window));
         assert_eq!(splay_delay(Duration::ZERO, 7), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_failed_probe_takes_no_token_and_a_successful_one_reopens_the_budget() {
+        assert_eq!(tokens_after_probe(2.0, 10, 0.1, false), 2.0);
+        assert!((tokens_after_probe(2.0, 10, 0.1, true) - 5.1).abs() < 1e-9);
+        assert!(allows_retry(tokens_after_probe(0.0, 10, 0.1, true), 10));
+        assert!((tokens_after_probe(7.0, 10, 0.1, true) - 7.1).abs() < 1e-9);
+        assert_eq!(tokens_after_probe(9.95, 10, 0.1, true), 10.0);
+        assert!((tokens_after_probe(0.0, 3, 1.0, true) - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_spent_budget_lets_one_probe_through_per_interval_on_the_stores_clock() {
+        let every = Duration::from_millis(500);
+        // Full: allowed, and the retry is marked as sent now.
+        assert_eq!(
+            ask(6.0, 10, None, 1_000, every),
+            (Answer::Allowed, Some(1_000))
+        );
+        // Spent, with a retry 499 ms ago: refused, the time kept.
+        assert_eq!(
+            ask(5.0, 10, Some(1_000), 1_499, every),
+            (Answer::Refused(5.0), Some(1_000))
+        );
+        // 500 ms without a retry: this asker is the probe, and the next must wait again.
+        assert_eq!(
+            ask(5.0, 10, Some(1_000), 1_500, every),
+            (Answer::Probe, Some(1_500))
+        );
+        assert_eq!(
+            ask(5.0, 10, Some(1_500), 1_501, every),
+            (Answer::Refused(5.0), Some(1_500))
+        );
+        // Never a retry recorded: the first asker probes.
+        assert_eq!(ask(0.0, 10, None, 7, every), (Answer::Probe, Some(7)));
+        // A clock that stepped back keeps the probe closed until it passes the mark.
+        assert_eq!(
+            ask(0.0, 10, Some(9_000), 8_000, every).0,
+            Answer::Refused(0.0)
+        );
+    }
+
+    /// 200 held runs of one spent budget ask at their own jittered times through a 2 s
+    /// outage (--delay 500ms): the store lets at most one retry through per 500 ms, and
+    /// the first probe after the service is back reopens the budget for everyone.
+    #[test]
+    fn a_fleet_of_held_runs_sends_one_probe_per_interval_and_recovers_after_the_outage() {
+        let every = Duration::from_millis(500);
+        let (size, ratio) = (10, 0.1);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (mut tokens, mut last) = (0.0, Some(0));
+        // Each run's next ask, in ms; the service answers from 2000 ms on.
+        let mut next: Vec<u64> = (0..200).map(|_| rng.random_range(0..1000)).collect();
+        let mut sent: Vec<u64> = Vec::new();
+        let mut done = [false; 200];
+        for now in 0..10_000u64 {
+            for run in 0..200 {
+                if done[run] || next[run] != now {
+                    continue;
+                }
+                let (answer, stored) = ask(tokens, size, last, now, every);
+                last = stored;
+                let mut hold = || rng.random_range(50..=1000);
+                match answer {
+                    Answer::Refused(_) => next[run] = now + hold(),
+                    Answer::Allowed | Answer::Probe => {
+                        sent.push(now);
+                        let up = now >= 2000;
+                        tokens = if answer == Answer::Probe {
+                            tokens_after_probe(tokens, size, ratio, up)
+                        } else {
+                            tokens_after(tokens, size, ratio, up)
+                        };
+                        if up {
+                            done[run] = true;
+                        } else {
+                            next[run] = now + hold();
+                        }
+                    }
+                }
+            }
+        }
+        let in_outage: Vec<u64> = sent.iter().copied().filter(|t| *t < 2000).collect();
+        assert!(
+            in_outage.len() <= 4,
+            "one probe per 500 ms in 2 s: {in_outage:?}"
+        );
+        assert!(
+            in_outage.windows(2).all(|w| w[1] - w[0] >= 500),
+            "{in_outage:?}"
+        );
+        assert!(
+            done.iter().all(|d| *d),
+            "every held run succeeded after the outage"
+        );
+    }
+
+    #[test]
+    fn a_circuit_hold_ends_at_open_until_plus_a_splay_and_at_most_a_tenth_of_the_cooldown() {
+        let cooldown = Duration::from_secs(60);
+        let mut rng = hold_rng(1);
+        // Far from the end of the cooldown: ask again in a tenth of it.
+        assert_eq!(
+            circuit_hold(60_000, 0, cooldown, &mut rng),
+            Duration::from_secs(6)
+        );
+        // 1 s before it: 1 s plus up to 6 s of splay, capped at 6 s.
+        let holds: Vec<Duration> = (0..200)
+            .map(|_| circuit_hold(10_000, 9_000, cooldown, &mut rng))
+            .collect();
+        assert!(
+            holds
+                .iter()
+                .all(|h| *h >= Duration::from_secs(1) && *h <= Duration::from_secs(6))
+        );
+        assert!(
+            holds.iter().any(|h| *h < Duration::from_secs(3))
+                && holds.iter().any(|h| *h > Duration::from_secs(4))
+        );
+        // Past it: only the splay, never under 10 ms.
+        let short = circuit_hold(0, 5_000, Duration::from_millis(50), &mut rng);
+        assert_eq!(
+            short,
+            Duration::from_millis(10),
+            "a tenth of 50 ms is under the floor"
+        );
+        assert_eq!(
+            hold_rng(4).random_range(0..u64::MAX),
+            hold_rng(4).random_range(0..u64::MAX)
+        );
     }
 
     #[test]

@@ -269,9 +269,13 @@ impl Events for Logger {
                 if cfg.level < 0 {
                     return;
                 }
-                let line = format!("{why}: holding the run {}, sending nothing", human(duration));
+                let line = format!(
+                    "{why}: holding the run {}, sending nothing",
+                    human(duration)
+                );
                 if cfg.json {
-                    let fields = json!({ "cause": cause, "duration_ms": millis(duration), "message": line });
+                    let fields =
+                        json!({ "cause": cause, "duration_ms": millis(duration), "message": line });
                     self.json_event("held", fields);
                 } else {
                     emit("info", &line, Value::Null);

@@ -165,6 +165,7 @@ mod tests {
             stopped_because: reason,
             message: message.into(),
             elapsed: Duration::ZERO,
+            holds: Vec::new(),
         }
     }
 

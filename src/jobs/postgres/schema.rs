@@ -205,6 +205,9 @@ mod tests {
         let ours = [LEASE_DDL, ONCE_DDL, BUDGET_DDL, CIRCUIT_DDL].join("\n") + "\n";
         assert_eq!(shown, ours);
         assert!(readme.contains(ONCE_UPGRADE_DDL), "the upgrade statement");
-        assert!(readme.contains(BUDGET_UPGRADE_DDL), "the budgets' upgrade statement");
+        assert!(
+            readme.contains(BUDGET_UPGRADE_DDL),
+            "the budgets' upgrade statement"
+        );
     }
 }
