@@ -378,6 +378,7 @@ fn run_engine(
             None => json!({ "mode": header.mode, "target": header.target }),
         },
         final_line: setup.final_line,
+        holding: false,
     };
     let mut env = engine::Env {
         clock: setup.clock,

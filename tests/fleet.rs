@@ -588,4 +588,5 @@ fn bad_fleet_values_are_refused_naming_the_flag() {
     }
 }
 
+mod holds;
 mod state_files;

@@ -181,6 +181,8 @@ pub struct Logger {
     /// Whether the run's last line is written here; a scheduler's slot ends with a
     /// line of its own instead, which says the same and more.
     pub final_line: bool,
+    /// The run is held: the first hold after an attempt is said, the rest only with -v.
+    pub holding: bool,
 }
 
 impl Logger {
@@ -211,6 +213,7 @@ impl Events for Logger {
                 limit,
                 timeout,
             } => {
+                self.holding = false;
                 if cfg.level >= 1 {
                     let shown = timeout
                         .map(|t| format!(" (time limit {})", human(t)))
@@ -266,13 +269,19 @@ impl Events for Logger {
                 why,
                 duration,
             } => {
-                if cfg.level < 0 {
+                let again = std::mem::replace(&mut self.holding, true);
+                if cfg.level < 0 || (again && cfg.level < 1) {
                     return;
                 }
-                let line = format!(
-                    "{why}: holding the run {}, sending nothing",
-                    human(duration)
-                );
+                let line = if again {
+                    format!("{why}: holding the run {} more", human(duration))
+                } else {
+                    format!(
+                        "{why}: holding the run {}, sending nothing, then asking again \
+                         (until --max-time; -v shows each hold)",
+                        human(duration)
+                    )
+                };
                 if cfg.json {
                     let fields =
                         json!({ "cause": cause, "duration_ms": millis(duration), "message": line });
