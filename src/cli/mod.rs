@@ -592,10 +592,12 @@ pub struct Cli {
     ///
     /// exit (the default) ends the run: a refused retry with the last attempt's status, an
     /// open circuit with --circuit-exit. wait holds it, sending nothing and not spending -a:
-    /// a refused retry asks again after a fresh draw of its delay, and while the budget is
-    /// spent one held run per --delay fleet-wide is let through as a probe; a run held by an
-    /// open circuit asks again when the circuit's cooldown ends. wait needs --max-time,
-    /// which bounds the holds; a run it ends while held exits as exit would have.
+    /// a refused retry asks again after a fresh jittered draw of the backoff (each hold
+    /// drawn as the next retry's delay would be, up to --max-delay), and while the budget
+    /// is spent one held run per --delay fleet-wide is let through as a probe; a run held
+    /// by an open circuit asks again when the circuit's cooldown ends. wait needs
+    /// --max-time, which bounds the holds; a run it ends while held exits as exit would
+    /// have.
     #[arg(long, value_name = "HOW", value_enum, help_heading = FLEET)]
     pub throttled: Option<Throttled>,
 

@@ -205,9 +205,14 @@ struct Asked {
 }
 
 /// `--throttled wait`: asks the budget when the backoff sleep is over; while it
-/// refuses, holds the run (sending nothing, so `-a` is not spent) for a fresh draw of
-/// the retry's delay, never under a tenth of `--delay`, and asks again. A hold that
-/// would end past `--max-time` is not started: the run ends as `exit` would have.
+/// refuses, holds the run (sending nothing, so `-a` is not spent) and asks again. The
+/// k-th hold of a retry is a fresh jittered draw of the delay the schedule gives k
+/// retries later (so holds back off up to `--max-delay`, as the retries would have),
+/// never under a tenth of `--delay`. Held runs that kept asking at the retry's own
+/// delay would all come back within that delay of the recovery (a peak of N·100 ms /
+/// E[hold] requests per 100 ms) and would ask the store several times a second each
+/// for the whole outage. A hold that would end past `--max-time` is not started: the
+/// run ends as `exit` would have.
 fn hold_while_refused(
     env: &mut Env<'_>,
     policy: &Policy,
@@ -218,7 +223,8 @@ fn hold_while_refused(
     let Some(budget) = env.budget.as_deref_mut().filter(|b| b.holds()) else {
         return Ok(());
     };
-    loop {
+    let mut previous = asked.drawn_after;
+    for k in 1u32.. {
         let why = match budget.may_retry() {
             Ok(()) => return Ok(()),
             Err(Refusal::OutOfTime(message)) => {
@@ -226,7 +232,9 @@ fn hold_while_refused(
             }
             Err(Refusal::Spent(why)) => why,
         };
-        let drawn = (policy.schedule).delay(asked.retry, asked.drawn_after, env.jitter.rng());
+        let later = asked.retry.saturating_add(k);
+        let drawn = (policy.schedule).delay(later, previous, env.jitter.rng());
+        previous = Some(drawn);
         let hold = drawn.max(policy.schedule.base / 10);
         let now = env.clock.now();
         if let Some(left) = deadline.map(|d| d.saturating_sub(now))
@@ -253,6 +261,7 @@ fn hold_while_refused(
         });
         slept.map_err(stopped_while_sleeping)?;
     }
+    unreachable!("a run holds at most u32::MAX times")
 }
 
 /// Turns a verdict limited to N retries into a permanent one past N.

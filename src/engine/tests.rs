@@ -729,14 +729,16 @@ fn a_held_run_sends_nothing_until_the_budget_lets_it_and_holds_do_not_count_in_a
     );
     assert_eq!(s.holds.len(), 3);
     assert!(s.holds.iter().all(|hold| hold.cause == HoldCause::Budget));
-    // The backoff sleep (1s), then each hold a fresh draw of that retry's delay: 1s
-    // without jitter, and each one listed with what it lasted on the clock.
-    assert_eq!(h.sleeper.slept, [Duration::from_secs(1); 4]);
-    assert!(
-        s.holds
-            .iter()
-            .all(|hold| hold.duration == Duration::from_secs(1))
-    );
+    // The backoff sleep (1s), then holds that back off as the retries would have (2s,
+    // 4s, 8s without jitter), each listed with what it lasted on the clock.
+    let secs = |list: &[u64]| {
+        list.iter()
+            .map(|s| Duration::from_secs(*s))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(h.sleeper.slept, secs(&[1, 2, 4, 8]));
+    let held: Vec<Duration> = s.holds.iter().map(|hold| hold.duration).collect();
+    assert_eq!(held, secs(&[2, 4, 8]));
     assert_eq!(
         s.holds[0].started_at,
         SystemTime::UNIX_EPOCH + Duration::from_millis(1100)
@@ -745,7 +747,7 @@ fn a_held_run_sends_nothing_until_the_budget_lets_it_and_holds_do_not_count_in_a
 }
 
 #[test]
-fn a_hold_is_a_fresh_jittered_draw_never_under_a_tenth_of_the_delay() {
+fn a_hold_is_a_fresh_jittered_draw_that_backs_off_and_is_never_under_a_tenth_of_the_delay() {
     let mut h = Harness::new(outage(1));
     h.budget = Some(holding(6.0, Some(40)));
     let mut p = policy(2, JitterKind::Full);
@@ -754,14 +756,20 @@ fn a_hold_is_a_fresh_jittered_draw_never_under_a_tenth_of_the_delay() {
     assert_eq!(s.stopped_because, StopReason::Success);
     let holds = &h.sleeper.slept[1..];
     assert_eq!(holds.len(), 40);
-    assert!(
-        holds
-            .iter()
-            .all(|d| *d >= Duration::from_millis(100) && *d <= Duration::from_secs(1)),
-        "{holds:?}"
-    );
+    // The k-th hold after attempt 1 is drawn as retry 1 + k's delay: U(0, min(2^k s, 30s)).
+    for (k, hold) in (1..).zip(holds) {
+        let ceiling = p.schedule.nominal(1 + k);
+        assert!(
+            *hold >= Duration::from_millis(100) && *hold <= ceiling,
+            "hold {k}: {hold:?} not within 100ms..{ceiling:?}"
+        );
+    }
     let distinct: std::collections::HashSet<_> = holds.iter().collect();
     assert!(distinct.len() > 30, "each hold is drawn afresh: {holds:?}");
+    assert!(
+        holds[10..].iter().any(|d| *d > Duration::from_secs(15)),
+        "they reach the cap's range"
+    );
 }
 
 #[test]
@@ -771,7 +779,7 @@ fn a_hold_that_would_end_past_max_time_is_not_started_and_the_run_ends_as_exit_w
     let mut p = policy(8, JitterKind::None);
     p.max_time = Some(Duration::from_millis(4500));
     let s = h.run(&p);
-    // 0.1s attempt, 1s sleep, then holds of 1s at 1.1, 2.1 and 3.1: the one at 4.1 would end at 5.1.
+    // 0.1s attempt, 1s sleep, a hold of 2s at 1.1: the next, of 4s at 3.1, would end at 7.1.
     assert_eq!(
         (
             s.stopped_because,
@@ -779,11 +787,11 @@ fn a_hold_that_would_end_past_max_time_is_not_started_and_the_run_ends_as_exit_w
             s.attempts.len(),
             s.holds.len()
         ),
-        (StopReason::Budget, 7, 1, 3)
+        (StopReason::Budget, 7, 1, 1)
     );
     assert_eq!(
         s.message,
-        "spent (5 of 10): not retrying; --max-time has 400ms left, less than the next 1s hold"
+        "spent (5 of 10): not retrying; --max-time has 1.4s left, less than the next 4s hold"
     );
     assert!(h.clock.now() <= Duration::from_millis(4500));
 }

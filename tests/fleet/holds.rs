@@ -169,10 +169,8 @@ fn a_held_run_obeys_max_time_and_signals(state: &str, spend: &dyn Fn()) {
     );
     assert_eq!(r.status, 22, "the last attempt's status: {}", r.stderr);
     assert!(r.elapsed <= Duration::from_millis(2500), "{:?}", r.elapsed);
-    assert!(
-        start.elapsed() >= Duration::from_millis(1000),
-        "it was held"
-    );
+    // Holds of up to --max-delay 1s: the one not started had more than was left.
+    assert!(start.elapsed() >= Duration::from_millis(900), "it was held");
     r.assert_stderr_has("holding the run");
     r.assert_stderr_has("less than the next");
     let doc = read_json(&report);

@@ -121,7 +121,11 @@ fn max_time_ends_a_wait_for_a_held_state_flock_before_and_between_attempts() {
     assert_eq!(s.count("attempts"), 1, "no retry after --max-time ran out");
     out.assert_stderr_has("--max-time ran out while waiting for the flock on");
     out.assert_stderr_has(&state.join("budgets/.b1.lock").display().to_string());
-    assert_eq!(stopped_because(&s), "budget");
+    assert_eq!(
+        stopped_because(&s),
+        "max_time",
+        "--max-time, not the budget, ended it"
+    );
     drop(held);
     // Before the first attempt: the circuit's admission.
     let _held = Holder::hold(&s, &state.join("circuits/.c1.lock"));
