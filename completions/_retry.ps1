@@ -114,6 +114,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--circuit-failures', '--circuit-failures', [CompletionResultType]::ParameterName, 'Failed runs in a row that open the circuit')
             [CompletionResult]::new('--circuit-cooldown', '--circuit-cooldown', [CompletionResultType]::ParameterName, 'How long the circuit stays open')
             [CompletionResult]::new('--circuit-exit', '--circuit-exit', [CompletionResultType]::ParameterName, 'Exit status of a run refused by an open circuit')
+            [CompletionResult]::new('--throttled', '--throttled', [CompletionResultType]::ParameterName, 'What a spent retry budget or an open circuit does to the run: hold it, or end it')
             [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'Sleep a random time up to DUR before the first attempt (repeatable with --seed)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of stderr event lines')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON record of every attempt and the result to FILE')

@@ -111,6 +111,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --circuit-failures 'Failed runs in a row that open the circuit'
             cand --circuit-cooldown 'How long the circuit stays open'
             cand --circuit-exit 'Exit status of a run refused by an open circuit'
+            cand --throttled 'What a spent retry budget or an open circuit does to the run: hold it, or end it'
             cand --splay 'Sleep a random time up to DUR before the first attempt (repeatable with --seed)'
             cand --log-format 'Format of stderr event lines'
             cand --report 'Write a JSON record of every attempt and the result to FILE'
