@@ -256,20 +256,21 @@ fn a_socks_proxy_name_that_does_not_resolve_exits_5() {
     };
     let dir = tempfile::tempdir().unwrap();
     // SPEC gives an unresolved proxy name curl's proxy code, 5; curl 7.88 says 6 for a
-    // SOCKS proxy's name and 5 for an HTTP proxy's, where retry says 6: both listed
-    // differences in the README.
+    // SOCKS proxy's name in most runs and 5 in some (seen on a loaded machine), and 5 for
+    // an HTTP proxy's, where retry says 6: both listed differences in the README.
     for (proxy, curl_says, ours_say) in [
-        ("socks5h://proxy.retry-test:1080", 6, 5),
-        ("http://proxy.retry-test:3128", 5, 6),
+        ("socks5h://proxy.retry-test:1080", &[5, 6][..], 5),
+        ("http://proxy.retry-test:3128", &[5][..], 6),
     ] {
         let args = ["-x", proxy, "http://localhost:9/"];
         let curl = with_nameserver(ip, dir.path(), "curl", &[&["-sS"][..], &args].concat());
         let ours = with_nameserver(ip, dir.path(), crate::support::bin(), &fast(&args));
-        assert_eq!(
-            (curl.status, ours.status),
-            (curl_says, ours_say),
-            "{proxy}: curl: {} retry: {}",
+        assert!(
+            curl_says.contains(&curl.status) && ours.status == ours_say,
+            "{proxy}: curl {} (expected one of {curl_says:?}): {} retry {} (expected {ours_say}): {}",
+            curl.status,
             curl.stderr,
+            ours.status,
             ours.stderr
         );
     }
