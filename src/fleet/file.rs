@@ -457,6 +457,17 @@ mod tests {
     use crate::domain::ExitStatus;
     use std::time::Duration;
 
+    /// One attempt (not a probe) counted in `budget`: the tokens after it.
+    fn spend(store: &mut FileFleet, budget: &BudgetConfig, success: bool) -> f64 {
+        let attempt = Spent {
+            success,
+            probe: false,
+        };
+        store
+            .spend(budget, attempt, &Bound::signals_only())
+            .unwrap()
+    }
+
     #[test]
     fn a_budget_file_keeps_its_tokens_between_runs() {
         let dir = tempfile::tempdir().unwrap();
@@ -468,33 +479,9 @@ mod tests {
         };
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
-        assert_eq!(
-            store
-                .spend(
-                    &budget,
-                    Spent {
-                        success: false,
-                        probe: false
-                    },
-                    &Bound::signals_only()
-                )
-                .unwrap(),
-            9.0
-        );
+        assert_eq!(spend(&mut store, &budget, false), 9.0);
         let mut again = FileFleet::open(dir.path().to_path_buf()).unwrap();
-        assert_eq!(
-            again
-                .spend(
-                    &budget,
-                    Spent {
-                        success: true,
-                        probe: false
-                    },
-                    &Bound::signals_only()
-                )
-                .unwrap(),
-            9.5
-        );
+        assert_eq!(spend(&mut again, &budget, true), 9.5);
         assert!(dir.path().join("budgets/api%2Fv1.json").exists());
     }
 
@@ -510,19 +497,7 @@ mod tests {
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         std::fs::write(dir.path().join("budgets/b.json"), b"{\"tok").unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
-        assert_eq!(
-            store
-                .spend(
-                    &budget,
-                    Spent {
-                        success: false,
-                        probe: false
-                    },
-                    &Bound::signals_only()
-                )
-                .unwrap(),
-            9.0
-        );
+        assert_eq!(spend(&mut store, &budget, false), 9.0);
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 9.0);
     }
 
@@ -664,16 +639,7 @@ mod tests {
             println!("cost\t{what}\t{}\t{}", mean.as_micros(), p99.as_micros());
         };
         time("budget update (spend or earn)", &mut |i| {
-            store
-                .spend(
-                    &budget,
-                    Spent {
-                        success: i % 2 == 0,
-                        probe: false,
-                    },
-                    &Bound::signals_only(),
-                )
-                .unwrap();
+            spend(&mut store, &budget, i % 2 == 0);
         });
         let mut store = FileFleet::open(store.root.clone()).unwrap();
         time("circuit update (a finished run)", &mut |i| {
