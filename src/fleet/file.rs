@@ -457,6 +457,16 @@ mod tests {
     use crate::domain::ExitStatus;
     use std::time::Duration;
 
+    /// A budget of `--throttled exit`.
+    fn budget(name: &str, size: u32, ratio: f64) -> BudgetConfig {
+        BudgetConfig {
+            name: name.into(),
+            size,
+            ratio,
+            probe_after: None,
+        }
+    }
+
     /// One attempt (not a probe) counted in `budget`: the tokens after it.
     fn spend(store: &mut FileFleet, budget: &BudgetConfig, success: bool) -> f64 {
         let attempt = Spent {
@@ -471,12 +481,7 @@ mod tests {
     #[test]
     fn a_budget_file_keeps_its_tokens_between_runs() {
         let dir = tempfile::tempdir().unwrap();
-        let budget = BudgetConfig {
-            name: "api/v1".into(),
-            size: 10,
-            ratio: 0.5,
-            probe_after: None,
-        };
+        let budget = budget("api/v1", 10, 0.5);
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
         assert_eq!(spend(&mut store, &budget, false), 9.0);
@@ -488,12 +493,7 @@ mod tests {
     #[test]
     fn a_torn_state_file_reads_as_fresh_and_is_rewritten() {
         let dir = tempfile::tempdir().unwrap();
-        let budget = BudgetConfig {
-            name: "b".into(),
-            size: 10,
-            ratio: 0.1,
-            probe_after: None,
-        };
+        let budget = budget("b", 10, 0.1);
         let mut store = FileFleet::open(dir.path().to_path_buf()).unwrap();
         std::fs::write(dir.path().join("budgets/b.json"), b"{\"tok").unwrap();
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
@@ -613,12 +613,7 @@ mod tests {
             std::path::PathBuf::from,
         );
         let mut store = FileFleet::open(dir).unwrap();
-        let budget = BudgetConfig {
-            name: "cost".into(),
-            size: 1_000_000,
-            ratio: 0.1,
-            probe_after: None,
-        };
+        let budget = budget("cost", 1_000_000, 0.1);
         let circuit = CircuitConfig {
             name: "cost".into(),
             failures: u32::MAX,
