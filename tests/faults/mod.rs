@@ -652,7 +652,7 @@ fn kill_9_while_a_fencing_counter_is_written_leaves_a_temporary_file_the_next_ho
     let killed = (0..5).any(|_| {
         let mut strace = Command::new("strace")
             .args(["-qq", "-o", "/dev/null", "-e", "trace=fsync"])
-            .args(["-e", "inject=fsync:delay_enter=30000000"])
+            .args(["-e", "inject=fsync:delay_enter=10000000"])
             .arg(support::bin())
             .args(["--lock", &lock, "--state", &state, "--", "true"])
             .env("XDG_STATE_HOME", s.path("xdg"))
