@@ -108,15 +108,22 @@ where
     }
 }
 
-/// Help and version go to stdout with status 0; every other clap error is 125.
+/// Help and version go to stdout with status 0; every other clap error is one line
+/// in retry's own style and 125.
 fn clap_exit(err: clap::Error) -> ExitStatus {
     use clap::error::ErrorKind;
-    let status = match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitStatus::SUCCESS,
-        _ => ExitStatus::USAGE,
-    };
-    let _ = err.print();
-    status
+    use std::io::Write;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            ExitStatus::SUCCESS
+        }
+        _ => {
+            let line = cli::usage::line(&err);
+            let _ = writeln!(std::io::stderr(), "retry: {line}");
+            ExitStatus::USAGE
+        }
+    }
 }
 
 /// retry's own failure is 125; a wait that a stopping signal ended is 128+N.

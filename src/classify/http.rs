@@ -278,6 +278,8 @@ pub fn is_idempotent(method: &str) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
     BadUrl,
+    /// The URL's or a redirect's scheme is outside --proto / --proto-redir.
+    UnsupportedProtocol,
     Dns,
     Connect,
     ConnectTimeout,
@@ -361,6 +363,13 @@ pub const TRANSPORT_TABLE: &[TransportRow] = &[
         "malformed URL",
     ),
     transport(
+        Transport::UnsupportedProtocol,
+        ("unsupported_protocol", Permanent, 1),
+        true,
+        "the protocol is not permitted (--proto, --proto-redir) or not spoken: no attempt can fix it",
+        "unsupported protocol",
+    ),
+    transport(
         Transport::Dns,
         ("dns", Transient, 6),
         true,
@@ -399,7 +408,7 @@ pub const TRANSPORT_TABLE: &[TransportRow] = &[
         Transport::TlsCertificate,
         ("tls_certificate", Permanent, 60),
         true,
-        "the server's certificate was not accepted (-k skips the check)",
+        "the server's certificate was not accepted (--cacert FILE trusts a private CA or the server's own certificate; -k skips the check)",
         "the certificate of {server} was not accepted",
     ),
     transport(
@@ -592,7 +601,10 @@ impl HttpRules {
         let all = self.retry_all_errors
             && !matches!(
                 kind,
-                Transport::BadUrl | Transport::LocalWrite | Transport::LocalRead
+                Transport::BadUrl
+                    | Transport::UnsupportedProtocol
+                    | Transport::LocalWrite
+                    | Transport::LocalRead
             );
         if all && verdict.class == Class::Permanent {
             verdict = Verdict::transient(format!("{}; --retry-all-errors", row.why));
@@ -791,6 +803,7 @@ mod tests {
         let r = rules("GET");
         let code = |k| r.transport(k).1.code();
         assert_eq!(code(Transport::BadUrl), 3);
+        assert_eq!(code(Transport::UnsupportedProtocol), 1);
         assert_eq!(code(Transport::Dns), 6);
         assert_eq!(code(Transport::Connect), 7);
         assert_eq!(code(Transport::Timeout), 28);

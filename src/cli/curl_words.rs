@@ -59,10 +59,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         "-u USER:PASSWORD, or -H @FILE with an Authorization line",
     ),
     row(
-        &["-m"],
-        "-t/--timeout DUR limits one attempt, --max-time DUR the whole run",
-    ),
-    row(
         &["-y", "--speed-time", "-Y", "--speed-limit"],
         "-t/--timeout DUR limits one attempt",
     ),
@@ -91,10 +87,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         "--http2 (prior knowledge over http://)",
     ),
     row(&["--http3", "--http3-only"], NONE),
-    row(
-        &["--basic"],
-        "-u USER:PASSWORD (Basic is the scheme -u uses)",
-    ),
     row(
         &[
             "--digest",
@@ -148,7 +140,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         ],
         NONE,
     ),
-    row(&["--connect-to"], "--resolve HOST:PORT:ADDR"),
+    row(
+        &["--connect-to"],
+        "--resolve HOST:PORT:ADDR when the port stays the same; for another port, put the address and port in the URL and the name in -H 'Host: NAME' (http:// only: TLS checks the URL's host)",
+    ),
     row(&["--abstract-unix-socket"], "--unix-socket PATH"),
     row(
         &["--interface", "--local-port", "--dns-servers", "--doh-url"],
@@ -191,7 +186,10 @@ const UNSUPPORTED: &[Unsupported] = &[
         &["--etag-save", "--etag-compare"],
         "-H 'If-None-Match: ETAG'",
     ),
-    row(&["--proto", "--proto-redir", "--proto-default"], NONE),
+    row(
+        &["--proto-default"],
+        "write the scheme in the URL: retry takes http:// and https:// URLs only",
+    ),
     row(&["--data-ascii"], "-d"),
     row(&["--form-string"], "-F name=value"),
     row(&["--url-query"], "put the query in the URL"),
@@ -236,30 +234,84 @@ fn unknown_option(name: &str, shown: &str) -> clap::Error {
     let row = UNSUPPORTED.iter().find(|r| r.names.contains(&name));
     let message = match row {
         Some(r) if r.instead.is_empty() => format!(
-            "{name}{within} is a curl option ({}) that retry does not support, and there is no equivalent",
+            "{name}{within}: a curl option ({}) that retry does not support; there is no equivalent",
             r.names.join(", ")
         ),
         Some(r) => format!(
-            "{name}{within} is a curl option ({}) that retry does not support; instead: {}",
+            "{name}{within}: a curl option ({}) that retry does not support; instead: {}",
             r.names.join(", "),
             r.instead
         ),
-        None => format!("unknown option {name}{within}; retry --help lists the options"),
+        None => format!("{name}{within}: unknown option; retry --help lists the options"),
     };
     usage_error(message)
 }
 
+/// Where a walk over options stopped.
+struct Walked {
+    /// The index of the first operand (or of `--`), or the end of the words.
+    end: usize,
+    /// The last word was an option that takes a value, and none followed.
+    wants_value: Option<String>,
+}
+
 /// Walks the options before the target and refuses any that retry does not know,
-/// so that clap never suggests passing a curl option to the target after `--`.
-pub fn refuse_unknown_options(cmd: &mut Command, args: &[OsString]) -> Result<(), clap::Error> {
+/// so that clap never suggests passing a curl option to the target after `--`. In
+/// HTTP mode the options after the URL are walked too, and moved before it.
+pub fn refuse_unknown_options(
+    cmd: &mut Command,
+    args: Vec<OsString>,
+) -> Result<Vec<OsString>, clap::Error> {
     cmd.build();
-    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
-    while let Some(word) = words.next() {
+    let first = 1 + walk(cmd, &args[1..])?.end;
+    match args.get(first) {
+        Some(url) if target_mode(url) == Mode::Http => options_after_url(cmd, args, first),
+        _ => Ok(args),
+    }
+}
+
+/// `retry URL -o out`, as curl takes it: the options after the URL go before it;
+/// another operand is a second URL, refused.
+fn options_after_url(
+    cmd: &Command,
+    args: Vec<OsString>,
+    url_at: usize,
+) -> Result<Vec<OsString>, clap::Error> {
+    let after = &args[url_at + 1..];
+    let walked = walk(cmd, after)?;
+    if let Some(flag) = walked.wants_value {
+        return Err(usage_error(format!(
+            "{flag}: needs a value; retry --help says what it takes"
+        )));
+    }
+    let rest = &after[walked.end..];
+    let second = match rest.first() {
+        Some(dash) if dash == "--" => rest.get(1),
+        other => other,
+    };
+    if let Some(second) = second {
+        return Err(usage_error(format!(
+            "{}: a second URL or operand after the URL; retry sends one request per run, so run one retry per URL",
+            second.to_string_lossy()
+        )));
+    }
+    let mut out = args[..url_at].to_vec();
+    out.extend_from_slice(&after[..walked.end]);
+    out.push(args[url_at].clone());
+    Ok(out)
+}
+
+/// Walks `words` while they are options (with their values), refusing unknown ones.
+fn walk(cmd: &Command, words: &[OsString]) -> Result<Walked, clap::Error> {
+    let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
+    let mut i = 0;
+    let mut wants_value = None;
+    while let Some(word) = words.get(i).map(|w| w.to_string_lossy()) {
         if word == "--" || !word.starts_with('-') || word == "-" {
-            return Ok(());
+            break;
         }
-        let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
-        if let Some(long) = word.strip_prefix("--") {
+        i += 1;
+        let needs_next = if let Some(long) = word.strip_prefix("--") {
             let (name, inline) = match long.split_once('=') {
                 Some((name, _)) => (name, true),
                 None => (long, false),
@@ -268,29 +320,44 @@ pub fn refuse_unknown_options(cmd: &mut Command, args: &[OsString]) -> Result<()
                 a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
             });
             match arg {
-                Some(arg) if takes_value(arg) && !inline => {
-                    words.next();
-                }
-                Some(_) => {}
+                Some(arg) => (takes_value(arg) && !inline).then(|| label(arg)),
                 None => return Err(unknown_option(&format!("--{name}"), &word)),
             }
-            continue;
-        }
-        let letters: Vec<char> = word[1..].chars().collect();
-        for (i, letter) in letters.iter().enumerate() {
-            let Some(arg) = cmd.get_arguments().find(|a| a.get_short() == Some(*letter)) else {
-                return Err(unknown_option(&format!("-{letter}"), &word));
-            };
-            if takes_value(arg) {
-                // The rest of the word is the value; without a rest, the next word is.
-                if i + 1 == letters.len() {
-                    words.next();
-                }
-                break;
+        } else {
+            short_group(cmd, &word)?
+        };
+        if let Some(flag) = needs_next {
+            if i == words.len() {
+                wants_value = Some(flag);
             }
+            i += 1;
         }
     }
-    Ok(())
+    Ok(Walked {
+        end: i.min(words.len()),
+        wants_value,
+    })
+}
+
+/// A group of short options (`-fsSL`, `-o-`): whether its last option takes the next
+/// word as its value (named, if so).
+fn short_group(cmd: &Command, word: &str) -> Result<Option<String>, clap::Error> {
+    let letters: Vec<char> = word[1..].chars().collect();
+    for (i, letter) in letters.iter().enumerate() {
+        let found = cmd.get_arguments().find(|a| {
+            a.get_short() == Some(*letter)
+                || a.get_all_short_aliases()
+                    .is_some_and(|v| v.contains(letter))
+        });
+        let Some(arg) = found else {
+            return Err(unknown_option(&format!("-{letter}"), word));
+        };
+        if arg.get_action().takes_values() {
+            // The rest of the word is the value; without a rest, the next word is.
+            return Ok((i + 1 == letters.len()).then(|| label(arg)));
+        }
+    }
+    Ok(None)
 }
 
 /// "-o/--output", as the option is named in messages.
@@ -343,13 +410,13 @@ pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap
         Mode::Http => Mode::Command,
         Mode::Command => Mode::Http,
     };
-    let (names, verb) = match wrong.as_slice() {
-        [one] => (one.clone(), "is an option"),
-        [init @ .., last] => (format!("{} and {last}", init.join(", ")), "are options"),
+    let (names, what) = match wrong.as_slice() {
+        [one] => (one.clone(), "an option"),
+        [init @ .., last] => (format!("{} and {last}", init.join(", ")), "options"),
         [] => unreachable!(),
     };
     Err(usage_error(format!(
-        "{names} {verb} of {}, but {target} selects {}; nothing is ever silently ignored",
+        "{names}: {what} of {}, but {target} selects {}; nothing is ever silently ignored",
         other.name(),
         mode.name()
     )))
@@ -390,18 +457,18 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
     if cli.continue_at.is_some() {
         if cli.output.as_deref().is_none_or(|o| o == "-") {
             return Err(usage_error(
-                "-C/--continue-at - needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
+                "-C/--continue-at: needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
             ));
         }
         if cli.upload_file.is_some() {
             return Err(usage_error(
-                "-C/--continue-at - resumes downloads; resuming an upload (-T) is not supported"
+                "-C/--continue-at: resumes downloads; resuming an upload (-T) is not supported"
                     .into(),
             ));
         }
         if cli.include || cli.fail_with_body {
             return Err(usage_error(
-                "-C/--continue-at - cannot be used with -i, -I or --fail-with-body: only a body is resumed".into(),
+                "-C/--continue-at: cannot be used with -i, -I or --fail-with-body; only a body is resumed".into(),
             ));
         }
     }

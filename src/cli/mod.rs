@@ -10,6 +10,7 @@ pub mod curl;
 pub mod curl_words;
 pub mod help;
 mod modes;
+pub mod usage;
 mod values;
 
 use std::ffi::OsString;
@@ -20,7 +21,8 @@ use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::cron;
 use crate::domain::{
-    BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode, Throttled,
+    BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, Protocols, StdinMode,
+    Throttled,
 };
 use crate::parse::{self, CodeSet};
 use crate::target::{self, Backend};
@@ -72,9 +74,11 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "1s", value_parser = parse::duration, help_heading = TIMING)]
     pub delay: Duration,
 
-    /// Cap on any one backoff sleep, applied before jitter
-    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "30s", value_parser = parse::duration, help_heading = TIMING)]
-    pub max_delay: Duration,
+    /// Cap on any one backoff sleep, applied before jitter [default: 30s, or --delay when longer]
+    ///
+    /// Never below --delay: a --max-delay shorter than --delay is refused.
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = parse::duration, help_heading = TIMING)]
+    pub max_delay: Option<Duration>,
 
     /// How the delay grows from one retry to the next
     #[arg(long, value_name = "KIND", value_enum, default_value_t = BackoffKind::Exponential, help_heading = TIMING)]
@@ -92,7 +96,9 @@ pub struct Cli {
     ///
     /// In command mode the process group gets SIGTERM, then SIGKILL after --kill-after; if
     /// it was the last attempt, retry exits 124.
-    #[arg(allow_hyphen_values = true, short = 't', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    ///
+    /// -m is curl's spelling of the same limit (curl's per-transfer --max-time).
+    #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
     /// Wall-clock budget for the attempts and the waits before and between them
@@ -329,6 +335,24 @@ pub struct Cli {
     /// Not sent to another host after a redirect. curl's password prompt is not supported.
     #[arg(short = 'u', long = "user", value_name = "USER:PASSWORD", help_heading = CURL)]
     pub user: Option<String>,
+
+    /// Accepted: -u sends Basic authentication, as curl does by default
+    #[arg(long, hide_short_help = true, help_heading = CURL)]
+    pub basic: bool,
+
+    /// Protocols the URL may use, in curl's syntax: =https, -all,+https or http,https
+    ///
+    /// Names are read left to right from both (http and https): + or no modifier permits,
+    /// - denies, = permits only that one; all stands for every protocol. A URL outside
+    /// them is exit 1 (curl's unsupported protocol), permanent.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true, value_parser = Protocols::parse, hide_short_help = true, help_heading = CURL)]
+    pub proto: Option<Protocols>,
+
+    /// Protocols a redirect may go to, in --proto's syntax (--proto applies as well)
+    ///
+    /// A redirect outside them is exit 1, permanent.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true, value_parser = Protocols::parse, hide_short_help = true, help_heading = CURL)]
+    pub proto_redir: Option<Protocols>,
 
     /// User-Agent header ("" sends none)
     #[arg(short = 'A', long = "user-agent", value_name = "NAME", value_parser = curl::user_agent_value, help_heading = CURL)]
@@ -662,7 +686,7 @@ where
     if args.iter().any(|a| a == "--help") {
         cmd = cmd.after_long_help(help::after_long_help());
     }
-    curl_words::refuse_unknown_options(&mut cmd, &args)?;
+    let args = curl_words::refuse_unknown_options(&mut cmd, args)?;
     let mut matches = cmd.try_get_matches_from_mut(args)?;
     curl_words::refuse_other_mode(&cmd, &matches)?;
     // Read before the values are taken out: the body options in command-line order,

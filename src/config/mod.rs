@@ -122,7 +122,7 @@ impl Config {
             schedule: Schedule {
                 kind: cli.backoff,
                 base: cli.delay,
-                cap: cli.max_delay,
+                cap: max_delay(cli.delay, cli.max_delay)?,
                 factor: cli.factor,
                 jitter: cli.jitter,
             },
@@ -185,8 +185,8 @@ impl TargetConfig {
         }
         if let Some(extra) = cli.target.get(1) {
             anyhow::bail!(
-                "unexpected argument {:?} after the URL; options go before the URL and only one URL is taken",
-                extra
+                "{}: a second URL or operand after the URL; retry sends one request per run, so run one retry per URL",
+                extra.to_string_lossy()
             );
         }
         let url = first
@@ -194,6 +194,24 @@ impl TargetConfig {
             .context("the URL is not valid UTF-8")?
             .to_string();
         HttpConfig::from_cli(cli, url, key).map(|h| TargetConfig::Http(Box::new(h)))
+    }
+}
+
+/// `--max-delay` when not given.
+const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// The cap is never below `--delay`: the default rises to it, and a shorter
+/// `--max-delay` is refused rather than silently cutting every sleep.
+fn max_delay(delay: Duration, given: Option<Duration>) -> anyhow::Result<Duration> {
+    match given {
+        None => Ok(DEFAULT_MAX_DELAY.max(delay)),
+        Some(cap) if cap < delay => anyhow::bail!(
+            "--max-delay: {} is shorter than --delay {}, which would cut every sleep; give a --max-delay of at least {}, or a shorter --delay",
+            crate::domain::human(cap),
+            crate::domain::human(delay),
+            crate::domain::human(delay)
+        ),
+        Some(cap) => Ok(cap),
     }
 }
 
@@ -237,4 +255,23 @@ pub fn display_argv(argv: &[std::ffi::OsString]) -> String {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_delay_is_never_below_delay() {
+        let s = Duration::from_secs;
+        assert_eq!(max_delay(s(1), None).unwrap(), s(30));
+        assert_eq!(max_delay(s(120), None).unwrap(), s(120));
+        assert_eq!(max_delay(s(1), Some(s(5))).unwrap(), s(5));
+        assert_eq!(max_delay(s(5), Some(s(5))).unwrap(), s(5));
+        let err = max_delay(s(120), Some(s(60))).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--max-delay: 1m is shorter than --delay 2m"),
+            "{err}"
+        );
+    }
 }

@@ -10,6 +10,7 @@ mod choices;
 mod events;
 mod log;
 mod policy;
+mod protocols;
 mod status;
 mod stop;
 mod text;
@@ -23,6 +24,7 @@ pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, T
 pub use events::{Event, Events};
 pub use log::LogConfig;
 pub use policy::Policy;
+pub use protocols::Protocols;
 pub use status::{ExitStatus, Signal};
 pub use stop::{Interrupted, Stop};
 pub use text::{command_line, human, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds};

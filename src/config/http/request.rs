@@ -16,6 +16,7 @@ use super::upload::{Payload, Upload};
 use super::{body, url as target};
 use crate::cli::Cli;
 use crate::config::KeyChoice;
+use crate::domain::Protocols;
 use crate::headers::{self, HeaderAction, HeaderLine};
 
 /// What curl sends with `--compressed` when built with every decoder.
@@ -36,6 +37,10 @@ pub struct Request {
     pub key_header: Option<HeaderName>,
     /// `-u USER:PASSWORD` as it may be shown: `USER:***`.
     pub shown_user: Option<String>,
+    /// `--proto`: the protocols the URL may use.
+    pub protocols: Protocols,
+    /// `--proto` and `--proto-redir` together: the protocols a redirect may use.
+    pub redirect_protocols: Protocols,
 }
 
 impl Request {
@@ -94,6 +99,11 @@ impl Request {
             key,
             key_header,
             shown_user: cli.user.as_deref().map(shown_user),
+            protocols: cli.proto.unwrap_or(Protocols::ALL),
+            redirect_protocols: cli
+                .proto
+                .unwrap_or(Protocols::ALL)
+                .and(cli.proto_redir.unwrap_or(Protocols::ALL)),
         })
     }
 

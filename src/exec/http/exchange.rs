@@ -13,7 +13,7 @@ use super::errors::{self, Phase};
 use super::output;
 use super::output::{Body, HeldResponse};
 use super::redirect::{Follow, Hop};
-use super::request::{describe_headers, display_url};
+use super::request::{describe_headers, display_url, with_host_first};
 use super::resume::{Asked, Resume};
 use super::writeout::Transfer;
 use crate::classify::{http::HttpRules, http::Transport, wait};
@@ -55,6 +55,8 @@ pub struct Exchange<'a> {
     pub fail_with_body: bool,
     pub resume: Option<&'a Resume>,
     pub transfer: &'a RefCell<Transfer>,
+    /// Send `Host` first (HTTP/1.1; HTTP/2 carries the host as `:authority`).
+    pub host_first: bool,
 }
 
 impl Exchange<'_> {
@@ -150,7 +152,7 @@ impl Exchange<'_> {
             log_response(&response);
             heads.extend_from_slice(&head(&response));
             self.record(&hop, &response, &heads);
-            match hop.next(&response, self.max_redirs) {
+            match hop.next(&response, self.max_redirs, self.spec.redirect_protocols) {
                 Follow::Stay => return Ok((response, heads)),
                 Follow::Go(next) => {
                     report::verbose(
@@ -175,6 +177,12 @@ impl Exchange<'_> {
                         message,
                     });
                 }
+                Follow::Refused(message) => {
+                    return Err(Attempted::Failed {
+                        kind: Transport::UnsupportedProtocol,
+                        message,
+                    });
+                }
             }
         }
     }
@@ -182,10 +190,15 @@ impl Exchange<'_> {
     /// One hop's request; with a part kept (-C -), it asks for the rest. An upload
     /// is opened again here, so every request sends FILE from its start.
     fn request(&self, hop: &Hop, asked: Option<&Asked>) -> std::io::Result<RequestBuilder> {
+        let headers = if self.host_first {
+            with_host_first(&hop.url, &hop.headers)
+        } else {
+            hop.headers.clone()
+        };
         let mut request = self
             .client
             .request(hop.method.clone(), hop.url.clone())
-            .headers(hop.headers.clone());
+            .headers(headers);
         if let Some(rest) = asked {
             request = request
                 .header(RANGE, format!("bytes={}-", rest.from))

@@ -22,7 +22,8 @@ use reqwest::Url;
 
 use crate::classify::{endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, wait};
 use crate::config::{
-    RunInfo, http::Destination, http::HttpConfig, http::OutputOptions, http::Payload, http::Request,
+    RunInfo, http::Destination, http::HttpConfig, http::HttpVersion, http::OutputOptions,
+    http::Payload, http::Request,
 };
 use crate::domain::{Class, ExitStatus, Outcome, Signal, human};
 use crate::exec::{AttemptContext, AttemptReport, Description, Executor};
@@ -58,6 +59,8 @@ pub struct HttpExecutor {
     ending: (ExitStatus, String, u32),
     /// What curl's request options change, for `--dry-run`.
     curl_notes: Vec<String>,
+    /// `Host` goes first: every request but HTTP/2 with prior knowledge may be HTTP/1.1.
+    host_first: bool,
 }
 
 impl HttpExecutor {
@@ -95,6 +98,12 @@ impl HttpExecutor {
             output: Box::new(config.output),
             transfer: Box::default(),
             ending: (ExitStatus::SUCCESS, String::new(), 0),
+            host_first: !matches!(
+                config.client.version,
+                HttpVersion::Http2 {
+                    prior_knowledge: true
+                }
+            ),
         })
     }
 
@@ -303,6 +312,14 @@ impl HttpExecutor {
             Ok(url) => url.clone(),
             Err(message) => return Ok(self.transport_report(Transport::BadUrl, message.clone())),
         };
+        if !self.spec.protocols.allows(url.scheme()) {
+            let message = format!(
+                "the URL uses {}, and --proto permits {}",
+                url.scheme(),
+                self.spec.protocols.describe()
+            );
+            return Ok(self.transport_report(Transport::UnsupportedProtocol, message));
+        }
         self.log_request(&url);
         let exchange = Exchange {
             client: &self.client,
@@ -315,6 +332,7 @@ impl HttpExecutor {
             fail_with_body: self.output.fail_with_body,
             resume: self.resume.as_ref(),
             transfer: &self.transfer,
+            host_first: self.host_first,
         };
         let started = Instant::now();
         let ended = crate::wait::runtime().block_on(attempt_within(exchange, ctx.timeout));

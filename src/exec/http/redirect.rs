@@ -10,6 +10,7 @@ use reqwest::{Method, Response, Url};
 
 use super::errors::TooManyRedirects;
 use crate::config::http::{Payload, Request};
+use crate::domain::Protocols;
 
 /// Redirect statuses that carry a Location to follow (RFC 9110 §15.4).
 const FOLLOWED: [u16; 5] = [301, 302, 303, 307, 308];
@@ -31,6 +32,8 @@ pub enum Follow {
     Go(Box<Hop>),
     TooMany(String),
     BadLocation(String),
+    /// The redirect goes to a protocol outside `--proto`/`--proto-redir` (curl's 1).
+    Refused(String),
 }
 
 impl Hop {
@@ -44,8 +47,9 @@ impl Hop {
         }
     }
 
-    /// What to do after `response`, with at most `max` redirects (0: none).
-    pub fn next(&self, response: &Response, max: u32) -> Follow {
+    /// What to do after `response`, with at most `max` redirects (0: none), to
+    /// the `protocols` redirects may use.
+    pub fn next(&self, response: &Response, max: u32, protocols: Protocols) -> Follow {
         let status = response.status().as_u16();
         let location = response.headers().get(LOCATION);
         let (true, Some(location), true) = (FOLLOWED.contains(&status), location, max > 0) else {
@@ -55,10 +59,16 @@ impl Hop {
             return Follow::TooMany(TooManyRedirects { max }.to_string());
         }
         let text = String::from_utf8_lossy(location.as_bytes());
-        let url = match self.url.join(text.trim()) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") => url,
-            _ => return Follow::BadLocation(format!("cannot follow the redirect to '{text}'")),
+        let Ok(url) = self.url.join(text.trim()) else {
+            return Follow::BadLocation(format!("cannot follow the redirect to '{text}'"));
         };
+        if !protocols.allows(url.scheme()) {
+            return Follow::Refused(format!(
+                "the redirect to '{text}' uses {}, and redirects may use {} (--proto, --proto-redir)",
+                url.scheme(),
+                protocols.describe()
+            ));
+        }
         let mut next = Hop {
             url,
             followed: self.followed + 1,
