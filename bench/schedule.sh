@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The scheduler's idle cost and its punctuality: an idle `retry --schedule` over 60 s
 # (CPU ticks, context switches, RSS from /proc), and how late 20 slots of
-# `*/1 * * * * *` start their command (min/median/max). Writes the "schedule" section
+# `@every 1s` start their command (min/median/max). Writes the "schedule" section
 # of BENCHMARKS.md. IDLE_SECONDS and SLOTS shorten it for a quick look.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -34,7 +34,7 @@ kill -TERM $PID
 wait $PID || true
 
 # Punctuality: the command is `date`, so its output is the moment the slot's command ran.
-"$R" --schedule '*/1 * * * * *' --catch-up none --state "$WORK/slot-state" -- date +%s.%N \
+"$R" --schedule '@every 1s' --catch-up none --state "$WORK/slot-state" -- date +%s.%N \
     >"$WORK/slots" 2>"$WORK/slots.log" &
 PID=$!
 for _ in $(seq $((SLOTS * 10 + 50))); do
@@ -58,7 +58,7 @@ print(len(late), f"{late[0]:.1f}", f"{statistics.median(late):.1f}", f"{late[-1]
     echo "| voluntary wake-ups over ${IDLE_SECONDS} s | $((switches1 - switches0)) |"
     echo "| RSS while idle / peak | $(mib "$rss") MiB / $(mib "$hwm") MiB |"
     echo "| of which anonymous / mapped from the binary and libraries | $(mib "$anon") MiB / $(mib "$file") MiB |"
-    echo "| lateness of the command's start over $n slots of \`*/1 * * * * *\` (min / median / max) | $min ms / $median ms / $max ms |"
+    echo "| lateness of the command's start over $n slots of \`@every 1s\` (min / median / max) | $min ms / $median ms / $max ms |"
 } >"$WORK/section"
 cat "$WORK/section"
 python3 "$ROOT/bench/update-docs.py" schedule "$WORK/section" BENCHMARKS.md README.md

@@ -119,17 +119,17 @@ fn wait_for_success_record(state: &str, limit: Duration) {
 /// A CRON that fires once a minute, `ahead` seconds from now.
 fn once_a_minute_in(ahead: u32) -> String {
     let second = (jiff::Timestamp::now().as_second() + i64::from(ahead)).rem_euclid(60);
-    format!("{second} * * * * *")
+    format!("{second} * * * * * *")
 }
 
 /// A command that appends its slot's key to `file`.
-/// A scheduler `JOB` on `*/1 * * * * *` with no catch-up, the state in `DIR/state`,
+/// A scheduler `JOB` on `@every 1s` with no catch-up, the state in `DIR/state`,
 /// `extra` options and `work` as the command.
 pub fn every_second(dir: &Scratch, job: &str, extra: &[&str], work: &str) -> Scheduler {
     let state = dir.p("state");
     let mut args = vec![
         "--schedule",
-        "*/1 * * * * *",
+        "@every 1s",
         "--job",
         job,
         "--catch-up",
@@ -162,7 +162,7 @@ fn two_schedulers_share(state: &str) {
     let work = append_key(&dir, "runs");
     let args = [
         "--schedule",
-        "*/1 * * * * *",
+        "@every 1s",
         "--job",
         "shared",
         "--catch-up",
@@ -336,7 +336,7 @@ fn a_slot_that_gave_up_is_not_caught_up() {
 }
 
 /// Starts a scheduler on a state with no slot record of a job that first started a
-/// minute ago, with a 3 s window (3 missed slots of `*/1 * * * * *`), and returns the
+/// minute ago, with a 3 s window (3 missed slots of `@every 1s`), and returns the
 /// keys it ran first and its log.
 fn catch_up_from_state(catch_up: &str, runs: usize) -> (Vec<String>, String) {
     let dir = Scratch::new();
@@ -348,7 +348,7 @@ fn catch_up_from_state(catch_up: &str, runs: usize) -> (Vec<String>, String) {
         "s",
         &[
             "--schedule",
-            "*/1 * * * * *",
+            "@every 1s",
             "--job",
             "catch",
             "--catch-up",
@@ -443,7 +443,7 @@ fn overlap_queue_runs_the_slot_after_the_long_run() {
         "s",
         &[
             "--schedule",
-            "*/2 * * * * *",
+            "@every 2s",
             "--job",
             "queued",
             "--catch-up",
@@ -477,7 +477,7 @@ fn overlap_queue_runs_the_slot_after_the_long_run() {
         "s",
         &[
             "--schedule",
-            "*/2 * * * * *",
+            "@every 2s",
             "--job",
             "queued",
             "--catch-up",
@@ -563,7 +563,7 @@ fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
     let none = cmd::run(&[
         "--dry-run",
         "--schedule",
-        "*/1 * * * * *",
+        "@every 1s",
         "--job",
         "tick",
         "--catch-up",
@@ -587,9 +587,12 @@ fn dry_run_prints_the_next_five_slots_in_the_zone_and_utc_and_the_catch_up() {
 fn bad_schedule_options_exit_125_naming_the_flag() {
     let dir = Scratch::new();
     let state = dir.p("state");
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["--schedule", "61 * * * *"], "--schedule"),
         (&["--schedule", "* * *"], "five fields"),
+        // Seconds first or year last: both seven-field spellings are shown.
+        (&["--schedule", "*/5 * * * * *"], "'0 */5 * * * * *'"),
+        (&["--schedule", "@every 250ms"], "whole number of seconds"),
         (&["--schedule", "@daily", "--tz", "Mars/Olympus"], "--tz"),
         (&["--schedule", "@daily", "--once", "k"], "--once"),
         (&["--schedule", "@daily", "--busy-exit", "3"], "--busy-exit"),
@@ -653,7 +656,7 @@ fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
         .current_dir(dir.dir.path())
         .args([
             "--schedule",
-            "*/1 * * * * *",
+            "@every 1s",
             "--state",
             &state,
             "--",
@@ -710,7 +713,7 @@ both_ways! {
         let dir = Scratch::new();
         let proxy = Proxy::to(pg.port(), When::FirstStatement);
         let state = proxy.url("?connect_timeout=2");
-        let args = ["--schedule", "* * * * * *", "--state", &state, "--", "touch", "ran"];
+        let args = ["--schedule", "@every 1s", "--state", &state, "--", "touch", "ran"];
         let out = retry().args(args).current_dir(dir.path("")).run();
         assert_eq!(out.status, 125, "{}", out.stderr);
         assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
@@ -721,7 +724,7 @@ both_ways! {
         let s = Scheduler::start(
             &dir,
             "s",
-            &["--schedule", "* * * * * *", "--state", &state, "--", "touch", "ran"],
+            &["--schedule", "@every 1s", "--state", &state, "--", "touch", "ran"],
         );
         assert!(cmd::wait_until(Duration::from_secs(10), || proxy.stalled()));
         let stopped = Instant::now();
@@ -744,7 +747,7 @@ both_ways! {
         let s = Scheduler::start(
             &dir,
             "s",
-            &["--schedule", "*/4 * * * * *", "--catch-up", "none", "--state", &state, "--", &work],
+            &["--schedule", "@every 4s", "--catch-up", "none", "--state", &state, "--", &work],
         );
         wait_lines(&dir, "runs", 2, Duration::from_secs(15));
         let (code, log) = s.stop();
@@ -763,7 +766,7 @@ both_ways! {
         let s = Scheduler::start(
             &dir,
             "s",
-            &["--schedule", "* * * * * *", "--catch-up", "none", "--state", &state, "--", &work],
+            &["--schedule", "@every 1s", "--catch-up", "none", "--state", &state, "--", &work],
         );
         assert!(cmd::wait_until(Duration::from_secs(10), || proxy.stalled()));
         std::thread::sleep(Duration::from_millis(200));
@@ -783,7 +786,7 @@ fn json_logs_and_the_report_name_the_slot_and_its_idempotency_key() {
         "s",
         &[
             "--schedule",
-            "*/1 * * * * *",
+            "@every 1s",
             "--job",
             "named",
             "--catch-up",
@@ -837,7 +840,7 @@ fn sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
         "s",
         &[
             "--schedule",
-            "*/1 * * * * *",
+            "@every 1s",
             "--catch-up",
             "none",
             "--state",
@@ -862,7 +865,7 @@ both_ways! {
             "s",
             &[
                 "--schedule",
-                "*/1 * * * * *",
+                "@every 1s",
                 "--catch-up",
                 "none",
                 "--state",

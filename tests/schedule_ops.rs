@@ -83,7 +83,7 @@ fn a_schedule_whose_latest_slot_just_passed_runs_nothing_until_the_next_slot() {
         let state = dir.p(&format!("state-{policy}"));
         let args = [
             "--schedule",
-            "*/4 * * * * *",
+            "@every 4s",
             "--job",
             "deployed",
             "--catch-up",
@@ -372,14 +372,14 @@ fn metrics_listen_is_refused_without_a_schedule_with_a_name_and_on_a_taken_port(
         (
             &[
                 "--schedule",
-                "* * * * * *",
+                "@every 1s",
                 "--metrics-listen",
                 "localhost:9746",
             ],
             &["--metrics-listen", "IP address"],
         ),
         (
-            &["--schedule", "* * * * * *", "--metrics-listen", &taken_addr],
+            &["--schedule", "@every 1s", "--metrics-listen", &taken_addr],
             &["--metrics-listen: cannot listen on", &taken_addr],
         ),
     ];
@@ -508,7 +508,7 @@ both_ways! {
             &dir,
             "s",
             &[
-                "--schedule", "*/1 * * * * *", "--job", "cut", "--catch-up", "none",
+                "--schedule", "@every 1s", "--job", "cut", "--catch-up", "none",
                 "--metrics-listen", "127.0.0.1:0", "--state", &state, "--", &work,
             ],
         );

@@ -538,10 +538,12 @@ pub struct Cli {
 
     /// Run in the foreground, one run at each time CRON names
     ///
-    /// Five fields (minute hour day month weekday), an optional leading seconds field,
-    /// names, ranges, lists, steps, or @hourly, @daily, @weekly, @monthly, @yearly.
-    /// Each slot runs once across schedulers sharing --state (key JOB@SLOT); stop with
-    /// SIGINT or SIGTERM.
+    /// Five fields (minute hour day month weekday), or seven (second minute hour day month
+    /// weekday year, as supercronic reads them); names, ranges, lists, steps, @hourly,
+    /// @daily, @weekly, @monthly, @yearly, or @every DUR (slots at whole multiples of DUR
+    /// since the Unix epoch). Six fields are refused: tools read them as seconds first or
+    /// as year last. Each slot runs once across schedulers sharing --state (key JOB@SLOT);
+    /// stop with SIGINT or SIGTERM.
     #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], value_parser = cron::Expression::parse, help_heading = SCHEDULE)]
     pub schedule: Option<cron::Expression>,
 

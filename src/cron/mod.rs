@@ -1,13 +1,15 @@
 //! CRON expressions and the time zone they are read in: parsing and matching
 //! (croner, with Vixie/cronie semantics), and the slots, as UTC instants, that fall
 //! in a span. Matching runs on the local wall clock; turning a local time into an
-//! instant applies SPEC's daylight-saving rules here, as cronie does: a fixed local
+//! instant applies the daylight-saving rules here, as cronie does: a fixed local
 //! time (no wildcard or step in the seconds, minute or hour field) that falls in a
 //! gap runs once at the first instant after it, and one that happens twice runs in
 //! the first pass only; a wildcard or stepped time runs in both passes and not in a gap.
 
+use std::time::Duration;
+
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
+use croner::parser::{CronParser, Seconds, Year};
 use jiff::Timestamp;
 use jiff::civil::DateTime;
 
@@ -17,7 +19,8 @@ pub use zone::{Resolved, Zone};
 
 /// What `--schedule` accepts, for error messages.
 pub const CRON_ACCEPTS: &str = "expected five fields (minute hour day month weekday), \
-     an optional leading seconds field, or @hourly, @daily, @weekly, @monthly, @yearly";
+     seven (second minute hour day month weekday year), @hourly, @daily, @weekly, \
+     @monthly, @yearly or @every DUR";
 
 /// Matching local times looked at for one slot before giving up (each gap or repeated
 /// pass skips at most a few).
@@ -26,64 +29,111 @@ const MAX_CANDIDATES: usize = 10_000;
 /// A parsed `--schedule`, before the zone it is read in is known.
 #[derive(Clone, Debug)]
 pub struct Expression {
-    cron: Cron,
+    kind: Kind,
     text: String,
-    /// No wildcard or step in the seconds, minute and hour fields.
-    fixed: bool,
+}
+
+/// What the slots are.
+#[derive(Clone, Debug)]
+enum Kind {
+    /// A CRON expression on the wall clock of the zone.
+    Cron {
+        cron: Cron,
+        /// No wildcard or step in the seconds, minute and hour fields.
+        fixed: bool,
+    },
+    /// `@every DUR`: whole multiples of DUR since the Unix epoch, whatever the zone,
+    /// so that replicas started at different times agree on the slots.
+    Every(Duration),
 }
 
 /// A parsed `--schedule` in its zone.
 #[derive(Clone, Debug)]
 pub struct CronSchedule {
-    cron: Cron,
+    kind: Kind,
     pub text: String,
     pub zone: Zone,
-    /// No wildcard or step in the seconds, minute and hour fields.
-    fixed: bool,
 }
 
 impl Expression {
-    /// Parses CRON. Day of month OR day of week, as cronie does.
+    /// Parses CRON: five fields, seven (seconds first, year last, as cronexpr and
+    /// supercronic read them), a nickname or `@every DUR`. Day of month OR day of
+    /// week, as cronie does. Six fields are refused: tools disagree on what they mean.
     pub fn parse(text: &str) -> Result<Expression, String> {
-        let fields: Vec<&str> = text.split_whitespace().collect();
-        let nickname = text.trim_start().starts_with('@');
-        if !nickname && !(5..=6).contains(&fields.len()) {
-            return Err(format!(
-                "{text:?} has {} fields; {CRON_ACCEPTS}",
-                fields.len()
-            ));
-        }
-        let parser = CronParser::builder()
-            .seconds(Seconds::Optional)
-            .dom_and_dow(false)
-            .build();
-        let cron = parser
-            .parse(text)
-            .map_err(|e| format!("{text:?}: {e}; {CRON_ACCEPTS}"))?;
-        let fixed = if nickname {
-            !text.trim().eq_ignore_ascii_case("@hourly")
-        } else {
-            let time_fields = &fields[..fields.len() - 3];
-            time_fields.iter().all(|f| !f.contains(['*', '?', '/']))
+        let kind = match text.trim().strip_prefix("@every") {
+            Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => {
+                Kind::Every(every(text, rest.trim())?)
+            }
+            _ => cron_kind(text)?,
         };
         Ok(Expression {
-            cron,
-            text: text.to_string(),
-            fixed,
+            kind,
+            text: text.trim().to_string(),
         })
     }
+}
+
+/// A CRON expression or nickname, for croner.
+fn cron_kind(text: &str) -> Result<Kind, String> {
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let nickname = text.trim_start().starts_with('@');
+    match fields.len() {
+        _ if nickname => {}
+        5 | 7 => {}
+        6 => return Err(six_fields(text, &fields)),
+        n => return Err(format!("'{}' has {n} fields; {CRON_ACCEPTS}", text.trim())),
+    }
+    let parser = CronParser::builder()
+        .seconds(Seconds::Optional)
+        .year(Year::Optional)
+        .dom_and_dow(false)
+        .build();
+    let cron = parser
+        .parse(text)
+        .map_err(|e| format!("'{}': {e}; {CRON_ACCEPTS}", text.trim()))?;
+    let fixed = if nickname {
+        !text.trim().eq_ignore_ascii_case("@hourly")
+    } else {
+        let time_fields = if fields.len() == 7 {
+            &fields[..3]
+        } else {
+            &fields[..2]
+        };
+        time_fields.iter().all(|f| !f.contains(['*', '?', '/']))
+    };
+    Ok(Kind::Cron { cron, fixed })
+}
+
+/// Six fields mean seconds first to Quartz, Spring and croner, and year last to
+/// cronexpr (supercronic's parser): the message spells out both in seven fields.
+fn six_fields(text: &str, fields: &[&str]) -> String {
+    let seconds_first = format!("{} *", fields.join(" "));
+    let year_last = format!("0 {}", fields.join(" "));
+    format!(
+        "'{}' has six fields, which tools read two ways; write seven (second minute hour day \
+         month weekday year): '{seconds_first}' if the first field is seconds (Quartz, Spring), \
+         or '{year_last}' if the last is the year (supercronic)",
+        text.trim()
+    )
+}
+
+/// `@every DUR`: a whole number of seconds, at least one.
+fn every(text: &str, duration: &str) -> Result<Duration, String> {
+    let d = crate::parse::duration(duration).map_err(|e| format!("'{}': {e}", text.trim()))?;
+    if d < Duration::from_secs(1) || d.subsec_nanos() != 0 {
+        return Err(format!(
+            "'{}': @every takes a whole number of seconds, at least 1s (slots are keyed to the second)",
+            text.trim()
+        ));
+    }
+    Ok(d)
 }
 
 impl CronSchedule {
     /// `expression`, read in `zone`.
     pub fn new(expression: Expression, zone: Zone) -> CronSchedule {
-        let Expression { cron, text, fixed } = expression;
-        CronSchedule {
-            cron,
-            text,
-            zone,
-            fixed,
-        }
+        let Expression { kind, text } = expression;
+        CronSchedule { kind, text, zone }
     }
 
     /// Parses CRON, read in `zone`.
@@ -94,12 +144,16 @@ impl CronSchedule {
 
     /// The first slot strictly after `t`.
     pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
+        let (cron, fixed) = match &self.kind {
+            Kind::Every(d) => return next_multiple(t, *d),
+            Kind::Cron { cron, fixed } => (cron, *fixed),
+        };
         let local = self.zone.local_time(t);
-        let ahead = self.forward(t, local);
-        let repeated = if self.fixed {
+        let ahead = self.forward(cron, fixed, t, local);
+        let repeated = if fixed {
             None
         } else {
-            self.later_pass(t, local)
+            self.later_pass(cron, t, local)
         };
         match (ahead, repeated) {
             (Some(a), Some(r)) => Some(a.min(r)),
@@ -108,11 +162,17 @@ impl CronSchedule {
     }
 
     /// The first matching local time after `local` that has an instant after `t`.
-    fn forward(&self, t: Timestamp, local: DateTime) -> Option<Timestamp> {
+    fn forward(
+        &self,
+        cron: &Cron,
+        fixed: bool,
+        t: Timestamp,
+        local: DateTime,
+    ) -> Option<Timestamp> {
         let mut civil = local;
         for _ in 0..MAX_CANDIDATES {
-            let candidate = self.cron.find_next_occurrence(&civil, false).ok()?;
-            if let Some(at) = self.instant(candidate, t) {
+            let candidate = cron.find_next_occurrence(&civil, false).ok()?;
+            if let Some(at) = self.instant(fixed, candidate, t) {
                 return Some(at);
             }
             civil = candidate;
@@ -120,26 +180,26 @@ impl CronSchedule {
         None
     }
 
-    /// When the matching local time `c` runs, if after `t`, by SPEC's DST rules.
-    fn instant(&self, c: DateTime, t: Timestamp) -> Option<Timestamp> {
+    /// When the matching local time `c` runs, if after `t`, by the DST rules above.
+    fn instant(&self, fixed: bool, c: DateTime, t: Timestamp) -> Option<Timestamp> {
         match self.zone.resolve(c) {
             Resolved::Single(at) => Some(at).filter(|at| *at > t),
             Resolved::Twice(first, second) => {
                 if first > t {
                     Some(first)
                 } else {
-                    Some(second).filter(|at| !self.fixed && *at > t)
+                    Some(second).filter(|at| !fixed && *at > t)
                 }
             }
             // A fixed time the clocks jump over runs when they jump.
-            Resolved::Gap { jump } if self.fixed => Some(jump).filter(|at| *at > t),
+            Resolved::Gap { jump } if fixed => Some(jump).filter(|at| *at > t),
             Resolved::Gap { .. } => None,
         }
     }
 
     /// While `t` is in the first pass of a repeated hour, the second pass of the local
     /// times before `local` is still ahead: its first matching time, if any.
-    fn later_pass(&self, t: Timestamp, local: DateTime) -> Option<Timestamp> {
+    fn later_pass(&self, cron: &Cron, t: Timestamp, local: DateTime) -> Option<Timestamp> {
         let Resolved::Twice(first, _) = self.zone.resolve(local) else {
             return None;
         };
@@ -148,7 +208,7 @@ impl CronSchedule {
         }
         // The second pass starts when the clocks go back: the zone's next change.
         let repeat_start = self.zone.local_time(self.zone.next_change(t)?);
-        let candidate = self.cron.find_next_occurrence(&repeat_start, true).ok()?;
+        let candidate = cron.find_next_occurrence(&repeat_start, true).ok()?;
         if candidate > local {
             return None;
         }
@@ -188,6 +248,13 @@ impl CronSchedule {
         }
         out
     }
+}
+
+/// The first whole multiple of `every` since the Unix epoch strictly after `t`.
+fn next_multiple(t: Timestamp, every: Duration) -> Option<Timestamp> {
+    let step = i128::try_from(every.as_nanos()).ok()?;
+    let next = (t.as_nanosecond().div_euclid(step) + 1).checked_mul(step)?;
+    Timestamp::from_nanosecond(next).ok()
 }
 
 /// Parses an IANA zone name (`--tz`, or `TZ` with its optional leading colon).
@@ -270,7 +337,7 @@ mod tests {
     #[test]
     fn names_ranges_lists_steps_seconds_and_nicknames() {
         let got = slots(
-            "*/20 * * * * *",
+            "*/20 * * * * * *",
             Zone::utc(),
             "2026-01-01T00:00:00Z",
             "2026-01-01T00:01:00Z",
@@ -337,6 +404,69 @@ mod tests {
         ] {
             let err = CronSchedule::parse(bad, Zone::utc()).unwrap_err();
             assert!(err.contains("expected five fields"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn seven_fields_are_seconds_first_and_year_last() {
+        let got = slots(
+            "30 0 12 * * * 2027",
+            Zone::utc(),
+            "2026-12-30T00:00:00Z",
+            "2027-01-02T00:00:00Z",
+        );
+        assert_eq!(got, ["2027-01-01T12:00:30Z"]);
+        let stepped = slots(
+            "0 */5 * * * * *",
+            Zone::utc(),
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:15:00Z",
+        );
+        assert_eq!(stepped.len(), 3, "{stepped:?}");
+    }
+
+    #[test]
+    fn six_fields_are_refused_showing_both_seven_field_spellings() {
+        let err = CronSchedule::parse("*/5 * * * * *", Zone::utc()).unwrap_err();
+        assert!(err.contains("'*/5 * * * * * *'"), "{err}");
+        assert!(err.contains("'0 */5 * * * * *'"), "{err}");
+        assert!(!err.contains("between"), "{err}");
+    }
+
+    #[test]
+    fn every_is_whole_multiples_of_the_duration_since_the_epoch() {
+        let got = slots(
+            "@every 10s",
+            BERLIN(),
+            "2026-03-29T00:59:53Z",
+            "2026-03-29T01:00:21Z",
+        );
+        assert_eq!(
+            got,
+            [
+                "2026-03-29T01:00:00Z",
+                "2026-03-29T01:00:10Z",
+                "2026-03-29T01:00:20Z"
+            ]
+        );
+        // 7 minutes do not divide an hour: the slots follow the epoch, not the clock.
+        let s = CronSchedule::parse("@every 7m", Zone::utc()).unwrap();
+        let next = s.next_after(utc("2026-01-01T00:00:00Z")).unwrap();
+        assert_eq!(next.as_second() % 420, 0);
+        assert!(next > utc("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            s.next_after(next),
+            Some(next + jiff::SignedDuration::from_secs(420))
+        );
+        for bad in [
+            "@every",
+            "@every 500ms",
+            "@every 1.5",
+            "@every soon",
+            "@every 0s",
+        ] {
+            let err = CronSchedule::parse(bad, Zone::utc()).unwrap_err();
+            assert!(!err.is_empty(), "{bad}");
         }
     }
 
@@ -465,7 +595,7 @@ mod tests {
     #[test]
     fn a_seconds_schedule_walks_through_both_passes_in_order() {
         // The second pass begins on a slot: 02:00:00 CET, right after 02:59:40 CEST.
-        let s = CronSchedule::parse("*/20 * * * * *", BERLIN()).unwrap();
+        let s = CronSchedule::parse("*/20 * * * * * *", BERLIN()).unwrap();
         let got = s.slots_between(
             utc("2026-10-25T00:59:30Z"),
             utc("2026-10-25T01:00:30Z"),
@@ -479,7 +609,7 @@ mod tests {
                 utc("2026-10-25T01:00:20Z")
             ]
         );
-        let s = CronSchedule::parse("*/20 * * * * *", BERLIN()).unwrap();
+        let s = CronSchedule::parse("*/20 * * * * * *", BERLIN()).unwrap();
         let got = s.slots_between(
             utc("2026-10-25T00:59:00Z"),
             utc("2026-10-25T01:01:00Z"),

@@ -248,7 +248,7 @@ fn catch_up_all_runs_each_missed_slot_in_order_and_none_runs_none() {
 
 #[test]
 fn overlap_skip_records_the_slots_that_came_during_a_long_run() {
-    let cfg = config("*/10 * * * * *", CatchUp::None, Overlap::Skip, 60);
+    let cfg = config("@every 10s", CatchUp::None, Overlap::Skip, 60);
     let mut world = Fake::new("2026-01-01T00:00:05Z", HashSet::new(), 3);
     world.durations = VecDeque::from([25, 0]);
     run(&cfg, &mut world);
@@ -269,7 +269,7 @@ fn overlap_skip_records_the_slots_that_came_during_a_long_run() {
 
 #[test]
 fn overlap_queue_runs_the_slot_that_came_after_the_long_run() {
-    let cfg = config("*/10 * * * * *", CatchUp::Latest, Overlap::Queue, 60);
+    let cfg = config("@every 10s", CatchUp::Latest, Overlap::Queue, 60);
     let mut world = Fake::new("2026-01-01T00:00:05Z", HashSet::new(), 4);
     world.durations = VecDeque::from([0, 15, 0]);
     run(&cfg, &mut world);

@@ -343,7 +343,7 @@ both_ways! {
         assert_eq!(dir.count(), 1);
         let schedule = dir
             .retry()
-            .args(["--state", &url(""), "--schedule", "* * * * * *", "--job", "j"])
+            .args(["--state", &url(""), "--schedule", "@every 1s", "--job", "j"])
             .args(dir.work(0.0))
             .start();
         let ran = wait_until(Duration::from_secs(10), || dir.count() >= 2);
@@ -375,7 +375,7 @@ both_ways! {
         // A scheduler records other endings: the role may not add the column.
         let out = dir
             .retry()
-            .args(["--state", &state, "--schedule", "* * * * * *", "--job", "j"])
+            .args(["--state", &state, "--schedule", "@every 1s", "--job", "j"])
             .args(dir.work(0.0))
             .run();
         assert_eq!(out.status, 125, "{}", out.stderr);

@@ -368,7 +368,7 @@ fn schedule_for(dir: &Dir, state: &str, watch: Duration) -> (i32, String, bool) 
     let ran = dir.path("ran");
     let log = dir.path("scheduler.log");
     let child = bare_retry(dir)
-        .args(["--schedule", "0 0 * * * *", "--job", "nightly"])
+        .args(["--schedule", "0 0 * * * * *", "--job", "nightly"])
         .args([
             "--catch-up",
             "latest",
