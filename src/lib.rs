@@ -31,6 +31,8 @@ mod wait;
 
 /// The clap definition, for tests that walk every option.
 pub use cli::Cli;
+/// For `main`: fd 1 was closed at start (and now holds /dev/null).
+pub use io::record_closed_stdout;
 /// For `main`, before any signal disposition changes: records what retry inherited,
 /// which every command and hook it starts gets back.
 pub use signals::record_inherited as record_inherited_signals;

@@ -74,6 +74,10 @@ fn open_standard_descriptors() {
     for (fd, p) in polled.iter().enumerate() {
         if p.revents().is_some_and(|r| r.contains(PollFlags::POLLNVAL)) {
             use nix::fcntl::{OFlag, open};
+            if fd == 1 {
+                // What retry itself writes there is lost, and it must say so (curl's 23).
+                retry::record_closed_stdout();
+            }
             // The lowest free descriptor is the closed one, checked in order; without
             // O_CLOEXEC, since the command inherits it as its own.
             match open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty()) {

@@ -26,5 +26,5 @@ pub use log::LogConfig;
 pub use policy::Policy;
 pub use protocols::Protocols;
 pub use status::{ExitStatus, Signal};
-pub use stop::{Interrupted, Stop};
+pub use stop::{Interrupted, OutputLost, Stop};
 pub use text::{command_line, human, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds};

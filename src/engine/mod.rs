@@ -11,8 +11,8 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 
 use crate::domain::{
-    AttemptRecord, Class, Event, ExitStatus, Hold, HoldCause, Interrupted, LimitKey, Policy,
-    RunSummary, Signal, Stop, StopReason, Verdict, WaitHint, human,
+    AttemptRecord, Class, Event, ExitStatus, Hold, HoldCause, Interrupted, LimitKey, OutputLost,
+    Policy, RunSummary, Signal, Stop, StopReason, Verdict, WaitHint, human,
 };
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
@@ -141,13 +141,19 @@ pub fn run(
                 if matches!(reason, StopReason::Signal | StopReason::LockLost) {
                     exec.discard();
                 } else if let Err(err) = exec.deliver() {
-                    // A signal while writing a held output to a stalled reader ends the run at once.
-                    let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() else {
+                    if let Some(lost) = err.downcast_ref::<OutputLost>() {
+                        // The output is the result: a run whose output was lost failed.
+                        (exit_code, reason) = (lost.status, StopReason::Permanent);
+                        message = lost.message.clone();
+                    } else if let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() {
+                        // A signal while writing a held output to a stalled reader ends the run at once.
+                        exit_code = ExitStatus::of_signal(*signal);
+                        reason = StopReason::Signal;
+                        message =
+                            format!("interrupted by {} while writing the output", signal.name());
+                    } else {
                         return Err(err);
-                    };
-                    exit_code = ExitStatus::of_signal(*signal);
-                    reason = StopReason::Signal;
-                    message = format!("interrupted by {} while writing the output", signal.name());
+                    }
                 }
                 return Ok(finish(records, holds, (exit_code, reason, message), env));
             }

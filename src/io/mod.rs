@@ -12,6 +12,22 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether fd 1 was closed when retry started (`>&-`): `main` puts /dev/null there
+/// so that no file retry opens becomes stdout, and this remembers that output
+/// written there is lost.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// For `main`, before anything else runs: fd 1 was closed at start.
+pub fn record_closed_stdout() {
+    STDOUT_CLOSED.store(true, Ordering::Relaxed);
+}
+
+/// Whether fd 1 was closed at start, so that anything written to it is lost.
+pub fn stdout_was_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
 
 /// retry's own stdin, stdout or stderr (fd 0, 1 or 2).
 pub fn std_fd(fd: i32) -> BorrowedFd<'static> {

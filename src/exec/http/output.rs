@@ -1,4 +1,4 @@
-//! Exactly-once output. Each attempt's body is held — in a spool for stdout
+//! Exactly-once output, or exit 23. Each attempt's body is held — in a spool for stdout
 //! (memory, then an unnamed temporary file), or in a temporary file beside the
 //! `-o` target — and only the final attempt's is delivered: written to stdout, or
 //! put in place of the target by the one durable replacement (`files::Replacement`). A failed final attempt delivers nothing (as `curl
@@ -11,11 +11,13 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::classify::http::{Transport, transport_row};
 use crate::config::http::Destination;
+use crate::domain::{Interrupted, OutputLost, Signal};
 use crate::files::Replacement;
-use crate::io::out::{Output, Until, deliver_result};
-use crate::report;
+use crate::io::out::{Output, Until, WriteError};
 use crate::spool::Spool;
+use crate::{report, signals};
 
 /// Writes to an `-o` temporary file are gathered to this size: a decoded body
 /// arrives in chunks of a few KiB, and a write for each costs more than the decoding.
@@ -80,8 +82,9 @@ impl HeldResponse {
 }
 
 impl Body {
+    /// Delivers the body; a body that cannot be written is `OutputLost` (curl's 23).
     fn deliver(self, destination: &Destination) -> anyhow::Result<()> {
-        match (self, destination) {
+        let written = match (self, destination) {
             (Body::Spool(spool), Destination::Special(path)) => write_special(&spool, path),
             (Body::Spool(spool), _) => write_stdout(&spool),
             (Body::File(file), Destination::File { path, mode }) => {
@@ -90,13 +93,34 @@ impl Body {
                 file.commit(Some(mode))
             }
             (Body::File(_), _) => Ok(()),
-        }
+        };
+        written.map_err(|err| {
+            if err.is::<Interrupted>() {
+                return err;
+            }
+            OutputLost {
+                status: transport_row(Transport::LocalWrite).exit_code,
+                message: format!("the body could not be written: {err:#}"),
+            }
+            .into()
+        })
     }
 }
 
 fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
-    let written = Output::new(1).write_spool(spool, Until::Signal);
-    deliver_result(written, "the response body")
+    if spool.len() > 0 && crate::io::stdout_was_closed() {
+        anyhow::bail!("stdout is closed");
+    }
+    match Output::new(1).write_spool(spool, Until::Signal) {
+        Ok(()) => Ok(()),
+        Err(WriteError::Stopped) => {
+            Err(Interrupted(signals::pending().unwrap_or(Signal::new(0))).into())
+        }
+        Err(WriteError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+            anyhow::bail!("the reader of stdout went away (broken pipe)")
+        }
+        Err(WriteError::Io(e)) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
 }
 
 fn write_special(spool: &Spool, path: &Path) -> anyhow::Result<()> {
