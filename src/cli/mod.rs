@@ -342,9 +342,9 @@ pub struct Cli {
 
     /// Protocols the URL may use, in curl's syntax: =https, -all,+https or http,https
     ///
-    /// Names are read left to right from both (http and https): + or no modifier permits,
-    /// - denies, = permits only that one; all stands for every protocol. A URL outside
-    /// them is exit 1 (curl's unsupported protocol), permanent.
+    /// Names are read left to right from both (http and https): a name alone or with +
+    /// permits, with - denies, with = permits only that one; all stands for every
+    /// protocol. A URL outside them is exit 1 (curl's unsupported protocol), permanent.
     #[arg(long, value_name = "LIST", allow_hyphen_values = true, value_parser = Protocols::parse, hide_short_help = true, help_heading = CURL)]
     pub proto: Option<Protocols>,
 

@@ -81,7 +81,7 @@ fn flag(cmd: &Command, shown: &str) -> String {
     let word = word.trim_end_matches('.');
     let found = cmd.get_arguments().find(|a| {
         word.strip_prefix("--")
-            .map_or(false, |long| a.get_long() == Some(long))
+            .is_some_and(|long| a.get_long() == Some(long))
             || word
                 .strip_prefix('-')
                 .is_some_and(|s| s.chars().count() == 1 && a.get_short() == s.chars().next())

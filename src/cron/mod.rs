@@ -38,7 +38,7 @@ pub struct Expression {
 enum Kind {
     /// A CRON expression on the wall clock of the zone.
     Cron {
-        cron: Cron,
+        cron: Box<Cron>,
         /// No wildcard or step in the seconds, minute and hour fields.
         fixed: bool,
     },
@@ -101,7 +101,10 @@ fn cron_kind(text: &str) -> Result<Kind, String> {
         };
         time_fields.iter().all(|f| !f.contains(['*', '?', '/']))
     };
-    Ok(Kind::Cron { cron, fixed })
+    Ok(Kind::Cron {
+        cron: Box::new(cron),
+        fixed,
+    })
 }
 
 /// Six fields mean seconds first to Quartz, Spring and croner, and year last to

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use reqwest::{Certificate, Identity, NoProxy, Proxy, Url};
+use reqwest::{Identity, NoProxy, Proxy, Url};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 
 use crate::cli::{Cli, curl::ProxyUrl};
 
@@ -19,10 +21,10 @@ pub struct ClientSettings {
     pub compressed: bool,
     pub connect_timeout: Option<Duration>,
     pub proxy: ProxyChoice,
-    /// `--cacert`: the only CA certificates trusted.
-    pub ca_certs: Option<Vec<Certificate>>,
+    /// `--cacert`: the only certificates trusted, CAs or the server's own.
+    pub ca_certs: Option<Vec<CertificateDer<'static>>>,
     /// `--cert` (and `--key`): the client certificate.
-    pub identity: Option<Identity>,
+    pub identity: Option<ClientIdentity>,
     pub version: HttpVersion,
     /// `--resolve` entries for the target's host and port: the addresses it connects to.
     pub resolve: Vec<(String, Vec<SocketAddr>)>,
@@ -33,6 +35,14 @@ pub struct ClientSettings {
     pub socks4: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<PathBuf>,
+}
+
+/// `--cert` (and `--key`): the client certificate as the HTTP client takes it, and its
+/// PEM, for the TLS set-up that `--cacert` makes.
+#[derive(Clone)]
+pub struct ClientIdentity {
+    pub identity: Identity,
+    pub pem: Vec<u8>,
 }
 
 /// Where requests go through.
@@ -177,27 +187,29 @@ fn proxy_choice(proxy: Option<&ProxyUrl>, noproxy: Option<&str>) -> anyhow::Resu
     Ok(ProxyChoice::Listed(proxies))
 }
 
-fn ca_certs(path: &Path) -> anyhow::Result<Vec<Certificate>> {
+fn ca_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let pem = read(path, "--cacert")?;
-    Certificate::from_pem_bundle(&pem)
+    CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
         .ok()
         .filter(|c| !c.is_empty())
-        .with_context(|| format!("--cacert {}: expected PEM CA certificates", path.display()))
+        .with_context(|| format!("--cacert {}: expected PEM certificates", path.display()))
 }
 
-fn identity(cert: &Path, key: Option<&Path>) -> anyhow::Result<Identity> {
+fn identity(cert: &Path, key: Option<&Path>) -> anyhow::Result<ClientIdentity> {
     let mut pem = read(cert, "--cert")?;
     if let Some(key) = key {
         pem.push(b'\n');
         pem.extend(read(key, "--key")?);
     }
     // reqwest's own message adds nothing to this one.
-    Identity::from_pem(&pem).map_err(|_| {
+    let identity = Identity::from_pem(&pem).map_err(|_| {
         anyhow::anyhow!(
             "--cert {}: expected a PEM certificate and its private key (in FILE or --key FILE)",
             cert.display()
         )
-    })
+    })?;
+    Ok(ClientIdentity { identity, pem })
 }
 
 fn read(path: &Path, flag: &str) -> anyhow::Result<Vec<u8>> {

@@ -32,11 +32,13 @@ pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
         builder.no_gzip().no_deflate().no_brotli().no_zstd()
     };
     builder = proxies(&settings.proxy, builder);
-    if let Some(certs) = &settings.ca_certs {
-        builder = builder.tls_certs_only(certs.iter().cloned());
-    }
-    if let Some(identity) = &settings.identity {
-        builder = builder.identity(identity.clone());
+    match super::tls::config(settings)? {
+        Some(tls) => builder = builder.tls_backend_preconfigured(tls),
+        None => {
+            if let Some(client) = &settings.identity {
+                builder = builder.identity(client.identity.clone());
+            }
+        }
     }
     builder = match settings.version {
         HttpVersion::Any

@@ -39,9 +39,13 @@ pub enum Phase {
 /// The kind of failure and what to say about it.
 pub fn classify(err: &reqwest::Error, phase: Phase, url: &Url) -> (Transport, String) {
     let causes = causes(err);
-    let (kind, detail) = match socks_failure(&causes) {
-        Some(found) => found,
-        None => (
+    let tls = causes
+        .iter()
+        .find_map(|c| c.downcast_ref::<rustls::Error>());
+    let (kind, detail) = match (socks_failure(&causes), tls) {
+        (Some(found), _) => found,
+        (None, Some(tls)) => (tls_kind(tls), super::tls::describe(tls)),
+        (None, None) => (
             transport_kind(err, &causes, phase, url.scheme() == "https"),
             innermost(&causes),
         ),
@@ -69,12 +73,6 @@ fn transport_kind(
 ) -> Transport {
     if err.is_builder() {
         return Transport::BadUrl;
-    }
-    if let Some(tls) = causes
-        .iter()
-        .find_map(|c| c.downcast_ref::<rustls::Error>())
-    {
-        return tls_kind(tls);
     }
     if err.is_timeout() {
         return if err.is_connect() {

@@ -13,6 +13,7 @@ mod output;
 mod redirect;
 mod request;
 mod resume;
+mod tls;
 mod writeout;
 
 use std::cell::RefCell;
