@@ -14,7 +14,7 @@ function __retry_target_start
                 echo (math $i + 1)
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--upload-file' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--metrics-listen' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--throttled' '--splay' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--proto' '--proto-redir' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--upload-file' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--metrics-listen' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--throttled' '--splay' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -42,7 +42,7 @@ end
 function __retry_short_waits
     set -l chars (string split '' -- (string sub -s 2 -- $argv[1]))
     for j in (seq (count $chars))
-        if string match -qr -- '^[ajtXHdowDCuAebTFxE]$' $chars[$j]
+        if string match -qr -- '^[ajtmXHdowDCuAebTFxE]$' $chars[$j]
             test $j -eq (count $chars)
             return
         end
@@ -73,11 +73,11 @@ complete -c retry -f
 complete -c retry -n '__retry_target_start >/dev/null' -a '(__retry_complete_target)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'a' -l 'attempts' -x -d 'Total attempts, the first included (1 = never retry)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'delay' -x -d 'Base delay before the first retry'
-complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-delay' -x -d 'Cap on any one backoff sleep, applied before jitter'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-delay' -x -d 'Cap on any one backoff sleep, applied before jitter [default: 30s, or --delay when longer]'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'backoff' -x -a 'exponential\\t\'delay * factor^(n-1), capped by --max-delay\' linear\\t\'delay * n, capped by --max-delay\' constant\\t\'delay every time\'' -d 'How the delay grows from one retry to the next'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'factor' -x -d 'Exponential growth factor, above 1 (at most 1000)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'j' -l 'jitter' -x -a 'full\\t\'A uniform draw from 0 to d: spreads a crowd of clients the most\' equal\\t\'d/2 plus a uniform draw from 0 to d/2\' decorrelated\\t\'min(--max-delay, a uniform draw from --delay to 3 * the previous sleep)\' none\\t\'Exactly d: clients that failed together come back together\'' -d 'How each sleep d is randomised, so clients that failed together return apart'
-complete -c retry -n 'not __retry_target_start >/dev/null' -s 't' -l 'timeout' -x -d 'Limit on one attempt; an attempt that runs out is a transient failure'
+complete -c retry -n 'not __retry_target_start >/dev/null' -s 't' -s 'm' -l 'timeout' -x -d 'Limit on one attempt; an attempt that runs out is a transient failure'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'max-time' -x -d 'Wall-clock budget for the attempts and the waits before and between them'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'seed' -x -d 'Seed the jitter, for reproducible schedules'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'allow-nested' -d 'Retry even when running inside another retry (RETRY_DEPTH >= 1)'
@@ -121,6 +121,9 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-connrefused
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-all-errors' -d 'Every failure is transient, 4xx included, if the request is safe to repeat'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'C' -l 'continue-at' -x -d 'With -o, resume a body cut off mid-way (only -C -)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'u' -l 'user' -x -d 'Basic authentication; the password is shown as *** everywhere'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'basic' -d 'Accepted: -u sends Basic authentication, as curl does by default'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'proto' -x -d 'Protocols the URL may use, in curl\'s syntax: =https, -all,+https or http,https'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'proto-redir' -x -d 'Protocols a redirect may go to, in --proto\'s syntax (--proto applies as well)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'A' -l 'user-agent' -x -d 'User-Agent header ("" sends none)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'e' -l 'referer' -x -d 'Referer header'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'b' -l 'cookie' -x -d 'Cookie header \'NAME=VALUE; NAME2=VALUE2\' (repeatable; curl\'s cookie file is refused)'

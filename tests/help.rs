@@ -150,3 +150,82 @@ fn long_help_lists_exit_1_and_everything_125_stands_for() {
         assert!(flat.contains(cause), "125 does not name {cause:?}: {exit}");
     }
 }
+
+/// `retry --help` with `COLUMNS` set and stdout a pipe, as a script or a pager sees it.
+fn help_at(columns: usize) -> String {
+    let out = asking_for(&["--help"], true)
+        .env("COLUMNS", columns.to_string())
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The prose sections, each with the column its wrapped lines continue at, and
+/// whether an entry's first line (indented 2) starts the same paragraph.
+const PROSE: &[(&str, usize, bool)] = &[
+    ("Modes:", 2, true),
+    ("Exit status:", 13, true),
+    ("Environment:", 6, false),
+    ("Examples:", 6, false),
+];
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// Every line of a prose paragraph was as full as the width allowed: the next line's
+/// first word would not have fitted. A fragment left by wrapping twice (`…(or` / `the` /
+/// `…`) fails this, and so does a line that runs past the width.
+fn check_prose(text: &str, width: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    let start = text.find("\nModes:\n").expect("a Modes section") + 1;
+    let lines: Vec<&str> = text[start..].lines().collect();
+    let mut section = PROSE[0];
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(found) = PROSE.iter().find(|(name, _, _)| line == name) {
+            section = *found;
+            continue;
+        }
+        let (_, at, joined) = section;
+        if line.trim().is_empty() || indent(line) != at || i == 0 {
+            continue;
+        }
+        let previous = lines[i - 1];
+        let same_paragraph = indent(previous) == at || (joined && indent(previous) == 2);
+        if !same_paragraph || previous.ends_with('\\') || previous.trim().is_empty() {
+            continue;
+        }
+        let word = line.split_whitespace().next().unwrap_or_default();
+        if previous.chars().count() + 1 + word.chars().count() <= width {
+            problems.push(format!(
+                "{width}: {word:?} would fit after {previous:?}, yet starts the next line"
+            ));
+        }
+    }
+    problems
+}
+
+/// `--help` reads cleanly at 80 columns and on wider terminals: nothing runs past the
+/// width, and the prose sections are wrapped once, to that width, under their indent.
+#[test]
+fn help_is_wrapped_once_at_80_columns_and_wider() {
+    for (columns, width) in [(80, 80), (100, 100), (132, 100)] {
+        let text = help_at(columns);
+        let mut problems: Vec<String> = text
+            .lines()
+            .filter(|l| l.chars().count() > width)
+            .map(|l| format!("{columns}: {} columns: {l:?}", l.chars().count()))
+            .collect();
+        problems.extend(check_prose(&text, width));
+        assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+        for name in ["Exit status:", "Environment:", "Examples:"] {
+            let at = text.find(&format!("\n{name}\n")).expect(name);
+            let body = text[at + name.len() + 2..].lines().take(3);
+            assert!(
+                body.clone().all(|l| l.is_empty() || indent(l) >= 2),
+                "{columns}: {name} has a line at column 0: {:?}",
+                body.collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -6,7 +6,8 @@
 pub const MODES: &str = "\
 A first operand starting with http:// or https:// is an HTTP request; anything else is a \
 command, run directly (PATH lookup, no shell; use sh -c '...' for a pipeline). Options go \
-before the target; everything after it belongs to the target. DUR is a duration such as \
+before the target, and everything after a command belongs to the command; after a URL \
+options may follow too, as with curl (one URL per run). DUR is a duration such as \
 250ms, 2s or 1m30s, or a number of seconds such as 1.5. LIST is comma-separated values \
 and ranges, such as 2,64-78.";
 
@@ -48,8 +49,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "HTTP mode",
-        "curl's codes: 3 malformed URL, 5 could not resolve the proxy, 6 could not resolve host, \
-         7 could not connect, 22 final status >= 400, 23 write error, 26 cannot read the -T file, \
+        "curl's codes: 1 a protocol --proto does not permit, 3 malformed URL, 5 could not \
+         resolve the proxy, 6 could not resolve host, 7 could not connect, 22 final status >= 400 \
+         (with or without -f), 23 the body could not be written (a reader gone, stdout closed or \
+         full, -o failing), 26 cannot read the -T file, \
          28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
          60 certificate problem, 97 the SOCKS proxy refused the handshake or the request.",
     ),
@@ -155,50 +158,177 @@ pub const EXAMPLES: &[(&str, &str)] = &[
         "Failed work goes to a dead-letter directory as its report; a dead-man monitor hears of each success.",
     ),
     (
+        "retry --schedule '0 3 * * *' --tz Europe/Berlin --state /var/lib/retry -- make-report",
+        "A scheduler: every night at 03:00 Berlin time (five fields; seven add seconds first and \
+         the year last, as supercronic reads them), each night once across restarts.",
+    ),
+    (
+        "retry --schedule '@every 30s' --overlap skip -- ./poll-queue.sh",
+        "Every 30 seconds on the epoch's multiples, so replicas agree on the slots.",
+    ),
+    (
         "retry --dry-run -a 6 --delay 500ms --jitter equal -- make test",
         "Print the schedule and the classification rules, run nothing.",
     ),
 ];
 
-/// The text after the options in `--help`, built from the tables above.
-pub fn after_long_help() -> String {
+/// The widest `--help` is laid out for, as clap's `max_term_width` says.
+pub const MAX_WIDTH: usize = 100;
+
+/// The width `--help` is laid out for: the terminal's (stdout, else stderr, else
+/// stdin), else `COLUMNS`, else the widest; never wider than `MAX_WIDTH`. clap is
+/// given the same width, so the prose below is wrapped once, here, and never again.
+pub fn width() -> usize {
+    let terminal = terminal_size::terminal_size().map(|(w, _)| usize::from(w.0));
+    let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok();
+    terminal
+        .or_else(columns)
+        .filter(|w| *w > 0)
+        .unwrap_or(MAX_WIDTH)
+        .min(MAX_WIDTH)
+}
+
+/// The text after the options in `--help`, built from the tables above and wrapped
+/// to `width` columns, each entry's lines indented under its text.
+pub fn after_long_help(width: usize) -> String {
     let mut text = String::from("Modes:\n");
-    text += &wrap(MODES, 2);
+    text += &wrap(MODES, "  ", "  ", width);
     text += "\nExit status:\n";
     for (status, meaning) in EXIT_STATUS {
-        text += &format!("  {status:<10} {}", wrap(meaning, 13).trim_start());
+        let first = format!("  {status:<10} ");
+        text += &wrap(meaning, &first, &" ".repeat(first.len()), width);
     }
     text += "\nEnvironment:\n";
     for (name, meaning) in ENVIRONMENT {
-        text += &format!("  {name}\n{}", wrap(meaning, 6));
+        text += &wrap(name, "  ", "  ", width);
+        text += &wrap(meaning, "      ", "      ", width);
     }
     text += "\nExamples:\n";
     for (i, (command, what)) in EXAMPLES.iter().enumerate() {
         if i > 0 {
             text += "\n";
         }
-        text += &format!("  {command}\n{}", wrap(what, 6));
+        text += &wrap_command(command, width);
+        text += &wrap(what, "      ", "      ", width);
     }
     text.trim_end().to_string()
 }
 
-/// `text` wrapped to 90 columns with every line indented by `by` spaces.
-fn wrap(text: &str, by: usize) -> String {
-    let pad = " ".repeat(by);
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && by + line.len() + 1 + word.len() > 90 {
-            out += &format!("{pad}{line}\n");
-            line.clear();
+/// `text` filled greedily into lines of at most `width` columns: the first line starts
+/// with `first`, the others with `rest`. A word longer than a line has a line of its own.
+fn wrap(text: &str, first: &str, rest: &str, width: usize) -> String {
+    fill(text.split_whitespace(), first, rest, "", width)
+}
+
+/// A command line, broken between shell words (quotes kept whole, an option kept with
+/// its value) with a ` \` at the end of each line but the last, so that it can still
+/// be pasted into a shell.
+fn wrap_command(command: &str, width: usize) -> String {
+    let mut units: Vec<String> = Vec::new();
+    let mut words = shell_words(command).into_iter().peekable();
+    while let Some(word) = words.next() {
+        let takes_next = word.starts_with('-');
+        match words.peek() {
+            Some(next) if takes_next && !next.starts_with('-') => {
+                let value = words.next().unwrap_or_default();
+                units.push(format!("{word} {value}"));
+            }
+            _ => units.push(word),
         }
-        if !line.is_empty() {
+    }
+    fill(units.iter().map(String::as_str), "  ", "    ", " \\", width)
+}
+
+/// Greedy filling: each line as full as `width` allows, `end` after every line that
+/// has a next one.
+fn fill<'a>(
+    words: impl Iterator<Item = &'a str>,
+    first: &str,
+    rest: &str,
+    end: &str,
+    width: usize,
+) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in words {
+        let fits = line.chars().count() + 1 + word.chars().count() + end.len() <= width;
+        if !empty && !fits {
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            empty = true;
+        }
+        if !empty {
             line.push(' ');
         }
         line += word;
+        empty = false;
     }
-    if !line.is_empty() {
-        out += &format!("{pad}{line}\n");
+    lines.push(line);
+    let last = lines.len() - 1;
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| format!("{l}{}\n", if i < last { end } else { "" }))
+        .collect()
+}
+
+/// The words of a command line as a shell splits it, each with its quotes.
+fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    for c in command.chars() {
+        match (quote, c) {
+            (None, ' ') => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+        word.push(c);
     }
-    out
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_is_filled_greedily_under_its_indent() {
+        let text = wrap("aaa bbb ccc ddd", "  x ", "    ", 12);
+        assert_eq!(text, "  x aaa bbb\n    ccc ddd\n");
+        assert_eq!(wrap("toolongforit", "  ", "  ", 5), "  toolongforit\n");
+    }
+
+    #[test]
+    fn commands_break_between_shell_words_with_a_continuation() {
+        let words = shell_words("retry --on-give-up 'cat > x' -- \"a b\" c");
+        assert_eq!(
+            words,
+            ["retry", "--on-give-up", "'cat > x'", "--", "\"a b\"", "c"]
+        );
+        let text = wrap_command("retry --on-give-up 'cat > spool' -- ./job", 30);
+        assert_eq!(
+            text,
+            "  retry \\\n    --on-give-up 'cat > spool' \\\n    -- ./job\n"
+        );
+    }
+
+    #[test]
+    fn no_line_of_the_epilogue_is_wider_than_asked() {
+        for width in [80, 100] {
+            let text = after_long_help(width);
+            for line in text.lines() {
+                assert!(line.chars().count() <= width, "{width}: {line:?}");
+            }
+        }
+    }
 }

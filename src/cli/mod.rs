@@ -60,7 +60,7 @@ const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
                   the last failure's exit status.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry [OPTIONS] URL",
     after_help = AFTER_HELP,
-    max_term_width = 100
+    max_term_width = help::MAX_WIDTH
 )]
 pub struct Cli {
     /// Total attempts, the first included (1 = never retry)
@@ -686,7 +686,10 @@ where
     // The long epilogue is formatted only when it will be shown: building it costs
     // more than the rest of start-up, and `retry -- true` must start fast.
     if args.iter().any(|a| a == "--help") {
-        cmd = cmd.after_long_help(help::after_long_help());
+        let width = help::width();
+        cmd = cmd
+            .term_width(width)
+            .after_long_help(help::after_long_help(width));
     }
     let args = curl_words::refuse_unknown_options(&mut cmd, args)?;
     let mut matches = cmd.try_get_matches_from_mut(args)?;
