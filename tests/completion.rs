@@ -86,7 +86,11 @@ fn available(shell: Shell) -> bool {
             !required,
             "{shell:?} is not installed and RETRY_TEST_REQUIRE_SHELLS=1"
         );
-        eprintln!("SKIPPED: {shell:?} is not installed; its completion is not tested");
+        crate::support::say_skipped(&format!(
+            "{}: {shell:?} is not installed, so its completion is not tested; \
+             RETRY_TEST_REQUIRE_SHELLS=1 makes this a failure",
+            crate::support::current_test()
+        ));
     }
     found
 }

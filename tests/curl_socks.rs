@@ -251,7 +251,11 @@ fn a_socks_proxy_name_that_does_not_resolve_exits_5() {
             std::env::var_os("RETRY_TEST_REQUIRE_PRIVILEGE").is_none(),
             "unshare --mount and port 53 are required here (RETRY_TEST_REQUIRE_PRIVILEGE is set)"
         );
-        eprintln!("SKIPPED: unshare --mount or port 53 is not available (not root?)");
+        crate::support::say_skipped(&format!(
+            "{}: unshare --mount or port 53 is not available (not root?); \
+             RETRY_TEST_REQUIRE_PRIVILEGE=1 makes this a failure",
+            crate::support::current_test()
+        ));
         return;
     };
     let dir = tempfile::tempdir().unwrap();

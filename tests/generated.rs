@@ -58,7 +58,10 @@ fn completions_offer_the_flags() {
 fn man_page_renders() {
     let probe = Command::new("man").arg("--version").output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("man is not installed; not rendering man/retry.1");
+        crate::support::say_skipped(&format!(
+            "{}: man is not installed, so man/retry.1 is not rendered",
+            crate::support::current_test()
+        ));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

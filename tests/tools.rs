@@ -197,7 +197,9 @@ fn sshd_or_skip(dir: &std::path::Path, test: &str) -> Option<Daemon> {
     match tools::sshd(dir) {
         Ok(d) => Some(d),
         Err(NoSshd(why)) if !tools::sshd_required() => {
-            eprintln!("SKIPPED {test}: sshd cannot start here: {why}");
+            crate::support::say_skipped(&format!(
+                "{test}: sshd cannot start here: {why}; RETRY_TEST_REQUIRE_SSHD=1 makes this a failure"
+            ));
             None
         }
         Err(NoSshd(why)) => panic!("sshd cannot start ({why}) and RETRY_TEST_REQUIRE_SSHD=1"),

@@ -26,5 +26,5 @@ pub use scratch::{
     Scratch, alive, assert_stopped_because, read_json, run_job, tcp_connections_to, wait_for_file,
     wait_for_pid, wait_until,
 };
-pub use system::privileged;
+pub use system::{current_test, privileged, say_skipped};
 pub use terminal::{Terminal, terminal};

@@ -15,7 +15,6 @@
 
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -130,11 +129,9 @@ fn skip(test: &str, why: &str, package: &str) -> Option<Postgres> {
     if std::env::var("RETRY_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
         panic!("{test}: {why}, and RETRY_TEST_REQUIRE_POSTGRES=1 makes PostgreSQL tests mandatory");
     }
-    // Straight to stderr, past the test harness's capture, so a skip is never silent.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPED {test}: {why}; install {package} or set RETRY_TEST_REQUIRE_POSTGRES=1 to fail instead ***\n"
-    );
+    super::system::say_skipped(&format!(
+        "{test}: {why}; install {package}, or RETRY_TEST_REQUIRE_POSTGRES=1 makes this a failure"
+    ));
     None
 }
 

@@ -105,6 +105,8 @@ fn namespaces_available(test: &str) -> bool {
     if std::env::var_os("RETRY_TEST_REQUIRE_PRIVILEGE").is_some() {
         panic!("{test}: unshare --mount is required here (RETRY_TEST_REQUIRE_PRIVILEGE is set)");
     }
-    eprintln!("SKIPPED {test}: unshare --mount is not available (not root?)");
+    super::system::say_skipped(&format!(
+        "{test}: unshare --mount is not available (not root?); RETRY_TEST_REQUIRE_PRIVILEGE=1 makes this a failure"
+    ));
     false
 }

@@ -10,6 +10,14 @@ use std::time::Duration;
 
 use super::run::Invocation;
 
+/// Says that a test, or part of one, did not run and why, straight to stderr: the test
+/// harness captures only what `print!` and `eprint!` write, so this line shows in the
+/// run's own output (between the `test … ok` lines), not only under `--nocapture`.
+pub fn say_skipped(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {what}");
+}
+
 /// Tests that need root (mount, unshare, another user) run everywhere CI runs;
 /// elsewhere they say loudly that they were skipped.
 pub fn privileged(what: &str, ok: bool) -> bool {
@@ -19,7 +27,10 @@ pub fn privileged(what: &str, ok: bool) -> bool {
     if std::env::var_os("RETRY_TEST_REQUIRE_PRIVILEGE").is_some() {
         panic!("{what} is required here (RETRY_TEST_REQUIRE_PRIVILEGE is set)");
     }
-    eprintln!("SKIPPED: {what} is not available (not root?)");
+    say_skipped(&format!(
+        "{}: {what} is not available (not root?); RETRY_TEST_REQUIRE_PRIVILEGE=1 makes this a failure",
+        current_test()
+    ));
     false
 }
 
@@ -134,4 +145,12 @@ impl TestUser {
         )
         .expect("chown");
     }
+}
+
+/// The running test's name, as the harness names its thread.
+pub fn current_test() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string()
 }

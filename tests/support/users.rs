@@ -26,7 +26,9 @@ pub fn available(test: &str) -> bool {
     if std::env::var_os("RETRY_TEST_REQUIRE_PRIVILEGE").is_some() {
         panic!("{test}: root and runuser are required here (RETRY_TEST_REQUIRE_PRIVILEGE is set)");
     }
-    eprintln!("SKIPPED {test}: a second user needs root and runuser");
+    super::system::say_skipped(&format!(
+        "{test}: a second user needs root and runuser; RETRY_TEST_REQUIRE_PRIVILEGE=1 makes this a failure"
+    ));
     false
 }
 
