@@ -40,8 +40,12 @@ pub fn check_file_target(flag: &str, path: &Path) -> anyhow::Result<()> {
         };
     }
     let dir = parent_dir(path);
-    let meta = fs::metadata(&dir)
-        .with_context(|| format!("{flag}: cannot use directory {}", dir.display()))?;
+    let meta = fs::metadata(&dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{flag}: cannot use directory {}: {e}; expected a file in a directory that exists",
+            dir.display()
+        )
+    })?;
     anyhow::ensure!(
         meta.is_dir(),
         "{flag}: {} is not a directory",

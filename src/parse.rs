@@ -22,6 +22,7 @@ const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 pub fn duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let accepts = "a duration such as 250ms, 2s, 1m30s or a number of seconds such as 1.5";
+    let examples = "250ms, 2s, 1m30s or a number of seconds such as 1.5";
     if text.is_empty() {
         return Err(format!("empty value; expected {accepts}"));
     }
@@ -33,7 +34,7 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     match parsed {
         Some(d) if d <= MAX_DURATION => Ok(d),
         Some(_) => Err(format!("'{text}' is too long; the limit is 100 years")),
-        None => Err(format!("'{text}' is not {accepts}")),
+        None => Err(format!("'{text}' is not a duration; expected {examples}")),
     }
 }
 
@@ -62,7 +63,7 @@ pub fn budget_size(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
         _ => Err(format!(
-            "'{}' is not a whole number from 1 to 1000000",
+            "'{}' is out of range; expected a whole number from 1 to 1000000",
             text.trim()
         )),
     }
@@ -73,7 +74,7 @@ pub fn budget_ratio(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
         _ => Err(format!(
-            "'{}' is not a number above 0 and at most 1",
+            "'{}' is out of range; expected a number above 0 and at most 1",
             text.trim()
         )),
     }
@@ -85,7 +86,7 @@ pub fn attempts(text: &str) -> Result<u32, String> {
         Ok(0) => Err("0 attempts would run nothing; expected a whole number of at least 1".into()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!(
-            "'{text}' is not a whole number of at least 1 (up to {})",
+            "'{text}' is not a whole number; expected 1 or more (up to {})",
             u32::MAX
         )),
     }
@@ -96,7 +97,7 @@ pub fn retries(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(n) if n < u32::MAX => Ok(n),
         _ => Err(format!(
-            "'{text}' is not a whole number of retries from 0 (up to {})",
+            "'{text}' is not a number of retries; expected a whole number from 0 (up to {})",
             u32::MAX - 1
         )),
     }
@@ -107,7 +108,7 @@ pub fn factor(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f > 1.0 && f <= 1000.0 => Ok(f),
         _ => Err(format!(
-            "'{text}' is not a number above 1 (and at most 1000), such as 2 or 1.5"
+            "'{text}' is out of range; expected a number above 1 (and at most 1000), such as 2 or 1.5"
         )),
     }
 }

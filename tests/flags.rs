@@ -63,6 +63,10 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--retry-max-time", "later"),
     ("-C", "5"),
     ("--continue-at", "100"),
+    ("--proto", "=htps"),
+    ("--proto-redir", "gopherx"),
+    ("--schedule", "*/5 * * * * *"),
+    ("--schedule", "@every 10ms"),
 ];
 
 struct Refusal {
@@ -136,8 +140,55 @@ fn usage_errors_are_125_too() {
         let r = run_with(args);
         assert_eq!(r.status, 125, "{args:?}: {}", r.stderr);
         assert!(!r.ran, "{args:?} ran the command");
-        assert!(r.stderr.contains("error"), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with("retry: "), "{args:?}: {}", r.stderr);
     }
+}
+
+/// Usage errors of every origin (clap's own, curl's vocabulary, the modes, the
+/// configuration) and the flag each must name first.
+const REFUSALS: &[(&[&str], &str)] = &[
+    (&["--delay", "soon", "true"], "--delay"),
+    (&["--jitter", "lots", "true"], "-j/--jitter"),
+    (&["-a"], "-a/--attempts"),
+    (&["-q", "-v", "true"], "-q/--quiet"),
+    (&["--delay", "1s", "--delay", "2s", "true"], "--delay"),
+    (&["--key", "k.pem", "http://127.0.0.1:9/"], "-E/--cert"),
+    (&["--no-such-flag", "true"], "--no-such-flag"),
+    (&["--trace", "t", "http://127.0.0.1:9/"], "--trace"),
+    (&["-fsSLZ", "http://127.0.0.1:9/"], "-Z (in -fsSLZ)"),
+    (&["-o", "x", "true"], "-o/--output"),
+    (&["http://127.0.0.1:9/", "-o"], "-o/--output"),
+    (
+        &["http://127.0.0.1:9/", "http://127.0.0.1:9/b"],
+        "http://127.0.0.1:9/b",
+    ),
+    (&["-u", "nopassword", "http://127.0.0.1:9/"], "-u/--user"),
+    (
+        &["--max-delay", "1s", "--delay", "2s", "true"],
+        "--max-delay",
+    ),
+    (&["--schedule", "* * * * * *", "true"], "--schedule"),
+    (&["--proto", "=htps", "http://127.0.0.1:9/"], "--proto"),
+    (&[], "COMMAND|URL"),
+];
+
+/// One style for every refusal: `retry: FLAG: what is wrong; what instead`, one line,
+/// exit 125, never clap's `error:` block with its usage and "For more information".
+#[test]
+fn every_refusal_is_one_line_naming_the_flag_first() {
+    let mut failures = Vec::new();
+    for (args, flag) in REFUSALS {
+        let out = retry().args(*args).env("NO_COLOR", "1").run();
+        let stderr = out.stderr.trim_end();
+        let styled = stderr.starts_with(&format!("retry: {flag}: "))
+            && stderr.contains("; ")
+            && !stderr.contains('\n')
+            && !stderr.contains("error:");
+        if out.status != 125 || !styled {
+            failures.push(format!("{args:?}: exit {}: {stderr}", out.status));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
 // ---- Options that belong to one mode, and curl options retry does not take ----
@@ -254,6 +305,9 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("retry-all-errors", &["--retry-all-errors"]),
     ("continue-at", &["-C", "-", "-o", "{dir}/resumed"]),
     ("user", &["-u", "a:b"]),
+    ("basic", &["--basic", "-u", "a:b"]),
+    ("proto", &["--proto", "=http"]),
+    ("proto-redir", &["--proto-redir", "-all,+http"]),
     ("user-agent", &["-A", "probe/1"]),
     ("referer", &["-e", "http://r.test/"]),
     ("cookie", &["-b", "a=1"]),
@@ -532,7 +586,7 @@ const UNSUPPORTED: &[(&[&str], &str)] = &[
     (&["--socks5", "127.0.0.1:1080"], "-x socks5://"),
     (&["-Z"], "one retry per URL"),
     (&["--url", "http://127.0.0.1:9/"], "operand"),
-    (&["-m", "10"], "--timeout"),
+    (&["--connect-to", "a:1:b:2"], "--resolve"),
     (&["--create-dirs"], "existing directory"),
     (&["-fsSLZ"], "-Z"),
     (&["-sN"], "-N"),

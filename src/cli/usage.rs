@@ -17,7 +17,8 @@ pub fn line(err: &clap::Error) -> String {
     let (flag, problem) = match (err.kind(), arg) {
         (ErrorKind::ValueValidation, Some(flag)) => {
             let why = std::error::Error::source(err).map_or(String::new(), |e| e.to_string());
-            (flag, why)
+            let problem = validation(&flag, &value, &why);
+            (flag, problem)
         }
         (ErrorKind::InvalidValue, Some(flag)) if value.is_empty() => (
             flag,
@@ -25,7 +26,10 @@ pub fn line(err: &clap::Error) -> String {
         ),
         (ErrorKind::InvalidValue, Some(flag)) => {
             let valid = context(err, ContextKind::ValidValue).unwrap_or_default();
-            (flag, format!("'{value}' is not one of {valid}"))
+            (
+                flag,
+                format!("'{value}' is not accepted; expected one of {valid}"),
+            )
         }
         (ErrorKind::ArgumentConflict, Some(flag)) => (flag, conflict(err, &cmd)),
         (ErrorKind::MissingRequiredArgument, Some(flag)) if flag == OPERAND => (
@@ -45,6 +49,25 @@ pub fn line(err: &clap::Error) -> String {
         (_, None) => return rendered(err),
     };
     format!("{flag}: {problem}")
+}
+
+/// A value a parser refused, as `what is wrong; what it accepts`, whoever wrote the
+/// parser's message (retry's own say both; clap's built-in ones say only what is wrong).
+fn validation(flag: &str, value: &str, why: &str) -> String {
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    if why.contains("; ") {
+        return why;
+    }
+    let shown = if value.is_empty() {
+        "an empty value".to_string()
+    } else {
+        format!("'{value}'")
+    };
+    if why.starts_with("expected ") {
+        format!("{shown} is not accepted; {why}")
+    } else {
+        format!("{shown} is not accepted ({why}); retry --help says what {flag} takes")
+    }
 }
 
 /// Two options that exclude each other, or one given twice.
@@ -121,7 +144,7 @@ mod tests {
     fn clap_errors_become_one_line_naming_the_flag() {
         assert_eq!(
             refusal(&["--delay", "soon", "true"]),
-            "--delay: 'soon' is not a duration such as 250ms, 2s, 1m30s or a number of seconds such as 1.5"
+            "--delay: 'soon' is not a duration; expected 250ms, 2s, 1m30s or a number of seconds such as 1.5"
         );
         assert!(refusal(&["-a"]).starts_with("-a/--attempts: needs a value"));
         assert_eq!(
@@ -129,7 +152,7 @@ mod tests {
                 .split(';')
                 .next()
                 .unwrap(),
-            "--backoff: 'sideways' is not one of exponential, linear, constant"
+            "--backoff: 'sideways' is not accepted; expected one of exponential, linear, constant"
                 .split(';')
                 .next()
                 .unwrap()

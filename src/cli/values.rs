@@ -34,7 +34,13 @@ pub fn continue_value(text: &str) -> Result<String, String> {
 
 /// Compiled here, once: the classifier takes the compiled pattern.
 pub fn regex_value(text: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::Regex::new(text).map_err(|e| format!("not a valid regular expression: {e}"))
+    // The library's message spans lines, pointing at the spot; its last line says why.
+    regex::bytes::Regex::new(text).map_err(|e| {
+        let shown = e.to_string();
+        let why = shown.lines().last().unwrap_or_default();
+        let why = why.trim().trim_start_matches("error: ");
+        format!("'{text}' is not a valid regular expression ({why}); expected a Rust regex")
+    })
 }
 
 /// An RFC 9110 token: what methods and header names are made of.

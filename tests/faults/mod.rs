@@ -198,6 +198,33 @@ fn an_http_body_that_cannot_spill_is_retrys_own_error() {
 
 // ---- readers that go away or stall; pipes held by background processes ----
 
+/// `-o FILE` on a device that fills up mid-body is curl's 23, as with curl, and
+/// permanent; FILE never appears, whole or in part.
+#[test]
+fn an_output_file_on_a_full_device_is_exit_23_like_curl() {
+    let Some(fs) = Tmpfs::mount("size=64k") else {
+        return;
+    };
+    let server = Server::script(vec![Reply::ok("").body(&vec![b'x'; 1 << 20])]);
+    let curl_out = fs.path().join("curl.out");
+    let curl = support::Invocation::of("curl")
+        .args(["-sS", "-o"])
+        .arg(&curl_out)
+        .arg(server.url("/big"))
+        .run();
+    assert_eq!(curl.status, 23, "curl: {}", curl.stderr);
+    std::fs::remove_file(&curl_out).unwrap();
+    let hits = server.hits();
+    let out_file = fs.path().join("retry.out");
+    let out = retry()
+        .args(fast(&["-sS", "-o", out_file.to_str().unwrap()]))
+        .arg(server.url("/big"))
+        .run();
+    assert_eq!(out.status, 23, "{}", out.stderr);
+    assert_eq!(server.hits() - hits, 1, "23 is permanent");
+    assert!(!out_file.exists(), "a partial -o file was left");
+}
+
 #[test]
 fn a_reader_that_goes_away_ends_the_run_under_output_rules() {
     let mut child = retry()

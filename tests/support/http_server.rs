@@ -357,10 +357,18 @@ fn exchange<S: Read + Write>(
 }
 
 fn tls_config() -> Arc<rustls::ServerConfig> {
+    tls_config_of(TEST_CERT.as_bytes(), TEST_KEY.as_bytes())
+}
+
+/// A TLS server configuration that presents the PEM certificate chain `cert`, with
+/// its PEM private key `key`.
+pub fn tls_config_of(cert: &[u8], key: &[u8]) -> Arc<rustls::ServerConfig> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs = vec![CertificateDer::from_pem_slice(TEST_CERT.as_bytes()).unwrap()];
-    let key = PrivateKeyDer::from_pem_slice(TEST_KEY.as_bytes()).unwrap();
+    let certs = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(key).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
