@@ -26,7 +26,7 @@ use crate::config::{
     RunInfo, http::Destination, http::HttpConfig, http::HttpVersion, http::OutputOptions,
     http::Payload, http::Request,
 };
-use crate::domain::{Class, ExitStatus, Outcome, Signal, human};
+use crate::domain::{Class, ExitStatus, Outcome, Protocols, Signal, human};
 use crate::exec::{AttemptContext, AttemptReport, Description, Executor};
 use crate::{report, signals};
 
@@ -126,6 +126,13 @@ impl HttpExecutor {
                 "up to {n} redirects followed; Authorization and Cookie are not sent to another host"
             ),
         });
+        if self.spec.protocols != Protocols::ALL || self.spec.redirect_protocols != Protocols::ALL {
+            out.push(format!(
+                "the URL may use {} (--proto), a redirect {} (--proto-redir); another is exit 1, permanent",
+                self.spec.protocols.describe(),
+                self.spec.redirect_protocols.describe()
+            ));
+        }
         if let Some(t) = self.connect_timeout {
             out.push(format!(
                 "connecting is limited to {} (--connect-timeout)",
