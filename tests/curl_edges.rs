@@ -63,6 +63,28 @@ fn assert_said_in_words(stderr: &str, words: &str) {
     assert!(cacert < insecure, "--cacert after -k: {stderr}");
 }
 
+/// curl and retry with `--cacert TRUSTED` against a TLS server presenting `SERVED`
+/// (from `pki`), at `https://HOST:PORT/`; `localhost` is sent to 127.0.0.1.
+fn fetch(pki: &Path, served: &str, trusted: &Path, host: &str) -> curl::Compared {
+    let url = format!("https://{host}:{{port}}/");
+    Case::new(&[
+        "--cacert",
+        &text(trusted),
+        "--resolve",
+        "localhost:{port}:127.0.0.1",
+        &url,
+    ])
+    .server(tls_server(pki, served))
+    .run()
+}
+
+/// Both refuse the certificate with 60; retry says why in `words`.
+fn assert_refused(c: &curl::Compared, words: &str) {
+    c.assert_same_output();
+    assert_eq!(c.retry.status, 60);
+    assert_said_in_words(&c.retry.stderr, words);
+}
+
 #[test]
 fn cacert_trusts_the_servers_own_self_signed_ca_certificate_like_curl() {
     curl::require_curl();
@@ -78,19 +100,8 @@ fn cacert_trusts_the_servers_own_self_signed_ca_certificate_like_curl() {
         "OpenSSL 3 marks it a CA: {}",
         shown.stdout_text()
     );
-    for url in [
-        "https://localhost:{port}/own",
-        "https://127.0.0.1:{port}/own",
-    ] {
-        let c = Case::new(&[
-            "--cacert",
-            &text(&cert),
-            "--resolve",
-            "localhost:{port}:127.0.0.1",
-            url,
-        ])
-        .server(tls_server(pki.path(), "srv"))
-        .run();
+    for host in ["localhost", "127.0.0.1"] {
+        let c = fetch(pki.path(), "srv", &cert, host);
         c.assert_same();
         assert_eq!(c.retry.status, 0, "{}", c.retry.stderr);
         assert_eq!(c.retry.stdout, b"trusted");
@@ -101,25 +112,13 @@ fn cacert_trusts_the_servers_own_self_signed_ca_certificate_like_curl() {
 fn cacert_trusts_a_certificate_naming_the_host_only_in_its_cn_like_curl() {
     let pki = tempfile::tempdir().unwrap();
     let cert = self_signed(pki.path(), "cn", "/CN=localhost", &[]);
-    let c = Case::new(&[
-        "--cacert",
-        &text(&cert),
-        "--resolve",
-        "localhost:{port}:127.0.0.1",
-        "https://localhost:{port}/cn",
-    ])
-    .server(tls_server(pki.path(), "cn"))
-    .run();
+    let c = fetch(pki.path(), "cn", &cert, "localhost");
     c.assert_same();
     assert_eq!(c.retry.status, 0, "{}", c.retry.stderr);
     // The CN names localhost, not the address: both refuse it.
-    let c = Case::new(&["--cacert", &text(&cert), "https://127.0.0.1:{port}/cn"])
-        .server(tls_server(pki.path(), "cn"))
-        .run();
-    c.assert_same_output();
-    assert_eq!(c.retry.status, 60);
-    assert_said_in_words(
-        &c.retry.stderr,
+    let c = fetch(pki.path(), "cn", &cert, "127.0.0.1");
+    assert_refused(
+        &c,
         "the certificate is issued for CN=localhost, not 127.0.0.1",
     );
 }
@@ -129,19 +128,9 @@ fn cacert_still_checks_the_host_name_like_curl() {
     let pki = tempfile::tempdir().unwrap();
     let alt = "subjectAltName=DNS:other.test";
     let cert = self_signed(pki.path(), "other", "/CN=other.test", &[alt]);
-    let c = Case::new(&[
-        "--cacert",
-        &text(&cert),
-        "--resolve",
-        "localhost:{port}:127.0.0.1",
-        "https://localhost:{port}/",
-    ])
-    .server(tls_server(pki.path(), "other"))
-    .run();
-    c.assert_same_output();
-    assert_eq!(c.retry.status, 60);
-    assert_said_in_words(
-        &c.retry.stderr,
+    let c = fetch(pki.path(), "other", &cert, "localhost");
+    assert_refused(
+        &c,
         "the certificate is issued for other.test, CN=other.test, not localhost",
     );
 }
@@ -153,15 +142,8 @@ fn a_certificate_signed_by_another_authority_is_said_in_words_like_curl() {
     let leaf = "basicConstraints=critical,CA:FALSE";
     self_signed(pki.path(), "srv", "/CN=server", &[alt, leaf]);
     let stranger = self_signed(pki.path(), "stranger", "/CN=stranger", &[alt]);
-    let c = Case::new(&["--cacert", &text(&stranger), "https://127.0.0.1:{port}/"])
-        .server(tls_server(pki.path(), "srv"))
-        .run();
-    c.assert_same_output();
-    assert_eq!(c.retry.status, 60);
-    assert_said_in_words(
-        &c.retry.stderr,
-        "the certificate is signed by an unknown authority",
-    );
+    let c = fetch(pki.path(), "srv", &stranger, "127.0.0.1");
+    assert_refused(&c, "the certificate is signed by an unknown authority");
 }
 
 #[test]
@@ -217,16 +199,8 @@ fn an_expired_certificate_is_said_with_its_date_like_curl() {
             "20200102000000Z",
         ],
     );
-    let cert = text(&dir.join("old.pem"));
-    let c = Case::new(&["--cacert", &cert, "https://127.0.0.1:{port}/"])
-        .server(tls_server(dir, "old"))
-        .run();
-    c.assert_same_output();
-    assert_eq!(c.retry.status, 60);
-    assert_said_in_words(
-        &c.retry.stderr,
-        "the certificate expired on 2020-01-02 00:00:00 UTC",
-    );
+    let c = fetch(dir, "old", &dir.join("old.pem"), "127.0.0.1");
+    assert_refused(&c, "the certificate expired on 2020-01-02 00:00:00 UTC");
 }
 
 // ---- exit 23: the body cannot be written ----

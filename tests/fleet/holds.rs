@@ -365,7 +365,7 @@ fn throttled_is_refused_where_it_would_mean_nothing() {
         &args(&["--throttled", "sometimes", "--circuit", "c", "--", "true"]),
     );
     assert_eq!(r.status, 125);
-    r.assert_stderr_has("[possible values: exit, wait]");
+    r.assert_stderr_has("--throttled: 'sometimes' is not accepted; expected one of exit, wait");
     assert!(!s.path("xdg/retry").exists(), "nothing was created");
 }
 

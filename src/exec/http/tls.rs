@@ -13,7 +13,6 @@ use std::sync::Arc;
 use anyhow::Context;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{WebPkiServerVerifier, verify_server_name};
-use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
@@ -45,7 +44,6 @@ pub fn config(settings: &ClientSettings) -> anyhow::Result<Option<ClientConfig>>
     let verifier = Arc::new(CacertVerifier {
         own: certs.clone(),
         webpki,
-        algorithms: provider.signature_verification_algorithms,
     });
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -89,7 +87,6 @@ struct CacertVerifier {
     /// FILE's certificates, byte for byte.
     own: Vec<CertificateDer<'static>>,
     webpki: Arc<WebPkiServerVerifier>,
-    algorithms: WebPkiSupportedAlgorithms,
 }
 
 impl ServerCertVerifier for CacertVerifier {
@@ -118,13 +115,14 @@ impl ServerCertVerifier for CacertVerifier {
         }
     }
 
+    // The handshake's signatures are checked as WebPKI checks them, whoever's the certificate.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+        self.webpki.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -133,11 +131,11 @@ impl ServerCertVerifier for CacertVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+        self.webpki.verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
+        self.webpki.supported_verify_schemes()
     }
 }
 
