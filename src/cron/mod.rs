@@ -60,7 +60,11 @@ impl Expression {
     /// supercronic read them), a nickname or `@every DUR`. Day of month OR day of
     /// week, as cronie does. Six fields are refused: tools disagree on what they mean.
     pub fn parse(text: &str) -> Result<Expression, String> {
-        let kind = match text.trim().strip_prefix("@every") {
+        let trimmed = text.trim();
+        let every_at = trimmed
+            .get(..6)
+            .filter(|head| head.eq_ignore_ascii_case("@every"));
+        let kind = match every_at.map(|head| &trimmed[head.len()..]) {
             Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => {
                 Kind::Every(every(text, rest.trim())?)
             }
