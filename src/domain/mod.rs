@@ -22,7 +22,7 @@ pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
 pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, Throttled};
 pub use events::{Event, Events};
 pub use log::LogConfig;
-pub use policy::Policy;
+pub use policy::{Goal, Policy, of_limit};
 pub use status::{ExitStatus, Signal};
 pub use stop::{Interrupted, Stop};
 pub use text::{command_line, human, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds};
