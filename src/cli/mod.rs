@@ -116,7 +116,7 @@ pub struct Cli {
     ///
     /// As urllib3's respect_retry_after_header=False. What the server asked is still logged
     /// and reported; --max-retry-after no longer ends a run.
-    #[arg(long, help_heading = TIMING)]
+    #[arg(long, conflicts_with = "max_retry_after", help_heading = TIMING)]
     pub ignore_retry_after: bool,
 
     /// Limit on one attempt; an attempt that runs out is a transient failure
