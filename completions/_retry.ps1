@@ -120,7 +120,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--throttled', '--throttled', [CompletionResultType]::ParameterName, 'What a spent retry budget or an open circuit does to the run: hold it, or end it')
             [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'Sleep a random time up to DUR before the first attempt (repeatable with --seed)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of stderr event lines')
-            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON record of every attempt and the result to FILE')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON record of every attempt and the result to FILE (- for stderr)')
             [CompletionResult]::new('--until-failure', '--until-failure', [CompletionResultType]::ParameterName, 'Attempt again after every success, until an attempt fails (hunting a flaky test)')
             [CompletionResult]::new('--ignore-retry-after', '--ignore-retry-after', [CompletionResultType]::ParameterName, 'Let the backoff alone decide: ignore Retry-After, RateLimit-Reset and RETRY_CONTROL waits')
             [CompletionResult]::new('--allow-nested', '--allow-nested', [CompletionResultType]::ParameterName, 'Retry even when running inside another retry (RETRY_DEPTH >= 1)')

@@ -117,7 +117,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --throttled 'What a spent retry budget or an open circuit does to the run: hold it, or end it'
             cand --splay 'Sleep a random time up to DUR before the first attempt (repeatable with --seed)'
             cand --log-format 'Format of stderr event lines'
-            cand --report 'Write a JSON record of every attempt and the result to FILE'
+            cand --report 'Write a JSON record of every attempt and the result to FILE (- for stderr)'
             cand --until-failure 'Attempt again after every success, until an attempt fails (hunting a flaky test)'
             cand --ignore-retry-after 'Let the backoff alone decide: ignore Retry-After, RateLimit-Reset and RETRY_CONTROL waits'
             cand --allow-nested 'Retry even when running inside another retry (RETRY_DEPTH >= 1)'

@@ -178,7 +178,7 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'splay' -x -d 'Sle
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'q' -l 'quiet' -d 'Less on stderr: no per-attempt lines (-qq: nothing but retry\'s own errors)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'v' -l 'verbose' -d 'More on stderr (repeatable)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'log-format' -x -a 'text\\t\'Lines starting with "retry: "\' json\\t\'JSON Lines, one event per line\'' -d 'Format of stderr event lines'
-complete -c retry -n 'not __retry_target_start >/dev/null' -l 'report' -r -F -d 'Write a JSON record of every attempt and the result to FILE'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'report' -r -F -d 'Write a JSON record of every attempt and the result to FILE (- for stderr)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'dry-run' -d 'Print the schedule and classification rules, run nothing, exit 0'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'h' -l 'help' -d 'Print help (see more with \'--help\')'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'V' -l 'version' -d 'Print version'

@@ -666,7 +666,10 @@ pub struct Cli {
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text, help_heading = OUTPUT)]
     pub log_format: LogFormat,
 
-    /// Write a JSON record of every attempt and the result to FILE
+    /// Write a JSON record of every attempt and the result to FILE (- for stderr)
+    ///
+    /// FILE is written atomically when the run ends, also on failure and on signals;
+    /// --report - writes the same JSON to stderr on one line, never to a file named -.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = OUTPUT)]
     pub report: Option<PathBuf>,
 

@@ -439,9 +439,10 @@ fn hold_json(hold: &Hold) -> Value {
     })
 }
 
-/// `--report -`: the same document on stderr, in one write, when the run ends.
+/// `--report -`: the same document on stderr when the run ends, on one line (as recur
+/// writes its report there) in one write, so it is told apart from the log lines.
 pub fn report_to_stderr(header: &ReportHeader<'_>, summary: &RunSummary) {
-    let mut text = serde_json::to_vec_pretty(&report_json(header, summary)).unwrap_or_default();
+    let mut text = report_json(header, summary).to_string().into_bytes();
     text.push(b'\n');
     // A stderr that cannot take it has nobody to tell.
     let _ = std::io::stderr().lock().write_all(&text);
