@@ -72,20 +72,7 @@ pub fn run(
         let drawn_after = previous_delay;
         let next = decide(&report, &ctx, policy, env, &mut tally, &mut previous_delay);
         let next = consult_budget(&report, next, env);
-        let record = AttemptRecord {
-            number,
-            started_at,
-            duration,
-            outcome: report.outcome.clone(),
-            class: report.verdict.class,
-            reason: report.verdict.reason.clone(),
-            wait_hint: report.wait_hint.clone(),
-            delay: match next {
-                Next::Sleep(d) | Next::Again(d, _) => Some(d),
-                Next::Stop(..) => None,
-            },
-        };
-        records.push(record);
+        records.push(record_of(number, (started_at, duration), &report, &next));
         let record = records.last().expect("just pushed");
         match next {
             Next::Sleep(delay) => {
@@ -134,19 +121,7 @@ pub fn run(
                 }
             }
             Next::Stop(reason, message) => {
-                if record.class == Class::Success {
-                    env.events.event(Event::Succeeded {
-                        record,
-                        limit: policy.attempts,
-                        next: None,
-                    });
-                } else {
-                    env.events.event(Event::AttemptFailed {
-                        record,
-                        limit: policy.attempts,
-                        next: None,
-                    });
-                }
+                say_last(env, record, policy.attempts);
                 let mut exit_code = match reason {
                     StopReason::Success => ExitStatus::SUCCESS,
                     StopReason::Signal => {
@@ -173,6 +148,45 @@ pub fn run(
         }
         number = number.saturating_add(1);
     }
+}
+
+/// The attempt as the report and the logs show it, with the sleep that follows it.
+fn record_of(
+    number: u32,
+    (started_at, duration): (std::time::SystemTime, Duration),
+    report: &AttemptReport,
+    next: &Next,
+) -> AttemptRecord {
+    AttemptRecord {
+        number,
+        started_at,
+        duration,
+        outcome: report.outcome.clone(),
+        class: report.verdict.class,
+        reason: report.verdict.reason.clone(),
+        wait_hint: report.wait_hint.clone(),
+        delay: match next {
+            Next::Sleep(d) | Next::Again(d, _) => Some(*d),
+            Next::Stop(..) => None,
+        },
+    }
+}
+
+/// The event of the run's last attempt: it succeeded, or it failed with no retry.
+fn say_last(env: &mut Env<'_>, record: &AttemptRecord, limit: u32) {
+    env.events.event(if record.class == Class::Success {
+        Event::Succeeded {
+            record,
+            limit,
+            next: None,
+        }
+    } else {
+        Event::AttemptFailed {
+            record,
+            limit,
+            next: None,
+        }
+    });
 }
 
 /// The sleep after a success the goal wants more of (no `--on-retry`: nothing failed).

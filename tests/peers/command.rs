@@ -461,7 +461,12 @@ fn report_dash_goes_to_stderr_and_never_to_a_file() {
         .run();
     assert_eq!(r.status, 3, "{}", r.stderr);
     assert!(!s.path("-").exists(), "a file named - was written");
-    assert_eq!(r.stderr.lines().count(), 1, "one line of JSON: {}", r.stderr);
+    assert_eq!(
+        r.stderr.lines().count(),
+        1,
+        "one line of JSON: {}",
+        r.stderr
+    );
     let report: serde_json::Value = serde_json::from_str(&r.stderr).expect("the report JSON");
     assert_eq!(report["result"]["exit_code"], 3);
     assert_eq!(report["attempts"].as_array().unwrap().len(), 2);
