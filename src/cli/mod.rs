@@ -114,8 +114,8 @@ pub struct Cli {
 
     /// Let the backoff alone decide: ignore Retry-After, RateLimit-Reset and RETRY_CONTROL waits
     ///
-    /// As urllib3's respect_retry_after_header=False. What the server asked is still logged
-    /// and reported; --max-retry-after no longer ends a run.
+    /// As urllib3's respect_retry_after_header=False, e.g. --ignore-retry-after --delay 5s.
+    /// What was asked is still logged and reported; --max-retry-after no longer applies.
     #[arg(long, conflicts_with = "max_retry_after", help_heading = TIMING)]
     pub ignore_retry_after: bool,
 

@@ -132,7 +132,9 @@ pub fn run(
                     _ => report.exit_code,
                 };
                 let (mut reason, mut message) = (reason, message);
-                if matches!(reason, StopReason::Signal | StopReason::LockLost) {
+                // A run that fails on a success short of its goal shows nothing of it as a result.
+                let short = record.class == Class::Success && !exit_code.is_success();
+                if short || matches!(reason, StopReason::Signal | StopReason::LockLost) {
                     exec.discard();
                 } else if let Err(err) = exec.deliver() {
                     // A signal while writing a held output to a stalled reader ends the run at once.

@@ -922,6 +922,10 @@ fn consecutive_short_of_its_goal_when_the_limit_ends_on_a_success() {
         "the last failure's status, never 0"
     );
     assert_eq!(h.events.0[h.events.0.len() - 2], "ok 3");
+    assert_eq!(
+        h.exec.delivered, 0,
+        "a failed run delivers no success's output"
+    );
 }
 
 #[test]

@@ -103,6 +103,28 @@ fn consecutive_succeeds_after_exactly_three_in_a_row_once_the_server_recovers() 
     }
 }
 
+#[test]
+fn consecutive_short_of_its_goal_on_a_success_leaves_the_output_file_alone() {
+    let server = Server::script(vec![
+        service_unavailable(),
+        Reply::ok("new"),
+        Reply::ok("newer"),
+    ])
+    .expect_hits(3);
+    let s = Scratch::new();
+    let out = s.write("page", b"old");
+    let r = retry()
+        .fast()
+        .args(["--consecutive", "3", "-a", "3", "-o"])
+        .arg(&out)
+        .arg(server.url("/"))
+        .run();
+    // Two successes in a row, not three: the run failed, with the 503's status.
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), b"old");
+    assert!(r.stdout.is_empty());
+}
+
 // ---- urllib3: a 413 with Retry-After, HTTP-dates as mail libraries read them ----
 
 #[test]
