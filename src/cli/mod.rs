@@ -147,10 +147,16 @@ pub struct Cli {
     pub profile: ProfileName,
 
     /// Exit codes that are permanent failures, e.g. 2,64-78
+    ///
+    /// An attempt stopped by --timeout counts as exit 124: --stop-on 124 makes timeouts
+    /// permanent.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub stop_on: Option<CodeSet>,
 
     /// Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75
+    ///
+    /// An attempt stopped by --timeout counts as exit 124: it is retried only when LIST
+    /// names 124.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub retry_on: Option<CodeSet>,
 
