@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::domain::{Stop, human};
+use crate::domain::{Stop, human, of_limit};
 use crate::engine::{Clock, Sleeper};
 use crate::wait;
 
@@ -57,8 +57,8 @@ impl Sleeper for SignalSleeper {
             let shown = Duration::from_secs(left.as_secs_f64().ceil() as u64);
             let _ = write!(
                 std::io::stderr(),
-                "\rretry: attempt {upcoming}/{} in {}\x1b[K",
-                self.limit,
+                "\rretry: attempt {} in {}\x1b[K",
+                of_limit(upcoming, self.limit),
                 human(shown)
             );
             let tick = left.min(Duration::from_millis(

@@ -33,17 +33,31 @@ const HTTP_DATE_FORMS: [&str; 3] = [
     "%a %b %e %H:%M:%S %Y",
 ];
 
+/// Zone names that mean GMT to mail and HTTP libraries (RFC 5322 §3.3 writes `+0000`),
+/// read where an HTTP-date says GMT.
+const GMT_SPELLINGS: [&str; 2] = [" UTC", " +0000"];
+
 /// An HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, the obsolete RFC 850 form or
-/// asctime, with a weekday that fits the date and a year from 1970. `None` for
-/// anything else.
+/// asctime, with a weekday that fits the date and a year from 1970. Read as leniently
+/// as mail and HTTP libraries read it where the meaning stays plain: a day of one
+/// digit, and `UTC` or `+0000` for `GMT`. `None` for anything else.
 pub fn http_date(value: &str) -> Option<SystemTime> {
     let value = value.trim();
+    let as_gmt = GMT_SPELLINGS
+        .iter()
+        .find_map(|zone| value.strip_suffix(zone))
+        .map(|rest| format!("{rest} GMT"));
+    let value = as_gmt.as_deref().unwrap_or(value);
     let civil = HTTP_DATE_FORMS.iter().find_map(|form| {
         let civil = jiff::fmt::strtime::parse(form, value)
             .and_then(|parsed| parsed.to_datetime())
             .ok()?;
-        // Exactly as the form writes it: names in their case, numbers padded.
-        let exact = civil.strftime(form).to_string() == value;
+        // As the form writes it (names in their case, numbers padded), or with the day
+        // in one digit.
+        let unpadded = form.replace("%d", "%-d").replace("%e", "%-d");
+        let exact = [*form, unpadded.as_str()]
+            .iter()
+            .any(|form| civil.strftime(form).to_string() == value);
         (exact && civil.year() >= 1970).then_some(civil)
     })?;
     let at = civil.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
@@ -274,13 +288,17 @@ mod tests {
     }
 
     #[test]
-    fn http_dates_are_read_only_in_their_exact_forms() {
+    fn http_dates_are_read_only_in_their_forms() {
         for bad in [
             "Mon, 06 Nov 1994 08:49:37 GMT",
             "sun, 06 nov 1994 08:49:37 GMT",
-            "Sun, 6 Nov 1994 08:49:37 GMT",
-            "Sun Nov 6 08:49:37 1994",
-            "Sunday, 06-Nov-94 08:49:37 UTC",
+            "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun, 006 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 CET",
+            "Sun, 06 Nov 1994 08:49:37 +0100",
+            "Sun, 06 Nov 1994 08:49:37 utc",
+            "Sun, 06 Nov 1994 08:49:37",
+            "Sun Nov  6 08:49:37 1994 UTC",
             "Fri, 01 Jan 1960 00:00:00 GMT",
         ] {
             assert_eq!(http_date(bad), None, "{bad}");
@@ -289,6 +307,22 @@ mod tests {
             http_date(" Sun, 06 Nov 1994 08:49:37 GMT "),
             Some(at(RFC_EXAMPLE))
         );
+    }
+
+    #[test]
+    fn http_dates_take_a_one_digit_day_and_utc_where_unambiguous() {
+        for lenient in [
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 6 Nov 1994 08:49:37 +0000",
+            "Sunday, 6-Nov-94 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 UTC",
+            "Sun Nov 6 08:49:37 1994",
+        ] {
+            assert_eq!(http_date(lenient), Some(at(RFC_EXAMPLE)), "{lenient}");
+        }
+        // The weekday must still fit the date.
+        assert_eq!(http_date("Mon, 6 Nov 1994 08:49:37 UTC"), None);
     }
 
     #[test]
@@ -313,6 +347,7 @@ mod tests {
             "Sun, 06 Nov 1994 25:49:37 GMT",
             "Sun, 31 Feb 1994 08:49:37 GMT",
             "Sun, 06 Nov 1994 08:49:37 PST",
+            "Sun, 06 Nov 1994 08:49:37 UT",
             "2024-01-01T00:00:00Z",
             "٣",
         ] {

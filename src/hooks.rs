@@ -147,7 +147,7 @@ impl Hooks {
             return None;
         }
         match summary.stopped_because {
-            StopReason::Success => Some(("--on-success", self.config.on_success.as_deref()?)),
+            _ if summary.succeeded() => Some(("--on-success", self.config.on_success.as_deref()?)),
             StopReason::Signal | StopReason::Skipped => None,
             _ => Some(("--on-give-up", self.config.on_give_up.as_deref()?)),
         }

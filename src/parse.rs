@@ -92,6 +92,53 @@ pub fn attempts(text: &str) -> Result<u32, String> {
     }
 }
 
+/// `-a`: a whole number of attempts; 0 is no limit, which needs `--max-time` (checked
+/// with the other flags).
+pub fn attempt_limit(text: &str) -> Result<u32, String> {
+    text.trim().parse::<u32>().map_err(|_| {
+        format!(
+            "'{text}' is not a whole number of attempts (up to {}), or 0 for no limit within --max-time",
+            u32::MAX
+        )
+    })
+}
+
+/// `--consecutive`: successes in a row, at least 2 (1 is what every run asks for).
+pub fn in_a_row(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 2 => Ok(n),
+        Ok(_) => Err(format!(
+            "'{text}': one success already ends a run; expected a whole number of at least 2"
+        )),
+        Err(_) => Err(format!("'{text}' is not a whole number of at least 2")),
+    }
+}
+
+/// `--delays`: the sleeps before retry 1, 2, 3 …, written `1s,5s,30s`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelayList(pub Vec<Duration>);
+
+/// Most delays a list may hold; more would be a schedule, not a list.
+const MAX_DELAYS: usize = 1000;
+
+pub fn delay_list(text: &str) -> Result<DelayList, String> {
+    let accepts = "a comma-separated list of durations, such as 1s,5s,30s";
+    let delays = text
+        .split(',')
+        .map(|item| match item.trim() {
+            "" => Err(format!("an empty item in '{text}'; expected {accepts}")),
+            item => duration(item).map_err(|e| format!("{e}; expected {accepts}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if delays.len() > MAX_DELAYS {
+        return Err(format!(
+            "{} delays; at most {MAX_DELAYS} are taken (the last one repeats)",
+            delays.len()
+        ));
+    }
+    Ok(DelayList(delays))
+}
+
 /// curl's `--retry N`: a whole number of retries, so that N + 1 attempts fit.
 pub fn retries(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
@@ -190,6 +237,29 @@ pub fn statuses(text: &str) -> Result<CodeSet, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempt_limits_take_zero_for_none() {
+        assert_eq!(attempt_limit("0"), Ok(0));
+        assert_eq!(attempt_limit(" 7"), Ok(7));
+        assert!(attempt_limit("-1").unwrap_err().contains("0 for no limit"));
+        assert_eq!(in_a_row("3"), Ok(3));
+        assert!(in_a_row("1").is_err() && in_a_row("x").is_err());
+    }
+
+    #[test]
+    fn delay_lists_are_durations_in_order() {
+        let ms = |v: u64| Duration::from_millis(v);
+        assert_eq!(
+            delay_list("1s, 500ms,2"),
+            Ok(DelayList(vec![ms(1000), ms(500), ms(2000)]))
+        );
+        assert_eq!(delay_list("0"), Ok(DelayList(vec![Duration::ZERO])));
+        for bad in ["", "1s,,2s", "1s,soon", "1s,"] {
+            assert!(delay_list(bad).is_err(), "{bad:?}");
+        }
+        assert!(delay_list(&vec!["1ms"; 1001].join(",")).is_err());
+    }
 
     #[test]
     fn durations_accept_humantime_and_seconds() {

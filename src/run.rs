@@ -5,7 +5,9 @@
 
 use serde_json::json;
 
-use crate::config::{Config, RunInfo, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig};
+use crate::config::{
+    Config, ReportTo, RunInfo, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig,
+};
 use crate::domain::{
     ExitStatus, Hold, HoldCause, Policy, RunSummary, Signal, Stop, StopReason, Throttled,
 };
@@ -65,7 +67,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         job_options.state = Some(slot.state.clone());
         job_options.statuses = true;
     }
-    let report_path = config.report.as_deref();
+    let report_path = config.report.as_ref();
     let mut hooks = Hooks::new(config.hooks.clone(), &run, header.idempotency_key);
     let seed = config.seed.unwrap_or_else(crate::domain::random_seed);
     // The run, and its --max-time budget, start before the splay and the wait for a lock.
@@ -173,7 +175,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
         && counts_for_circuit(&summary)
     {
-        f.record_run(c, summary.stopped_because == StopReason::Success);
+        f.record_run(c, summary.succeeded());
     }
     // A signal during the marker, the records or the updates ends the run with 128+N.
     let summary = stopped_after_the_attempts(summary, slot);
@@ -245,14 +247,18 @@ fn announce(config: &Config, header: &ReportHeader<'_>) {
 
 /// Writes the report, if asked for.
 fn finish_report(
-    path: Option<&std::path::Path>,
+    to: Option<&ReportTo>,
     header: &ReportHeader<'_>,
     summary: &RunSummary,
 ) -> anyhow::Result<()> {
-    if let Some(path) = path {
-        report::write_report(path, header, summary)?;
+    match to {
+        Some(ReportTo::File(path)) => report::write_report(path, header, summary),
+        Some(ReportTo::Stderr) => {
+            report::report_to_stderr(header, summary);
+            Ok(())
+        }
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Records the success under the run's locks: a lock lost first (or a lease found gone

@@ -441,7 +441,10 @@ fn fixed_value_sets_are_offered() {
     let cases: [(&str, &[&str]); 6] = [
         ("retry -X ", &methods),
         ("retry --request ", &methods),
-        ("retry --backoff ", &["constant", "exponential", "linear"]),
+        (
+            "retry --backoff ",
+            &["constant", "exponential", "fibonacci", "linear"],
+        ),
         (
             "retry --jitter ",
             &["decorrelated", "equal", "full", "none"],

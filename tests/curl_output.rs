@@ -355,6 +355,8 @@ fn retry_family_is_retrys_own_schedule() {
         "2",
         "--backoff",
         "constant",
+        "-j",
+        "none",
         "--max-time",
         "30",
         url,

@@ -67,6 +67,10 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--proto-redir", "gopherx"),
     ("--schedule", "*/5 * * * * *"),
     ("--schedule", "@every 10ms"),
+    ("--delays", "1s,,2s"),
+    ("--delays", "soon"),
+    ("--consecutive", "1"),
+    ("--consecutive", "x"),
 ];
 
 struct Refusal {
@@ -201,8 +205,10 @@ const COMMAND_ONLY: &[&str] = &[
     "success-on",
     "stop-on-output",
     "retry-on-output",
+    "success-on-output",
     "stdin",
     "hold-stdout",
+    "hold-stderr",
     "kill-after",
 ];
 
@@ -226,6 +232,10 @@ const BOTH: &[&str] = &[
     "backoff",
     "factor",
     "jitter",
+    "delays",
+    "consecutive",
+    "until-failure",
+    "ignore-retry-after",
     "timeout",
     "max-time",
     "seed",
@@ -261,6 +271,10 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("backoff", &["--backoff", "linear"]),
     ("factor", &["--factor", "3"]),
     ("jitter", &["-j", "none"]),
+    ("delays", &["--delays", "1ms,2ms"]),
+    ("consecutive", &["--consecutive", "2"]),
+    ("until-failure", &["--until-failure", "-a", "3"]),
+    ("ignore-retry-after", &["--ignore-retry-after"]),
     ("timeout", &["-t", "20s"]),
     ("max-time", &["--max-time", "30s"]),
     ("seed", &["--seed", "7"]),
@@ -271,8 +285,10 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("success-on", &["--success-on", "0,1"]),
     ("stop-on-output", &["--stop-on-output", "fatal"]),
     ("retry-on-output", &["--retry-on-output", "again"]),
+    ("success-on-output", &["--success-on-output", "done"]),
     ("stdin", &["--stdin", "null"]),
     ("hold-stdout", &["--hold-stdout"]),
+    ("hold-stderr", &["--hold-stderr"]),
     ("kill-after", &["--kill-after", "1s"]),
     ("request", &["-X", "GET"]),
     ("header", &["-H", "X-Test: 1"]),
@@ -469,6 +485,9 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Flags that clash with the quick backoff of `fast()` (`--delay`, `--max-delay`).
+const SCHEDULE_FLAGS: &[&str] = &["--delay", "--max-delay", "--delays", "--retry-delay"];
+
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Mode {
     Command,
@@ -490,6 +509,11 @@ fn run_in(mode: Mode, args: &[&str], server: Option<&Server>) -> Refusal {
         .collect();
     let hits = server.map_or(0, Server::hits);
     let mut cmd = retry();
+    // Quick backoff, unless the sample sets the schedule itself.
+    let sets_schedule = |a: &String| SCHEDULE_FLAGS.contains(&a.split('=').next().unwrap_or(a));
+    if !args.iter().any(sets_schedule) {
+        cmd.fast();
+    }
     cmd.args(&args).current_dir(dir.path()).env("NO_COLOR", "1");
     match mode {
         Mode::Command => cmd.args(["--", "sh", "-c", &touch]),

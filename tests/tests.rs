@@ -52,6 +52,7 @@ mod http;
 mod jobs;
 mod layers;
 mod names;
+mod peers;
 mod props;
 mod readme;
 mod schedule;

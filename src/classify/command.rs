@@ -1,5 +1,7 @@
 //! Command-mode classification: the command's own word (RETRY_CONTROL), the
-//! user's rules, then the profile, then the generic rules, first match wins (SPEC.md "Command mode / Classification").
+//! user's rules, then the profile, then the generic rules, first match wins (the
+//! README's "Command mode in detail"). A timed-out attempt is exit 124 to every
+//! rule that takes exit codes.
 //! `OutputWatch` is what the output streams are scanned with; it records facts,
 //! and `CommandRules::classify` turns facts and the way the attempt ended into a
 //! verdict.
@@ -36,6 +38,8 @@ pub enum CommandEnd {
 pub struct OutputFacts {
     pub stop_match: Option<String>,
     pub retry_match: Option<String>,
+    /// The first line `--success-on-output` matched.
+    pub success_match: Option<String>,
     /// The last HTTP status the profile's pattern found on stderr.
     pub status: Option<u16>,
     /// The first stderr line that matched each of the profile's phrase patterns.
@@ -56,20 +60,26 @@ pub enum Stream {
 /// The patterns one attempt's output is scanned with.
 #[derive(Clone, Debug)]
 pub struct OutputWatch {
-    /// `--stop-on-output` and `--retry-on-output`, compiled once when the flags were parsed.
+    /// `--stop-on-output`, `--retry-on-output` and `--success-on-output`, compiled once
+    /// when the flags were parsed.
     stop: Vec<Regex>,
     retry: Vec<Regex>,
+    success: Vec<Regex>,
     status: Option<Regex>,
     /// The profile's phrase patterns, and the set that matches them.
     phrases: Option<(Vec<&'static str>, RegexSet)>,
 }
 
+/// The output patterns of the user's rules, in the order they are checked.
+#[derive(Clone, Debug, Default)]
+pub struct OutputRules {
+    pub stop: Vec<Regex>,
+    pub retry: Vec<Regex>,
+    pub success: Vec<Regex>,
+}
+
 impl OutputWatch {
-    pub fn new(
-        stop: Vec<Regex>,
-        retry: Vec<Regex>,
-        profile: &Profile,
-    ) -> Result<Self, regex::Error> {
+    pub fn new(rules: OutputRules, profile: &Profile) -> Result<Self, regex::Error> {
         let patterns = profile.phrase_patterns();
         let phrases = if patterns.is_empty() {
             None
@@ -80,15 +90,16 @@ impl OutputWatch {
             Some((patterns, set))
         };
         Ok(OutputWatch {
-            stop,
-            retry,
+            stop: rules.stop,
+            retry: rules.retry,
+            success: rules.success,
             status: profile.status_pattern.map(Regex::new).transpose()?,
             phrases,
         })
     }
 
     pub fn reads_stdout(&self) -> bool {
-        !self.stop.is_empty() || !self.retry.is_empty()
+        !self.stop.is_empty() || !self.retry.is_empty() || !self.success.is_empty()
     }
 
     pub fn reads_stderr(&self) -> bool {
@@ -108,6 +119,9 @@ impl OutputWatch {
         }
         if facts.retry_match.is_none() && self.retry.iter().any(|re| re.is_match(line)) {
             facts.retry_match = Some(text());
+        }
+        if facts.success_match.is_none() && self.success.iter().any(|re| re.is_match(line)) {
+            facts.success_match = Some(text());
         }
         if stream == Stream::Stderr {
             if let Some(caps) = self.status.as_ref().and_then(|re| re.captures(line)) {
@@ -162,9 +176,12 @@ impl CommandRules {
         if let Some(line) = &facts.retry_match {
             return Verdict::transient(format!("output matched --retry-on-output: {line:?}"));
         }
+        if let Some(line) = &facts.success_match {
+            return Verdict::success(format!("output matched --success-on-output: {line:?}"));
+        }
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
-            CommandEnd::TimedOut => endings::TIMED_OUT.verdict(&[]),
+            CommandEnd::TimedOut => self.classify_timeout(),
             CommandEnd::Signaled(sig) if *sig == Signal::PIPE && facts.output_closed => {
                 endings::SIGPIPE_READER_GONE.verdict(&[])
             }
@@ -175,26 +192,48 @@ impl CommandRules {
         }
     }
 
-    fn classify_exit(&self, code: ExitStatus, facts: &OutputFacts) -> Verdict {
+    /// Rules 3 to 5, the user's exit code lists, for `code`; `None` when none decides.
+    fn listed_verdict(&self, code: ExitStatus) -> Option<Verdict> {
         let listed = |set: &Option<CodeSet>| {
             set.as_ref()
                 .is_some_and(|s| s.contains(u32::from(code.code())))
         };
         if listed(&self.stop_on) {
-            return Verdict::permanent(format!("exit status {code} is in --stop-on"));
+            return Some(Verdict::permanent(format!(
+                "exit status {code} is in --stop-on"
+            )));
         }
         if let Some(retry_on) = &self.retry_on {
             if retry_on.contains(u32::from(code.code())) {
-                return Verdict::transient(format!("exit status {code} is in --retry-on"));
+                return Some(Verdict::transient(format!(
+                    "exit status {code} is in --retry-on"
+                )));
             }
             if !code.is_success() && !listed(&self.success_on) {
-                return Verdict::permanent(format!(
+                return Some(Verdict::permanent(format!(
                     "exit status {code} is not in --retry-on {retry_on}"
-                ));
+                )));
             }
         }
-        if listed(&self.success_on) {
-            return Verdict::success(format!("exit status {code} is in --success-on"));
+        listed(&self.success_on)
+            .then(|| Verdict::success(format!("exit status {code} is in --success-on")))
+    }
+
+    /// A timeout is exit 124 to the user's lists (`--stop-on 124` makes it permanent);
+    /// the profile knows the tool's own codes, not retry's, so it is skipped.
+    fn classify_timeout(&self) -> Verdict {
+        match self.listed_verdict(ExitStatus::TIMEOUT) {
+            Some(verdict) => Verdict {
+                reason: format!("timed out, {}", verdict.reason),
+                ..verdict
+            },
+            None => endings::TIMED_OUT.verdict(&[]),
+        }
+    }
+
+    fn classify_exit(&self, code: ExitStatus, facts: &OutputFacts) -> Verdict {
+        if let Some(verdict) = self.listed_verdict(code) {
+            return verdict;
         }
         if !code.is_success()
             && let Some(verdict) = self.profile_verdict(code, facts)
@@ -389,6 +428,57 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_is_exit_124_to_the_exit_code_lists() {
+        let timeout = |r: &CommandRules| r.classify(&CommandEnd::TimedOut, &OutputFacts::default());
+        let mut r = rules(&profiles::CURL);
+        assert_eq!(
+            timeout(&r).class,
+            Class::Transient,
+            "the profile is skipped"
+        );
+        r.stop_on = Some(exit_codes("124").unwrap());
+        let stopped = timeout(&r);
+        assert_eq!(stopped.class, Class::Permanent);
+        assert_eq!(stopped.reason, "timed out, exit status 124 is in --stop-on");
+        r.stop_on = None;
+        r.retry_on = Some(exit_codes("2").unwrap());
+        assert_eq!(timeout(&r).class, Class::Permanent);
+        r.retry_on = Some(exit_codes("2,124").unwrap());
+        assert_eq!(timeout(&r).class, Class::Transient);
+    }
+
+    #[test]
+    fn success_on_output_comes_after_retry_on_output() {
+        let watch = OutputWatch::new(
+            OutputRules {
+                retry: vec![Regex::new("again").unwrap()],
+                success: vec![Regex::new("^done").unwrap()],
+                ..OutputRules::default()
+            },
+            &profiles::GENERIC,
+        )
+        .unwrap();
+        let r = rules(&profiles::GENERIC);
+        let verdict = |lines: &[&str], end: CommandEnd| {
+            let mut facts = OutputFacts::default();
+            for line in lines {
+                watch.observe(line.as_bytes(), Stream::Stdout, &mut facts);
+            }
+            r.classify(&end, &facts)
+        };
+        let failed = CommandEnd::Exited(ExitStatus::new(3));
+        assert_eq!(
+            verdict(&["done: 3 rows"], failed.clone()).class,
+            Class::Success
+        );
+        assert_eq!(verdict(&["done", "again"], failed).class, Class::Transient);
+        assert_eq!(
+            verdict(&["done"], CommandEnd::TimedOut).class,
+            Class::Success
+        );
+    }
+
+    #[test]
     fn retry_on_makes_the_rest_permanent() {
         let mut r = rules(&profiles::GENERIC);
         r.retry_on = Some(exit_codes("3,5-7").unwrap());
@@ -511,7 +601,7 @@ mod tests {
 
     /// The verdict for `code` after the tool wrote `stderr`.
     fn verdict_after(profile: &'static Profile, code: u8, stderr: &[&str]) -> Verdict {
-        let watch = OutputWatch::new(vec![], vec![], profile).unwrap();
+        let watch = OutputWatch::new(OutputRules::default(), profile).unwrap();
         let mut facts = OutputFacts::default();
         for line in stderr {
             watch.observe(line.as_bytes(), Stream::Stderr, &mut facts);
@@ -621,7 +711,7 @@ mod tests {
 
     #[test]
     fn stdout_lines_never_feed_the_status() {
-        let watch = OutputWatch::new(vec![], vec![], &profiles::CURL).unwrap();
+        let watch = OutputWatch::new(OutputRules::default(), &profiles::CURL).unwrap();
         let mut facts = OutputFacts::default();
         watch.observe(b"returned error: 503", Stream::Stdout, &mut facts);
         assert_eq!(facts.status, None);

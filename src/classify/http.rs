@@ -24,6 +24,8 @@ pub enum Requires {
     Nothing,
     /// A rate-limit header says no requests are left (`X-RateLimit-Remaining: 0`).
     RateLimitSpent,
+    /// A valid Retry-After came with it: the server says the condition is temporary.
+    RetryAfter,
 }
 
 impl Requires {
@@ -31,6 +33,7 @@ impl Requires {
         match self {
             Requires::Nothing => "",
             Requires::RateLimitSpent => " with X-RateLimit-Remaining: 0",
+            Requires::RetryAfter => " with Retry-After",
         }
     }
 }
@@ -96,6 +99,15 @@ pub const STATUS_TABLE: &[StatusRow] = &[
         ..row(403, 403, Class::Transient, "a rate limit, retried like 429")
     },
     StatusRow {
+        requires: Requires::RetryAfter,
+        ..row(
+            413,
+            413,
+            Class::Transient,
+            "Content Too Large, for now: Retry-After says the condition is temporary (RFC 9110 §15.5.14)",
+        )
+    },
+    StatusRow {
         limit: Some(LIMIT_500),
         ..row(
             500,
@@ -156,6 +168,7 @@ impl StatusRow {
         let requirement = match self.requires {
             Requires::Nothing => true,
             Requires::RateLimitSpent => facts.rate_limited,
+            Requires::RetryAfter => facts.retry_after,
         };
         (self.codes.0..=self.codes.1).contains(&facts.status) && requirement
     }
@@ -290,6 +303,10 @@ pub enum Transport {
     Timeout,
     EmptyReply,
     Receive,
+    /// The body ended, the server closing the connection cleanly, before the length
+    /// it declared (curl's partial file).
+    BodyShort,
+    /// The connection broke (reset) while the body was coming.
     BodyCutOff,
     LocalWrite,
     /// The file to upload (-T) could not be opened for this request.
@@ -349,9 +366,9 @@ const fn transport(
 /// stands for a rule that rejects the request.
 pub const LIMIT_SOCKS4: Limit = Limit::twice(LimitKey::Socks4Failed);
 
-/// Transport failures. Exit codes: curl(1) "EXIT CODES" and libcurl-errors(3).
-/// A body cut off is a receive failure (56); curl itself says 18 for a short
-/// Content-Length body and 56 for a broken connection, and both are retried here.
+/// Transport failures. Exit codes: curl(1) "EXIT CODES" and libcurl-errors(3):
+/// a body the server ended cleanly before its declared length is a partial file
+/// (18), one whose connection was reset a receive failure (56); both are retried.
 /// SOCKS replies: RFC 1928 §6 and the SOCKS4 protocol; curl ends every SOCKS
 /// refusal with 97 (CURLE_PROXY), an unresolved proxy with 5 and an unreachable one with 7.
 pub const TRANSPORT_TABLE: &[TransportRow] = &[
@@ -438,6 +455,13 @@ pub const TRANSPORT_TABLE: &[TransportRow] = &[
         false,
         "the connection failed while waiting for the response",
         "receive failure from {server}",
+    ),
+    transport(
+        Transport::BodyShort,
+        ("body_short", Transient, 18),
+        false,
+        "the server closed the connection before the whole body came",
+        "the body was shorter than declared",
     ),
     transport(
         Transport::BodyCutOff,
@@ -735,6 +759,29 @@ mod tests {
     }
 
     #[test]
+    fn a_413_is_transient_only_with_retry_after() {
+        let r = rules("GET");
+        let too_large = |retry_after| StatusFacts {
+            status: 413,
+            retry_after,
+            ..StatusFacts::default()
+        };
+        let temporary = r.status(&too_large(true));
+        assert_eq!(temporary.class, Class::Transient);
+        assert!(
+            temporary.reason.contains("with Retry-After"),
+            "{}",
+            temporary.reason
+        );
+        assert_eq!(r.status(&too_large(false)).class, Class::Permanent);
+        // The server acted on nothing, but a POST is repeated only where the table says.
+        assert_eq!(
+            rules("POST").status(&too_large(true)).class,
+            Class::Permanent
+        );
+    }
+
+    #[test]
     fn rate_limited_403_is_transient() {
         let facts = StatusFacts {
             status: 403,
@@ -810,6 +857,7 @@ mod tests {
         assert_eq!(code(Transport::TlsHandshakeInterrupted), 35);
         assert_eq!(code(Transport::TooManyRedirects), 47);
         assert_eq!(code(Transport::EmptyReply), 52);
+        assert_eq!(code(Transport::BodyShort), 18);
         assert_eq!(code(Transport::BodyCutOff), 56);
         assert_eq!(code(Transport::TlsCertificate), 60);
         assert_eq!(

@@ -11,7 +11,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
 use crate::cli::{Cli, Mode, mode_of};
-use crate::domain::BackoffKind;
+use crate::domain::{BackoffKind, JitterKind};
 
 /// A curl option retry does not support, and what to use instead.
 struct Unsupported {
@@ -428,9 +428,13 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
     if let Some(n) = cli.curl_retry {
         cli.attempts = n + 1;
     }
+    // curl sleeps exactly S before each retry; -j asks for a spread all the same.
     if let Some(delay) = cli.retry_delay.filter(|d| !d.is_zero()) {
         cli.delay = delay;
         cli.backoff = BackoffKind::Constant;
+        if !cli.jitter_given {
+            cli.jitter = JitterKind::None;
+        }
     }
     if let Some(budget) = cli.retry_max_time.filter(|d| !d.is_zero()) {
         cli.max_time = Some(budget);

@@ -15,7 +15,8 @@ and ranges, such as 2,64-78.";
 pub const EXIT_STATUS: &[(&str, &str)] = &[
     (
         "0",
-        "An attempt succeeded, or the run was skipped (lock busy with --busy-exit 0, or the --once key is done).",
+        "An attempt succeeded, or the run was skipped (lock busy with --busy-exit 0, or the --once key is done); \
+         with --until-failure, every attempt succeeded.",
     ),
     (
         "N",
@@ -26,7 +27,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "The last attempt failed by a rule (an output rule or a RETRY_CONTROL directive) although the \
          command exited 0: a failed run never exits 0.",
     ),
-    ("124", "The last attempt was stopped by --timeout."),
+    (
+        "124",
+        "The last attempt was stopped by --timeout (exit 124 to --stop-on, --retry-on and --success-on).",
+    ),
     (
         "75",
         "The --circuit is open: the run was refused without an attempt (--circuit-exit).",
@@ -50,10 +54,11 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     (
         "HTTP mode",
         "curl's codes: 1 a protocol --proto does not permit, 3 malformed URL, 5 could not \
-         resolve the proxy, 6 could not resolve host, 7 could not connect, 22 final status >= 400 \
-         (with or without -f), 23 the body could not be written (a reader gone, stdout closed or \
-         full, -o failing), 26 cannot read the -T file, \
-         28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, 56 receive failure, \
+         resolve the proxy, 6 could not resolve host, 7 could not connect, 18 body shorter than \
+         its Content-Length, 22 final status >= 400 (with or without -f), 23 the body could not \
+         be written (a reader gone, stdout closed or full, -o failing), 26 cannot read the -T \
+         file, 28 timed out, 35 TLS handshake failed, 47 too many redirects, 52 empty reply, \
+         56 receive failure (connection reset mid-transfer), \
          60 certificate problem, 97 the SOCKS proxy refused the handshake or the request.",
     ),
 ];
@@ -64,7 +69,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "RETRY_ATTEMPT",
         "Set for the command: this attempt's number, from 1.",
     ),
-    ("RETRY_ATTEMPTS", "Set for the command: the attempt limit."),
+    (
+        "RETRY_ATTEMPTS",
+        "Set for the command: the attempt limit (0 with -a 0: none).",
+    ),
     (
         "RETRY_IDEMPOTENCY_KEY",
         "Set for the command: one UUID v4 per run, the same on every attempt (or the --idempotency-key value).",
@@ -165,6 +173,18 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     (
         "retry --schedule '@every 30s' --overlap skip -- ./poll-queue.sh",
         "Every 30 seconds on the epoch's multiples, so replicas agree on the slots.",
+    ),
+    (
+        "retry -a 0 --max-time 10m --delays 1s,5s,30s -j none -- pg_isready -h db",
+        "No attempt limit, only 10 minutes; sleeps of exactly 1s, 5s, then 30s each time.",
+    ),
+    (
+        "retry --consecutive 3 --delay 2s -a 30 https://staging.example/health",
+        "Go on only after three healthy answers in a row, 2s apart.",
+    ),
+    (
+        "retry --until-failure -a 200 --delay 0 --hold-stdout --hold-stderr -- cargo test flaky",
+        "Hunt a flaky test: run it until it fails (at most 200 times); the failing run's output is shown.",
     ),
     (
         "retry --dry-run -a 6 --delay 500ms --jitter equal -- make test",

@@ -63,8 +63,11 @@ const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
     max_term_width = help::MAX_WIDTH
 )]
 pub struct Cli {
-    /// Total attempts, the first included (1 = never retry)
-    #[arg(allow_hyphen_values = true, short = 'a', long, value_name = "N", default_value = "5", value_parser = parse::attempts, help_heading = TIMING)]
+    /// Total attempts, the first included (1 = never retry; 0 = no limit, with --max-time)
+    ///
+    /// -a 0 --max-time 10m keeps attempting until the budget runs out (RETRY_ATTEMPTS is
+    /// then 0).
+    #[arg(allow_hyphen_values = true, short = 'a', long, value_name = "N", default_value = "5", value_parser = parse::attempt_limit, help_heading = TIMING)]
     pub attempts: u32,
 
     /// Base delay before the first retry
@@ -91,6 +94,34 @@ pub struct Cli {
     /// How each sleep d is randomised, so clients that failed together return apart
     #[arg(short = 'j', long, value_name = "KIND", value_enum, default_value_t = JitterKind::Full, help_heading = TIMING)]
     pub jitter: JitterKind,
+
+    /// The sleeps before retry 1, 2, 3 ..., the last one repeating, e.g. 1s,5s,30s
+    ///
+    /// Instead of --delay, --backoff, --factor and --max-delay. Jitter applies as usual:
+    /// -j none sleeps exactly these.
+    #[arg(long, value_name = "LIST", value_parser = parse::delay_list, conflicts_with_all = ["delay", "backoff", "factor", "max_delay", "retry_delay"], help_heading = TIMING)]
+    pub delays: Option<parse::DelayList>,
+
+    /// Succeed only after N successful attempts in a row, e.g. --consecutive 3
+    ///
+    /// A failure starts the count again; -a and --max-time count every attempt. The sleep
+    /// after a success is --delay; after a failure, the backoff from its start.
+    #[arg(allow_hyphen_values = true, long, value_name = "N", value_parser = parse::in_a_row, help_heading = TIMING)]
+    pub consecutive: Option<u32>,
+
+    /// Attempt again after every success, until an attempt fails (hunting a flaky test)
+    ///
+    /// The first failure ends the run with its status; if every attempt succeeds, retry
+    /// exits 0 saying no failure was seen. E.g. --until-failure -a 100 -- cargo test flaky.
+    #[arg(long, conflicts_with_all = ["consecutive", "success_on", "once", "schedule"], help_heading = TIMING)]
+    pub until_failure: bool,
+
+    /// Let the backoff alone decide: ignore Retry-After, RateLimit-Reset and RETRY_CONTROL waits
+    ///
+    /// As urllib3's respect_retry_after_header=False, e.g. --ignore-retry-after --delay 5s.
+    /// What was asked is still logged and reported; --max-retry-after no longer applies.
+    #[arg(long, conflicts_with = "max_retry_after", help_heading = TIMING)]
+    pub ignore_retry_after: bool,
 
     /// Limit on one attempt; an attempt that runs out is a transient failure
     ///
@@ -122,10 +153,16 @@ pub struct Cli {
     pub profile: ProfileName,
 
     /// Exit codes that are permanent failures, e.g. 2,64-78
+    ///
+    /// An attempt stopped by --timeout counts as exit 124: --stop-on 124 makes timeouts
+    /// permanent.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub stop_on: Option<CodeSet>,
 
     /// Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75
+    ///
+    /// An attempt stopped by --timeout counts as exit 124: it is retried only when LIST
+    /// names 124.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
     pub retry_on: Option<CodeSet>,
 
@@ -147,6 +184,13 @@ pub struct Cli {
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub retry_on_output: Vec<regex::bytes::Regex>,
 
+    /// An output line matching REGEX makes the attempt a success, whatever its exit (repeatable)
+    ///
+    /// Checked after --retry-on-output and before the exit code rules, e.g.
+    /// --success-on-output '^Already up to date'.
+    #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
+    pub success_on_output: Vec<regex::bytes::Regex>,
+
     /// Where the command's stdin comes from on each attempt
     #[arg(long, value_name = "MODE", value_enum, default_value_t = StdinMode::Auto, help_heading = PROCESS)]
     pub stdin: StdinMode,
@@ -157,6 +201,13 @@ pub struct Cli {
     /// one, reaches stdout, so a pipeline downstream sees exactly one attempt's output.
     #[arg(long, help_heading = PROCESS)]
     pub hold_stdout: bool,
+
+    /// Spool each attempt's stderr and write only the final attempt's, as --hold-stdout
+    ///
+    /// retry's own lines are not held. E.g. --hold-stdout --hold-stderr: a log sees one
+    /// attempt's output, stdout first.
+    #[arg(long, help_heading = PROCESS)]
+    pub hold_stderr: bool,
 
     /// After --timeout's SIGTERM, wait this long before SIGKILL
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
@@ -294,10 +345,10 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long = "retry", value_name = "N", conflicts_with = "attempts", value_parser = parse::retries, help_heading = CURL)]
     pub curl_retry: Option<u32>,
 
-    /// curl's: the same as --delay SECONDS --backoff constant
+    /// curl's: sleep exactly SECONDS before each retry (--delay S --backoff constant -j none)
     ///
-    /// 0 keeps the default backoff, as in curl. Given with --delay or --backoff it is
-    /// refused.
+    /// With -j the sleeps are spread as -j says. 0 keeps the default backoff, as in curl.
+    /// Given with --delay, --backoff or --delays it is refused.
     #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with_all = ["delay", "backoff"], value_parser = parse::duration, help_heading = CURL)]
     pub retry_delay: Option<Duration>,
 
@@ -385,6 +436,10 @@ pub struct Cli {
     /// Whether --stdin was given, not defaulted (filled in by `parse`).
     #[arg(skip)]
     pub stdin_given: bool,
+
+    /// Whether -j was given, not defaulted (filled in by `parse`).
+    #[arg(skip)]
+    pub jitter_given: bool,
 
     /// Upload FILE as the body of a PUT (- reads stdin), as it is
     ///
@@ -643,7 +698,10 @@ pub struct Cli {
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text, help_heading = OUTPUT)]
     pub log_format: LogFormat,
 
-    /// Write a JSON record of every attempt and the result to FILE
+    /// Write a JSON record of every attempt and the result to FILE (- for stderr)
+    ///
+    /// FILE is written atomically when the run ends, also on failure and on signals;
+    /// --report - writes the same JSON to stderr on one line, never to a file named -.
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, help_heading = OUTPUT)]
     pub report: Option<PathBuf>,
 
@@ -698,10 +756,13 @@ where
     // and whether --stdin was given at all (--schedule refuses it).
     let data_args = curl::data_args(&matches);
     let stdin_given = matches.value_source("stdin") == Some(clap::parser::ValueSource::CommandLine);
+    let jitter_given =
+        matches.value_source("jitter") == Some(clap::parser::ValueSource::CommandLine);
     // `_mut` takes the values out instead of cloning every match first.
     let mut cli = Cli::from_arg_matches_mut(&mut matches)?;
     cli.data_args = data_args;
     cli.stdin_given = stdin_given;
+    cli.jitter_given = jitter_given;
     curl_words::apply_aliases(&mut cli)?;
     // Parsing happens once per process: freeing clap's command and matches one by one
     // would cost more instructions than building them, for memory the exit returns.
@@ -737,7 +798,7 @@ mod tests {
     fn bad_values_name_the_flag() {
         let err = parse(["retry", "--delay", "soon", "true"]).unwrap_err();
         assert!(err.to_string().contains("--delay"), "{err}");
-        let err = parse(["retry", "--attempts", "0", "true"]).unwrap_err();
+        let err = parse(["retry", "--attempts", "none", "true"]).unwrap_err();
         assert!(err.to_string().contains("--attempts"), "{err}");
         let err = parse(["retry", "--stop-on-output", "(", "true"]).unwrap_err();
         assert!(err.to_string().contains("--stop-on-output"), "{err}");

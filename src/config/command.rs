@@ -19,13 +19,14 @@ pub struct CommandConfig {
     pub rules: RuleInputs,
     pub stdin: StdinMode,
     pub hold_stdout: bool,
+    pub hold_stderr: bool,
     pub kill_after: Duration,
 }
 
 /// What command mode's rules are built from: the exit code lists (`--stop-on`,
 /// `--retry-on`, `--success-on`), the output patterns clap compiled
-/// (`--stop-on-output`, `--retry-on-output`) and the profile asked for (`--profile`,
-/// where `auto` picks one from the command's name).
+/// (`--stop-on-output`, `--retry-on-output`, `--success-on-output`) and the profile
+/// asked for (`--profile`, where `auto` picks one from the command's name).
 #[derive(Clone)]
 pub struct RuleInputs {
     pub stop_on: Option<CodeSet>,
@@ -33,6 +34,7 @@ pub struct RuleInputs {
     pub success_on: Option<CodeSet>,
     pub stop_on_output: Vec<Regex>,
     pub retry_on_output: Vec<Regex>,
+    pub success_on_output: Vec<Regex>,
     pub profile: ProfileName,
 }
 
@@ -45,10 +47,12 @@ impl CommandConfig {
                 success_on: cli.success_on,
                 stop_on_output: cli.stop_on_output,
                 retry_on_output: cli.retry_on_output,
+                success_on_output: cli.success_on_output,
                 profile: cli.profile,
             },
             stdin: cli.stdin,
             hold_stdout: cli.hold_stdout,
+            hold_stderr: cli.hold_stderr,
             kill_after: cli.kill_after,
             argv: cli.target,
         }

@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod hooks;
 pub mod http;
 mod jobs;
+mod policy;
 pub mod schedule;
 
 use std::io::IsTerminal;
@@ -25,7 +26,7 @@ pub use self::http::HttpConfig;
 pub use self::jobs::JobOptions;
 pub use self::schedule::ScheduleConfig;
 use crate::cli::Cli;
-use crate::domain::{LogConfig, LogFormat, Policy, Schedule};
+use crate::domain::{LogConfig, LogFormat, Policy};
 use crate::files;
 
 /// Everything a run needs, typed.
@@ -39,12 +40,40 @@ pub struct Config {
     pub hooks: HookConfig,
     /// Retry budget, circuit breaker and splay (`--retry-budget`, `--circuit`, `--splay`).
     pub fleet: fleet::FleetConfig,
-    pub report: Option<PathBuf>,
+    pub report: Option<ReportTo>,
     pub dry_run: bool,
     /// `--seed`, or `None` for a random one.
     pub seed: Option<u64>,
     /// `--schedule` and its options: run once per slot instead of once.
     pub schedule: Option<ScheduleConfig>,
+}
+
+/// Where `--report` goes: a file, written atomically, or stderr (`--report -`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportTo {
+    File(PathBuf),
+    Stderr,
+}
+
+impl ReportTo {
+    /// `-` is stderr, never a file named `-`; a file must be writable before anything runs.
+    fn from_cli(cli: &Cli) -> anyhow::Result<Option<ReportTo>> {
+        match &cli.report {
+            None => Ok(None),
+            Some(path) if path.as_os_str() == "-" => {
+                if cli.schedule.is_some() {
+                    anyhow::bail!(
+                        "--report -: under --schedule stderr is the scheduler's log, one timestamped line at a time; give --report FILE"
+                    );
+                }
+                Ok(Some(ReportTo::Stderr))
+            }
+            Some(path) => {
+                files::check_file_target("--report", path)?;
+                Ok(Some(ReportTo::File(path.clone())))
+            }
+        }
+    }
 }
 
 /// What every attempt of a run has in common, whatever the mode.
@@ -108,28 +137,14 @@ impl Config {
             max_time: cli.max_time,
         };
         let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
-        if let Some(path) = &cli.report {
-            files::check_file_target("--report", path)?;
-        }
+        let report = ReportTo::from_cli(&cli)?;
         // --state is read by the markers, the fleet state and the scheduler.
         let state = cli.state.clone();
         let jobs = JobOptions::from_cli(&cli, state.as_ref())?;
         let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
-        let policy = Policy {
-            attempts,
-            timeout: cli.timeout,
-            max_time: cli.max_time,
-            schedule: Schedule {
-                kind: cli.backoff,
-                base: cli.delay,
-                cap: max_delay(cli.delay, cli.max_delay)?,
-                factor: cli.factor,
-                jitter: cli.jitter,
-            },
-            max_wait_hint: cli.max_retry_after,
-        };
+        let policy = policy::from_cli(&cli, nested)?;
         let hooks = HookConfig::from_cli(&cli);
-        let (report, dry_run, seed) = (cli.report.clone(), cli.dry_run, cli.seed);
+        let (dry_run, seed) = (cli.dry_run, cli.seed);
         let schedule = ScheduleConfig::from_cli(&cli, state.as_ref())?;
         let mut target = TargetConfig::from_cli(cli, key)?;
         if let (Some(_), TargetConfig::Command(c)) = (&schedule, &mut target) {
@@ -197,24 +212,6 @@ impl TargetConfig {
     }
 }
 
-/// `--max-delay` when not given.
-const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(30);
-
-/// The cap is never below `--delay`: the default rises to it, and a shorter
-/// `--max-delay` is refused rather than silently cutting every sleep.
-fn max_delay(delay: Duration, given: Option<Duration>) -> anyhow::Result<Duration> {
-    match given {
-        None => Ok(DEFAULT_MAX_DELAY.max(delay)),
-        Some(cap) if cap < delay => anyhow::bail!(
-            "--max-delay: {} is shorter than --delay {}, which would cut every sleep; give a --max-delay of at least {}, or a shorter --delay",
-            crate::domain::human(cap),
-            crate::domain::human(delay),
-            crate::domain::human(delay)
-        ),
-        Some(cap) => Ok(cap),
-    }
-}
-
 /// RETRY_DEPTH as inherited; anything unreadable counts as the top level.
 fn inherited_depth() -> u32 {
     std::env::var("RETRY_DEPTH")
@@ -255,23 +252,4 @@ pub fn display_argv(argv: &[std::ffi::OsString]) -> String {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     words.join(" ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn max_delay_is_never_below_delay() {
-        let s = Duration::from_secs;
-        assert_eq!(max_delay(s(1), None).unwrap(), s(30));
-        assert_eq!(max_delay(s(120), None).unwrap(), s(120));
-        assert_eq!(max_delay(s(1), Some(s(5))).unwrap(), s(5));
-        assert_eq!(max_delay(s(5), Some(s(5))).unwrap(), s(5));
-        let err = max_delay(s(120), Some(s(60))).unwrap_err().to_string();
-        assert!(
-            err.starts_with("--max-delay: 1m is shorter than --delay 2m"),
-            "{err}"
-        );
-    }
 }

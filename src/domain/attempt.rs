@@ -229,3 +229,16 @@ pub struct RunSummary {
     /// Holds, in order (`--throttled wait`); attempts count only what was sent.
     pub holds: Vec<Hold>,
 }
+
+impl RunSummary {
+    /// Whether the run ended well: an attempt succeeded and ended it, or it ended on a
+    /// success with exit 0 (`--until-failure` that saw no failure).
+    pub fn succeeded(&self) -> bool {
+        let ended_on_success = self
+            .attempts
+            .last()
+            .is_some_and(|last| last.class == Class::Success);
+        self.stopped_because == StopReason::Success
+            || (ended_on_success && self.exit_code.is_success())
+    }
+}

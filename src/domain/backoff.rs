@@ -15,6 +15,8 @@ pub enum BackoffKind {
     Linear,
     /// delay every time
     Constant,
+    /// delay * F(n), the Fibonacci numbers 1, 1, 2, 3, 5, 8 ..., capped by --max-delay
+    Fibonacci,
 }
 
 /// `--jitter`: how each sleep is randomised.
@@ -37,6 +39,9 @@ pub struct Schedule {
     pub cap: Duration,
     pub factor: f64,
     pub jitter: JitterKind,
+    /// `--delays`: when not empty, the delay before retry n is the nth of these (the
+    /// last one repeating), and `kind` and `factor` play no part.
+    pub list: Vec<Duration>,
 }
 
 /// The flags' defaults: exponential from 1s, factor 2, capped at 30s, full jitter.
@@ -48,6 +53,7 @@ impl Default for Schedule {
             cap: Duration::from_secs(30),
             factor: 2.0,
             jitter: JitterKind::Full,
+            list: Vec::new(),
         }
     }
 }
@@ -57,6 +63,10 @@ impl Schedule {
     /// jitter and after the cap.
     pub fn nominal(&self, n: u32) -> Duration {
         let n = n.max(1);
+        if let Some(last) = self.list.last() {
+            let listed = self.list.get(n as usize - 1).unwrap_or(last);
+            return (*listed).min(self.cap);
+        }
         let base = self.base.as_secs_f64();
         let raw = match self.kind {
             BackoffKind::Exponential => {
@@ -64,8 +74,21 @@ impl Schedule {
             }
             BackoffKind::Linear => base * f64::from(n),
             BackoffKind::Constant => base,
+            BackoffKind::Fibonacci => base * fibonacci(n),
         };
         clamp_secs(raw, self.cap)
+    }
+
+    /// Whether every retry from `n` on gets the same delay range as retry `n`: the
+    /// cap is reached, or the list of `--delays` is used up.
+    pub fn steady_from(&self, n: u32) -> bool {
+        if self.jitter == JitterKind::Decorrelated {
+            return self.bounds(n).1 >= self.cap;
+        }
+        if !self.list.is_empty() {
+            return n as usize >= self.list.len();
+        }
+        self.kind == BackoffKind::Constant || self.nominal(n) >= self.cap
     }
 
     /// The sleep before retry `n`, jittered. `previous` is the sleep before retry
@@ -122,6 +145,15 @@ impl Schedule {
             JitterKind::Equal => s / 2 + uniform(rng, Duration::ZERO, s / 2),
         }
     }
+}
+
+/// F(n) of 1, 1, 2, 3, 5, 8 …, as a float; past F(200) any delay is over any cap.
+fn fibonacci(n: u32) -> f64 {
+    let (mut previous, mut current) = (0.0, 1.0);
+    for _ in 1..n.min(200) {
+        (previous, current) = (current, previous + current);
+    }
+    current
 }
 
 /// Seconds as a Duration, never above `cap` and never negative or NaN.
@@ -185,7 +217,12 @@ mod tests {
             cap: Duration::from_secs(5),
             factor: 2.0,
             jitter,
+            list: Vec::new(),
         }
+    }
+
+    fn millis(list: &[u64]) -> Vec<Duration> {
+        list.iter().map(|ms| Duration::from_millis(*ms)).collect()
     }
 
     #[test]
@@ -206,6 +243,56 @@ mod tests {
     }
 
     #[test]
+    fn fibonacci_multiplies_the_delay_then_caps() {
+        let s = schedule(BackoffKind::Fibonacci, JitterKind::None);
+        let got: Vec<u128> = (1..=10).map(|n| s.nominal(n).as_millis()).collect();
+        assert_eq!(got, [100, 100, 200, 300, 500, 800, 1300, 2100, 3400, 5000]);
+        assert_eq!(s.nominal(u32::MAX), Duration::from_secs(5));
+        assert!(!s.steady_from(9) && s.steady_from(10));
+    }
+
+    #[test]
+    fn a_list_of_delays_is_used_in_order_and_its_last_repeats() {
+        let s = Schedule {
+            list: millis(&[1000, 5000, 30000]),
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(30),
+            ..schedule(BackoffKind::Exponential, JitterKind::None)
+        };
+        let got: Vec<u128> = (1..=5).map(|n| s.nominal(n).as_millis()).collect();
+        assert_eq!(got, [1000, 5000, 30000, 30000, 30000]);
+        assert!(!s.steady_from(2) && s.steady_from(3));
+        // A list that shrinks settles at its last entry, below the longest.
+        let shrinking = Schedule {
+            list: millis(&[300, 100]),
+            cap: Duration::from_millis(300),
+            ..s
+        };
+        assert_eq!(shrinking.nominal(9), Duration::from_millis(100));
+        assert!(shrinking.steady_from(2));
+    }
+
+    #[test]
+    fn jitter_spreads_a_list_as_it_spreads_any_delay() {
+        let s = Schedule {
+            list: millis(&[100, 400]),
+            cap: Duration::from_millis(400),
+            ..schedule(BackoffKind::Exponential, JitterKind::Full)
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for n in 1..=20 {
+            let d = s.delay(n, None, &mut rng);
+            assert!(d <= s.nominal(n), "retry {n}: {d:?}");
+        }
+        let exact = Schedule {
+            jitter: JitterKind::None,
+            ..s
+        };
+        assert_eq!(exact.delay(1, None, &mut rng), Duration::from_millis(100));
+        assert_eq!(exact.delay(7, None, &mut rng), Duration::from_millis(400));
+    }
+
+    #[test]
     fn every_jitter_stays_within_its_bounds() {
         for jitter in [
             JitterKind::Full,
@@ -217,6 +304,7 @@ mod tests {
                 BackoffKind::Exponential,
                 BackoffKind::Linear,
                 BackoffKind::Constant,
+                BackoffKind::Fibonacci,
             ] {
                 let s = schedule(kind, jitter);
                 let mut rng = ChaCha8Rng::seed_from_u64(7);

@@ -21,6 +21,9 @@ pub enum Event<'a> {
     Succeeded {
         record: &'a AttemptRecord,
         limit: u32,
+        /// When the goal wants more successes (`--consecutive`, `--until-failure`): the
+        /// sleep before the next attempt, and the progress (`2 of 3 in a row`).
+        next: Option<(Duration, &'a str)>,
     },
     /// A run held (`--throttled wait`) for `duration`, sending nothing; `why` says
     /// what held it ("retry budget api is spent (4 of 10 tokens)").

@@ -23,7 +23,7 @@ pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
 pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, Throttled};
 pub use events::{Event, Events};
 pub use log::LogConfig;
-pub use policy::Policy;
+pub use policy::{Goal, Policy, of_limit};
 pub use protocols::Protocols;
 pub use status::{ExitStatus, Signal};
 pub use stop::{Interrupted, OutputLost, Stop};

@@ -1,5 +1,6 @@
 //! The policy a run follows: how many attempts, their time limits, the backoff
-//! schedule and the longest server-requested wait obeyed. The engine applies it.
+//! schedule, the longest server-requested wait obeyed and what the run is after
+//! (`Goal`). The engine applies it.
 
 use std::time::Duration;
 
@@ -7,12 +8,34 @@ use super::Schedule;
 
 #[derive(Clone, Debug)]
 pub struct Policy {
+    /// The attempt limit; 0 is none (`-a 0`, which `--max-time` bounds).
     pub attempts: u32,
     pub timeout: Option<Duration>,
     pub max_time: Option<Duration>,
     pub schedule: Schedule,
     /// Longest server-requested wait to obey (`--max-retry-after`).
     pub max_wait_hint: Duration,
+    /// `--ignore-retry-after`: the backoff alone decides every sleep.
+    pub ignore_wait_hints: bool,
+    pub goal: Goal,
+}
+
+/// What ends a run well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Goal {
+    /// The first attempt that succeeds.
+    FirstSuccess,
+    /// `--consecutive N`: N attempts in a row that succeed.
+    Consecutive(u32),
+    /// `--until-failure`: the first attempt that fails; success is attempted again.
+    UntilFailure,
+}
+
+impl Policy {
+    /// Whether attempt `number` is the last the limit allows.
+    pub fn is_last(&self, number: u32) -> bool {
+        self.attempts != 0 && number >= self.attempts
+    }
 }
 
 /// The flags' defaults: 5 attempts, no time limits, the default schedule, Retry-After up to 5m.
@@ -24,6 +47,17 @@ impl Default for Policy {
             max_time: None,
             schedule: Schedule::default(),
             max_wait_hint: Duration::from_secs(300),
+            ignore_wait_hints: false,
+            goal: Goal::FirstSuccess,
         }
+    }
+}
+
+/// `3/5` for attempt 3 of 5, `3` when there is no limit.
+pub fn of_limit(number: u32, limit: u32) -> String {
+    if limit == 0 {
+        number.to_string()
+    } else {
+        format!("{number}/{limit}")
     }
 }

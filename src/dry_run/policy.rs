@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use crate::config::RunInfo;
-use crate::domain::{BackoffKind, JitterKind, Policy, human};
+use crate::domain::{BackoffKind, Goal, JitterKind, Policy, human};
 use crate::exec::Description;
 
 /// `splay` is `--splay`: the longest sleep before the first attempt, part of the worst case.
@@ -28,7 +28,10 @@ pub fn render(
     } else {
         ""
     };
-    let _ = writeln!(out, "attempts:    {}{nested_note}", policy.attempts);
+    let _ = writeln!(out, "attempts:    {}{nested_note}", describe_limit(policy));
+    if let Some(goal) = describe_goal(policy) {
+        let _ = writeln!(out, "goal:        {goal}");
+    }
     let _ = writeln!(out, "backoff:     {}", describe_schedule(policy));
     let _ = writeln!(
         out,
@@ -36,7 +39,17 @@ pub fn render(
         policy.timeout.map_or("none".into(), human),
         policy.max_time.map_or("none".into(), human)
     );
-    if is_http {
+    if policy.ignore_wait_hints {
+        let asked = if is_http {
+            "Retry-After, RateLimit-Reset"
+        } else {
+            "RETRY_CONTROL's retry-after"
+        };
+        let _ = writeln!(
+            out,
+            "retry-after: ignored (--ignore-retry-after): the backoff alone decides, whatever {asked} ask"
+        );
+    } else if is_http {
         let _ = writeln!(
             out,
             "retry-after: obeyed up to {} (--max-retry-after); {}",
@@ -54,15 +67,51 @@ pub fn render(
     out
 }
 
+/// `5`, or `no limit (-a 0): attempts go on until --max-time`.
+fn describe_limit(policy: &Policy) -> String {
+    match policy.attempts {
+        0 => "no limit (-a 0): attempts go on until --max-time ends the run".into(),
+        n => n.to_string(),
+    }
+}
+
+/// What the run is after, when that is more than its first success.
+fn describe_goal(policy: &Policy) -> Option<String> {
+    match policy.goal {
+        Goal::FirstSuccess => None,
+        Goal::Consecutive(n) => Some(format!(
+            "{n} successes in a row (--consecutive); the sleep after a success is {} \
+             (--delay), after a failure the backoff below from its start",
+            human(policy.schedule.base)
+        )),
+        Goal::UntilFailure => Some(
+            "the first failure (--until-failure): a success is followed by the backoff below \
+             and another attempt; every attempt succeeding exits 0"
+                .into(),
+        ),
+    }
+}
+
 fn describe_schedule(policy: &Policy) -> String {
     let s = &policy.schedule;
+    let listed = || {
+        let list: Vec<String> = s.list.iter().map(|d| human(*d)).collect();
+        format!(
+            "the list {} (--delays), the last repeating",
+            list.join(", ")
+        )
+    };
     let growth = match (s.jitter, s.kind) {
         (JitterKind::Decorrelated, _) => format!("decorrelated from {}", human(s.base)),
+        _ if !s.list.is_empty() => listed(),
         (_, BackoffKind::Exponential) => {
             format!("exponential from {}, factor {}", human(s.base), s.factor)
         }
         (_, BackoffKind::Linear) => format!("linear, {} per retry", human(s.base)),
         (_, BackoffKind::Constant) => format!("constant {}", human(s.base)),
+        (_, BackoffKind::Fibonacci) => {
+            format!("fibonacci, {} x 1, 1, 2, 3, 5, 8 ...", human(s.base))
+        }
     };
     let jitter = match s.jitter {
         JitterKind::Full => "full jitter U(0,d)",
@@ -114,6 +163,12 @@ pub fn schedule_table(policy: &Policy, splay: Duration) -> String {
         )
     };
     let line = match (policy.timeout, policy.max_time) {
+        (_, Some(max)) if policy.attempts == 0 => format!(
+            "worst case: attempts and sleeps go on until the budget ends them; the whole run \
+             ends within {} (--max-time {})",
+            human(max),
+            human(max)
+        ),
         (_, Some(max)) => {
             let attempt_time = policy.timeout.map(|t| t * policy.attempts);
             let total = attempt_time.map_or(max, |a| (a + worst).min(max));
@@ -156,14 +211,31 @@ fn sleep_rows(policy: &Policy) -> (Vec<String>, Duration) {
             format!("{} - {}", human(lo), human(hi))
         }
     };
-    let last = policy.attempts;
+    // -a 0: the rows go on until the delay settles, then one line says the rest.
+    let last = (policy.attempts != 0).then_some(policy.attempts);
+    let until_max_time = |each: Duration| {
+        format!(
+            "...      (every further attempt, until --max-time: each {} at most)",
+            human(each)
+        )
+    };
     let mut rows = Vec::new();
     let mut worst = Duration::ZERO;
     let mut previous = None;
     let mut n = 2;
-    while n <= last {
+    while last.is_none_or(|last| n <= last) {
         let bounds = policy.schedule.bounds(n - 1);
-        let settled = previous == Some(bounds) && bounds.1 >= policy.schedule.cap;
+        let settled = previous == Some(bounds) && policy.schedule.steady_from(n - 1);
+        let Some(last) = last else {
+            if settled || n > SHOWN_ROWS {
+                rows.push(until_max_time(policy.schedule.bounds(u32::MAX).1));
+                return (rows, worst);
+            }
+            rows.push(format!("{n:<8} {}", range(bounds)));
+            previous = Some(bounds);
+            n += 1;
+            continue;
+        };
         if settled || n > EXACT_ROWS {
             let rest = last - n + 1;
             let each = if settled {

@@ -1,8 +1,9 @@
 //! The one retry loop, shared by every mode. It owns the policy (attempt limit,
 //! `--max-time` budget, backoff and jitter, server-requested waits, per-rule retry
 //! limits) and nothing else: running an attempt and classifying it is the
-//! executor's job, sleeping is the sleeper's, running `--on-retry` beside the
-//! sleep is the retry hook's, and the clock is injected so the loop is tested
+//! executor's job, what the run is after (the first success, N in a row, the first
+//! failure) the goal's tally, sleeping is the sleeper's, running `--on-retry` beside
+//! the sleep is the retry hook's, and the clock is injected so the loop is tested
 //! without sleeping.
 
 use std::collections::HashMap;
@@ -17,14 +18,23 @@ use crate::domain::{
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
 mod env;
+mod goal;
 
 pub use env::{Clock, Env, Refusal, RetryBudget, RetryFacts, RetryHook, Sleeper};
+use goal::{Pause, Step, Tally};
 
 /// What to do after an attempt.
 enum Next {
     Stop(StopReason, String),
+    /// A failure is retried after this sleep.
     Sleep(Duration),
+    /// A success the goal wants more of: attempt again after this sleep (the
+    /// progress, `2 of 3 in a row`, is for the log).
+    Again(Duration, String),
 }
+
+/// How a run ends: its exit status, why, and the line that says so.
+type End = (ExitStatus, StopReason, String);
 
 pub fn run(
     exec: &mut dyn Executor,
@@ -37,6 +47,7 @@ pub fn run(
     let mut holds: Vec<Hold> = Vec::new();
     let mut limit_counts: HashMap<LimitKey, u32> = HashMap::new();
     let mut previous_delay = None;
+    let mut tally = Tally::new(policy.goal);
     let mut number = 1;
     loop {
         let now = env.clock.now();
@@ -59,22 +70,9 @@ pub fn run(
         apply_limit(&mut report.verdict, &mut limit_counts);
         // A hold draws afresh from the distribution this retry's delay came from.
         let drawn_after = previous_delay;
-        let next = decide(&report, &ctx, policy, deadline, env, &mut previous_delay);
+        let next = decide(&report, &ctx, policy, env, &mut tally, &mut previous_delay);
         let next = consult_budget(&report, next, env);
-        let record = AttemptRecord {
-            number,
-            started_at,
-            duration,
-            outcome: report.outcome.clone(),
-            class: report.verdict.class,
-            reason: report.verdict.reason.clone(),
-            wait_hint: report.wait_hint.clone(),
-            delay: match next {
-                Next::Sleep(d) => Some(d),
-                Next::Stop(..) => None,
-            },
-        };
-        records.push(record);
+        records.push(record_of(number, (started_at, duration), &report, &next));
         let record = records.last().expect("just pushed");
         match next {
             Next::Sleep(delay) => {
@@ -92,8 +90,7 @@ pub fn run(
                 };
                 let sleep_ends = env.clock.now() + delay;
                 if let Err(stop) = sleep_with_hook(env, &facts, number + 1) {
-                    let (exit_code, reason, message) = stopped_while_sleeping(stop);
-                    return Ok(finish(records, holds, (exit_code, reason, message), env));
+                    return Ok(finish(records, holds, stopped_while_sleeping(stop), env));
                 }
                 if deadline.is_some_and(|d| env.clock.now() >= d) {
                     // The sleep ends before --max-time; what runs past it is the hook.
@@ -114,31 +111,30 @@ pub fn run(
                 if let Err(end) = hold_while_refused(env, policy, deadline, &asked, &mut holds) {
                     return Ok(finish(records, holds, end, env));
                 }
-                number += 1;
+            }
+            Next::Again(delay, progress) => {
+                exec.discard();
+                if let Err(end) =
+                    pause_after_success(env, policy, record, (delay, &progress), &tally)
+                {
+                    return Ok(finish(records, holds, end, env));
+                }
             }
             Next::Stop(reason, message) => {
-                if reason == StopReason::Success {
-                    env.events.event(Event::Succeeded {
-                        record,
-                        limit: policy.attempts,
-                    });
-                } else {
-                    env.events.event(Event::AttemptFailed {
-                        record,
-                        limit: policy.attempts,
-                        next: None,
-                    });
-                }
+                say_last(env, record, policy.attempts);
                 let mut exit_code = match reason {
                     StopReason::Success => ExitStatus::SUCCESS,
                     StopReason::Signal => {
                         ExitStatus::of_signal(report.interrupted_by.unwrap_or(Signal::new(0)))
                     }
                     StopReason::LockLost => ExitStatus::USAGE,
+                    _ if record.class == Class::Success => tally.short_exit(),
                     _ => report.exit_code,
                 };
                 let (mut reason, mut message) = (reason, message);
-                if matches!(reason, StopReason::Signal | StopReason::LockLost) {
+                // A run that fails on a success short of its goal shows nothing of it as a result.
+                let short = record.class == Class::Success && !exit_code.is_success();
+                if short || matches!(reason, StopReason::Signal | StopReason::LockLost) {
                     exec.discard();
                 } else if let Err(err) = exec.deliver() {
                     if let Some(lost) = err.downcast_ref::<OutputLost>() {
@@ -158,7 +154,72 @@ pub fn run(
                 return Ok(finish(records, holds, (exit_code, reason, message), env));
             }
         }
+        number = number.saturating_add(1);
     }
+}
+
+/// The attempt as the report and the logs show it, with the sleep that follows it.
+fn record_of(
+    number: u32,
+    (started_at, duration): (std::time::SystemTime, Duration),
+    report: &AttemptReport,
+    next: &Next,
+) -> AttemptRecord {
+    AttemptRecord {
+        number,
+        started_at,
+        duration,
+        outcome: report.outcome.clone(),
+        class: report.verdict.class,
+        reason: report.verdict.reason.clone(),
+        wait_hint: report.wait_hint.clone(),
+        delay: match next {
+            Next::Sleep(d) | Next::Again(d, _) => Some(*d),
+            Next::Stop(..) => None,
+        },
+    }
+}
+
+/// The event of the run's last attempt: it succeeded, or it failed with no retry.
+fn say_last(env: &mut Env<'_>, record: &AttemptRecord, limit: u32) {
+    env.events.event(if record.class == Class::Success {
+        Event::Succeeded {
+            record,
+            limit,
+            next: None,
+        }
+    } else {
+        Event::AttemptFailed {
+            record,
+            limit,
+            next: None,
+        }
+    });
+}
+
+/// The sleep after a success the goal wants more of (no `--on-retry`: nothing failed).
+/// A run that reaches `--max-time` here ends as it would after that success.
+fn pause_after_success(
+    env: &mut Env<'_>,
+    policy: &Policy,
+    record: &AttemptRecord,
+    (delay, progress): (Duration, &str),
+    tally: &Tally,
+) -> Result<(), End> {
+    env.events.event(Event::Succeeded {
+        record,
+        limit: policy.attempts,
+        next: Some((delay, progress)),
+    });
+    env.sleeper
+        .sleep(delay, record.number.saturating_add(1))
+        .map_err(stopped_while_sleeping)?;
+    if policy.max_time.is_some_and(|d| env.clock.now() >= d) {
+        let message = budget_message(policy, "ran out while waiting for the next attempt");
+        let message = format!("{message}{}", tally.shortfall());
+        return Err((tally.short_exit(), StopReason::MaxTime, message));
+    }
+    Ok(())
 }
 
 /// The backoff sleep with `--on-retry` running beside it: over when both are.
@@ -225,7 +286,7 @@ fn hold_while_refused(
     deadline: Option<Duration>,
     asked: &Asked,
     holds: &mut Vec<Hold>,
-) -> Result<(), (ExitStatus, StopReason, String)> {
+) -> Result<(), End> {
     let Some(budget) = env.budget.as_deref_mut().filter(|b| b.holds()) else {
         return Ok(());
     };
@@ -292,8 +353,8 @@ fn decide(
     report: &AttemptReport,
     ctx: &AttemptContext,
     policy: &Policy,
-    deadline: Option<Duration>,
     env: &mut Env<'_>,
+    tally: &mut Tally,
     previous_delay: &mut Option<Duration>,
 ) -> Next {
     if let Some(message) = &report.lock_lost {
@@ -302,20 +363,18 @@ fn decide(
     if let Some(signal) = report.interrupted_by {
         return Next::Stop(StopReason::Signal, format!("interrupted by {signal}"));
     }
-    match report.verdict.class {
-        Class::Success => {
-            return Next::Stop(
-                StopReason::Success,
-                format!("attempt {} succeeded", ctx.number),
-            );
+    let retry = match tally.after(ctx.number, report.verdict.class, report.exit_code) {
+        Step::Reached(reason, message) => return Next::Stop(reason, message),
+        Step::Again { pause, progress } => {
+            return again(pause, progress, ctx, policy, env, tally, previous_delay);
         }
-        Class::Permanent => {
-            return Next::Stop(
-                StopReason::Permanent,
-                format!("permanent failure: {}", report.verdict.reason),
-            );
-        }
-        Class::Transient => {}
+        Step::Failed { retry } => retry,
+    };
+    if report.verdict.class == Class::Permanent {
+        return Next::Stop(
+            StopReason::Permanent,
+            format!("permanent failure: {}", report.verdict.reason),
+        );
     }
     if report.budget_expired {
         return Next::Stop(
@@ -323,36 +382,70 @@ fn decide(
             budget_message(policy, "ran out during the last attempt"),
         );
     }
-    if ctx.number >= policy.attempts {
-        let n = policy.attempts;
-        return Next::Stop(
-            StopReason::Attempts,
-            format!("gave up after {n} attempt{}", plural(n)),
-        );
+    if policy.is_last(ctx.number) {
+        return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
     }
-    let now = env.clock.now();
-    let left = deadline.map(|d| d.saturating_sub(now));
-    if let Some(hint) = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero()) {
-        return obey_hint(hint, ctx.number, policy, left, env.jitter.rng());
+    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
+    let hint = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero());
+    if let Some(hint) = hint.filter(|_| !policy.ignore_wait_hints) {
+        return obey_hint(hint, retry, policy, left, env.jitter.rng());
     }
     let delay = policy
         .schedule
-        .delay(ctx.number, *previous_delay, env.jitter.rng());
+        .delay(retry, *previous_delay, env.jitter.rng());
     *previous_delay = Some(delay);
     match left {
-        Some(left) if delay >= left => Next::Stop(
-            StopReason::MaxTime,
-            budget_message(
-                policy,
-                &format!(
-                    "has {} left, less than the next {} sleep",
-                    human(left),
-                    human(delay)
-                ),
-            ),
-        ),
+        Some(left) if delay >= left => {
+            Next::Stop(StopReason::MaxTime, too_little_left(policy, left, delay))
+        }
         _ => Next::Sleep(delay),
     }
+}
+
+/// A success the goal wants more of: the sleep before the next attempt, unless the
+/// limit or `--max-time` ends the run first.
+fn again(
+    pause: Pause,
+    progress: String,
+    ctx: &AttemptContext,
+    policy: &Policy,
+    env: &mut Env<'_>,
+    tally: &Tally,
+    previous_delay: &mut Option<Duration>,
+) -> Next {
+    if policy.is_last(ctx.number) {
+        return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
+    }
+    let delay = match pause {
+        Pause::Base => {
+            // A failure after this success backs off from the start again.
+            *previous_delay = None;
+            policy.schedule.base
+        }
+        Pause::Backoff(n) => {
+            let delay = policy.schedule.delay(n, *previous_delay, env.jitter.rng());
+            *previous_delay = Some(delay);
+            delay
+        }
+    };
+    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
+    match left {
+        Some(left) if delay >= left => {
+            let message = too_little_left(policy, left, delay) + &tally.shortfall();
+            Next::Stop(StopReason::MaxTime, message)
+        }
+        _ => Next::Again(delay, progress),
+    }
+}
+
+/// `stopped: the --max-time budget of 3s has 200ms left, less than the next 1s sleep`.
+fn too_little_left(policy: &Policy, left: Duration, delay: Duration) -> String {
+    let detail = format!(
+        "has {} left, less than the next {} sleep",
+        human(left),
+        human(delay)
+    );
+    budget_message(policy, &detail)
 }
 
 /// Waits as long as the server asked, plus a spread so that clients told the
@@ -400,7 +493,7 @@ fn budget_message(policy: &Policy, detail: &str) -> String {
 }
 
 /// The exit status, reason and message of a run stopped during a backoff sleep.
-fn stopped_while_sleeping(stop: Stop) -> (ExitStatus, StopReason, String) {
+fn stopped_while_sleeping(stop: Stop) -> End {
     match stop {
         Stop::Signal(signal) => (
             ExitStatus::of_signal(signal),
@@ -414,7 +507,7 @@ fn stopped_while_sleeping(stop: Stop) -> (ExitStatus, StopReason, String) {
 fn finish(
     attempts: Vec<AttemptRecord>,
     holds: Vec<Hold>,
-    (exit_code, stopped_because, message): (ExitStatus, StopReason, String),
+    (exit_code, stopped_because, message): End,
     env: &mut Env<'_>,
 ) -> RunSummary {
     let summary = RunSummary {
@@ -443,10 +536,6 @@ fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! counts, delays and stop reasons exactly, without sleeping.
 
 use super::*;
-use crate::domain::{Events, Jitter, JitterKind, Limit, Outcome, Schedule};
+use crate::domain::{Events, Goal, Jitter, JitterKind, Limit, Outcome, Schedule};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::SystemTime;
@@ -119,7 +119,10 @@ impl Events for Collect {
             Event::AttemptFailed { record, next, .. } => {
                 format!("fail {} {:?}", record.number, next)
             }
-            Event::Succeeded { record, .. } => format!("ok {}", record.number),
+            Event::Succeeded { record, next, .. } => match next {
+                Some((d, progress)) => format!("ok {} again in {d:?} ({progress})", record.number),
+                None => format!("ok {}", record.number),
+            },
             Event::Held { duration, .. } => format!("held {duration:?}"),
             Event::Stopped { summary } => format!("stop {:?}", summary.stopped_because),
         });
@@ -848,4 +851,209 @@ fn attempts_still_bound_what_a_held_run_sends() {
         (StopReason::Attempts, 4)
     );
     assert_eq!(s.holds.len(), 1);
+}
+
+// ---- What the run is after: N in a row, the first failure; no attempt limit ----
+
+fn goal(attempts: u32, goal: Goal) -> Policy {
+    Policy {
+        goal,
+        ..policy(attempts, JitterKind::None)
+    }
+}
+
+fn alternating(n: usize) -> Vec<AttemptReport> {
+    (0..n)
+        .map(|i| if i % 2 == 0 { ok() } else { fail(22) })
+        .collect()
+}
+
+#[test]
+fn consecutive_never_succeeds_against_alternating_answers() {
+    let mut h = Harness::new(alternating(10));
+    let s = h.run(&goal(10, Goal::Consecutive(3)));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Attempts, 22, 10)
+    );
+    assert_eq!(
+        s.message,
+        "gave up after 10 attempts, without 3 successes in a row (at most 1)"
+    );
+    // After a success the sleep is --delay; after a failure the backoff from its start.
+    assert!(h.sleeper.slept.iter().all(|d| *d == Duration::from_secs(1)));
+    assert_eq!(
+        h.exec.delivered, 1,
+        "only the last attempt's held output is shown"
+    );
+}
+
+#[test]
+fn consecutive_succeeds_after_exactly_n_in_a_row_once_healthy() {
+    let mut h = Harness::new(vec![fail(22), fail(22), ok(), fail(22), ok(), ok(), ok()]);
+    let s = h.run(&goal(10, Goal::Consecutive(3)));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Success, 0, 7)
+    );
+    let secs = |v: &[u64]| {
+        v.iter()
+            .map(|s| Duration::from_secs(*s))
+            .collect::<Vec<_>>()
+    };
+    // fail, fail (backoff 1s, 2s), ok (1s), fail (backoff from 1s again), ok, ok (1s each).
+    assert_eq!(h.sleeper.slept, secs(&[1, 2, 1, 1, 1, 1]));
+    assert_eq!(h.exec.delivered, 1);
+    assert!(
+        h.events
+            .0
+            .contains(&"ok 5 again in 1s (1 of 3 in a row)".to_string())
+    );
+    assert_eq!(h.events.0.last().unwrap(), "stop Success");
+}
+
+#[test]
+fn consecutive_short_of_its_goal_when_the_limit_ends_on_a_success() {
+    let mut h = Harness::new(vec![fail(9), ok(), ok()]);
+    let s = h.run(&goal(3, Goal::Consecutive(3)));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code()),
+        (StopReason::Attempts, 9),
+        "the last failure's status, never 0"
+    );
+    assert_eq!(h.events.0[h.events.0.len() - 2], "ok 3");
+    assert_eq!(
+        h.exec.delivered, 0,
+        "a failed run delivers no success's output"
+    );
+}
+
+#[test]
+fn until_failure_backs_off_after_each_success_and_ends_with_the_failure() {
+    let mut script = vec![ok(); 6];
+    script.push(fail(1));
+    let mut h = Harness::new(script);
+    let s = h.run(&goal(50, Goal::UntilFailure));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Permanent, 1, 7)
+    );
+    let secs = |v: &[u64]| {
+        v.iter()
+            .map(|s| Duration::from_secs(*s))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(h.sleeper.slept, secs(&[1, 2, 4, 8, 16, 30]));
+    assert_eq!(
+        s.message,
+        "--until-failure: attempt 7 failed, after 6 successes"
+    );
+}
+
+#[test]
+fn until_failure_that_sees_none_exits_0_saying_so() {
+    let mut h = Harness::new(vec![ok()]);
+    let s = h.run(&goal(4, Goal::UntilFailure));
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::Attempts, 0, 4)
+    );
+    assert_eq!(s.message, "--until-failure: no failure in 4 attempts");
+    assert!(s.succeeded());
+    assert_eq!(
+        h.exec.delivered, 1,
+        "the last attempt's held output is shown"
+    );
+}
+
+#[test]
+fn no_attempt_limit_goes_on_until_max_time_and_ends_with_the_last_failure() {
+    let mut p = policy(0, JitterKind::None);
+    p.max_time = Some(Duration::from_secs(20));
+    let mut h = Harness::new(vec![fail(3), fail(4), fail(5), fail(6), fail(7)]);
+    let s = h.run(&p);
+    // 0.1 + 1 + 0.1 + 2 + 0.1 + 4 + 0.1 + 8 + 0.1 = 15.5s; 4.5s left, less than 16s.
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::MaxTime, 7, 5)
+    );
+    assert!(
+        s.message.contains("less than the next 16s sleep"),
+        "{}",
+        s.message
+    );
+    assert!(h.exec.seen.iter().all(|c| c.limit == 0));
+}
+
+#[test]
+fn until_failure_within_max_time_exits_0_when_time_runs_out() {
+    let mut p = goal(0, Goal::UntilFailure);
+    p.max_time = Some(Duration::from_secs(5));
+    let mut h = Harness::new(vec![ok()]);
+    let s = h.run(&p);
+    // Successes at 0.1s and 1.2s (after 1s); the 4s sleep after the third would pass 5s.
+    assert_eq!(
+        (s.stopped_because, s.exit_code.code(), s.attempts.len()),
+        (StopReason::MaxTime, 0, 3)
+    );
+    assert!(
+        s.message
+            .ends_with("with no failure seen (--until-failure)"),
+        "{}",
+        s.message
+    );
+}
+
+#[test]
+fn ignoring_wait_hints_leaves_the_backoff_alone() {
+    let mut p = policy(3, JitterKind::None);
+    p.ignore_wait_hints = true;
+    // Asked for 600s, past --max-retry-after: ignored, not an end.
+    let mut h = Harness::new(vec![told_to_wait(600), told_to_wait(600), ok()]);
+    let s = h.run(&p);
+    assert_eq!(s.stopped_because, StopReason::Success);
+    assert_eq!(
+        h.sleeper.slept,
+        [Duration::from_secs(1), Duration::from_secs(2)]
+    );
+    assert_eq!(
+        s.attempts[0].wait_hint.as_ref().unwrap().wait,
+        Duration::from_secs(600)
+    );
+}
+
+#[test]
+fn a_list_of_delays_and_fibonacci_are_slept_as_scheduled() {
+    let ms = |v: &[u64]| {
+        v.iter()
+            .map(|m| Duration::from_millis(*m))
+            .collect::<Vec<_>>()
+    };
+    let mut listed = policy(6, JitterKind::None);
+    listed.schedule.list = ms(&[100, 500, 3000]);
+    listed.schedule.cap = Duration::from_secs(3);
+    let mut h = Harness::new(vec![fail(1)]);
+    h.run(&listed);
+    assert_eq!(h.sleeper.slept, ms(&[100, 500, 3000, 3000, 3000]));
+
+    let mut fib = policy(8, JitterKind::None);
+    fib.schedule.kind = crate::domain::BackoffKind::Fibonacci;
+    fib.schedule.base = Duration::from_millis(100);
+    fib.schedule.cap = Duration::from_millis(1000);
+    let mut h = Harness::new(vec![fail(1)]);
+    h.run(&fib);
+    assert_eq!(h.sleeper.slept, ms(&[100, 100, 200, 300, 500, 800, 1000]));
+
+    // Seeded full jitter stays under each listed delay, the same on every run.
+    listed.schedule.jitter = JitterKind::Full;
+    let run = || {
+        let mut h = Harness::new(vec![fail(1)]);
+        h.run(&listed);
+        h.sleeper.slept
+    };
+    let (first, second) = (run(), run());
+    assert_eq!(first, second);
+    for (slept, most) in first.iter().zip(ms(&[100, 500, 3000, 3000, 3000])) {
+        assert!(*slept <= most, "{slept:?} > {most:?}");
+    }
 }

@@ -1,5 +1,6 @@
 //! Copies a command's stdout or stderr from a pipe to where it belongs (retry's
-//! own stdout/stderr, live, chunk by chunk, or a spool for `--hold-stdout`) while
+//! own stdout/stderr, live, chunk by chunk, or a spool for `--hold-stdout` and
+//! `--hold-stderr`) while
 //! scanning its lines for the classification patterns. Used only when something
 //! needs to read the stream; otherwise the command writes to retry's fds itself.
 //!
@@ -127,7 +128,11 @@ fn pump(
             }
             (Sink::Hold(spool), _) => {
                 if let Err(e) = spool.append(chunk) {
-                    let message = format!("--hold-stdout: cannot hold the command's output: {e}");
+                    let flag = match stream {
+                        Stream::Stdout => "--hold-stdout",
+                        Stream::Stderr => "--hold-stderr",
+                    };
+                    let message = format!("{flag}: cannot hold the command's output: {e}");
                     shared.fault.set(message.clone());
                     return Err(io::Error::other(message));
                 }

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::domain::{
-    AttemptRecord, Class, Event, Events, Hold, LogConfig, RunSummary, StopReason, human,
+    AttemptRecord, Class, Event, Events, Hold, LogConfig, RunSummary, StopReason, human, of_limit,
     rfc3339_millis,
 };
 
@@ -188,8 +188,8 @@ pub struct Logger {
 impl Logger {
     fn attempt_line(record: &AttemptRecord, limit: u32) -> String {
         format!(
-            "attempt {}/{limit} failed: {} ({}: {})",
-            record.number,
+            "attempt {} failed: {} ({}: {})",
+            of_limit(record.number, limit),
             record.outcome.describe(),
             paint(record.class, record.class.as_str()),
             record.reason
@@ -223,7 +223,7 @@ impl Events for Logger {
                     } else {
                         emit(
                             "debug",
-                            &format!("attempt {number}/{limit}{shown}"),
+                            &format!("attempt {}{shown}", of_limit(number, limit)),
                             Value::Null,
                         );
                     }
@@ -248,19 +248,30 @@ impl Events for Logger {
                     emit("info", &line, Value::Null);
                 }
             }
-            Event::Succeeded { record, limit } => {
-                let noteworthy = record.number > 1;
+            Event::Succeeded {
+                record,
+                limit,
+                next,
+            } => {
+                let noteworthy = record.number > 1 || next.is_some();
                 if cfg.level < 0 || (!noteworthy && cfg.level < 1) {
                     return;
                 }
                 if cfg.json {
-                    self.json_event("attempt_succeeded", attempt_json(record, limit));
+                    let mut fields = attempt_json(record, limit);
+                    if let Some((_, progress)) = next {
+                        merge(&mut fields, json!({ "progress": progress }));
+                    }
+                    self.json_event("attempt_succeeded", fields);
                 } else {
-                    let text = format!(
-                        "attempt {}/{limit} {}",
-                        record.number,
+                    let mut text = format!(
+                        "attempt {} {}",
+                        of_limit(record.number, limit),
                         paint(Class::Success, "succeeded")
                     );
+                    if let Some((delay, progress)) = next {
+                        text.push_str(&format!(" ({progress}); next attempt in {}", human(delay)));
+                    }
                     emit("info", &text, Value::Null);
                 }
             }
@@ -299,7 +310,10 @@ impl Events for Logger {
                 }
                 let cause = last_cause(summary);
                 let line = final_line(summary, cause.as_deref());
-                github("error", &line);
+                // A run that exits 0 short of its goal (--until-failure found none) is no error.
+                if !summary.exit_code.is_success() {
+                    github("error", &line);
+                }
                 if cfg.level < -1 || !self.final_line {
                     return;
                 }
@@ -423,6 +437,15 @@ fn hold_json(hold: &Hold) -> Value {
         "duration_ms": millis(hold.duration),
         "cause": hold.cause,
     })
+}
+
+/// `--report -`: the same document on stderr when the run ends, on one line (as recur
+/// writes its report there) in one write, so it is told apart from the log lines.
+pub fn report_to_stderr(header: &ReportHeader<'_>, summary: &RunSummary) {
+    let mut text = report_json(header, summary).to_string().into_bytes();
+    text.push(b'\n');
+    // A stderr that cannot take it has nobody to tell.
+    let _ = std::io::stderr().lock().write_all(&text);
 }
 
 pub fn write_report(

@@ -20,8 +20,9 @@ use nix::libc;
 use regex::bytes::Regex;
 
 use crate::classify::{
-    command::CommandEnd, command::CommandRules, command::OutputFacts, command::OutputWatch,
-    control::DIRECTIVES, endings, profiles, profiles::Profile,
+    command::CommandEnd, command::CommandRules, command::OutputFacts, command::OutputRules,
+    command::OutputWatch, command::Stream, control::DIRECTIVES, endings, profiles,
+    profiles::Profile,
 };
 use crate::config::{CommandConfig, RunInfo};
 use crate::domain::{Class, ExitStatus, Outcome};
@@ -30,7 +31,7 @@ use crate::io::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
 use crate::spool;
 use crate::{report, signals};
 use control::ControlFile;
-use output::{HeldStdout, Pumps, output_reader_gone};
+use output::{Held, HeldOutput, Holding, Pumps, output_reader_gone};
 use supervisor::{Supervised, Supervisor};
 use terminal::{ignore_sigttou, in_terminal_foreground, reclaim_terminal};
 
@@ -43,8 +44,8 @@ pub struct CommandExecutor {
     rules: CommandRules,
     watch: Option<Arc<OutputWatch>>,
     stdin: StdinPlan,
-    hold_stdout: bool,
-    held: Option<HeldStdout>,
+    holding: Holding,
+    held: HeldOutput,
     kill_after: Duration,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
@@ -52,6 +53,7 @@ pub struct CommandExecutor {
     foreground: bool,
     stop_patterns: Vec<String>,
     retry_patterns: Vec<String>,
+    success_patterns: Vec<String>,
     /// Why RETRY_CONTROL could not be given, once said.
     control_missing_said: bool,
     /// `RETRY_FENCING_TOKEN`, when the run holds a lock.
@@ -67,7 +69,13 @@ impl CommandExecutor {
         let pattern_text = |res: &[Regex]| res.iter().map(|r| r.as_str().to_string()).collect();
         let stop_patterns = pattern_text(&inputs.stop_on_output);
         let retry_patterns = pattern_text(&inputs.retry_on_output);
-        let watch = OutputWatch::new(inputs.stop_on_output, inputs.retry_on_output, profile)?;
+        let success_patterns = pattern_text(&inputs.success_on_output);
+        let output_rules = OutputRules {
+            stop: inputs.stop_on_output,
+            retry: inputs.retry_on_output,
+            success: inputs.success_on_output,
+        };
+        let watch = OutputWatch::new(output_rules, profile)?;
         let stdin = StdinPlan::new(config.stdin);
         let foreground = stdin.inherits() && in_terminal_foreground();
         let needs_watch = watch.reads_stderr();
@@ -82,13 +90,17 @@ impl CommandExecutor {
             },
             watch: needs_watch.then(|| Arc::new(watch)),
             stdin,
-            hold_stdout: config.hold_stdout,
-            held: None,
+            holding: Holding {
+                stdout: config.hold_stdout,
+                stderr: config.hold_stderr,
+            },
+            held: HeldOutput::default(),
             kill_after: config.kill_after,
             info: info.clone(),
             foreground,
             stop_patterns,
             retry_patterns,
+            success_patterns,
             control_missing_said: false,
         })
     }
@@ -110,6 +122,11 @@ impl CommandExecutor {
                 "a stdout/stderr line matches --retry-on-output {p:?}: transient"
             ));
         }
+        for p in &self.success_patterns {
+            out.push(format!(
+                "a stdout/stderr line matches --success-on-output {p:?}: success"
+            ));
+        }
         if let Some(s) = &self.rules.stop_on {
             out.push(format!("exit status in --stop-on {s}: permanent"));
         }
@@ -120,6 +137,9 @@ impl CommandExecutor {
         }
         if let Some(s) = &self.rules.success_on {
             out.push(format!("exit status in --success-on {s}: success"));
+        }
+        if let Some(line) = self.timeout_rule() {
+            out.push(line);
         }
         let profile = self.rules.profile;
         for row in profile.rows {
@@ -136,6 +156,27 @@ impl CommandExecutor {
         out
     }
 
+    /// What the exit code lists make of a `--timeout` (exit 124), when one of them names it.
+    fn timeout_rule(&self) -> Option<String> {
+        let verdict = self
+            .rules
+            .classify(&CommandEnd::TimedOut, &OutputFacts::default());
+        let listed = [
+            &self.rules.stop_on,
+            &self.rules.retry_on,
+            &self.rules.success_on,
+        ]
+        .iter()
+        .any(|set| set.is_some());
+        listed.then(|| {
+            format!(
+                "an attempt stopped by --timeout counts as exit 124 in these lists: {} ({})",
+                verdict.class.as_str(),
+                verdict.reason
+            )
+        })
+    }
+
     /// Facts about the run shown above the rules by `--dry-run`.
     fn notes(&self) -> Vec<String> {
         let profile = self.rules.profile;
@@ -150,22 +191,27 @@ impl CommandExecutor {
         ]
     }
 
-    /// The child's stdout: a temporary file when stdout is held but not scanned,
-    /// so the command writes there directly (no copy through retry). Without a
-    /// usable `$TMPDIR` the output goes through a pump into a spool instead,
-    /// which needs the disk only past 4 MiB.
-    fn stdout_file(&self) -> Option<std::fs::File> {
-        let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
-        if !self.hold_stdout || watch_out {
+    /// The child's stdout or stderr: a temporary file when the stream is held but not
+    /// scanned, so the command writes there directly (no copy through retry). Without
+    /// a usable `$TMPDIR` the output goes through a pump into a spool instead, which
+    /// needs the disk only past 4 MiB.
+    fn held_file(&self, stream: Stream) -> Option<std::fs::File> {
+        let (held, scanned, flag) = match stream {
+            Stream::Stdout => (
+                self.holding.stdout,
+                self.watch.as_ref().is_some_and(|w| w.reads_stdout()),
+                "--hold-stdout",
+            ),
+            // A watch always reads stderr.
+            Stream::Stderr => (self.holding.stderr, self.watch.is_some(), "--hold-stderr"),
+        };
+        if !held || scanned {
             return None;
         }
         match spool::temp_file() {
             Ok(file) => Some(file),
             Err(e) => {
-                report::verbose(
-                    1,
-                    &format!("--hold-stdout: holding output in memory first: {e}"),
-                );
+                report::verbose(1, &format!("{flag}: holding output in memory first: {e}"));
                 None
             }
         }
@@ -206,9 +252,10 @@ impl CommandExecutor {
         &self,
         ctx: &AttemptContext,
         stdin: ChildStdin,
-        stdout_file: Option<&std::fs::File>,
+        files: (Option<&std::fs::File>, Option<&std::fs::File>),
         control: Option<&ControlFile>,
     ) -> io::Result<spawn::Spec<'_>> {
+        let (stdout_file, stderr_file) = files;
         let mut env: Vec<(&'static str, Option<OsString>)> = vec![
             ("RETRY_ATTEMPT", Some(ctx.number.to_string().into())),
             ("RETRY_ATTEMPTS", Some(ctx.limit.to_string().into())),
@@ -242,13 +289,13 @@ impl CommandExecutor {
             },
             stdout: match stdout_file {
                 Some(file) => spawn::Stdio::Fd(file.try_clone()?.into()),
-                None if self.hold_stdout || watch_out => spawn::Stdio::Piped,
+                None if self.holding.stdout || watch_out => spawn::Stdio::Piped,
                 None => spawn::Stdio::Inherit,
             },
-            stderr: if self.watch.is_some() {
-                spawn::Stdio::Piped
-            } else {
-                spawn::Stdio::Inherit
+            stderr: match stderr_file {
+                Some(file) => spawn::Stdio::Fd(file.try_clone()?.into()),
+                None if self.holding.stderr || self.watch.is_some() => spawn::Stdio::Piped,
+                None => spawn::Stdio::Inherit,
             },
             foreground: self.foreground,
         })
@@ -346,12 +393,14 @@ impl Executor for CommandExecutor {
             );
         }
         let started = Instant::now();
-        self.held = None;
+        self.held = HeldOutput::default();
         let fault = Arc::new(Fault::default());
-        let stdout_file = self.stdout_file();
+        let stdout_file = self.held_file(Stream::Stdout);
+        let stderr_file = self.held_file(Stream::Stderr);
         let (stdin, feeder) = self.stdin.prepare(&fault)?;
         let control = self.control_file();
-        let spec = self.spec(ctx, stdin, stdout_file.as_ref(), control.as_ref())?;
+        let files = (stdout_file.as_ref(), stderr_file.as_ref());
+        let spec = self.spec(ctx, stdin, files, control.as_ref())?;
         if self.foreground {
             ignore_sigttou();
         }
@@ -372,7 +421,7 @@ impl Executor for CommandExecutor {
         let pumps = Pumps::start(
             child.stdout.take(),
             child.stderr.take(),
-            self.hold_stdout,
+            self.holding,
             &shared,
         )?;
         let supervised = Supervisor {
@@ -418,15 +467,21 @@ impl Executor for CommandExecutor {
         }
         pumps.wait(drain_until);
         self.stdin.finish(feeder);
-        let (stderr_done, stdout_held) = pumps.stop();
+        let (stderr_held, stdout_held) = pumps.stop();
         if let Some(message) = fault.get() {
             anyhow::bail!("{message}");
         }
         let supervised = supervised?;
-        stderr_done?;
-        self.held = match stdout_file {
-            Some(file) => Some(HeldStdout::File(file)),
-            None => stdout_held?.map(HeldStdout::Spool),
+        let held = |file: Option<std::fs::File>, spool: io::Result<Option<crate::spool::Spool>>| {
+            io::Result::Ok(match file {
+                Some(file) => Some(Held::File(file)),
+                None => spool?.map(Held::Spool),
+            })
+        };
+        let stderr = held(stderr_file, stderr_held)?;
+        self.held = HeldOutput {
+            stdout: held(stdout_file, stdout_held)?,
+            stderr,
         };
         let mut facts = facts.lock().expect("facts").clone();
         facts.output_closed |= output_reader_gone();
@@ -439,14 +494,11 @@ impl Executor for CommandExecutor {
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {
-        match self.held.take() {
-            Some(held) => held.deliver(),
-            None => Ok(()),
-        }
+        std::mem::take(&mut self.held).deliver()
     }
 
     fn discard(&mut self) {
-        self.held = None;
+        self.held = HeldOutput::default();
     }
 
     fn describe(&self) -> Description {

@@ -1,5 +1,5 @@
 //! One attempt's output on its way through retry: the pumps that scan and
-//! forward (or hold) the command's stdout and stderr, the held stdout and its
+//! forward (or hold) the command's stdout and stderr, the held output and its
 //! delivery, and whether retry's own reader has gone. What the scan means is
 //! `classify::command`'s.
 
@@ -10,32 +10,69 @@ use std::time::{Duration, Instant};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::classify::command::Stream;
+use crate::domain::{Interrupted, Signal};
 use crate::io::{
-    out::Output, out::Until, out::deliver_result, pump::Pump, pump::Shared, pump::Sink,
+    out::Output, out::Until, out::WriteError, out::deliver_result, pump::Pump, pump::Shared,
+    pump::Sink,
 };
+use crate::signals;
 use crate::spool::Spool;
 
-/// One attempt's stdout, held until the engine says whether it is the final one.
-pub(super) enum HeldStdout {
+/// One attempt's stdout or stderr, held until the engine says whether it is the final one.
+pub(super) enum Held {
     /// Scanned on its way in: memory, then a temporary file past 4 MiB.
     Spool(Spool),
     /// Written by the command straight into an unnamed temporary file.
     File(std::fs::File),
 }
 
-impl HeldStdout {
-    /// Writes the held stdout to retry's own.
-    pub fn deliver(self) -> anyhow::Result<()> {
-        let out = Output::new(1);
-        let written = match &self {
-            HeldStdout::Spool(spool) => out.write_spool(spool, Until::Signal),
-            HeldStdout::File(file) => {
+impl Held {
+    fn write_to(&self, out: &Output) -> Result<(), WriteError> {
+        match self {
+            Held::Spool(spool) => out.write_spool(spool, Until::Signal),
+            Held::File(file) => {
                 let len = file.metadata().map_or(0, |m| m.len());
                 out.write_file(file, len, Until::Signal)
             }
-        };
-        deliver_result(written, "the held stdout")
+        }
     }
+}
+
+/// What one attempt held of its output (`--hold-stdout`, `--hold-stderr`).
+#[derive(Default)]
+pub(super) struct HeldOutput {
+    pub stdout: Option<Held>,
+    pub stderr: Option<Held>,
+}
+
+impl HeldOutput {
+    /// Writes what was held to retry's own stdout, then to its stderr.
+    pub fn deliver(self) -> anyhow::Result<()> {
+        if let Some(held) = &self.stdout {
+            deliver_result(held.write_to(&Output::new(1)), "the held stdout")?;
+        }
+        let Some(held) = &self.stderr else {
+            return Ok(());
+        };
+        // As for stdout, but the message names stderr.
+        match held.write_to(&Output::new(2)) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_broken_pipe() => Ok(()),
+            Err(WriteError::Stopped) => {
+                Err(Interrupted(signals::pending().unwrap_or(Signal::new(0))).into())
+            }
+            Err(WriteError::Io(e)) => {
+                Err(anyhow::Error::new(e).context("cannot write the held stderr to stderr"))
+            }
+        }
+    }
+}
+
+/// Which streams are held until the attempt is known to be the final one.
+#[derive(Clone, Copy)]
+pub(super) struct Holding {
+    pub stdout: bool,
+    pub stderr: bool,
 }
 
 /// The attempt's output pumps, if anything reads its output.
@@ -45,34 +82,27 @@ pub(super) struct Pumps {
 }
 
 impl Pumps {
-    /// Starts a pump on each stream retry reads: stdout held or forwarded, stderr forwarded.
+    /// Starts a pump on each stream retry reads, holding or forwarding it.
     pub fn start(
         stdout: Option<OwnedFd>,
         stderr: Option<OwnedFd>,
-        hold_stdout: bool,
+        holding: Holding,
         shared: &Shared,
     ) -> io::Result<Pumps> {
-        let stdout = match stdout {
-            Some(out) => {
-                let sink = if hold_stdout {
-                    Sink::Hold(Spool::new())
-                } else {
-                    Sink::Forward(1)
-                };
-                Some(Pump::start(out, sink, Stream::Stdout, shared.clone())?)
-            }
-            None => None,
+        let start = |source: Option<OwnedFd>, hold: bool, stream: Stream, fd: i32| {
+            let sink = if hold {
+                Sink::Hold(Spool::new())
+            } else {
+                Sink::Forward(fd)
+            };
+            source
+                .map(|source| Pump::start(source, sink, stream, shared.clone()))
+                .transpose()
         };
-        let stderr = match stderr {
-            Some(err) => Some(Pump::start(
-                err,
-                Sink::Forward(2),
-                Stream::Stderr,
-                shared.clone(),
-            )?),
-            None => None,
-        };
-        Ok(Pumps { stdout, stderr })
+        Ok(Pumps {
+            stdout: start(stdout, holding.stdout, Stream::Stdout, 1)?,
+            stderr: start(stderr, holding.stderr, Stream::Stderr, 2)?,
+        })
     }
 
     /// Waits until both streams have ended, or `until`.
@@ -87,9 +117,9 @@ impl Pumps {
         }
     }
 
-    /// Stops both pumps: stderr's result, and stdout's spool when it is held.
-    pub fn stop(self) -> (io::Result<()>, io::Result<Option<Spool>>) {
-        let stderr = self.stderr.map(Pump::stop).transpose().map(|_| ());
+    /// Stops both pumps: each stream's spool when it is held, stderr's first.
+    pub fn stop(self) -> (io::Result<Option<Spool>>, io::Result<Option<Spool>>) {
+        let stderr = self.stderr.map(Pump::stop).transpose().map(Option::flatten);
         let stdout = self.stdout.map(Pump::stop).transpose().map(Option::flatten);
         (stderr, stdout)
     }

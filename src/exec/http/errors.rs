@@ -82,7 +82,14 @@ fn transport_kind(
         };
     }
     if phase == Phase::Body {
-        return Transport::BodyCutOff;
+        // hyper says end of file for a clean close before the declared length (or the
+        // last chunk); a reset is the operating system's own error.
+        let clean_close = io_kinds(causes).any(|k| k == io::ErrorKind::UnexpectedEof);
+        return if clean_close {
+            Transport::BodyShort
+        } else {
+            Transport::BodyCutOff
+        };
     }
     if err.is_dns() {
         return Transport::Dns;
