@@ -196,10 +196,10 @@ impl CommandRules {
         if listed(&self.success_on) {
             return Verdict::success(format!("exit status {code} is in --success-on"));
         }
-        if !code.is_success()
-            && let Some(verdict) = self.profile_verdict(code, facts)
-        {
-            return verdict;
+        if !code.is_success() {
+            if let Some(verdict) = self.profile_verdict(code, facts) {
+                return verdict;
+            }
         }
         let row = profiles::GENERIC_EXITS
             .iter()
