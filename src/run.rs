@@ -138,9 +138,11 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         seed,
         run_deadline,
     };
-    if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
-        && let Some((exit_code, reason, message)) = holding.admit(f, c, &mut circuit_holds)
-    {
+    let refused = match (circuit, fleet.as_mut()) {
+        (Some(c), Some(f)) => holding.admit(f, c, &mut circuit_holds),
+        _ => None,
+    };
+    if let Some((exit_code, reason, message)) = refused {
         last_word(slot, &message);
         let mut summary = not_run(exit_code, reason, message, &clock);
         summary.holds = circuit_holds;
@@ -172,10 +174,10 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     if let Some(slot) = slot {
         record_gave_up(&mut held, slot, &summary, &job_options.command);
     }
-    if let (Some(c), Some(f)) = (circuit, fleet.as_mut())
-        && counts_for_circuit(&summary)
-    {
-        f.record_run(c, summary.succeeded());
+    if let (Some(c), Some(f)) = (circuit, fleet.as_mut()) {
+        if counts_for_circuit(&summary) {
+            f.record_run(c, summary.succeeded());
+        }
     }
     // A signal during the marker, the records or the updates ends the run with 128+N.
     let summary = stopped_after_the_attempts(summary, slot);

@@ -409,9 +409,10 @@ fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
     }
     let mut seen = BTreeMap::new();
     for module in graph.keys() {
-        if !seen.contains_key(module)
-            && let Some(cycle) = visit(graph, module, &mut seen, &mut Vec::new())
-        {
+        if seen.contains_key(module) {
+            continue;
+        }
+        if let Some(cycle) = visit(graph, module, &mut seen, &mut Vec::new()) {
             return Some(cycle);
         }
     }

@@ -235,10 +235,10 @@ impl CommandRules {
         if let Some(verdict) = self.listed_verdict(code) {
             return verdict;
         }
-        if !code.is_success()
-            && let Some(verdict) = self.profile_verdict(code, facts)
-        {
-            return verdict;
+        if !code.is_success() {
+            if let Some(verdict) = self.profile_verdict(code, facts) {
+                return verdict;
+            }
         }
         let row = profiles::GENERIC_EXITS
             .iter()

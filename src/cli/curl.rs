@@ -160,8 +160,7 @@ impl FormField {
                 }
             }
         }
-        if let FormContent::File(p) | FormContent::FileText(p) = &field.content
-            && p.is_empty()
+        if matches!(&field.content, FormContent::File(p) | FormContent::FileText(p) if p.is_empty())
         {
             return Err(format!("'{text}': no file after @ or <; {ACCEPTS}"));
         }

@@ -459,7 +459,7 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
         cli.output = Some(name.into());
     }
     if cli.continue_at.is_some() {
-        if cli.output.as_deref().is_none_or(|o| o == "-") {
+        if cli.output.as_deref().is_none_or(|o| o.as_os_str() == "-") {
             return Err(usage_error(
                 "-C/--continue-at: needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
             ));

@@ -15,7 +15,7 @@ pub fn human(d: Duration) -> String {
     }
     if ms < 60_000 {
         let tenths = (ms + 50) / 100;
-        return if tenths.is_multiple_of(10) {
+        return if tenths % 10 == 0 {
             format!("{}s", tenths / 10)
         } else {
             format!("{}.{}s", tenths / 10, tenths % 10)

@@ -304,8 +304,9 @@ fn hold_while_refused(
         previous = Some(drawn);
         let hold = drawn.max(policy.schedule.base / 10);
         let now = env.clock.now();
-        if let Some(left) = deadline.map(|d| d.saturating_sub(now))
-            && hold >= left
+        if let Some(left) = deadline
+            .map(|d| d.saturating_sub(now))
+            .filter(|&left| hold >= left)
         {
             let message = format!(
                 "{why}: not retrying; --max-time has {} left, less than the next {} hold",

@@ -220,9 +220,7 @@ impl FleetStore for PgFleet {
             )
             .with_context(|| self.context())?;
         let row = rows.first().context("no row")?;
-        if let Some(old) = row.get::<_, Option<f64>>(1)
-            && let Err(why) = super::check_tokens(old)
-        {
+        if let Some(Err(why)) = row.get::<_, Option<f64>>(1).map(super::check_tokens) {
             self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");
         }
         Ok(row.get(0))

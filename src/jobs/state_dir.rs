@@ -263,11 +263,10 @@ impl StateDir {
         let mut names = Vec::new();
         for entry in dir.iter() {
             let entry = entry.with_context(|| format!("cannot list {}", self.path.display()))?;
-            if let Ok(name) = entry.file_name().to_str()
-                && name != "."
-                && name != ".."
-            {
-                names.push(name.to_string());
+            if let Ok(name) = entry.file_name().to_str() {
+                if name != "." && name != ".." {
+                    names.push(name.to_string());
+                }
             }
         }
         Ok(names)

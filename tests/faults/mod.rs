@@ -524,9 +524,7 @@ fn stress_run(rng: &mut impl rand::Rng, n: usize) {
         let mut buf = vec![0u8; 4096];
         let mut total = 0;
         loop {
-            if let Reader::LeavesAfter(limit) = reader
-                && total >= limit
-            {
+            if matches!(reader, Reader::LeavesAfter(limit) if total >= limit) {
                 return;
             }
             match out.read(&mut buf) {

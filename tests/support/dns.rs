@@ -150,29 +150,34 @@ impl Serve {
     /// The reply to one message (recorded first); `None`: no reply.
     fn reply(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let query = Message::from_vec(bytes).ok()?;
-        if query.metadata.message_type != MessageType::Query {
+        if query.message_type() != MessageType::Query {
             return None;
         }
         let mut questions = self.questions.lock().unwrap();
-        for q in &query.queries {
+        for q in query.queries() {
             questions.push(Question {
                 name: normal(&q.name().to_ascii()),
                 kind: q.query_type(),
             });
         }
         drop(questions);
-        let mut reply = Message::response(query.metadata.id, OpCode::Query);
-        reply.metadata.recursion_desired = query.metadata.recursion_desired;
-        reply.metadata.recursion_available = true;
-        reply.add_queries(query.queries.clone());
+        let mut reply = Message::new();
+        reply
+            .set_id(query.id())
+            .set_message_type(MessageType::Response)
+            .set_op_code(OpCode::Query)
+            .set_recursion_desired(query.recursion_desired())
+            .set_recursion_available(true)
+            .add_queries(query.queries().to_vec());
         match self.behaviour {
             Behaviour::Silent => return None,
-            Behaviour::Refuse => reply.metadata.response_code = ResponseCode::Refused,
+            Behaviour::Refuse => {
+                reply.set_response_code(ResponseCode::Refused);
+            }
             Behaviour::Answer => {
-                let q = query.queries.first()?;
+                let q = query.queries().first()?;
                 let (code, answers) = self.zone.answer(q.name(), q.query_type());
-                reply.metadata.authoritative = true;
-                reply.metadata.response_code = code;
+                reply.set_authoritative(true).set_response_code(code);
                 reply.add_answers(answers);
             }
         }

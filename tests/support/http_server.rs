@@ -229,9 +229,7 @@ impl Drop for Server {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        if let Some(n) = self.expected
-            && !std::thread::panicking()
-        {
+        if let Some(n) = self.expected.filter(|_| !std::thread::panicking()) {
             assert_eq!(self.hits(), n, "requests received by the test server");
         }
     }

@@ -122,8 +122,9 @@ pub fn wait_for_pid(path: &Path, limit: Duration) -> i32 {
 pub fn wait_for_file(path: &Path, limit: Duration) -> String {
     let end = Instant::now() + limit;
     while Instant::now() < end {
-        if let Ok(text) = fs::read_to_string(path)
-            && text.ends_with('\n')
+        if let Some(text) = fs::read_to_string(path)
+            .ok()
+            .filter(|text| text.ends_with('\n'))
         {
             return text;
         }

@@ -179,10 +179,10 @@ fn relay(mut client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
             continue;
         }
         let text = statement_text(&message);
-        if let When::Late(sql, delay) = &shared.when
-            && text.contains(sql.as_str())
-        {
-            std::thread::sleep(*delay);
+        if let When::Late(sql, delay) = &shared.when {
+            if text.contains(sql.as_str()) {
+                std::thread::sleep(*delay);
+            }
         }
         if authenticated.load(Ordering::SeqCst)
             && matches!(kind, b'Q' | b'P')

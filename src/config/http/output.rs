@@ -73,7 +73,7 @@ impl OutputOptions {
         let write_out = cli.write_out.as_deref().map(WriteOut::new).transpose()?;
         let dump_header = match cli.dump_header.as_deref() {
             None => None,
-            Some(path) if path == "-" => Some(HeaderDump::Stdout),
+            Some(path) if path.as_os_str() == "-" => Some(HeaderDump::Stdout),
             Some(path) => {
                 files::check_file_target("-D/--dump-header", path)?;
                 Some(HeaderDump::File(path.to_path_buf()))

@@ -291,10 +291,10 @@ impl Executor for HttpExecutor {
                 error,
                 retries: number.saturating_sub(1),
             };
-            if let Err(e) = writeout::write(format, &transfer, &ending)
-                && e.kind() != std::io::ErrorKind::BrokenPipe
-            {
-                return Err(anyhow::Error::new(e).context("-w/--write-out: cannot write"));
+            if let Err(e) = writeout::write(format, &transfer, &ending) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(anyhow::Error::new(e).context("-w/--write-out: cannot write"));
+                }
             }
         }
         Ok(())
