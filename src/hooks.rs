@@ -135,7 +135,8 @@ impl Hooks {
             Err(end) => end,
         };
         match settle(flag, &end) {
-            Some(sig) => interrupted(summary, flag, sig),
+            Some(Stop::Signal(sig)) => interrupted(summary, flag, sig),
+            Some(Stop::LockLost(lost)) => lost_during(summary, flag, &lost),
             None => summary,
         }
     }
@@ -190,7 +191,7 @@ impl RetryHook for Hooks {
             return Ok(());
         };
         match settle("--on-retry", &running.wait()) {
-            Some(sig) => Err(Stop::Signal(sig)),
+            Some(stop) => Err(stop),
             None => Ok(()),
         }
     }
@@ -200,9 +201,9 @@ fn var(name: &str, value: impl ToString) -> (String, OsString) {
     (name.to_string(), value.to_string().into())
 }
 
-/// Says how a hook ended when that is worth a word; the stopping signal, if
-/// retry received one during it.
-fn settle(flag: &str, end: &HookEnd) -> Option<Signal> {
+/// Says how a hook ended when that is worth a word; what stops the run, if retry
+/// received a stopping signal or lost its lock during it.
+fn settle(flag: &str, end: &HookEnd) -> Option<Stop> {
     let warn = |what: String| {
         report::notice(&format!(
             "warning: the {flag} hook {what}; the run goes on as if it had succeeded"
@@ -219,7 +220,8 @@ fn settle(flag: &str, end: &HookEnd) -> Option<Signal> {
             human(*limit)
         )),
         HookEnd::Failed(why) => warn(format!("could not run: {why}")),
-        HookEnd::Interrupted(sig) => return Some(*sig),
+        HookEnd::Interrupted(sig) => return Some(Stop::Signal(*sig)),
+        HookEnd::LockLost(lost) => return Some(Stop::LockLost(lost.clone())),
     }
     None
 }
@@ -232,6 +234,19 @@ fn interrupted(summary: RunSummary, flag: &str, sig: Signal) -> RunSummary {
     RunSummary {
         exit_code,
         stopped_because: StopReason::Signal,
+        message,
+        ..summary
+    }
+}
+
+/// The run as it ends when its lock is lost during a hook: 125, `lock_lost`.
+fn lost_during(summary: RunSummary, flag: &str, lost: &str) -> RunSummary {
+    let exit_code = ExitStatus::USAGE;
+    let message = format!("{lost} during the {flag} hook");
+    report::error(&format!("{message}; exit status {exit_code}"));
+    RunSummary {
+        exit_code,
+        stopped_because: StopReason::LockLost,
         message,
         ..summary
     }
