@@ -22,7 +22,7 @@ use crate::domain::{self, ExitStatus};
 use crate::exec::command::{
     spawn, spawn::Spec, spawn::Stdio, supervisor::Supervisor, supervisor::lost_lock_grace,
 };
-use crate::exec::procs::Tree;
+use crate::exec::procs::{Before, Tree};
 use crate::io::Fault;
 use crate::signals;
 
@@ -82,6 +82,7 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
         .env
         .iter()
         .map(|(name, v)| (name.as_str(), Some(v.clone())));
+    let before = Before::now();
     let mut child = spawn::spawn(Spec {
         argv: &argv,
         env: removed.chain(set).collect(),
@@ -98,7 +99,7 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
     if let (Some(stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
         feed(stdin, bytes);
     }
-    let tree = Arc::new(Tree::new(child.pid));
+    let tree = Arc::new(Tree::new(child.pid, before));
     let watchdog = Arc::new(Watchdog::default());
     let (guard, guarded) = (Arc::clone(&watchdog), Arc::clone(&tree));
     let limit = spec.limit;
@@ -255,7 +256,7 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
-        let tree = Tree::new(nix::unistd::Pid::from_raw(child.id() as i32));
+        let tree = Tree::new(nix::unistd::Pid::from_raw(child.id() as i32), Before::now());
         (child, Arc::new(tree))
     }
 

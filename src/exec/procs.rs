@@ -94,6 +94,43 @@ fn start_of(pid: Pid) -> Option<u64> {
     parse_stat(&text).map(|s| s.start)
 }
 
+/// A process as it is named for good: its ID and when it started (an ID is reused).
+type Identity = (i32, u64);
+
+/// retry's children when a tree is about to begin: none of them is the tree's (an
+/// earlier attempt that succeeded may have left them), even once the tree's own
+/// orphans are adopted beside them. Taken before the tree's main process is started.
+pub struct Before(Vec<Identity>);
+
+impl Before {
+    /// retry's children now, read from each thread's `children` (a few bytes), or from
+    /// every process when the kernel lacks those files.
+    pub fn now() -> Before {
+        let threads = fs::read_dir("/proc/self/task").ok();
+        let listed: Option<Vec<i32>> = threads.and_then(|dir| {
+            let mut pids = Vec::new();
+            for task in dir.flatten() {
+                let text = fs::read_to_string(task.path().join("children")).ok()?;
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                );
+            }
+            Some(pids)
+        });
+        let pids = listed.unwrap_or_else(|| {
+            let me = getpid().as_raw();
+            let all = processes().unwrap_or_default();
+            all.iter().filter(|s| s.ppid == me).map(|s| s.pid).collect()
+        });
+        let children = pids
+            .into_iter()
+            .filter_map(|pid| Some((pid, start_of(Pid::from_raw(pid))?)))
+            .collect();
+        Before(children)
+    }
+}
+
 /// What is alive of a tree now.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Members {
@@ -118,12 +155,21 @@ impl Members {
     }
 }
 
-/// Finds what is alive of the tree whose group is `pgid` and whose main process
-/// started at `since`: the group, every descendant of a group member, and (when
-/// retry is a subreaper) every orphan it adopted since then with their
-/// descendants. An older orphan is another's (left by an attempt that succeeded).
-/// Without `/proc` the group is all that can be seen.
-fn survey(pgid: Pid, since: Option<u64>) -> Members {
+/// Where a tree begins: its group, when its main process started, and retry's
+/// children that were there before it (not its own).
+struct Origin {
+    pgid: Pid,
+    since: Option<u64>,
+    strangers: Vec<Identity>,
+}
+
+/// Finds what is alive of the tree that began at `origin`: the group, every
+/// descendant of a group member, and (when retry is a subreaper) every orphan it
+/// adopted since, with their descendants. A child retry had before the tree began,
+/// or one older than its main process, is another's (left by an attempt that
+/// succeeded). Without `/proc` the group is all that can be seen.
+fn survey(origin: &Origin) -> Members {
+    let pgid = origin.pgid;
     let Some(all) = processes() else {
         return Members {
             group: killpg(pgid, None).is_ok(),
@@ -132,8 +178,10 @@ fn survey(pgid: Pid, since: Option<u64>) -> Members {
     };
     let me = getpid().as_raw();
     let adopts = SUBREAPER.load(Ordering::SeqCst);
+    let stranger = |s: &Stat| origin.strangers.contains(&(s.pid, s.start));
     let roots = all.iter().filter(|s| {
-        let adopted = adopts && s.ppid == me && since.is_none_or(|t| s.start >= t);
+        let newer = origin.since.is_none_or(|t| s.start >= t);
+        let adopted = adopts && s.ppid == me && newer && !stranger(s);
         s.pgrp == pgid.as_raw() || adopted
     });
     let roots: Vec<i32> = roots.map(|s| s.pid).collect();
@@ -178,8 +226,7 @@ fn with_descendants<'a>(all: &'a [Stat], roots: &[i32]) -> Vec<&'a Stat> {
 /// Everything one attempt or hook started (see the module's documentation). Ending
 /// it may begin on one thread (a hook's time limit) and go on on another.
 pub struct Tree {
-    pgid: Pid,
-    since: Option<u64>,
+    origin: Origin,
     ending: Mutex<Ending>,
 }
 
@@ -194,18 +241,23 @@ struct Ending {
 }
 
 impl Tree {
-    /// The tree of the process just started as `leader`, in a group of its own.
-    pub fn new(leader: Pid) -> Tree {
-        Tree {
+    /// The tree of the process just started as `leader`, in a group of its own, with
+    /// retry's children as they were [`Before`] it started.
+    pub fn new(leader: Pid, before: Before) -> Tree {
+        let origin = Origin {
             pgid: leader,
             since: start_of(leader),
+            strangers: before.0,
+        };
+        Tree {
+            origin,
             ending: Mutex::new(Ending::default()),
         }
     }
 
     /// The main process, which leads the group.
     pub fn leader(&self) -> Pid {
-        self.pgid
+        self.origin.pgid
     }
 
     fn state(&self) -> MutexGuard<'_, Ending> {
@@ -213,14 +265,14 @@ impl Tree {
     }
 
     fn survey(&self) -> Members {
-        survey(self.pgid, self.since)
+        survey(&self.origin)
     }
 
     /// Sends `sigs` to the group and to every process that left it, in that order.
     fn send(&self, sigs: &[Signal]) {
         let members = self.survey();
         for sig in sigs {
-            members.signal(self.pgid, *sig);
+            members.signal(self.origin.pgid, *sig);
         }
     }
 
@@ -311,7 +363,7 @@ impl Tree {
             if now >= kill_at {
                 // Again while anything is alive: a process may have forked meanwhile.
                 self.state().killed = true;
-                left.signal(self.pgid, Signal::SIGKILL);
+                left.signal(self.origin.pgid, Signal::SIGKILL);
             }
             let next = if now < kill_at { kill_at - now } else { POLL };
             crate::wait::pause(next.min(POLL));
@@ -423,7 +475,7 @@ mod tests {
             stat_of(escaped).is_some_and(|s| s.pgrp != leader_pid)
         });
         assert!(left, "setsid never ran");
-        let tree = Tree::new(Pid::from_raw(leader_pid));
+        let tree = Tree::new(Pid::from_raw(leader_pid), Before(Vec::new()));
         let members = tree.survey();
         assert!(members.group);
         assert_eq!(members.escaped, [escaped]);

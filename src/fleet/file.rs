@@ -3,9 +3,10 @@
 //! `.NAME.lock` beside it (readers take it shared). A record is padded to one
 //! 256-byte write at offset 0, which the kernel and the disk apply whole, so an
 //! update costs microseconds (a rename over the old file costs ~200 µs on ext4, and
-//! far more on a busy disk). Only a file whose one name is the record's is written:
-//! one that has another name too (a hard link planted in the state directory) loses
-//! that name to a new record, and the file it linked to stays as it was. Records
+//! far more on a busy disk). Only a file whose one name is the record's is read or
+//! written: one that has another name too (a hard link planted in the state
+//! directory) counts as fresh state and loses that name to a new file at the next
+//! update, and the file it linked to stays as it was. Records
 //! are not fsynced: a machine crash may lose the last seconds of updates, and a
 //! record it left unreadable reads as fresh state (with one warning) and is
 //! rewritten by the next update. The lock file is only ever locked. The directories
@@ -95,6 +96,13 @@ pub fn parse_circuit(text: &[u8]) -> Result<Option<(u32, Option<u64>)>, String> 
     Ok(parse_record::<CircuitState>(text)?.map(|c| (c.failures, c.open_until_ms)))
 }
 
+/// What a record was warned about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Warning {
+    Unreadable,
+    Linked,
+}
+
 /// The two kinds of state file.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -125,8 +133,8 @@ pub struct FileFleet {
     /// `None` when reading a state directory that lacks them (fresh state).
     budgets: Option<StateDir>,
     circuits: Option<StateDir>,
-    /// Records already warned about: one warning per record and run.
-    warned: HashSet<PathBuf>,
+    /// Records already warned about: one warning of each kind per record and run.
+    warned: HashSet<(PathBuf, Warning)>,
 }
 
 impl FileFleet {
@@ -200,15 +208,7 @@ impl FileFleet {
         let _held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
         let (mut file, relinked) = own_record(dir, &file_name)?;
         let stored = if relinked {
-            self.warn_once(
-                path.clone(),
-                format!(
-                    "warning: {} had another name (a hard link): a new record takes its place \
-                     and the file it named is left as it was; counting it as {}",
-                    path.display(),
-                    kind.fresh()
-                ),
-            );
+            self.warn_linked(kind, path.clone());
             None
         } else {
             let mut text = Vec::with_capacity(RECORD);
@@ -222,11 +222,23 @@ impl FileFleet {
         Ok(result)
     }
 
-    /// Says `message` once per record and run.
-    fn warn_once(&mut self, path: PathBuf, message: String) {
-        if self.warned.insert(path) {
+    /// Says `message` once per record, kind of warning and run.
+    fn warn_once(&mut self, path: PathBuf, warning: Warning, message: String) {
+        if self.warned.insert((path, warning)) {
             report::notice(&message);
         }
+    }
+
+    /// A record that has another name too (a hard link) is not read: it counts as fresh
+    /// state, and the next update gives the record a file of its own.
+    fn warn_linked(&mut self, kind: Kind, path: PathBuf) {
+        let message = format!(
+            "warning: {} had another name (a hard link): counting it as {}, and a new \
+             record takes its place; the file it named is left as it was",
+            path.display(),
+            kind.fresh()
+        );
+        self.warn_once(path, Warning::Linked, message);
     }
 
     /// Reads one state file under a shared lock, so no update is seen half done.
@@ -244,10 +256,17 @@ impl FileFleet {
             return Ok(None);
         }
         let _held = lock_beside(dir, name, FlockArg::LockSharedNonblock, bound)?;
-        let Some(text) = dir.read(&file_name)? else {
+        let path = dir.join(&file_name);
+        let Some(mut file) = dir.open_file(&file_name, Access::Read)? else {
             return Ok(None);
         };
-        let path = dir.join(&file_name);
+        if has_other_names(&file, &path)? {
+            self.warn_linked(kind, path);
+            return Ok(None);
+        }
+        let mut text = Vec::with_capacity(RECORD);
+        file.read_to_end(&mut text)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         Ok(self.parse(kind, path, &text))
     }
 
@@ -262,7 +281,7 @@ impl FileFleet {
                     path.display(),
                     kind.fresh()
                 );
-                self.warn_once(path, message);
+                self.warn_once(path, Warning::Unreadable, message);
                 None
             }
         }
@@ -279,18 +298,23 @@ fn lock_name(name: &str) -> String {
     format!(".{}.lock", escape_key(name))
 }
 
+/// Whether the file opened as `path` has another name too (a hard link).
+fn has_other_names(file: &File, path: &std::path::Path) -> anyhow::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    Ok(meta.nlink() > 1)
+}
+
 /// Opens the record `name` in `dir` to rewrite it, created if missing; true when it
 /// had another name too (a hard link): that file is not retry's to write, so the
 /// record's name is removed and a new file made in its place.
 fn own_record(dir: &StateDir, name: &str) -> anyhow::Result<(File, bool)> {
-    use std::os::unix::fs::MetadataExt;
     let file = dir
         .open_file(name, Access::Update)?
         .context("a created file is there")?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", dir.join(name).display()))?;
-    if meta.nlink() <= 1 {
+    if !has_other_names(&file, &dir.join(name))? {
         return Ok((file, false));
     }
     dir.remove(name)

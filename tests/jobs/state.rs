@@ -294,6 +294,102 @@ fn a_link_where_a_state_file_goes_is_refused_by_name_and_never_followed() {
 }
 
 #[test]
+fn a_hard_link_where_a_budget_or_circuit_goes_leaves_its_target_untouched() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    let (out, _) = state_run(&dir, &state, USES[0]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    for record in ["budgets/api.json", "circuits/api.json"] {
+        let file = state.join(record);
+        let victim = dir.path("victim");
+        std::fs::write(&victim, b"precious\n").unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::fs::hard_link(&victim, &file).unwrap();
+        let modified = std::fs::metadata(&victim).unwrap().mtime_nsec();
+        let (out, ran) = state_run(&dir, &state, USES[0]);
+        assert_eq!(out.status, 0, "{record}: {}", out.stderr);
+        assert!(ran, "{record}");
+        out.assert_stderr_has(&format!(
+            "{} had another name (a hard link)",
+            file.display()
+        ));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n", "{record}");
+        let after = std::fs::metadata(&victim).unwrap();
+        assert_eq!(
+            after.mtime_nsec(),
+            modified,
+            "{record}: its time was changed"
+        );
+        assert_eq!(
+            after.nlink(),
+            1,
+            "{record}: the record is no longer a name of it"
+        );
+        let record_meta = std::fs::metadata(&file).unwrap();
+        assert_eq!(record_meta.nlink(), 1, "{record}");
+        assert_ne!(record_meta.ino(), after.ino(), "{record}");
+        std::fs::remove_file(&victim).unwrap();
+        let (out, _) = state_run(&dir, &state, USES[0]);
+        assert_eq!(out.status, 0, "{record}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains("hard link"),
+            "{record}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// The marker of `--once nightly` that says the run gave up.
+const GAVE_UP: &str = r#"{"key":"nightly","status":"gave_up","succeeded_at":"2024-05-01T03:00:00.000Z","host":"h","pid":1,"command":["x"],"attempts":3}"#;
+
+#[test]
+fn a_once_key_that_gave_up_runs_again_and_only_a_success_skips_it() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let marker = state.join("nightly.json");
+    std::fs::write(&marker, GAVE_UP).unwrap();
+    let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        ran,
+        "a key whose last run gave up runs again: {}",
+        out.stderr
+    );
+    assert_eq!(read_json(&marker)["status"], "succeeded");
+    let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(!ran, "a success skips it");
+}
+
+both_ways! {
+    fn a_once_row_that_gave_up_runs_again_and_only_a_success_skips_it(pg) {
+        let dir = Dir::new();
+        let url = pg.url("");
+        // A first run makes the table.
+        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        pg.client().execute(
+            "INSERT INTO retry_once (key, succeeded_at, host, pid, command, attempts, status)
+             VALUES ('nightly', now(), 'h', 1, 'x', 3, 'gave_up')",
+            &[],
+        );
+        let state = PathBuf::from(&url);
+        let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        assert!(ran, "a key whose last run gave up runs again: {}", out.stderr);
+        let status: String = pg
+            .client()
+            .query_one("SELECT status FROM retry_once WHERE key = 'nightly'", &[])
+            .get(0);
+        assert_eq!(status, "succeeded");
+        let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        assert!(!ran, "a success skips it");
+    }
+}
+
+#[test]
 fn an_unreadable_marker_is_125_before_any_attempt_saying_how_to_remove_it() {
     let dir = Dir::new();
     let state = dir.path("state");

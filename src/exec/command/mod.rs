@@ -355,6 +355,7 @@ impl Executor for CommandExecutor {
         if self.foreground {
             ignore_sigttou();
         }
+        let before = procs::Before::now();
         let mut child = match spawn::spawn(spec) {
             Ok(child) => child,
             Err(err) => {
@@ -375,7 +376,7 @@ impl Executor for CommandExecutor {
             self.hold_stdout,
             &shared,
         )?;
-        let tree = procs::Tree::new(pid);
+        let tree = procs::Tree::new(pid, before);
         let supervised = Supervisor {
             tree: &tree,
             kill_after: self.kill_after,

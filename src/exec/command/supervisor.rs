@@ -185,7 +185,7 @@ mod tests {
             .unwrap();
         let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         let fault = Fault::default();
-        let tree = Tree::new(Pid::from_raw(pid));
+        let tree = Tree::new(Pid::from_raw(pid), procs::Before::now());
         let supervised = Supervisor {
             tree: &tree,
             kill_after: Duration::from_millis(10),
