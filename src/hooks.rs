@@ -11,9 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::{HookConfig, RunInfo};
-use crate::domain::{
-    AttemptRecord, ExitStatus, Outcome, RunSummary, Signal, Stop, StopReason, human,
-};
+use crate::domain::{AttemptRecord, ExitStatus, Outcome, RunSummary, Stop, StopReason, human};
 use crate::engine::{RetryFacts, RetryHook};
 use crate::exec::{hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
 use crate::report;
@@ -135,8 +133,7 @@ impl Hooks {
             Err(end) => end,
         };
         match settle(flag, &end) {
-            Some(Stop::Signal(sig)) => interrupted(summary, flag, sig),
-            Some(Stop::LockLost(lost)) => lost_during(summary, flag, &lost),
+            Some(stop) => stopped_during(summary, flag, stop),
             None => summary,
         }
     }
@@ -226,27 +223,25 @@ fn settle(flag: &str, end: &HookEnd) -> Option<Stop> {
     None
 }
 
-/// The run as it ends when retry is stopped by `sig` during a hook.
-fn interrupted(summary: RunSummary, flag: &str, sig: Signal) -> RunSummary {
-    let exit_code = ExitStatus::of_signal(sig);
-    let message = format!("interrupted by {sig} during the {flag} hook");
+/// The run as it ends when `stop` cut a hook short: a stopping signal (128+N) or a
+/// lost lock (125, `lock_lost`).
+fn stopped_during(summary: RunSummary, flag: &str, stop: Stop) -> RunSummary {
+    let (exit_code, stopped_because, message) = match stop {
+        Stop::Signal(sig) => (
+            ExitStatus::of_signal(sig),
+            StopReason::Signal,
+            format!("interrupted by {sig} during the {flag} hook"),
+        ),
+        Stop::LockLost(lost) => (
+            ExitStatus::USAGE,
+            StopReason::LockLost,
+            format!("{lost} during the {flag} hook"),
+        ),
+    };
     report::notice(&format!("{message}; exit status {exit_code}"));
     RunSummary {
         exit_code,
-        stopped_because: StopReason::Signal,
-        message,
-        ..summary
-    }
-}
-
-/// The run as it ends when its lock is lost during a hook: 125, `lock_lost`.
-fn lost_during(summary: RunSummary, flag: &str, lost: &str) -> RunSummary {
-    let exit_code = ExitStatus::USAGE;
-    let message = format!("{lost} during the {flag} hook");
-    report::error(&format!("{message}; exit status {exit_code}"));
-    RunSummary {
-        exit_code,
-        stopped_because: StopReason::LockLost,
+        stopped_because,
         message,
         ..summary
     }

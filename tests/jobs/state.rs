@@ -339,8 +339,34 @@ fn a_hard_link_where_a_budget_or_circuit_goes_leaves_its_target_untouched() {
     }
 }
 
+/// `pg`'s URL as `--state`, once a first run has made the tables there.
+fn state_with_tables(dir: &Dir, pg: &crate::support::postgres::Postgres) -> String {
+    let url = pg.url("");
+    let out = bare_retry(dir)
+        .args(["--once", "made", "--state", &url, "--", "true"])
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    url
+}
+
 /// The marker of `--once nightly` that says the run gave up.
 const GAVE_UP: &str = r#"{"key":"nightly","status":"gave_up","succeeded_at":"2024-05-01T03:00:00.000Z","host":"h","pid":1,"command":["x"],"attempts":3}"#;
+
+/// `--once nightly` with `state`, whose record says the key gave up: the run runs, then
+/// `status` says what the record says now, and a second run is skipped.
+fn gave_up_runs_again(dir: &Dir, state: &Path, status: impl Fn() -> String) {
+    let (out, ran) = state_run(dir, state, &["--once", "nightly"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        ran,
+        "a key whose last run gave up runs again: {}",
+        out.stderr
+    );
+    assert_eq!(status(), "succeeded");
+    let (out, ran) = state_run(dir, state, &["--once", "nightly"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(!ran, "a success skips it");
+}
 
 #[test]
 fn a_once_key_that_gave_up_runs_again_and_only_a_success_skips_it() {
@@ -349,43 +375,25 @@ fn a_once_key_that_gave_up_runs_again_and_only_a_success_skips_it() {
     std::fs::create_dir(&state).unwrap();
     let marker = state.join("nightly.json");
     std::fs::write(&marker, GAVE_UP).unwrap();
-    let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert!(
-        ran,
-        "a key whose last run gave up runs again: {}",
-        out.stderr
-    );
-    assert_eq!(read_json(&marker)["status"], "succeeded");
-    let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert!(!ran, "a success skips it");
+    gave_up_runs_again(&dir, &state, || {
+        read_json(&marker)["status"].as_str().unwrap().to_string()
+    });
 }
 
 both_ways! {
     fn a_once_row_that_gave_up_runs_again_and_only_a_success_skips_it(pg) {
         let dir = Dir::new();
-        let url = pg.url("");
-        // A first run makes the table.
-        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
-        assert_eq!(out.status, 0, "{}", out.stderr);
+        let url = state_with_tables(&dir, &pg);
         pg.client().execute(
             "INSERT INTO retry_once (key, succeeded_at, host, pid, command, attempts, status)
              VALUES ('nightly', now(), 'h', 1, 'x', 3, 'gave_up')",
             &[],
         );
-        let state = PathBuf::from(&url);
-        let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
-        assert_eq!(out.status, 0, "{}", out.stderr);
-        assert!(ran, "a key whose last run gave up runs again: {}", out.stderr);
-        let status: String = pg
-            .client()
-            .query_one("SELECT status FROM retry_once WHERE key = 'nightly'", &[])
-            .get(0);
-        assert_eq!(status, "succeeded");
-        let (out, ran) = state_run(&dir, &state, &["--once", "nightly"]);
-        assert_eq!(out.status, 0, "{}", out.stderr);
-        assert!(!ran, "a success skips it");
+        gave_up_runs_again(&dir, &PathBuf::from(&url), || {
+            pg.client()
+                .query_one("SELECT status FROM retry_once WHERE key = 'nightly'", &[])
+                .get(0)
+        });
     }
 }
 
@@ -422,10 +430,7 @@ fn an_unreadable_marker_is_125_before_any_attempt_saying_how_to_remove_it() {
 both_ways! {
     fn an_unreadable_once_row_is_125_before_any_attempt_saying_how_to_remove_it(pg) {
         let dir = Dir::new();
-        let url = pg.url("");
-        // A first run makes the table.
-        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
-        assert_eq!(out.status, 0, "{}", out.stderr);
+        let url = state_with_tables(&dir, &pg);
         for (key, time, status) in [
             ("infinite", "infinity", "succeeded"),
             ("late", "10000-01-01", "succeeded"),
@@ -510,10 +515,7 @@ fn an_unreadable_slot_record_counts_as_handled_with_an_error_line() {
 both_ways! {
     fn an_unreadable_slot_row_counts_as_handled_with_an_error_line(pg) {
         let dir = Dir::new();
-        let url = pg.url("");
-        // A first run makes the tables.
-        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
-        assert_eq!(out.status, 0, "{}", out.stderr);
+        let url = state_with_tables(&dir, &pg);
         let key = format!("nightly@{}", this_hours_slot());
         pg.client().execute(
             "INSERT INTO retry_once (key, succeeded_at, host, pid, command, attempts, status)
