@@ -344,7 +344,8 @@ impl Tree {
     /// SIGCONT now (what is left may ignore the signal that ended the main process),
     /// and SIGKILL `grace` later, or at an earlier deadline already set. Returns when
     /// nothing is alive, or a second after the SIGKILL. A stopping signal meanwhile
-    /// is passed on, with SIGKILL at most `grace` after it.
+    /// is passed on, with SIGKILL at most `grace` after it; a lease lost meanwhile
+    /// brings the SIGKILL within the lease's limit.
     pub fn end(&self, grace: Duration) {
         reap_adopted(None);
         if self.survey().is_empty() {
@@ -354,6 +355,10 @@ impl Tree {
         loop {
             let now = Instant::now();
             self.pass_on_signals(now, grace);
+            if let Some(within) = signals::lost_lock_kill_within() {
+                // A lease lost meanwhile: gone before the server can hand it on.
+                self.kill_by(now + within);
+            }
             reap_adopted(None);
             let left = self.survey();
             let kill_at = self.state().kill_at.unwrap_or(now);
