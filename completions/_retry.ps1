@@ -105,7 +105,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--on-retry', '--on-retry', [CompletionResultType]::ParameterName, 'Run CMD with sh -c after a failed attempt that will be retried, during the sleep')
             [CompletionResult]::new('--on-give-up', '--on-give-up', [CompletionResultType]::ParameterName, 'Run CMD with sh -c after the last attempt failed, with the report JSON on stdin')
             [CompletionResult]::new('--on-success', '--on-success', [CompletionResultType]::ParameterName, 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin')
-            [CompletionResult]::new('--hook-timeout', '--hook-timeout', [CompletionResultType]::ParameterName, 'Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later')
+            [CompletionResult]::new('--hook-timeout', '--hook-timeout', [CompletionResultType]::ParameterName, 'Limit on each hook: its processes get SIGTERM, then SIGKILL a second later')
             [CompletionResult]::new('--schedule', '--schedule', [CompletionResultType]::ParameterName, 'Run in the foreground, one run at each time CRON names')
             [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'The job''s name in slot keys, locks and logs [default: the command''s base name (or the URL''s host) and 8 hex digits of its SHA-256]')
             [CompletionResult]::new('--catch-up', '--catch-up', [CompletionResultType]::ParameterName, 'What to do with missed slots (no record in --state)')

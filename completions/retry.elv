@@ -102,7 +102,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --on-retry 'Run CMD with sh -c after a failed attempt that will be retried, during the sleep'
             cand --on-give-up 'Run CMD with sh -c after the last attempt failed, with the report JSON on stdin'
             cand --on-success 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin'
-            cand --hook-timeout 'Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later'
+            cand --hook-timeout 'Limit on each hook: its processes get SIGTERM, then SIGKILL a second later'
             cand --schedule 'Run in the foreground, one run at each time CRON names'
             cand --job 'The job''s name in slot keys, locks and logs [default: the command''s base name (or the URL''s host) and 8 hex digits of its SHA-256]'
             cand --catch-up 'What to do with missed slots (no record in --state)'

@@ -161,7 +161,7 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'lease-ttl' -x -d 
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-retry' -x -d 'Run CMD with sh -c after a failed attempt that will be retried, during the sleep'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-give-up' -x -d 'Run CMD with sh -c after the last attempt failed, with the report JSON on stdin'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'on-success' -x -d 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin'
-complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hook-timeout' -x -d 'Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hook-timeout' -x -d 'Limit on each hook: its processes get SIGTERM, then SIGKILL a second later'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'schedule' -x -d 'Run in the foreground, one run at each time CRON names'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'job' -x -d 'The job\'s name in slot keys, locks and logs [default: the command\'s base name (or the URL\'s host) and 8 hex digits of its SHA-256]'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'catch-up' -x -a 'none\\t\'Run none; say how many were dropped\' latest\\t\'Run the most recent missed slot of the window\' all\\t\'Run every missed slot of the window, oldest first\'' -d 'What to do with missed slots (no record in --state)'

@@ -11,9 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::{HookConfig, RunInfo};
-use crate::domain::{
-    AttemptRecord, ExitStatus, Outcome, RunSummary, Signal, Stop, StopReason, human,
-};
+use crate::domain::{AttemptRecord, ExitStatus, Outcome, RunSummary, Stop, StopReason, human};
 use crate::engine::{RetryFacts, RetryHook};
 use crate::exec::{hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
 use crate::report;
@@ -135,7 +133,7 @@ impl Hooks {
             Err(end) => end,
         };
         match settle(flag, &end) {
-            Some(sig) => interrupted(summary, flag, sig),
+            Some(stop) => stopped_during(summary, flag, stop),
             None => summary,
         }
     }
@@ -190,7 +188,7 @@ impl RetryHook for Hooks {
             return Ok(());
         };
         match settle("--on-retry", &running.wait()) {
-            Some(sig) => Err(Stop::Signal(sig)),
+            Some(stop) => Err(stop),
             None => Ok(()),
         }
     }
@@ -200,9 +198,9 @@ fn var(name: &str, value: impl ToString) -> (String, OsString) {
     (name.to_string(), value.to_string().into())
 }
 
-/// Says how a hook ended when that is worth a word; the stopping signal, if
-/// retry received one during it.
-fn settle(flag: &str, end: &HookEnd) -> Option<Signal> {
+/// Says how a hook ended when that is worth a word; what stops the run, if retry
+/// received a stopping signal or lost its lock during it.
+fn settle(flag: &str, end: &HookEnd) -> Option<Stop> {
     let warn = |what: String| {
         report::notice(&format!(
             "warning: the {flag} hook {what}; the run goes on as if it had succeeded"
@@ -219,19 +217,31 @@ fn settle(flag: &str, end: &HookEnd) -> Option<Signal> {
             human(*limit)
         )),
         HookEnd::Failed(why) => warn(format!("could not run: {why}")),
-        HookEnd::Interrupted(sig) => return Some(*sig),
+        HookEnd::Interrupted(sig) => return Some(Stop::Signal(*sig)),
+        HookEnd::LockLost(lost) => return Some(Stop::LockLost(lost.clone())),
     }
     None
 }
 
-/// The run as it ends when retry is stopped by `sig` during a hook.
-fn interrupted(summary: RunSummary, flag: &str, sig: Signal) -> RunSummary {
-    let exit_code = ExitStatus::of_signal(sig);
-    let message = format!("interrupted by {sig} during the {flag} hook");
+/// The run as it ends when `stop` cut a hook short: a stopping signal (128+N) or a
+/// lost lock (125, `lock_lost`).
+fn stopped_during(summary: RunSummary, flag: &str, stop: Stop) -> RunSummary {
+    let (exit_code, stopped_because, message) = match stop {
+        Stop::Signal(sig) => (
+            ExitStatus::of_signal(sig),
+            StopReason::Signal,
+            format!("interrupted by {sig} during the {flag} hook"),
+        ),
+        Stop::LockLost(lost) => (
+            ExitStatus::USAGE,
+            StopReason::LockLost,
+            format!("{lost} during the {flag} hook"),
+        ),
+    };
     report::notice(&format!("{message}; exit status {exit_code}"));
     RunSummary {
         exit_code,
-        stopped_because: StopReason::Signal,
+        stopped_because,
         message,
         ..summary
     }

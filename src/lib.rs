@@ -144,10 +144,11 @@ fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
         dry_run::show(&config)?;
         return Ok(ExitStatus::SUCCESS);
     }
-    let is_command = matches!(config.target, TargetConfig::Command(_));
+    let starts_processes = matches!(config.target, TargetConfig::Command(_)) || config.hooks.any();
     signals::install().context("cannot install signal handlers")?;
-    if is_command {
-        // Processes that leave the attempt's group (setsid, double fork) stay retry's to end.
+    if starts_processes {
+        // Processes that leave an attempt's or a hook's group (setsid, double fork) stay
+        // retry's to end.
         if let Err(e) = exec::procs::become_subreaper() {
             report::verbose(1, &format!("cannot become a child subreaper: {e}"));
         }

@@ -1,5 +1,5 @@
-//! One run, in the order SPEC gives: the gate (lock, `--once` check), the
-//! attempts, the marker, the report. A plain invocation makes one; a scheduler
+//! One run, in the order the README gives: the gate (lock, `--once` check), the
+//! attempts, the marker, the hook, the release, the report. A plain invocation makes one; a scheduler
 //! makes one per slot with that slot's overrides ([`SlotRun`]). Building the
 //! configuration is `config`'s job, the retry loop `engine`'s.
 
@@ -181,15 +181,38 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     }
     // A signal during the marker, the records or the updates ends the run with 128+N.
     let summary = stopped_after_the_attempts(summary, slot);
-    // After the marker, budget and circuit updates; before the report and the lock's
-    // release (SPEC: the order of a run).
+    // After the marker, budget and circuit updates, under the locks.
     let summary = hooks.after_run(summary, |s| report::report_json(&header, s));
-    finish_report(report_path, &header, &summary)?;
-    drop(held);
+    // Released before the report is written, so that the report can say that a signal
+    // came during the release.
+    held.release();
+    let summary = stopped_after_the_attempts(summary, slot);
+    let summary = final_report(report_path, &header, summary, slot)?;
     Ok(RunEnd {
         summary,
         skipped: None,
     })
+}
+
+/// Writes the report of a run that made attempts, last of all; a stopping signal that
+/// arrives while a report file is written ends the run with 128+N, and the file is
+/// written again to say so (a report on stderr is printed once: it cannot be taken back).
+fn final_report(
+    to: Option<&ReportTo>,
+    header: &ReportHeader<'_>,
+    summary: RunSummary,
+    slot: Option<&SlotRun>,
+) -> anyhow::Result<RunSummary> {
+    finish_report(to, header, &summary)?;
+    if !matches!(to, Some(ReportTo::File(_))) {
+        return Ok(summary);
+    }
+    let written = summary.stopped_because;
+    let summary = stopped_after_the_attempts(summary, slot);
+    if summary.stopped_because != written {
+        finish_report(to, header, &summary)?;
+    }
+    Ok(summary)
 }
 
 /// Whether a run counts for its circuit: every ending does (success closes it, any other
@@ -325,8 +348,9 @@ fn out_of_time(err: anyhow::Error, clock: &clock::SystemClock) -> anyhow::Result
     ))
 }
 
-/// A stopping signal that arrived after the attempts (while the marker, a record or a
-/// fleet update was being written) ends the run as a signal does: 128+N.
+/// A stopping signal that arrived after the attempts (while the marker, a record, a
+/// fleet update, the release or the report was being written) ends the run as a signal
+/// does: 128+N.
 fn stopped_after_the_attempts(summary: RunSummary, slot: Option<&SlotRun>) -> RunSummary {
     let Some(sig) = signals::pending() else {
         return summary;

@@ -335,21 +335,57 @@ fn hook_output_goes_to_stderr_only() {
     }
 }
 
-/// Starts retry with a hook that records its process ID and then sleeps, and
-/// sends SIGTERM to retry once the hook runs.
+/// A hook that starts a `setsid` process ignoring SIGTERM (its pid in `escaped`),
+/// records its own pid in `hook`, then runs `rest`.
+fn escaping_hook(s: &Scratch, rest: &str) -> String {
+    format!(
+        "setsid sh -c \"trap '' TERM; exec sleep 30\" </dev/null >/dev/null 2>&1 & \
+         echo $! > '{escaped}'; echo $$ > '{hook}'; {rest}",
+        escaped = s.p("escaped"),
+        hook = s.p("hook")
+    )
+}
+
+/// The hook's pid and its escaped process's, once the hook has written both.
+fn hook_pids(s: &Scratch) -> [i32; 2] {
+    let hook: i32 = wait_for_file(&s.path("hook"), Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
+    [hook, pids(&s.read("escaped"))[0]]
+}
+
+/// Waits until the hook's descendant has left the hook's group (`setsid` runs in the
+/// child after `$!` is known).
+fn assert_left_group([hook, escaped]: [i32; 2]) {
+    let group_of = || {
+        let stat = std::fs::read_to_string(format!("/proc/{escaped}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(2)?
+            .parse::<i32>()
+            .ok()
+    };
+    let left = wait_until(Duration::from_secs(5), || {
+        group_of().is_some_and(|g| g != hook)
+    });
+    assert!(left, "the hook's descendant never left its group");
+}
+
+/// Starts retry with a hook whose `setsid` descendant ignores SIGTERM, and sends
+/// SIGTERM to retry once the hook runs: 143 within a second, nothing of the hook left.
 fn sigterm_during_hook(flag: &str, command: &[&str]) {
     let s = Scratch::new();
-    let hook = format!("echo $$ > '{}'; sleep 30", s.p("hook"));
+    let hook = escaping_hook(&s, "sleep 30");
     let mut child = retry()
         .args(fast(&["-a", "2", flag, &hook, "--"]))
         .args(command)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn();
-    let pid: i32 = wait_for_file(&s.path("hook"), Duration::from_secs(5))
-        .trim()
-        .parse()
-        .unwrap();
+    let pids = hook_pids(&s);
+    assert_left_group(pids);
     let sent = Instant::now();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let status = loop {
@@ -369,8 +405,8 @@ fn sigterm_during_hook(flag: &str, command: &[&str]) {
         "{flag}: exited {took:?} after SIGTERM"
     );
     assert!(
-        all_gone(&[pid], Duration::from_millis(500)),
-        "{flag}: hook outlived retry"
+        all_gone(&pids, Duration::from_millis(100)),
+        "{flag}: the hook or its setsid descendant {pids:?} outlived retry"
     );
 }
 
@@ -379,6 +415,93 @@ fn sigterm_during_a_hook_exits_143_within_a_second() {
     sigterm_during_hook("--on-give-up", &["false"]);
     sigterm_during_hook("--on-success", &["true"]);
     sigterm_during_hook("--on-retry", &["false"]);
+}
+
+/// Runs retry with a hook whose `setsid` descendant ignores SIGTERM and a 300 ms
+/// `--hook-timeout`: the hook is cut, its descendant gets SIGKILL a second later, and
+/// the run goes on with its own status.
+fn hook_timeout_with_an_escaped_descendant(flag: &str, command: &[&str], status: i32) {
+    let s = Scratch::new();
+    let hook = escaping_hook(&s, "sleep 30");
+    let r = retry()
+        .args(fast(&[
+            "-a",
+            "2",
+            "--hook-timeout",
+            "300ms",
+            flag,
+            &hook,
+            "--",
+        ]))
+        .args(command)
+        .run();
+    assert_eq!(r.status, status, "{flag}: {}", r.stderr);
+    r.assert_stderr_has(&format!("the {flag} hook ran out of time after 300ms"));
+    let pids = hook_pids(&s);
+    assert!(
+        all_gone(&pids, Duration::from_millis(100)),
+        "{flag}: the hook or its setsid descendant {pids:?} outlived its time limit"
+    );
+    assert!(r.elapsed >= Duration::from_millis(1300), "{:?}", r.elapsed);
+    assert!(
+        r.elapsed < Duration::from_secs(4),
+        "{flag}: {:?}",
+        r.elapsed
+    );
+}
+
+#[test]
+fn a_hooks_escaped_descendant_is_ended_at_the_hook_timeout() {
+    hook_timeout_with_an_escaped_descendant("--on-retry", &["false"], 1);
+    hook_timeout_with_an_escaped_descendant("--on-give-up", &["false"], 1);
+    hook_timeout_with_an_escaped_descendant("--on-success", &["true"], 0);
+}
+
+#[test]
+fn what_a_hook_leaves_behind_is_ended_when_it_ends() {
+    let s = Scratch::new();
+    // The hook exits at once; what it started in its group and out of it does not.
+    let hook = escaping_hook(&s, "sleep 30 & echo $! >> '{kids}'");
+    let hook = hook.replace("{kids}", &s.p("escaped"));
+    let r = run(&fast(&["--on-success", &hook, "--", "true"]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let left: Vec<i32> = pids(&s.read("escaped"));
+    assert_eq!(left.len(), 2);
+    assert!(
+        all_gone(&left, Duration::from_millis(100)),
+        "{left:?} outlived the hook"
+    );
+    // The escaped one ignores SIGTERM: it got SIGKILL a second after the hook ended.
+    assert!(r.elapsed >= Duration::from_secs(1), "{:?}", r.elapsed);
+    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+}
+
+#[test]
+fn a_hook_leaves_alone_what_a_successful_attempt_left_in_the_background() {
+    let s = Scratch::new();
+    // The attempt starts a daemon and exits 0: the daemon is adopted by retry, and it is
+    // no part of the hook that follows, which is cut at its time limit.
+    let daemon = format!(
+        "setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $! > '{}'",
+        s.p("daemon")
+    );
+    let hook = escaping_hook(&s, "sleep 30");
+    let r = run(&fast(&[
+        "--hook-timeout",
+        "200ms",
+        "--on-success",
+        &hook,
+        "--",
+        "sh",
+        "-c",
+        &daemon,
+    ]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let daemon: i32 = s.read("daemon").trim().parse().unwrap();
+    let kept = alive(daemon);
+    let _ = kill(Pid::from_raw(daemon), Signal::SIGKILL);
+    assert!(kept, "the attempt's daemon was ended with the hook");
+    assert!(all_gone(&hook_pids(&s), Duration::from_millis(100)));
 }
 
 #[test]
@@ -661,7 +784,10 @@ fn an_unsafe_control_directory_is_not_used() {
         assert_eq!(r.status, 0, "{}", r.stderr);
         let path = s.read("paths").lines().last().unwrap().to_string();
         // Component-wise: a fresh directory's random name may begin with the uid too.
-        assert!(!std::path::Path::new(&path).starts_with(&own), "{case}: {path}");
+        assert!(
+            !std::path::Path::new(&path).starts_with(&own),
+            "{case}: {path}"
+        );
         assert!(
             path.starts_with(runtime.to_str().unwrap()),
             "{case}: {path}"

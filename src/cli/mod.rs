@@ -125,8 +125,8 @@ pub struct Cli {
 
     /// Limit on one attempt; an attempt that runs out is a transient failure
     ///
-    /// In command mode the process group gets SIGTERM, then SIGKILL after --kill-after; if
-    /// it was the last attempt, retry exits 124.
+    /// In command mode the process group, and the processes that left it, get SIGTERM, then
+    /// SIGKILL after --kill-after; if it was the last attempt, retry exits 124.
     ///
     /// -m is curl's spelling of the same limit (curl's per-transfer --max-time).
     #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
@@ -584,9 +584,10 @@ pub struct Cli {
     #[arg(long, value_name = "CMD", value_parser = hook_value, help_heading = HOOKS)]
     pub on_success: Option<String>,
 
-    /// Limit on each hook: its process group gets SIGTERM, then SIGKILL a second later
+    /// Limit on each hook: its processes get SIGTERM, then SIGKILL a second later
     ///
-    /// A hook's output goes to stderr. A hook that fails or times out is a warning: it never
+    /// Its processes are its group and those that left it; what a hook leaves running
+    /// when it ends is ended the same way. A hook's output goes to stderr. A hook that fails or times out is a warning: it never
     /// changes the exit status or a retry decision.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "30s", value_parser = parse::positive_duration, help_heading = HOOKS)]
     pub hook_timeout: Duration,

@@ -27,4 +27,9 @@ impl HookConfig {
             timeout: cli.hook_timeout,
         }
     }
+
+    /// Whether any hook may run (each starts processes retry must be able to end).
+    pub fn any(&self) -> bool {
+        self.on_retry.is_some() || self.on_give_up.is_some() || self.on_success.is_some()
+    }
 }

@@ -73,9 +73,7 @@ impl Signal {
     pub const TERM: Signal = Signal(nix::libc::SIGTERM);
     pub const HUP: Signal = Signal(nix::libc::SIGHUP);
     pub const QUIT: Signal = Signal(nix::libc::SIGQUIT);
-    pub const KILL: Signal = Signal(nix::libc::SIGKILL);
     pub const PIPE: Signal = Signal(nix::libc::SIGPIPE);
-    pub const CONT: Signal = Signal(nix::libc::SIGCONT);
 
     pub const fn new(number: i32) -> Signal {
         Signal(number)

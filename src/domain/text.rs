@@ -64,9 +64,21 @@ pub fn command_line(argv: &[String]) -> String {
 
 /// `t` in RFC 3339, UTC, to the millisecond: `2024-05-01T03:00:00.000Z` (logs, records).
 pub fn rfc3339_millis(t: SystemTime) -> String {
-    // Out of jiff's range (beyond year 9999) only by a clock gone wrong: shown at its edge.
-    let t = Timestamp::try_from(t).unwrap_or(Timestamp::MAX);
-    t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    const FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3fZ";
+    if let Ok(t) = Timestamp::try_from(t) {
+        return t.strftime(FORMAT).to_string();
+    }
+    // jiff's timestamps end 26 hours before year 9999 does (every offset must reach a
+    // civil time); the calendar goes on to 9999-12-31T23:59:59.999, and a time past it
+    // (only a clock gone wrong, or a record refused as unreadable) is shown at that edge.
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let civil = match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(since) => epoch
+            .checked_add(since)
+            .unwrap_or(jiff::civil::DateTime::MAX),
+        Err(_) => jiff::civil::DateTime::MIN,
+    };
+    civil.strftime(FORMAT).to_string()
 }
 
 /// `t` in RFC 3339, UTC, to the second: `2024-05-01T03:00:00Z` (slot keys).
@@ -83,6 +95,20 @@ pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_to_the_last_millisecond_of_year_9999_are_shown_as_they_are() {
+        let at =
+            |ms: u64| rfc3339_millis(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(at(253_402_214_400_000), "9999-12-31T00:00:00.000Z");
+        assert_eq!(
+            at(253_402_300_800_000),
+            "9999-12-31T23:59:59.999Z",
+            "at the edge"
+        );
+    }
 
     #[test]
     fn command_lines_quote_what_needs_it() {

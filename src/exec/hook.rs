@@ -1,10 +1,13 @@
 //! Runs one hook process: `sh -c CMD` in its own process group, started through
 //! the attempts' spawn path (`exec::command::spawn`, with the same guarantees), its
 //! stdout and stderr on retry's stderr (never the command's stdout), the report or
-//! nothing on stdin. A watchdog thread cuts it at its time limit (SIGTERM to the group,
-//! SIGKILL a second later) even while the engine sleeps beside it; waiting for
-//! it is command mode's supervisor, which passes retry's stopping signals on.
-//! What a hook is told, and when it runs, is `hooks`' job.
+//! nothing on stdin. A hook is supervised as an attempt is: its processes are a
+//! `procs::Tree`, so what leaves its group is ended with it. A watchdog thread cuts
+//! it at its time limit (SIGTERM to the tree, SIGKILL a second later) even while the
+//! engine sleeps beside it; waiting for it is command mode's supervisor, which
+//! passes retry's stopping signals on and ends it when the run's lock is lost; when
+//! its main process is gone, whatever it left is ended too. What a hook is told,
+//! and when it runs, is `hooks`' job.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -14,18 +17,17 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::waitpid;
-use nix::unistd::Pid;
-
 use crate::classify::command::CommandEnd;
 use crate::domain::{self, ExitStatus};
-use crate::exec::{
-    command::spawn, command::spawn::Spec, command::spawn::Stdio, command::supervisor::Supervisor,
+use crate::exec::command::{
+    spawn, spawn::Spec, spawn::Stdio, supervisor::Supervisor, supervisor::lost_lock_grace,
 };
+use crate::exec::procs::{Before, Tree};
 use crate::io::Fault;
+use crate::signals;
 
-/// After the time limit's SIGTERM, the group has this long before SIGKILL (SPEC).
+/// After the time limit's SIGTERM, the hook has this long before SIGKILL, and so has
+/// what it leaves behind when it ends.
 const KILL_AFTER: Duration = Duration::from_secs(1);
 /// After retry's own stopping signal, so that retry exits within a second.
 const SIGNAL_GRACE: Duration = Duration::from_millis(500);
@@ -39,6 +41,8 @@ pub enum HookEnd {
     TimedOut(Duration),
     /// retry received this stopping signal and passed it to the hook's group.
     Interrupted(domain::Signal),
+    /// The run's lock was lost while it ran (this says how), and it was ended.
+    LockLost(String),
     /// retry could not start or wait for it.
     Failed(String),
 }
@@ -57,10 +61,13 @@ pub struct HookSpec<'a> {
 
 /// A hook that was started; [`RunningHook::wait`] ends it.
 pub struct RunningHook {
-    pid: Pid,
+    tree: Arc<Tree>,
     watchdog: Arc<Watchdog>,
     thread: Option<JoinHandle<()>>,
     limit: Duration,
+    /// A lock lost while the hook runs ends it; one lost before it began does not
+    /// (the hook may be the one that reports the loss).
+    ends_on_lost_lock: bool,
 }
 
 /// Starts the hook; `Err` says why it could not be started.
@@ -75,6 +82,7 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
         .env
         .iter()
         .map(|(name, v)| (name.as_str(), Some(v.clone())));
+    let before = Before::now();
     let mut child = spawn::spawn(Spec {
         argv: &argv,
         env: removed.chain(set).collect(),
@@ -91,24 +99,26 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
     if let (Some(stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
         feed(stdin, bytes);
     }
-    let pid = child.pid;
+    let tree = Arc::new(Tree::new(child.pid, before));
     let watchdog = Arc::new(Watchdog::default());
-    let guard = Arc::clone(&watchdog);
+    let (guard, guarded) = (Arc::clone(&watchdog), Arc::clone(&tree));
     let limit = spec.limit;
     let thread = std::thread::Builder::new()
         .name("hook-watchdog".into())
-        .spawn(move || guard.guard(pid, Instant::now() + limit));
+        .spawn(move || guard.guard(&guarded, Instant::now() + limit));
     match thread {
         Ok(thread) => Ok(RunningHook {
-            pid,
+            tree,
             watchdog,
             thread: Some(thread),
             limit,
+            ends_on_lost_lock: signals::lock_lost().is_none(),
         }),
         Err(e) => {
             // A hook nothing would cut at its limit must not run at all.
-            let _ = killpg(pid, Signal::SIGKILL);
-            let _ = waitpid(pid, None);
+            tree.kill_now();
+            let _ = nix::sys::wait::waitpid(tree.leader(), None);
+            tree.end(Duration::ZERO);
             Err(HookEnd::Failed(format!("cannot watch its time limit: {e}")))
         }
     }
@@ -126,36 +136,45 @@ fn feed(stdin: OwnedFd, bytes: Vec<u8>) {
 
 impl RunningHook {
     /// Waits for the hook to end; a stopping signal retry receives meanwhile is
-    /// passed to the hook's group, which gets SIGKILL soon after.
+    /// passed to the hook's processes, which get SIGKILL soon after. Whatever the
+    /// hook leaves behind is ended before this returns.
     pub fn wait(mut self) -> HookEnd {
         let fault = Fault::default();
         let supervised = Supervisor {
-            pid: self.pid,
+            tree: &self.tree,
             kill_after: KILL_AFTER,
             signal_grace: SIGNAL_GRACE,
             foreground: false,
             fault: &fault,
-            ends_on_lost_lock: false,
+            ends_on_lost_lock: self.ends_on_lost_lock,
         }
         .run(None);
         let timed_out = self.watchdog.finish();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        // Nothing the hook started outlives it, in its group or out of it.
+        let lost = self.ends_on_lost_lock && signals::lock_lost().is_some();
+        let grace = if lost {
+            lost_lock_grace(KILL_AFTER)
+        } else {
+            KILL_AFTER
+        };
+        self.tree.end(grace);
         let supervised = match supervised {
             Ok(s) => s,
             Err(e) => return HookEnd::Failed(format!("{e:#}")),
         };
-        if timed_out || supervised.interrupted_by.is_some() {
-            // Nothing of a hook that was cut short outlives it.
-            let _ = killpg(self.pid, Signal::SIGKILL);
-        }
-        match (timed_out, supervised.interrupted_by, supervised.end) {
-            (true, _, _) => HookEnd::TimedOut(self.limit),
-            (false, Some(sig), _) => HookEnd::Interrupted(sig),
-            (false, None, CommandEnd::Exited(code)) => HookEnd::Exited(code),
-            (false, None, CommandEnd::Signaled(sig)) => HookEnd::Signaled(sig),
-            (false, None, other) => HookEnd::Failed(format!("{other:?}")),
+        // A signal that came while what the hook left was being ended counts too.
+        let interrupted = supervised.interrupted_by.or(self.tree.passed_on());
+        let lock_lost = signals::lock_lost().filter(|_| supervised.lock_lost);
+        match (timed_out, interrupted, lock_lost, supervised.end) {
+            (_, Some(sig), _, _) => HookEnd::Interrupted(sig),
+            (_, None, Some(lost), _) => HookEnd::LockLost(lost),
+            (true, None, None, _) => HookEnd::TimedOut(self.limit),
+            (false, None, None, CommandEnd::Exited(code)) => HookEnd::Exited(code),
+            (false, None, None, CommandEnd::Signaled(sig)) => HookEnd::Signaled(sig),
+            (false, None, None, other) => HookEnd::Failed(format!("{other:?}")),
         }
     }
 }
@@ -176,13 +195,14 @@ struct WatchState {
 }
 
 impl Watchdog {
-    fn guard(&self, pgid: Pid, deadline: Instant) {
+    fn guard(&self, tree: &Tree, deadline: Instant) {
         if !self.sleep_until(deadline, |state| state.fired = true) {
             return;
         }
-        send(pgid, &[Signal::SIGTERM, Signal::SIGCONT], self);
-        if self.sleep_until(Instant::now() + KILL_AFTER, |_| {}) {
-            send(pgid, &[Signal::SIGKILL], self);
+        let kill_at = Instant::now() + KILL_AFTER;
+        self.while_running(|| tree.terminate(kill_at));
+        if self.sleep_until(kill_at, |_| {}) {
+            self.while_running(|| tree.escalate(Instant::now()));
         }
     }
 
@@ -206,6 +226,15 @@ impl Watchdog {
         }
     }
 
+    /// Runs `act` unless the watchdog was finished meanwhile (the hook was reaped, so
+    /// its process ID may name another process).
+    fn while_running(&self, act: impl FnOnce()) {
+        let state = self.state.lock().expect("watchdog");
+        if !state.done {
+            act();
+        }
+    }
+
     /// Stops the watchdog; whether it cut the hook at its limit.
     fn finish(&self) -> bool {
         let mut state = self.state.lock().expect("watchdog");
@@ -215,43 +244,33 @@ impl Watchdog {
     }
 }
 
-/// Signals the group unless the watchdog was finished meanwhile.
-fn send(pgid: Pid, sigs: &[Signal], watchdog: &Watchdog) {
-    let state = watchdog.state.lock().expect("watchdog");
-    if !state.done {
-        for sig in sigs {
-            let _ = killpg(pgid, *sig);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::process::Command;
 
-    fn sleeper() -> (std::process::Child, Pid) {
+    fn sleeper() -> (std::process::Child, Arc<Tree>) {
         let child = Command::new("sleep")
             .arg("30")
             .process_group(0)
             .spawn()
             .unwrap();
-        let pid = Pid::from_raw(child.id() as i32);
-        (child, pid)
+        let tree = Tree::new(nix::unistd::Pid::from_raw(child.id() as i32), Before::now());
+        (child, Arc::new(tree))
     }
 
     #[test]
     fn the_watchdog_sends_sigterm_at_the_limit() {
-        let (mut child, pid) = sleeper();
+        let (mut child, tree) = sleeper();
         let watchdog = Arc::new(Watchdog::default());
         let guard = Arc::clone(&watchdog);
         let start = Instant::now();
         let thread = std::thread::spawn(move || {
-            guard.guard(pid, Instant::now() + Duration::from_millis(50))
+            guard.guard(&tree, Instant::now() + Duration::from_millis(50))
         });
         let status = child.wait().unwrap();
-        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
+        assert_eq!(status.signal(), Some(nix::libc::SIGTERM));
         assert!(start.elapsed() >= Duration::from_millis(50));
         assert!(watchdog.finish(), "it fired");
         thread.join().unwrap();
@@ -259,11 +278,11 @@ mod tests {
 
     #[test]
     fn a_finished_watchdog_sends_nothing() {
-        let (mut child, pid) = sleeper();
+        let (mut child, tree) = sleeper();
         let watchdog = Arc::new(Watchdog::default());
         let guard = Arc::clone(&watchdog);
         let thread = std::thread::spawn(move || {
-            guard.guard(pid, Instant::now() + Duration::from_millis(100))
+            guard.guard(&tree, Instant::now() + Duration::from_millis(100))
         });
         assert!(!watchdog.finish());
         thread.join().unwrap();

@@ -1,12 +1,21 @@
-//! The processes an attempt leaves behind. retry is a child subreaper, so a
-//! process that leaves the attempt's group (`setsid`, a double fork) is still
-//! its descendant; ending an attempt ends the group first, then every adopted
-//! descendant. Liveness comes from `/proc`, where a zombie is not alive: retry
-//! reaps what it adopts and never waits on a process that has already exited
-//! (as PID 1 in a container nobody else would reap them).
+//! Everything one attempt or hook started, and how it is ended. retry is a child
+//! subreaper, so a process that leaves the attempt's group (`setsid`, a double
+//! fork) is still its descendant. A [`Tree`] is one attempt's or hook's processes:
+//! the group its main process leads, every descendant of that group, and the
+//! orphans retry adopted since the tree began. Ending a tree, whatever the cause
+//! (a timeout, a stopping signal, retry's own fault, a lost lock, a failed
+//! attempt), signals the group and the processes that left it together, and
+//! sends SIGKILL to whatever is left at one deadline.
+//!
+//! Which processes a tree holds is [`survey`]'s to find, the one place that knows
+//! how the system lists processes (Linux: `/proc`, where a zombie is not alive).
+//! retry reaps what it adopts and never waits on a process that has already
+//! exited (as PID 1 in a container nobody else would reap them).
 
 use std::collections::HashMap;
 use std::fs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -14,11 +23,25 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getpid};
 
+use crate::{domain, signals};
+
+/// How long a tree gets after its SIGKILL to be gone before retry stops waiting
+/// (a process in uninterruptible sleep dies only when its system call returns).
+const AFTER_KILL: Duration = Duration::from_secs(1);
+/// How often the processes that left the group are looked for while waiting; retry's
+/// own children wake the wait at once (SIGCHLD).
+const POLL: Duration = Duration::from_millis(10);
+
+/// Whether retry became a subreaper: only then are orphans its to end.
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+
 /// Makes retry the reaper of its orphaned descendants (Linux
 /// PR_SET_CHILD_SUBREAPER). Failure is not fatal: only adopted descendants are
 /// missed, so it is reported with `-v`.
 pub fn become_subreaper() -> nix::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true)
+    nix::sys::prctl::set_child_subreaper(true)?;
+    SUBREAPER.store(true, Ordering::SeqCst);
+    Ok(())
 }
 
 /// One line of `/proc/PID/stat`: what we need of it.
@@ -28,6 +51,8 @@ struct Stat {
     ppid: i32,
     pgrp: i32,
     zombie: bool,
+    /// When it started, in clock ticks since boot.
+    start: u64,
 }
 
 /// Parses `/proc/PID/stat`; the command name may hold spaces and parentheses,
@@ -35,15 +60,15 @@ struct Stat {
 fn parse_stat(text: &str) -> Option<Stat> {
     let pid = text.split_once(' ')?.0.parse().ok()?;
     let rest = &text[text.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 3 (state), 4 (ppid), 5 (pgrp) and 22 (starttime) of proc(5).
+    let state = *fields.first()?;
     Some(Stat {
         pid,
-        ppid,
-        pgrp,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
         zombie: state == "Z" || state == "X",
+        start: fields.get(19)?.parse().ok()?,
     })
 }
 
@@ -63,97 +88,291 @@ fn processes() -> Option<Vec<Stat>> {
     Some(stats)
 }
 
-/// The live (not zombie) descendants of `root`.
-fn live_descendants(all: &[Stat], root: i32) -> Vec<i32> {
-    let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
-    for stat in all {
-        children.entry(stat.ppid).or_default().push(stat);
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(pid) = stack.pop() {
-        for child in children.get(&pid).into_iter().flatten() {
-            stack.push(child.pid);
-            if !child.zombie {
-                out.push(child.pid);
-            }
-        }
-    }
-    out
+/// When `pid` started, in clock ticks since boot (`None` without `/proc`).
+fn start_of(pid: Pid) -> Option<u64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text).map(|s| s.start)
 }
 
-/// What is left of an attempt: its process group and retry's other descendants.
+/// A process as it is named for good: its ID and when it started (an ID is reused).
+type Identity = (i32, u64);
+
+/// retry's children when a tree is about to begin: none of them is the tree's (an
+/// earlier attempt that succeeded may have left them), even once the tree's own
+/// orphans are adopted beside them. Taken before the tree's main process is started.
+pub struct Before(Vec<Identity>);
+
+impl Before {
+    /// retry's children now, read from each thread's `children` (a few bytes), or from
+    /// every process when the kernel lacks those files.
+    pub fn now() -> Before {
+        let threads = fs::read_dir("/proc/self/task").ok();
+        let listed: Option<Vec<i32>> = threads.and_then(|dir| {
+            let mut pids = Vec::new();
+            for task in dir.flatten() {
+                let text = fs::read_to_string(task.path().join("children")).ok()?;
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                );
+            }
+            Some(pids)
+        });
+        let pids = listed.unwrap_or_else(|| {
+            let me = getpid().as_raw();
+            let all = processes().unwrap_or_default();
+            all.iter().filter(|s| s.ppid == me).map(|s| s.pid).collect()
+        });
+        let children = pids
+            .into_iter()
+            .filter_map(|pid| Some((pid, start_of(Pid::from_raw(pid))?)))
+            .collect();
+        Before(children)
+    }
+}
+
+/// What is alive of a tree now.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Leftovers {
+struct Members {
+    /// Whether its group has a live member.
     group: bool,
-    adopted: Vec<i32>,
+    /// Its live processes outside the group.
+    escaped: Vec<i32>,
 }
 
-impl Leftovers {
-    fn find(pgid: Pid) -> Leftovers {
-        reap_adopted(None);
-        match processes() {
-            Some(all) => {
-                let group = all.iter().any(|s| s.pgrp == pgid.as_raw() && !s.zombie);
-                let adopted = live_descendants(&all, getpid().as_raw())
-                    .into_iter()
-                    .filter(|pid| all.iter().any(|s| s.pid == *pid && s.pgrp != pgid.as_raw()))
-                    .collect();
-                Leftovers { group, adopted }
-            }
-            // Without /proc, the group is all we can see (a zombie member counts as alive).
-            None => Leftovers {
-                group: killpg(pgid, None).is_ok(),
-                adopted: Vec::new(),
-            },
-        }
-    }
-
+impl Members {
     fn is_empty(&self) -> bool {
-        !self.group && self.adopted.is_empty()
+        !self.group && self.escaped.is_empty()
     }
 
     fn signal(&self, pgid: Pid, sig: Signal) {
         if self.group {
             let _ = killpg(pgid, sig);
         }
-        for pid in &self.adopted {
+        for pid in &self.escaped {
             let _ = kill(Pid::from_raw(*pid), sig);
         }
     }
 }
 
-/// Ends every process of a finished attempt: the group `pgid` first, then any
-/// descendant retry adopted. SIGCONT and SIGTERM, then SIGKILL after
-/// `kill_after` for whatever is still alive.
-pub fn end_attempt(pgid: Pid, kill_after: Duration) {
-    let left = Leftovers::find(pgid);
-    if left.is_empty() {
-        return;
-    }
-    left.signal(pgid, Signal::SIGTERM);
-    // A stopped process cannot act on SIGTERM until it is continued.
-    left.signal(pgid, Signal::SIGCONT);
-    if wait_gone(pgid, Instant::now() + kill_after) {
-        return;
-    }
-    Leftovers::find(pgid).signal(pgid, Signal::SIGKILL);
-    wait_gone(pgid, Instant::now() + Duration::from_secs(1));
+/// Where a tree begins: its group, when its main process started, and retry's
+/// children that were there before it (not its own).
+struct Origin {
+    pgid: Pid,
+    since: Option<u64>,
+    strangers: Vec<Identity>,
 }
 
-/// Waits until nothing of the attempt is alive, or `until`; true if it is all gone.
-fn wait_gone(pgid: Pid, until: Instant) -> bool {
-    loop {
-        let left = Leftovers::find(pgid);
-        if left.is_empty() {
-            return true;
+/// Finds what is alive of the tree that began at `origin`: the group, every
+/// descendant of a group member, and (when retry is a subreaper) every orphan it
+/// adopted since, with their descendants. A child retry had before the tree began,
+/// or one older than its main process, is another's (left by an attempt that
+/// succeeded). Without `/proc` the group is all that can be seen.
+fn survey(origin: &Origin) -> Members {
+    let pgid = origin.pgid;
+    let Some(all) = processes() else {
+        return Members {
+            group: killpg(pgid, None).is_ok(),
+            escaped: Vec::new(),
+        };
+    };
+    let me = getpid().as_raw();
+    let adopts = SUBREAPER.load(Ordering::SeqCst);
+    let stranger = |s: &Stat| origin.strangers.contains(&(s.pid, s.start));
+    let roots = all.iter().filter(|s| {
+        let newer = origin.since.is_none_or(|t| s.start >= t);
+        let adopted = adopts && s.ppid == me && newer && !stranger(s);
+        s.pgrp == pgid.as_raw() || adopted
+    });
+    let roots: Vec<i32> = roots.map(|s| s.pid).collect();
+    let members = with_descendants(&all, &roots);
+    Members {
+        group: members.iter().any(|s| s.pgrp == pgid.as_raw()),
+        escaped: members
+            .iter()
+            .filter(|s| s.pgrp != pgid.as_raw())
+            .map(|s| s.pid)
+            .collect(),
+    }
+}
+
+/// The live (not zombie) processes among `roots` and their descendants; a zombie's
+/// children are still followed.
+fn with_descendants<'a>(all: &'a [Stat], roots: &[i32]) -> Vec<&'a Stat> {
+    let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
+    let mut by_pid: HashMap<i32, &Stat> = HashMap::new();
+    for stat in all {
+        children.entry(stat.ppid).or_default().push(stat);
+        by_pid.insert(stat.pid, stat);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut stack: Vec<&Stat> = roots
+        .iter()
+        .filter_map(|p| by_pid.get(p).copied())
+        .collect();
+    while let Some(stat) = stack.pop() {
+        if !seen.insert(stat.pid) {
+            continue;
         }
+        if !stat.zombie {
+            out.push(stat);
+        }
+        stack.extend(children.get(&stat.pid).into_iter().flatten());
+    }
+    out
+}
+
+/// Everything one attempt or hook started (see the module's documentation). Ending
+/// it may begin on one thread (a hook's time limit) and go on on another.
+pub struct Tree {
+    origin: Origin,
+    ending: Mutex<Ending>,
+}
+
+#[derive(Default)]
+struct Ending {
+    /// When whatever is left gets SIGKILL, once ending has begun.
+    kill_at: Option<Instant>,
+    /// Whether that SIGKILL was sent.
+    killed: bool,
+    /// The stopping signal retry received and passed on.
+    passed_on: Option<domain::Signal>,
+}
+
+impl Tree {
+    /// The tree of the process just started as `leader`, in a group of its own, with
+    /// retry's children as they were [`Before`] it started.
+    pub fn new(leader: Pid, before: Before) -> Tree {
+        let origin = Origin {
+            pgid: leader,
+            since: start_of(leader),
+            strangers: before.0,
+        };
+        Tree {
+            origin,
+            ending: Mutex::new(Ending::default()),
+        }
+    }
+
+    /// The main process, which leads the group.
+    pub fn leader(&self) -> Pid {
+        self.origin.pgid
+    }
+
+    fn state(&self) -> MutexGuard<'_, Ending> {
+        self.ending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn survey(&self) -> Members {
+        survey(&self.origin)
+    }
+
+    /// Sends `sigs` to the group and to every process that left it, in that order.
+    fn send(&self, sigs: &[Signal]) {
+        let members = self.survey();
+        for sig in sigs {
+            members.signal(self.origin.pgid, *sig);
+        }
+    }
+
+    /// Begins ending the tree, or hastens it: SIGTERM and SIGCONT to every process
+    /// now (a stopped one acts on SIGTERM only once continued), and SIGKILL at
+    /// `kill_at`, or at an earlier deadline already set.
+    pub fn terminate(&self, kill_at: Instant) {
+        self.send(&[Signal::SIGTERM, Signal::SIGCONT]);
+        self.kill_by(kill_at);
+    }
+
+    /// Brings the SIGKILL deadline to `at` unless it is earlier already.
+    pub fn kill_by(&self, at: Instant) {
+        let mut state = self.state();
+        state.kill_at = Some(state.kill_at.map_or(at, |t| t.min(at)));
+    }
+
+    /// When the SIGKILL is due, while it has not been sent.
+    pub fn kill_at(&self) -> Option<Instant> {
+        let state = self.state();
+        state.kill_at.filter(|_| !state.killed)
+    }
+
+    /// The stopping signal passed on to the tree, if one was.
+    pub fn passed_on(&self) -> Option<domain::Signal> {
+        self.state().passed_on
+    }
+
+    /// Passes the stopping signal retry received on to every process, once, with
+    /// SIGKILL due `grace` later; a second signal sends SIGKILL at once. Returns the
+    /// signal passed on.
+    pub fn pass_on_signals(&self, now: Instant, grace: Duration) -> Option<domain::Signal> {
+        let sig = signals::pending()?;
+        let first = self.state().passed_on.is_none();
+        if first {
+            self.state().passed_on = Some(sig);
+            if let Ok(nix_sig) = Signal::try_from(sig.number()) {
+                self.send(&[nix_sig]);
+            }
+            self.kill_by(now + grace);
+        } else if signals::take_repeat().is_some() {
+            // A second signal: stop waiting politely.
+            self.kill_now();
+        }
+        Some(sig)
+    }
+
+    /// Sends SIGKILL to every process if its deadline has come (once).
+    pub fn escalate(&self, now: Instant) {
+        let due = {
+            let mut state = self.state();
+            let due = !state.killed && state.kill_at.is_some_and(|t| now >= t);
+            state.killed |= due;
+            due
+        };
+        if due {
+            self.send(&[Signal::SIGKILL]);
+        }
+    }
+
+    /// Sends SIGKILL to every process now.
+    pub fn kill_now(&self) {
         let now = Instant::now();
-        if now >= until {
-            return false;
+        self.kill_by(now);
+        self.escalate(now);
+    }
+
+    /// Ends what is left of the tree once its main process is gone: SIGTERM and
+    /// SIGCONT now (what is left may ignore the signal that ended the main process),
+    /// and SIGKILL `grace` later, or at an earlier deadline already set. Returns when
+    /// nothing is alive, or a second after the SIGKILL. A stopping signal meanwhile
+    /// is passed on, with SIGKILL at most `grace` after it; a lease lost meanwhile
+    /// brings the SIGKILL within the lease's limit.
+    pub fn end(&self, grace: Duration) {
+        reap_adopted(None);
+        if self.survey().is_empty() {
+            return;
         }
-        // SIGCHLD wakes this early for our own children; grandchildren are polled.
-        crate::wait::pause((until - now).min(Duration::from_millis(10)));
+        self.terminate(Instant::now() + grace);
+        loop {
+            let now = Instant::now();
+            self.pass_on_signals(now, grace);
+            if let Some(within) = signals::lost_lock_kill_within() {
+                // A lease lost meanwhile: gone before the server can hand it on.
+                self.kill_by(now + within);
+            }
+            reap_adopted(None);
+            let left = self.survey();
+            let kill_at = self.state().kill_at.unwrap_or(now);
+            if left.is_empty() || now >= kill_at + AFTER_KILL {
+                return;
+            }
+            if now >= kill_at {
+                // Again while anything is alive: a process may have forked meanwhile.
+                self.state().killed = true;
+                left.signal(self.origin.pgid, Signal::SIGKILL);
+            }
+            let next = if now < kill_at { kill_at - now } else { POLL };
+            crate::wait::pause(next.min(POLL));
+        }
     }
 }
 
@@ -175,53 +394,102 @@ pub fn reap_adopted(keep: Option<Pid>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
+
+    fn stat(pid: i32, ppid: i32, pgrp: i32, zombie: bool) -> Stat {
+        Stat {
+            pid,
+            ppid,
+            pgrp,
+            zombie,
+            start: 0,
+        }
+    }
 
     #[test]
     fn stat_lines_with_awkward_command_names() {
-        let stat = parse_stat("4242 (a b) c)) S 1 4242 4242 0 -1 4194560 0").unwrap();
+        let line = "4242 (a b) c)) S 1 4242 4242 0 -1 4194560 0 0 0 0 1 2 0 0 20 0 1 0 987 0";
         assert_eq!(
-            stat,
+            parse_stat(line).unwrap(),
             Stat {
                 pid: 4242,
                 ppid: 1,
                 pgrp: 4242,
-                zombie: false
+                zombie: false,
+                start: 987,
             }
         );
-        assert!(parse_stat("7 (sh) Z 3 7 7").unwrap().zombie);
+        let zombie = "7 (sh) Z 3 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0";
+        assert!(parse_stat(zombie).unwrap().zombie);
         assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(
+            parse_stat("7 (sh) S 3 7"),
+            None,
+            "too short to have a start"
+        );
     }
 
     #[test]
-    fn descendants_skip_zombies_but_not_their_children() {
+    fn descendants_go_through_zombies_and_leave_strangers_out() {
         let all = [
-            Stat {
-                pid: 10,
-                ppid: 1,
-                pgrp: 10,
-                zombie: false,
-            },
-            Stat {
-                pid: 11,
-                ppid: 10,
-                pgrp: 10,
-                zombie: true,
-            },
-            Stat {
-                pid: 12,
-                ppid: 11,
-                pgrp: 12,
-                zombie: false,
-            },
-            Stat {
-                pid: 13,
-                ppid: 1,
-                pgrp: 13,
-                zombie: false,
-            },
+            stat(10, 1, 10, false),
+            stat(11, 10, 10, true),
+            stat(12, 11, 12, false),
+            stat(13, 1, 13, false),
+            stat(14, 12, 14, false),
         ];
-        let mut found = live_descendants(&all, 10);
-        found.sort();
-        assert_eq!(found, [12]);
+        let pids = |roots: &[i32]| {
+            let mut found: Vec<i32> = with_descendants(&all, roots)
+                .iter()
+                .map(|s| s.pid)
+                .collect();
+            found.sort();
+            found
+        };
+        assert_eq!(pids(&[10]), [10, 12, 14]);
+        assert_eq!(pids(&[11, 12]), [12, 14], "each process once");
+        assert_eq!(pids(&[99]), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn a_tree_finds_what_left_its_group_through_its_parent() {
+        use std::process::Command;
+        // Not a subreaper here: the process that left the group is found through
+        // its parent, which is in the group.
+        let mut leader = Command::new("sh")
+            .args(["-c", "setsid sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let escaped: i32 = line.trim().parse().unwrap();
+        let leader_pid = leader.id() as i32;
+        let stat_of = |pid: i32| {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|t| parse_stat(&t))
+        };
+        let left = (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(2));
+            stat_of(escaped).is_some_and(|s| s.pgrp != leader_pid)
+        });
+        assert!(left, "setsid never ran");
+        let tree = Tree::new(Pid::from_raw(leader_pid), Before(Vec::new()));
+        let members = tree.survey();
+        assert!(members.group);
+        assert_eq!(members.escaped, [escaped]);
+        tree.kill_now();
+        let _ = leader.wait();
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            stat_of(escaped).is_none_or(|s| s.zombie)
+        });
+        assert!(gone, "the process that left the group outlived SIGKILL");
     }
 }

@@ -2,12 +2,17 @@
 //! small JSON record read and rewritten in place while holding an flock on
 //! `.NAME.lock` beside it (readers take it shared). A record is padded to one
 //! 256-byte write at offset 0, which the kernel and the disk apply whole, so an
-//! update costs microseconds (a rename over the old file costs ~200 µs on ext4).
-//! It is not fsynced: a machine crash may lose the last seconds of updates, and a
+//! update costs microseconds (a rename over the old file costs ~200 µs on ext4, and
+//! far more on a busy disk). Only a file whose one name is the record's is read or
+//! written: one that has another name too (a hard link planted in the state
+//! directory) counts as fresh state and loses that name to a new file at the next
+//! update, and the file it linked to stays as it was. Records
+//! are not fsynced: a machine crash may lose the last seconds of updates, and a
 //! record it left unreadable reads as fresh state (with one warning) and is
-//! rewritten by the next update. The directories and files are reached through
-//! [`StateDir`] (checked, never through a link); the flocks are taken without
-//! blocking, tried again within the call's bound and [`LOCK_WAIT`].
+//! rewritten by the next update. The lock file is only ever locked. The directories
+//! and files are reached through [`StateDir`] (checked, never through a link); the
+//! flocks are taken without blocking, tried again within the call's bound and
+//! [`LOCK_WAIT`].
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -91,6 +96,13 @@ pub fn parse_circuit(text: &[u8]) -> Result<Option<(u32, Option<u64>)>, String> 
     Ok(parse_record::<CircuitState>(text)?.map(|c| (c.failures, c.open_until_ms)))
 }
 
+/// What a record was warned about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Warning {
+    Unreadable,
+    Linked,
+}
+
 /// The two kinds of state file.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -121,8 +133,8 @@ pub struct FileFleet {
     /// `None` when reading a state directory that lacks them (fresh state).
     budgets: Option<StateDir>,
     circuits: Option<StateDir>,
-    /// Records already warned about: one warning per record and run.
-    warned: HashSet<PathBuf>,
+    /// Records already warned about: one warning of each kind per record and run.
+    warned: HashSet<(PathBuf, Warning)>,
 }
 
 impl FileFleet {
@@ -178,7 +190,9 @@ impl FileFleet {
         dir.refuse_odd_entry(&lock_name(name))
     }
 
-    /// Reads, changes and rewrites one state file under its lock.
+    /// Reads, changes and rewrites one state file under its lock. `change` gets the
+    /// record (`None`: fresh state) and the record's file, whose time is the store's
+    /// clock.
     fn update<T: Record, R>(
         &mut self,
         kind: Kind,
@@ -190,18 +204,41 @@ impl FileFleet {
             .dir(kind)
             .context("the state directory is opened for reading only")?;
         let file_name = record_name(name);
-        let held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
-        let mut file = dir
-            .open_file(&file_name, Access::Update)?
-            .context("a created file is there")?;
-        let mut text = Vec::with_capacity(RECORD);
-        file.read_to_end(&mut text)
-            .with_context(|| format!("cannot read {}", dir.join(&file_name).display()))?;
         let path = dir.join(&file_name);
-        let (value, result) = change(self.parse(kind, path.clone(), &text), &held)?;
+        let _held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
+        let (mut file, relinked) = own_record(dir, &file_name)?;
+        let stored = if relinked {
+            self.warn_linked(kind, path.clone());
+            None
+        } else {
+            let mut text = Vec::with_capacity(RECORD);
+            file.read_to_end(&mut text)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            self.parse(kind, path.clone(), &text)
+        };
+        let (value, result) = change(stored, &file)?;
         write_record(&file, &serde_json::to_vec(&value)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(result)
+    }
+
+    /// Says `message` once per record, kind of warning and run.
+    fn warn_once(&mut self, path: PathBuf, warning: Warning, message: String) {
+        if self.warned.insert((path, warning)) {
+            report::notice(&message);
+        }
+    }
+
+    /// A record that has another name too (a hard link) is not read: it counts as fresh
+    /// state, and the next update gives the record a file of its own.
+    fn warn_linked(&mut self, kind: Kind, path: PathBuf) {
+        let message = format!(
+            "warning: {} had another name (a hard link): counting it as {}, and a new \
+             record takes its place; the file it named is left as it was",
+            path.display(),
+            kind.fresh()
+        );
+        self.warn_once(path, Warning::Linked, message);
     }
 
     /// Reads one state file under a shared lock, so no update is seen half done.
@@ -219,10 +256,17 @@ impl FileFleet {
             return Ok(None);
         }
         let _held = lock_beside(dir, name, FlockArg::LockSharedNonblock, bound)?;
-        let Some(text) = dir.read(&file_name)? else {
+        let path = dir.join(&file_name);
+        let Some(mut file) = dir.open_file(&file_name, Access::Read)? else {
             return Ok(None);
         };
-        let path = dir.join(&file_name);
+        if has_other_names(&file, &path)? {
+            self.warn_linked(kind, path);
+            return Ok(None);
+        }
+        let mut text = Vec::with_capacity(RECORD);
+        file.read_to_end(&mut text)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         Ok(self.parse(kind, path, &text))
     }
 
@@ -237,9 +281,7 @@ impl FileFleet {
                     path.display(),
                     kind.fresh()
                 );
-                if self.warned.insert(path) {
-                    report::notice(&message);
-                }
+                self.warn_once(path, Warning::Unreadable, message);
                 None
             }
         }
@@ -254,6 +296,33 @@ fn record_name(name: &str) -> String {
 /// `.NAME.lock`, the file whose flock guards `NAME.json`.
 fn lock_name(name: &str) -> String {
     format!(".{}.lock", escape_key(name))
+}
+
+/// Whether the file opened as `path` has another name too (a hard link).
+fn has_other_names(file: &File, path: &std::path::Path) -> anyhow::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    Ok(meta.nlink() > 1)
+}
+
+/// Opens the record `name` in `dir` to rewrite it, created if missing; true when it
+/// had another name too (a hard link): that file is not retry's to write, so the
+/// record's name is removed and a new file made in its place.
+fn own_record(dir: &StateDir, name: &str) -> anyhow::Result<(File, bool)> {
+    let file = dir
+        .open_file(name, Access::Update)?
+        .context("a created file is there")?;
+    if !has_other_names(&file, &dir.join(name))? {
+        return Ok((file, false));
+    }
+    dir.remove(name)
+        .with_context(|| format!("cannot remove {}", dir.join(name).display()))?;
+    let fresh = dir
+        .open_file(name, Access::New)?
+        .context("a created file is there")?;
+    Ok((fresh, true))
 }
 
 /// Size of a record on disk: the JSON, padded with spaces, then a newline.
@@ -323,14 +392,15 @@ fn fresh_tokens(stored: Option<&BudgetFile>, budget: &BudgetConfig) -> f64 {
     })
 }
 
-/// Now on the store's clock: the time the kernel stamps on `lock` (a file in the state
-/// directory, whose flock the caller holds), so runs on hosts that share the directory
-/// over a network file system agree on it as they agree on file times.
-fn store_now_ms(lock: &File) -> anyhow::Result<u64> {
+/// Now on the store's clock: the time the kernel stamps on `record` (a record of the
+/// state directory, its own only name, whose flock the caller holds), so runs on hosts
+/// that share the directory over a network file system agree on it as they agree on
+/// file times.
+fn store_now_ms(record: &File) -> anyhow::Result<u64> {
     use std::os::unix::fs::MetadataExt;
     let now = nix::sys::time::TimeSpec::UTIME_NOW;
-    nix::sys::stat::futimens(lock, &now, &now).context("cannot set the time of a lock file")?;
-    let meta = lock.metadata()?;
+    nix::sys::stat::futimens(record, &now, &now).context("cannot set the time of a record")?;
+    let meta = record.metadata()?;
     let secs = u64::try_from(meta.mtime()).unwrap_or(0);
     let millis = u64::try_from(meta.mtime_nsec()).unwrap_or(0) / 1_000_000;
     Ok(secs.saturating_mul(1000).saturating_add(millis))
@@ -388,11 +458,16 @@ impl FleetStore for FileFleet {
             Kind::Budget,
             &budget.name,
             bound,
-            |stored: Option<BudgetFile>, lock| {
+            |stored: Option<BudgetFile>, record| {
                 let tokens = fresh_tokens(stored.as_ref(), budget);
                 let last = stored.and_then(|b| b.last_retry_ms);
-                let (answer, last_retry_ms) =
-                    super::ask(tokens, budget.size, last, store_now_ms(lock)?, probe_after);
+                let (answer, last_retry_ms) = super::ask(
+                    tokens,
+                    budget.size,
+                    last,
+                    store_now_ms(record)?,
+                    probe_after,
+                );
                 let record = BudgetFile {
                     tokens,
                     size: budget.size,
@@ -499,6 +574,23 @@ mod tests {
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 10.0);
         assert_eq!(spend(&mut store, &budget, false), 9.0);
         assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 9.0);
+    }
+
+    #[test]
+    fn a_hard_link_in_place_of_a_record_keeps_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = budget("b", 10, 0.5);
+        let mut store = FileFleet::open(dir.path().join("state")).unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "mine\n").unwrap();
+        let record = dir.path().join("state/budgets/b.json");
+        std::fs::hard_link(&target, &record).unwrap();
+        assert_eq!(spend(&mut store, &budget, false), 9.0, "counted from fresh");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
+        assert_eq!(store.tokens(&budget, &Bound::signals_only()).unwrap(), 9.0);
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(std::fs::metadata(&record).unwrap().nlink(), 1);
+        assert_eq!(std::fs::metadata(&target).unwrap().nlink(), 1);
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl CircuitState {
                 failures: self.failures,
             };
         }
-        self.open_until_ms = Some(now_ms + millis(config.cooldown));
+        self.open_until_ms = Some(open_until(now_ms, config));
         Admission::Probe
     }
 
@@ -161,9 +161,17 @@ impl CircuitState {
         }
         self.failures = self.failures.saturating_add(1);
         if self.failures >= config.failures {
-            self.open_until_ms = Some(now_ms + millis(config.cooldown));
+            self.open_until_ms = Some(open_until(now_ms, config));
         }
     }
+}
+
+/// When a circuit opened at `now_ms` closes again: one cooldown later, and never past
+/// the last millisecond of year 9999, so the record stays one that can be read.
+fn open_until(now_ms: u64, config: &CircuitConfig) -> u64 {
+    now_ms
+        .saturating_add(millis(config.cooldown))
+        .min(LATEST_MS)
 }
 
 fn millis(d: Duration) -> u64 {
@@ -642,6 +650,17 @@ mod tests {
         assert_eq!(s.admit(125_000, &c), Admission::Probe);
         s.record(true, 126_000, &c);
         assert_eq!(s.admit(126_000, &c), Admission::Closed);
+    }
+
+    #[test]
+    fn a_cooldown_past_year_9999_opens_the_circuit_to_its_last_millisecond() {
+        let c = circuit(1, 400_000_000_000);
+        let mut s = CircuitState::default();
+        s.record(false, 1_700_000_000_000, &c);
+        assert_eq!(s.open_until_ms, Some(LATEST_MS));
+        assert_eq!(s.validate(), Ok(()), "a record that can be read back");
+        assert_eq!(show_time(LATEST_MS), "9999-12-31T23:59:59.999Z");
+        assert_eq!(show_time(u64::MAX), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]

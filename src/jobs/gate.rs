@@ -74,6 +74,12 @@ impl HeldLocks {
         Ok(())
     }
 
+    /// Frees every lock now: the key's lock (with its store), then `--lock`. A lock
+    /// that cannot be freed is a warning: it expires on its own.
+    pub fn release(self) {
+        drop(self);
+    }
+
     /// Records the `--once` key after a successful run (nothing to do without `--once`).
     pub fn record_success(&mut self, summary: &RunSummary) -> anyhow::Result<()> {
         self.record_end(Status::Succeeded, summary)
@@ -135,8 +141,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
             Err(err) => return stopped_by(err, "connecting to the --state server"),
         };
         match store.find(key, &calls) {
-            Ok(Some(done)) => return Ok(already_done(key, &done)),
-            Ok(None) => {}
+            Ok(Some(done)) if skips(opts, &done) => return Ok(already_done(key, &done)),
+            Ok(found) => again(key, found.as_ref()),
             Err(err) => return stopped_by(err, "reading the --once key"),
         }
         once = Some(OnceRun {
@@ -186,8 +192,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
             Err(err) => return stopped_by(err, &format!("taking {what}")),
         }
         match store.find(key, &calls) {
-            Ok(Some(done)) => return Ok(already_done(key, &done)),
-            Ok(None) => {}
+            Ok(Some(done)) if skips(opts, &done) => return Ok(already_done(key, &done)),
+            Ok(_) => {}
             Err(err) => return stopped_by(err, "reading the --once key"),
         }
         report::verbose(1, &format!("holding {what} in {}", store.describe()));
@@ -279,6 +285,28 @@ fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
     match err.downcast_ref::<Interrupted>() {
         Some(Interrupted(sig)) => Ok(stopped(Stop::Signal(*sig), doing)),
         None => Err(err),
+    }
+}
+
+/// Whether a record makes the run a skip: any record of a scheduled slot (the slot was
+/// handled, however it ended), only a success for a `--once` key (a run that gave up
+/// is run again).
+fn skips(opts: &JobOptions, done: &Done) -> bool {
+    opts.statuses || done.status == Status::Succeeded
+}
+
+/// Says, with `-v`, that a `--once` key runs again although it has a record.
+fn again(key: &str, found: Option<&Done>) {
+    if let Some(done) = found {
+        report::verbose(
+            1,
+            &format!(
+                "--once key {key:?} {} at {} on host {}, not succeeded: running it again",
+                done.status.phrase(),
+                done.succeeded_at,
+                done.host
+            ),
+        );
     }
 }
 

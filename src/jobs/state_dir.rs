@@ -38,6 +38,8 @@ pub enum Access {
     Read,
     /// Read and write, created (mode 0600) if missing.
     Update,
+    /// Read and write, a new file (mode 0600) that must not exist yet.
+    New,
 }
 
 impl StateDir {
@@ -137,6 +139,7 @@ impl StateDir {
         flags |= match access {
             Access::Read => OFlag::O_RDONLY,
             Access::Update => OFlag::O_RDWR | OFlag::O_CREAT,
+            Access::New => OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL,
         };
         let file = match openat(&self.fd, name, flags, Mode::from_bits_truncate(0o600)) {
             Ok(fd) => File::from(fd),

@@ -85,6 +85,46 @@ fn a_run_under_nohup_outlives_a_hangup() {
     assert!(s.path("done").exists(), "the command ran to its end");
 }
 
+/// retry started with SIGINT ignored (as `cmd &` in a script starts it) gets SIGINT,
+/// and so does the hook's group, while `flag`'s hook runs: the hook runs to its end and
+/// the run ends as it would have (`status`), not with 130.
+fn sigint_ignored_during_a_hook(flag: &str, command: &str, status: i32) {
+    let s = Scratch::new();
+    let hook = format!(
+        "echo $$ > '{}'; sleep 0.5; touch '{}'",
+        s.p("hook"),
+        s.p("done")
+    );
+    let mut child = Invocation::of("sh")
+        .args([
+            "-c",
+            "trap '' INT; exec \"$0\" -a 2 --delay 1ms \"$1\" \"$2\" -- sh -c \"$3\"",
+            bin(),
+            flag,
+            &hook,
+            command,
+        ])
+        .start();
+    let hook_pid: i32 = wait_for_file(&s.path("hook"), Duration::from_secs(5))
+        .trim()
+        .parse()
+        .unwrap();
+    support::signal(&child, SIGINT);
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(hook_pid), SIGINT);
+    let (exit, _) = wait_exit(&mut child, Duration::from_secs(10));
+    let out = support::wait_for_run(child);
+    assert_eq!(exit, status, "{flag}: {}", out.stderr);
+    assert!(s.path("done").exists(), "{flag}: the hook was cut short");
+    assert!(!out.stderr.contains("SIGINT"), "{flag}: {}", out.stderr);
+}
+
+#[test]
+fn a_sigint_retry_was_started_ignoring_stops_no_hook() {
+    sigint_ignored_during_a_hook("--on-retry", "exit 1", 1);
+    sigint_ignored_during_a_hook("--on-give-up", "exit 1", 1);
+    sigint_ignored_during_a_hook("--on-success", "exit 0", 0);
+}
+
 #[test]
 fn a_command_that_cannot_start_gives_the_terminal_back_at_once() {
     // retry on a pseudo-terminal of its own (setsid -c makes it the controlling

@@ -274,3 +274,37 @@ both_ways! {
         }
     }
 }
+
+/// The line that refuses a run on circuit `c1` open until the last millisecond of year 9999.
+const OPEN_TO_THE_END: &str = "circuit c1 is open until 9999-12-31T23:59:59.999Z";
+
+#[test]
+fn a_circuit_open_until_the_end_of_year_9999_says_so() {
+    let s = Scratch::new();
+    let state = state_with_records(&s);
+    std::fs::write(
+        state.join("circuits/c1.json"),
+        r#"{"failures":5,"open_until_ms":253402300799999}"#,
+    )
+    .unwrap();
+    let (out, _) = exit_of(start(&s, &state, &["--circuit", "c1"], 0), Instant::now());
+    assert_eq!(out.status, 75, "{}", out.stderr);
+    out.assert_stderr_has(OPEN_TO_THE_END);
+    assert_eq!(unreadable_warnings(&out), 0, "a record that can be read");
+}
+
+both_ways! {
+    fn a_circuit_row_open_until_the_end_of_year_9999_says_so(pg) {
+        let s = Scratch::new();
+        let url = pg.url("");
+        let made = run(&s, &args(&["--state", &url, "--circuit", "c1", "--", "true"]));
+        assert_eq!(made.status, 0, "{}", made.stderr);
+        pg.client().execute(
+            "UPDATE retry_circuits SET failures = 5, open_until = '9999-12-31 23:59:59.999+00'",
+            &[],
+        );
+        let (out, _) = exit_of(start(&s, &url, &["--circuit", "c1"], 0), Instant::now());
+        assert_eq!(out.status, 75, "{}", out.stderr);
+        out.assert_stderr_has(OPEN_TO_THE_END);
+    }
+}

@@ -499,3 +499,183 @@ both_ways! {
         assert_eq!(once_markers(&pg), 0, "a success without its lease is not recorded");
     }
 }
+
+// A lost lease's holder whose command and a `setsid` grandchild both ignore SIGTERM.
+
+/// `--lease-ttl` of the escaped-grandchild runs: long enough that a grandchild ended
+/// only after the command's own SIGKILL (a second kill window later) would still run
+/// when the server lets the next holder in.
+const ESCAPE_TTL: f64 = 6.0;
+
+/// A command that ignores SIGTERM and starts a `setsid` grandchild that ignores it
+/// too and appends the time to `beats` every 20 ms; it writes the grandchild's pid to
+/// `grandchild.pid`, its own to `command.pid`, then says `ready`.
+fn escaping_command(dir: &Dir) -> Vec<String> {
+    let beat = format!(
+        "trap '' TERM; while :; do date +%s.%N >> '{beats}'; sleep 0.02; done",
+        beats = dir.path("beats").display()
+    );
+    vec![
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "trap '' TERM; setsid sh -c \"$0\" </dev/null >/dev/null 2>&1 & echo $! > '{g}'; \
+             echo $$ > '{pid}'; touch '{ready}'; exec >/dev/null 2>&1; \
+             while :; do sleep 0.05; done",
+            g = dir.path("grandchild.pid").display(),
+            pid = dir.path("command.pid").display(),
+            ready = dir.path("ready").display()
+        ),
+        beat,
+    ]
+}
+
+/// The numbers in a file of `date +%s.%N` lines.
+fn times(path: &Path) -> Vec<f64> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// One holder of `lock:NAME` whose renewals stall, with the escaping command, and the
+/// next run waiting for the lease: returns the grandchild's last heartbeat and the
+/// next holder's first, in seconds since the epoch.
+fn escaped_grandchild_and_next_holder(pg: &Postgres, name: &str) -> (f64, f64) {
+    let dir = Dir::new();
+    let proxy = stalling(pg, When::FileExists(dir.path("stall")));
+    let ttl = format!("{}ms", ESCAPE_TTL * 1000.0);
+    let holder = start_watched(
+        &dir,
+        dir.locked(url(&proxy, &format!("#{name}")))
+            .args(["--lease-ttl", &ttl, "--kill-after", "30s"])
+            .report(dir.report()),
+        escaping_command(&dir),
+    );
+    let grandchild: i32 = wait_for_pid_file(&dir.path("grandchild.pid"));
+    let beating = wait_until(Duration::from_secs(5), || {
+        !times(&dir.path("beats")).is_empty()
+    });
+    assert!(beating, "the grandchild never beat");
+    std::thread::sleep(Duration::from_millis(1200));
+    std::fs::write(dir.path("stall"), "").unwrap();
+    let next = dir
+        .locked(pg.url(&format!("#{name}")))
+        .args(["--lock-wait", "30s", "--lease-ttl", &ttl])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!("date +%s.%N > '{}'", dir.path("next").display()),
+        ])
+        .start();
+    let gone = wait_until(Duration::from_secs(20), || {
+        !alive(grandchild) && !alive(holder.pid)
+    });
+    assert!(gone, "the lost lease's attempt still runs");
+    let (out, _) = exit_within(holder.retry, Duration::from_secs(10));
+    assert_lost(&out);
+    assert_stopped_because(&dir.report(), "lock_lost");
+    let out = wait_for_run(next);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let last_beat = times(&dir.path("beats")).into_iter().fold(0.0, f64::max);
+    (last_beat, times(&dir.path("next"))[0])
+}
+
+/// Waits for a file that holds a process ID.
+fn wait_for_pid_file(path: &Path) -> i32 {
+    let written = wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(path).is_ok_and(|t| t.trim().parse::<i32>().is_ok())
+    });
+    assert!(written, "{} never held a pid", path.display());
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+both_ways! {
+    fn an_escaped_grandchild_is_gone_before_a_lost_lease_passes_on(pg) {
+        // Three holders side by side: every grandchild must be gone before the next
+        // holder of its lease starts.
+        let results: Vec<(f64, f64)> = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..3)
+                .map(|i| {
+                    let pg = &pg;
+                    scope.spawn(move || escaped_grandchild_and_next_holder(pg, &format!("escape{i}")))
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        for (last_beat, next_start) in &results {
+            // The figure: how long before the next holder the grandchild was gone.
+            eprintln!("escaped grandchild: last heartbeat {:.3}s before the next holder's first", next_start - last_beat);
+        }
+        for (last_beat, next_start) in results {
+            assert!(
+                last_beat < next_start,
+                "the grandchild beat {:.3}s after the next holder started",
+                last_beat - next_start
+            );
+        }
+    }
+}
+
+both_ways! {
+    fn sigterm_during_a_stalled_release_is_143_and_the_report_says_signal(pg) {
+        let dir = Dir::new();
+        let proxy = stalling(&pg, When::Sql("SET expires_at = '-infinity'".into()));
+        let child = dir
+            .locked(url(&proxy, "#release"))
+            .report(dir.report())
+            .args(work_then(&dir, 0))
+            .start();
+        let out = stopped_by_sigterm(&proxy, child);
+        assert_eq!(dir.count(), 1, "the command ran and succeeded");
+        assert_stopped_because(&dir.report(), "signal");
+        out.assert_stderr_has("stopped by SIGTERM after the last attempt");
+        let report = read_json(&dir.report());
+        assert_eq!(report["result"]["exit_code"], 143);
+    }
+}
+
+both_ways! {
+    fn a_lease_lost_during_a_hook_ends_the_hook_and_what_left_its_group_in_time(pg) {
+        let dir = Dir::new();
+        let proxy = stalling(&pg, When::FileExists(dir.path("stall")));
+        // The hook and its setsid descendant both ignore SIGTERM: only SIGKILL ends them.
+        let hook = format!(
+            "trap '' TERM; setsid sh -c \"trap '' TERM; exec sleep 60\" </dev/null >/dev/null 2>&1 & \
+             echo $! > '{escaped}'; echo $$ > '{hook}'; exec >/dev/null 2>&1; \
+             while :; do sleep 0.05; done",
+            escaped = dir.path("escaped").display(),
+            hook = dir.path("hook").display()
+        );
+        let holder = bare_retry(&dir)
+            .arg("--lock")
+            .arg(url(&proxy, "#hooked"))
+            .args(["--lease-ttl", "3s", "-a", "3", "--delay", "30s", "--jitter", "none"])
+            .args(["--on-retry", &hook])
+            .report(dir.report())
+            .args(work_then(&dir, 1))
+            .start();
+        let pids = [
+            wait_for_pid_file(&dir.path("hook")),
+            wait_for_pid_file(&dir.path("escaped")),
+        ];
+        std::fs::write(dir.path("stall"), "").unwrap();
+        let (out, took) = exit_within(holder, Duration::from_secs(10));
+        // Lost at most 2 s after the stall (2/3 of the TTL after the last renewal), and
+        // SIGKILL half a second later.
+        assert!(took < Duration::from_millis(3200), "{took:?}");
+        assert_lost(&out);
+        assert_stopped_because(&dir.report(), "lock_lost");
+        for pid in pids {
+            assert!(!alive(pid), "{pid} of the hook outlived the lost lease");
+        }
+        assert_eq!(dir.count(), 1, "no further attempt");
+    }
+}

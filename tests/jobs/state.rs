@@ -294,6 +294,110 @@ fn a_link_where_a_state_file_goes_is_refused_by_name_and_never_followed() {
 }
 
 #[test]
+fn a_hard_link_where_a_budget_or_circuit_goes_leaves_its_target_untouched() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    let (out, _) = state_run(&dir, &state, USES[0]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    for record in ["budgets/api.json", "circuits/api.json"] {
+        let file = state.join(record);
+        let victim = dir.path("victim");
+        std::fs::write(&victim, b"precious\n").unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::fs::hard_link(&victim, &file).unwrap();
+        let modified = std::fs::metadata(&victim).unwrap().mtime_nsec();
+        let (out, ran) = state_run(&dir, &state, USES[0]);
+        assert_eq!(out.status, 0, "{record}: {}", out.stderr);
+        assert!(ran, "{record}");
+        out.assert_stderr_has(&format!(
+            "{} had another name (a hard link)",
+            file.display()
+        ));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n", "{record}");
+        let after = std::fs::metadata(&victim).unwrap();
+        assert_eq!(
+            after.mtime_nsec(),
+            modified,
+            "{record}: its time was changed"
+        );
+        assert_eq!(
+            after.nlink(),
+            1,
+            "{record}: the record is no longer a name of it"
+        );
+        let record_meta = std::fs::metadata(&file).unwrap();
+        assert_eq!(record_meta.nlink(), 1, "{record}");
+        assert_ne!(record_meta.ino(), after.ino(), "{record}");
+        std::fs::remove_file(&victim).unwrap();
+        let (out, _) = state_run(&dir, &state, USES[0]);
+        assert_eq!(out.status, 0, "{record}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains("hard link"),
+            "{record}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// `pg`'s URL as `--state`, once a first run has made the tables there.
+fn state_with_tables(dir: &Dir, pg: &crate::support::postgres::Postgres) -> String {
+    let url = pg.url("");
+    let out = bare_retry(dir)
+        .args(["--once", "made", "--state", &url, "--", "true"])
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    url
+}
+
+/// The marker of `--once nightly` that says the run gave up.
+const GAVE_UP: &str = r#"{"key":"nightly","status":"gave_up","succeeded_at":"2024-05-01T03:00:00.000Z","host":"h","pid":1,"command":["x"],"attempts":3}"#;
+
+/// `--once nightly` with `state`, whose record says the key gave up: the run runs, then
+/// `status` says what the record says now, and a second run is skipped.
+fn gave_up_runs_again(dir: &Dir, state: &Path, status: impl Fn() -> String) {
+    let (out, ran) = state_run(dir, state, &["--once", "nightly"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        ran,
+        "a key whose last run gave up runs again: {}",
+        out.stderr
+    );
+    assert_eq!(status(), "succeeded");
+    let (out, ran) = state_run(dir, state, &["--once", "nightly"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(!ran, "a success skips it");
+}
+
+#[test]
+fn a_once_key_that_gave_up_runs_again_and_only_a_success_skips_it() {
+    let dir = Dir::new();
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let marker = state.join("nightly.json");
+    std::fs::write(&marker, GAVE_UP).unwrap();
+    gave_up_runs_again(&dir, &state, || {
+        read_json(&marker)["status"].as_str().unwrap().to_string()
+    });
+}
+
+both_ways! {
+    fn a_once_row_that_gave_up_runs_again_and_only_a_success_skips_it(pg) {
+        let dir = Dir::new();
+        let url = state_with_tables(&dir, &pg);
+        pg.client().execute(
+            "INSERT INTO retry_once (key, succeeded_at, host, pid, command, attempts, status)
+             VALUES ('nightly', now(), 'h', 1, 'x', 3, 'gave_up')",
+            &[],
+        );
+        gave_up_runs_again(&dir, &PathBuf::from(&url), || {
+            pg.client()
+                .query_one("SELECT status FROM retry_once WHERE key = 'nightly'", &[])
+                .get(0)
+        });
+    }
+}
+
+#[test]
 fn an_unreadable_marker_is_125_before_any_attempt_saying_how_to_remove_it() {
     let dir = Dir::new();
     let state = dir.path("state");
@@ -326,10 +430,7 @@ fn an_unreadable_marker_is_125_before_any_attempt_saying_how_to_remove_it() {
 both_ways! {
     fn an_unreadable_once_row_is_125_before_any_attempt_saying_how_to_remove_it(pg) {
         let dir = Dir::new();
-        let url = pg.url("");
-        // A first run makes the table.
-        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
-        assert_eq!(out.status, 0, "{}", out.stderr);
+        let url = state_with_tables(&dir, &pg);
         for (key, time, status) in [
             ("infinite", "infinity", "succeeded"),
             ("late", "10000-01-01", "succeeded"),
@@ -414,10 +515,7 @@ fn an_unreadable_slot_record_counts_as_handled_with_an_error_line() {
 both_ways! {
     fn an_unreadable_slot_row_counts_as_handled_with_an_error_line(pg) {
         let dir = Dir::new();
-        let url = pg.url("");
-        // A first run makes the tables.
-        let out = bare_retry(&dir).args(["--once", "made", "--state", &url, "--", "true"]).run();
-        assert_eq!(out.status, 0, "{}", out.stderr);
+        let url = state_with_tables(&dir, &pg);
         let key = format!("nightly@{}", this_hours_slot());
         pg.client().execute(
             "INSERT INTO retry_once (key, succeeded_at, host, pid, command, attempts, status)

@@ -404,6 +404,7 @@ impl Executor for CommandExecutor {
         if self.foreground {
             ignore_sigttou();
         }
+        let before = procs::Before::now();
         let mut child = match spawn::spawn(spec) {
             Ok(child) => child,
             Err(err) => {
@@ -424,8 +425,9 @@ impl Executor for CommandExecutor {
             self.holding,
             &shared,
         )?;
+        let tree = procs::Tree::new(pid, before);
         let supervised = Supervisor {
-            pid,
+            tree: &tree,
             kill_after: self.kill_after,
             signal_grace: self.kill_after,
             foreground: self.foreground,
@@ -441,7 +443,10 @@ impl Executor for CommandExecutor {
         if let Some(left) = ctx.budget_left {
             drain_until = drain_until.min(started + left);
         }
-        pumps.wait(drain_until.min(Instant::now() + DRAIN_GRACE));
+        // Never past a SIGKILL already due: what is left of the attempt gets it on time.
+        let first_drain = [Some(Instant::now() + DRAIN_GRACE), tree.kill_at()];
+        let first_drain = first_drain.into_iter().flatten().min();
+        pumps.wait(drain_until.min(first_drain.unwrap_or(drain_until)));
         facts.lock().expect("facts").control = control.and_then(ControlFile::read);
         let preliminary = match &supervised {
             Ok(s) => {
@@ -459,11 +464,9 @@ impl Executor for CommandExecutor {
                 .as_ref()
                 .map_or(true, |s| s.timed_out || s.interrupted_by.is_some());
         if failed {
-            // No process of a failed attempt outlives it, not even one that left the group.
-            // A lost lease's holder must be gone before the server can hand the lease on.
-            let grace = signals::lost_lock_kill_within()
-                .map_or(self.kill_after, |w| w.min(self.kill_after));
-            procs::end_attempt(pid, grace);
+            // No process of a failed attempt outlives it, not even one that left the group;
+            // an ending already begun keeps its deadline.
+            tree.end(supervisor::lost_lock_grace(self.kill_after));
         }
         pumps.wait(drain_until);
         self.stdin.finish(feeder);

@@ -1,21 +1,22 @@
-//! Waits for one attempt's process group: enforces `--timeout` and the
+//! Waits for one attempt's main process: enforces `--timeout` and the
 //! `--kill-after` escalation, passes retry's stopping signals on, stops the
 //! attempt when retry's own plumbing fails or its lock is lost, and follows a
-//! Ctrl-Z from the terminal. Starting the command, its output and how the
-//! ending is classified belong to the executor in `mod.rs`; hooks are waited
-//! for the same way (`exec::hook`).
+//! Ctrl-Z from the terminal. Every one of those ends the attempt's whole process
+//! tree (`procs::Tree`), not only its group. Starting the command, its output and
+//! how the ending is classified belong to the executor in `mod.rs`; hooks are
+//! waited for the same way (`exec::hook`).
 
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{self, Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, tcsetpgrp};
+use nix::unistd::tcsetpgrp;
 
 use super::terminal::{reclaim_terminal, stdin_tty};
 use crate::classify::command::CommandEnd;
 use crate::domain::{self, ExitStatus};
-use crate::exec::procs;
+use crate::exec::procs::{self, Tree};
 use crate::io::Fault;
 use crate::signals;
 
@@ -23,14 +24,18 @@ pub(crate) struct Supervised {
     pub end: CommandEnd,
     pub timed_out: bool,
     pub interrupted_by: Option<domain::Signal>,
+    /// The run's lock was lost while the process ran, and it was ended for that.
+    pub lock_lost: bool,
     pub ran: Duration,
 }
 
-/// Waits for one attempt's process, enforcing its time limit, passing on
-/// stopping signals to its process group, and stopping it when retry's own
-/// plumbing fails (`fault`).
+/// Waits for one attempt's (or hook's) main process, enforcing its time limit,
+/// passing on stopping signals, and ending its whole [`Tree`] when retry's own
+/// plumbing fails (`fault`) or the run's lock is lost. Every ending goes through
+/// the tree, so the group and what left it get each signal together and SIGKILL at
+/// one deadline: the earliest that any cause set.
 pub(crate) struct Supervisor<'a> {
-    pub pid: Pid,
+    pub tree: &'a Tree,
     pub kill_after: Duration,
     /// How long a process that got retry's stopping signal has before SIGKILL.
     pub signal_grace: Duration,
@@ -41,48 +46,59 @@ pub(crate) struct Supervisor<'a> {
     pub ends_on_lost_lock: bool,
 }
 
+/// How soon after its SIGTERM a process ended for a lost lock gets SIGKILL: within
+/// the lock's own limit (a lease must be free of it before the server can hand the
+/// lease on), and never later than `kill_after`.
+pub(crate) fn lost_lock_grace(kill_after: Duration) -> Duration {
+    signals::lost_lock_kill_within().map_or(kill_after, |w| w.min(kill_after))
+}
+
+/// What the supervisor has done so far.
+#[derive(Default)]
+struct Seen {
+    timed_out: bool,
+    forwarded: Option<domain::Signal>,
+    faulted: bool,
+    lock_lost: bool,
+}
+
 impl Supervisor<'_> {
     pub fn run(&self, timeout: Option<Duration>) -> anyhow::Result<Supervised> {
         let start = Instant::now();
         let deadline = timeout.map(|t| start + t);
-        let mut timed_out = false;
-        let mut forwarded: Option<domain::Signal> = None;
-        let mut faulted = false;
-        let mut escalate_at: Option<Instant> = None;
-        let mut lock_lost = false;
+        let pid = self.tree.leader();
+        let mut seen = Seen::default();
         loop {
-            match waitpid(
-                self.pid,
-                Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED),
-            ) {
+            match waitpid(pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED)) {
                 Ok(WaitStatus::Exited(_, code)) => {
                     let end = CommandEnd::Exited(ExitStatus::from_wait(code));
-                    return Ok(self.ended(end, timed_out, forwarded, start));
+                    return Ok(self.ended(end, &seen, start));
                 }
                 Ok(WaitStatus::Signaled(_, sig, _)) => {
                     let sig = domain::Signal::new(sig as i32);
-                    let end = if timed_out {
+                    let end = if seen.timed_out {
                         CommandEnd::TimedOut
                     } else {
                         CommandEnd::Signaled(sig)
                     };
                     let typed = self.foreground
-                        && forwarded.is_none()
-                        && !timed_out
+                        && seen.forwarded.is_none()
+                        && !seen.timed_out
                         && is_keyboard_signal(sig);
                     // Ctrl-C typed at the terminal reaches the command, not retry: it still means stop.
-                    let forwarded = if typed { Some(sig) } else { forwarded };
-                    return Ok(self.ended(end, timed_out, forwarded, start));
+                    if typed {
+                        seen.forwarded = Some(sig);
+                    }
+                    return Ok(self.ended(end, &seen, start));
                 }
                 Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
                 Ok(_) => {}
                 Err(Errno::EINTR) => continue,
                 // retry's own failure: never passed off as the command's exit status.
                 Err(e) => {
-                    send(self.pid, domain::Signal::KILL);
+                    self.tree.kill_now();
                     return Err(anyhow::anyhow!(
-                        "cannot wait for the command (process {}): {e}",
-                        self.pid
+                        "cannot wait for the command (process {pid}): {e}"
                     ));
                 }
             }
@@ -90,77 +106,52 @@ impl Supervisor<'_> {
             // a SIGCHLD says one may have, and the /proc scan costs more than the rest of start-up.
             let child_changed = signals::child_changed();
             if child_changed || !signals::installed() {
-                procs::reap_adopted(Some(self.pid));
+                procs::reap_adopted(Some(pid));
             }
-            let now = Instant::now();
-            if !faulted && self.fault.get().is_some() {
-                faulted = true;
-                self.terminate(now, &mut escalate_at);
-            }
-            if let Some(sig) = signals::pending() {
-                if forwarded.is_none() {
-                    forwarded = Some(sig);
-                    send(self.pid, sig);
-                    escalate_at.get_or_insert(now + self.signal_grace);
-                } else if signals::take_repeat().is_some() {
-                    // A second signal: stop waiting politely.
-                    send(self.pid, domain::Signal::KILL);
-                }
-            }
-            if self.ends_on_lost_lock
-                && !lock_lost
-                && forwarded.is_none()
-                && signals::lock_lost().is_some()
-            {
-                // Without its lock the attempt must not go on: end it like a timeout, and
-                // within the lease's limit, before the server can hand the lease on.
-                lock_lost = true;
-                if let Some(within) = signals::lost_lock_kill_within() {
-                    escalate_at = Some(now + within.min(self.kill_after));
-                }
-                self.terminate(now, &mut escalate_at);
-            }
-            if !timed_out && !lock_lost && forwarded.is_none() && deadline.is_some_and(|d| now >= d)
-            {
-                timed_out = true;
-                self.terminate(now, &mut escalate_at);
-            }
-            if escalate_at.is_some_and(|t| now >= t) {
-                send(self.pid, domain::Signal::KILL);
-                escalate_at = None;
-            }
-            let next = [deadline.filter(|_| !timed_out), escalate_at]
-                .into_iter()
-                .flatten()
-                .map(|t| t.saturating_duration_since(now))
-                .min()
-                .unwrap_or(Duration::from_secs(1))
-                .clamp(Duration::from_millis(1), Duration::from_secs(1));
+            let next = self.watch(Instant::now(), deadline, &mut seen);
             if !child_changed {
                 crate::wait::pause(next);
             }
         }
     }
 
-    /// Ends the attempt as a timeout does: SIGTERM, SIGKILL after `--kill-after`.
-    fn terminate(&self, now: Instant, escalate_at: &mut Option<Instant>) {
-        send(self.pid, domain::Signal::TERM);
-        // As GNU timeout does: a stopped command acts on SIGTERM only once continued.
-        send(self.pid, domain::Signal::CONT);
-        escalate_at.get_or_insert(now + self.kill_after);
+    /// Acts on whatever happened since the last look (a fault, a signal, a lost lock,
+    /// the time limit, a SIGKILL that is due); returns how long to wait before the next.
+    fn watch(&self, now: Instant, deadline: Option<Instant>, seen: &mut Seen) -> Duration {
+        if !seen.faulted && self.fault.get().is_some() {
+            seen.faulted = true;
+            self.tree.terminate(now + self.kill_after);
+        }
+        if let Some(sig) = self.tree.pass_on_signals(now, self.signal_grace) {
+            seen.forwarded = Some(sig);
+        }
+        if self.ends_on_lost_lock && !seen.lock_lost && signals::lock_lost().is_some() {
+            // Without its lock the attempt must not go on: end it within the lock's limit,
+            // whatever else began ending it.
+            seen.lock_lost = true;
+            self.tree.terminate(now + lost_lock_grace(self.kill_after));
+        }
+        let stopping = seen.lock_lost || seen.forwarded.is_some();
+        if !seen.timed_out && !stopping && deadline.is_some_and(|d| now >= d) {
+            seen.timed_out = true;
+            self.tree.terminate(now + self.kill_after);
+        }
+        self.tree.escalate(now);
+        [deadline.filter(|_| !seen.timed_out), self.tree.kill_at()]
+            .into_iter()
+            .flatten()
+            .map(|t| t.saturating_duration_since(now))
+            .min()
+            .unwrap_or(Duration::from_secs(1))
+            .clamp(Duration::from_millis(1), Duration::from_secs(1))
     }
 
-    fn ended(
-        &self,
-        end: CommandEnd,
-        timed_out: bool,
-        forwarded: Option<domain::Signal>,
-        start: Instant,
-    ) -> Supervised {
+    fn ended(&self, end: CommandEnd, seen: &Seen, start: Instant) -> Supervised {
         Supervised {
             end,
-            timed_out,
-            interrupted_by: forwarded,
+            timed_out: seen.timed_out,
+            interrupted_by: seen.forwarded,
+            lock_lost: seen.lock_lost,
             ran: start.elapsed(),
         }
     }
@@ -170,8 +161,8 @@ impl Supervisor<'_> {
     fn suspend(&self) {
         reclaim_terminal();
         let _ = signal::raise(Signal::SIGSTOP);
-        let _ = tcsetpgrp(stdin_tty(), self.pid);
-        let _ = killpg(self.pid, Signal::SIGCONT);
+        let _ = tcsetpgrp(stdin_tty(), self.tree.leader());
+        let _ = killpg(self.tree.leader(), Signal::SIGCONT);
     }
 }
 
@@ -179,15 +170,10 @@ fn is_keyboard_signal(sig: domain::Signal) -> bool {
     sig == domain::Signal::INT || sig == domain::Signal::QUIT
 }
 
-fn send(pgid: Pid, sig: domain::Signal) {
-    if let Ok(sig) = Signal::try_from(sig.number()) {
-        let _ = killpg(pgid, sig);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::unistd::Pid;
 
     #[test]
     fn a_wait_that_fails_is_retrys_own_error_not_an_exit_status() {
@@ -199,8 +185,9 @@ mod tests {
             .unwrap();
         let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         let fault = Fault::default();
+        let tree = Tree::new(Pid::from_raw(pid), procs::Before::now());
         let supervised = Supervisor {
-            pid: Pid::from_raw(pid),
+            tree: &tree,
             kill_after: Duration::from_millis(10),
             signal_grace: Duration::from_millis(10),
             foreground: false,
