@@ -157,14 +157,14 @@ impl Conn {
                 Err(Failed::Error(e)) => return Err(e),
                 Err(Failed::Refused(refusal)) => refusal,
             };
-            let pause = pauses
-                .get_or_insert_with(|| Pauses::new(REFUSED_FIRST, REFUSED_CAP))
-                .next();
-            if patience.is_some_and(|p| Instant::now() + pause >= p) {
+            // The last try is made when the patience runs out.
+            let left = patience.map(|p| p.saturating_duration_since(Instant::now()));
+            let pauses = pauses.get_or_insert_with(|| Pauses::new(REFUSED_FIRST, REFUSED_CAP));
+            let Some(pause) = pauses.before_next_try(left) else {
                 let tried = began.elapsed();
                 let refused = Refused { refusal, tried };
                 return Err(anyhow::Error::new(refused).context(self.cannot_connect()));
-            }
+            };
             report::verbose(
                 2,
                 &format!(
