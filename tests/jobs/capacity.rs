@@ -27,9 +27,14 @@ fn url(pg: &Postgres, rest: &str) -> String {
 fn say_refusals(pg: &Postgres, test: &str) {
     let logs = pg.logs();
     let server = logs.matches("too many clients already").count()
-        + logs.matches("remaining connection slots are reserved").count();
+        + logs
+            .matches("remaining connection slots are reserved")
+            .count();
     let pooler = logs.matches("no more connections allowed").count();
-    eprintln!("{test} ({:?}): refused by the server {server}, by the pooler {pooler}", pg.via);
+    eprintln!(
+        "{test} ({:?}): refused by the server {server}, by the pooler {pooler}",
+        pg.via
+    );
 }
 
 /// Starts `FLEET` runs, the i-th made by `make(i)`.
