@@ -6,10 +6,12 @@
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::stall::read_untyped;
 
 pub struct Refuser {
     pub port: u16,
@@ -115,15 +117,4 @@ fn refuse(client: &mut TcpStream) {
     message.extend_from_slice(&fields);
     let _ = client.write_all(&message);
     let _ = client.shutdown(Shutdown::Both);
-}
-
-/// A message without a type byte: a 4-byte length (itself included), then the rest.
-fn read_untyped(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).ok()?;
-    let n = u32::from_be_bytes(len) as usize;
-    let mut message = len.to_vec();
-    message.resize(n.max(4), 0);
-    stream.read_exact(&mut message[4..]).ok()?;
-    Some(message)
 }
