@@ -8,13 +8,14 @@
 #     together, whose command fails (99) if another holder is inside, and appends its
 #     fencing token: all must run, one at a time, with growing tokens.
 # For each: how the runs exited; the peak of the server's client sessions (other than
-# the sampler's: pg_stat_activity every 50 ms) and, through the pooler, of its clients
-# (SHOW POOLS, cl_active + cl_waiting); statements (pg_stat_database's transactions:
-# each of retry's statements is one) and connections made, a second; wall time; the
+# the sampler's: pg_stat_activity every 20 ms) and, through the pooler, of its clients
+# (SHOW POOLS, cl_active + cl_waiting); the statements the server ran and the
+# connections retry made (the server's log, the pooler's log), a second; wall time; the
 # CPU time the clients (retry, sh and sleep, from bash's `times`), the server (the
 # postmaster and its backends) and PgBouncer used; the machine's CPU busy (of all its
-# cores, /proc/stat, other builds included) and the most memory in use above the
-# start. Prints a Markdown table.
+# cores, /proc/stat, other builds included) and the most memory the retry processes
+# held at once (their Pss, sampled every second). The sampler's own statements and
+# sessions (as postgres) are not counted. Prints a Markdown table.
 #
 # Usage: bench/fleet.sh                 (builds the static release first, as the README's install does)
 #        RETRY_BIN=path bench/fleet.sh  (measures that binary as it is)
@@ -28,7 +29,7 @@ HOLDERS=${HOLDERS:-100:6s:8 300:6s:8 1000:15s:20}
 QUEUE=${QUEUE:-1000}
 VIA=${VIA:-direct pooled}
 ulimit -n 65536 2>/dev/null || true
-start_postgres
+start_postgres -c log_statement=all -c log_connections=on
 
 declare -A PORT_OF=([direct]=$PG_PORT [pooled]=$BOUNCER_PORT)
 url_of() { echo "postgres://fleet@127.0.0.1:${PORT_OF[$1]}/postgres?sslmode=disable"; }
@@ -45,29 +46,39 @@ queued() {
 }
 
 # sample_start VIA / sample_stop: the peaks of the server's client sessions and of the
-# pooler's clients, sampled every 50 ms in the background; sample_stop sets PEAK_SERVER
+# pooler's clients, sampled every 20 ms in the background; sample_stop sets PEAK_SERVER
 # and PEAK_POOLER.
 sample_start() {
-    printf '%s\n' "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" '\watch 0.05' |
+    printf '%s\n' "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" '\watch 0.02' |
         "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -X -At >"$WORK/sessions" 2>/dev/null &
     SESSIONS_PID=$!
     POOLS_PID=
     if [[ $1 == pooled ]]; then
-        printf '%s\n' 'SHOW POOLS;' '\watch 0.05' |
+        printf '%s\n' 'SHOW POOLS;' '\watch 0.02' |
             "$PG_BIN/psql" -h 127.0.0.1 -p "$BOUNCER_PORT" -U postgres -d pgbouncer -X -At >"$WORK/pools" 2>/dev/null &
         POOLS_PID=$!
     fi
     (
-        lowest=$(awk '/^MemAvailable/ { print $2 }' /proc/meminfo)
+        peak=0
         while [[ ! -e $WORK/stop-memory ]]; do
-            now=$(awk '/^MemAvailable/ { print $2 }' /proc/meminfo)
-            ((now < lowest)) && lowest=$now
-            echo "$lowest" >"$WORK/memory"
-            sleep 0.2
+            now=$(retry_pss)
+            ((now > peak)) && peak=$now
+            echo "$peak" >"$WORK/memory"
+            sleep 1
         done
     ) &
     MEMORY_PID=$!
 }
+# retry_pss: the memory of every retry process alive, in kB (their proportional set
+# sizes: the pages they share, the binary's among them, counted once in all).
+retry_pss() {
+    local files
+    files=$(grep -lx retry /proc/[0-9]*/comm 2>/dev/null | sed 's/comm$/smaps_rollup/' || true)
+    [[ -n $files ]] || { echo 0; return; }
+    # shellcheck disable=SC2086 # one file name a word
+    awk '/^Pss:/ { kb += $2 } END { print kb + 0 }' $files 2>/dev/null || echo 0
+}
+
 sample_stop() {
     kill "$SESSIONS_PID" ${POOLS_PID:+"$POOLS_PID"}
     wait "$SESSIONS_PID" ${POOLS_PID:+"$POOLS_PID"} 2>/dev/null || true
@@ -81,28 +92,30 @@ sample_stop() {
     fi
 }
 
-# snapshot: transactions and sessions of the database, the pooler's logins, CPU ticks of
-# the server and the pooler, the clients' CPU seconds and the machine's CPU ticks. Called
-# in the script's own shell (never in a subshell: `times` counts the children it waited for).
+# snapshot: the statements of the role fleet the server logged (log_statement = all),
+# the connections it logged for the role and those the pooler logged, CPU ticks of the
+# server and the pooler, the clients' CPU seconds and the machine's CPU ticks. Called in
+# the script's own shell (never in a subshell: `times` counts the children it waited for).
 snapshot() {
     local postmaster bouncer
     postmaster=$(head -1 "$PG_DIR/data/postmaster.pid")
     bouncer=$(pgrep -x pgbouncer -P "$BOUNCER_PID" || echo "$BOUNCER_PID")
-    psql_as postgres -At -F' ' -c "SELECT xact_commit + xact_rollback, sessions FROM pg_stat_database WHERE datname = 'postgres'" | tr '\n' ' '
-    grep -c 'login attempt' "$PG_DIR/pgbouncer.log" | tr '\n' ' '
+    times >"$WORK/times"
+    awk '/(statement|execute <unnamed>): / && !/pg_stat_activity/ { s++ }
+         /connection authorized: user=fleet/ { c++ } END { printf "%d %d ", s, c }' "$PG_DIR/log"
+    echo -n "$(grep -c 'login attempt: db=postgres user=fleet' "$PG_DIR/pgbouncer.log" || true) "
     awk '{ printf "%d ", $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat"
     awk '{ printf "%d ", $14 + $15 }' "/proc/$bouncer/stat"
-    times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.2f ", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+    awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.2f ", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$WORK/times"
     awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6 }' /proc/stat
 }
 
 # measure VIA LABEL N FN ARGS...: N copies of FN ARGS released together; prints a row.
 measure() {
-    local via=$1 label=$2 n=$3 before after statuses took start_memory
+    local via=$1 label=$2 n=$3 before after statuses took
     shift 3
     snapshot >"$WORK/snapshot"
     read -ra before <"$WORK/snapshot"
-    start_memory=$(awk '/^MemAvailable/ { print $2 }' /proc/meminfo)
     sample_start "$via"
     gate_clients "$n" "$@"
     : >"$WORK/statuses"
@@ -113,21 +126,20 @@ measure() {
     done
     took=$(awk -v a="$RELEASED" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     sample_stop
-    # Pooled sessions stay open and report their statistics when idle for 10 s.
-    [[ $via == pooled ]] && sleep 11
     snapshot >"$WORK/snapshot"
     read -ra after <"$WORK/snapshot"
     statuses=$(sort -n "$WORK/statuses" | uniq -c | awk '{ printf "%s%d × exit %d", (NR > 1 ? ", " : ""), $1, $2 }')
     awk -v via="$via" -v label="$label" -v n="$n" -v took="$took" -v statuses="$statuses" \
-        -v peak_server="$PEAK_SERVER" -v peak_pooler="$PEAK_POOLER" -v start_memory="$start_memory" \
-        -v lowest="$(cat "$WORK/memory")" -v hz="$(getconf CLK_TCK)" -v cores="$(nproc)" \
+        -v peak_server="$PEAK_SERVER" -v peak_pooler="$PEAK_POOLER" \
+        -v pss="$(cat "$WORK/memory")" -v hz="$(getconf CLK_TCK)" -v cores="$(nproc)" \
         -v b="${before[*]}" -v a="${after[*]}" 'BEGIN {
         split(b, x, " "); split(a, y, " ")
-        xacts = y[1] - x[1]; sessions = (via == "pooled") ? y[3] - x[3] : y[2] - x[2]
-        busy = (y[8] - x[8]) / (y[9] - x[9]) * 100
+        statements = y[1] - x[1]
+        sessions = (via == "pooled") ? y[3] - x[3] : y[2] - x[2]
+        busy = (y[7] - x[7]) / (y[8] - x[8]) * 100
         printf "| %s | %s | %d | %s | %s s | %s | %s | %.0f | %.0f | %.1f | %.1f s | %.1f s | %.1f s | %.0f%% of %d cores | %.0f MB |\n",
-            label, via, n, statuses, took, peak_server, peak_pooler, xacts / took, sessions / took, xacts / n,
-            y[7] - x[7], (y[4] - x[4]) / hz, (y[5] - x[5]) / hz, busy, cores, (start_memory - lowest) / 1024
+            label, via, n, statuses, took, peak_server, peak_pooler, statements / took, sessions / took, statements / n,
+            y[6] - x[6], (y[4] - x[4]) / hz, (y[5] - x[5]) / hz, busy, cores, pss / 1024
     }'
 }
 
@@ -137,7 +149,7 @@ machine
 echo "- retry: $("$R" --version | head -1); PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (max_connections 100); $(pgbouncer --version | head -1) (transaction mode, default_pool_size 2, max_client_conn 200)"
 echo "- Load average before: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds: the CPU busy column counts them too)"
 echo
-echo "| runs | via | N | how they exited | release to last exit | peak server sessions | peak pooler clients | statements/s | connections/s | statements per run | CPU: clients | CPU: server | CPU: PgBouncer | machine CPU busy | memory at peak |"
+echo "| runs | via | N | how they exited | release to last exit | peak server sessions | peak pooler clients | statements/s | connections/s | statements per run | CPU: clients | CPU: server | CPU: PgBouncer | machine CPU busy | retry's memory at peak (Pss) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for row in $HOLDERS; do
     IFS=: read -r n ttl secs <<<"$row"
