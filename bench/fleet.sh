@@ -15,7 +15,8 @@
 # postmaster and its backends) and PgBouncer used; the machine's CPU busy (of all its
 # cores, /proc/stat, other builds included) and the most memory the retry processes
 # held at once (their Pss, sampled every second). The sampler's own statements and
-# sessions (as postgres) are not counted. Prints a Markdown table.
+# sessions (as postgres) are not counted. Prints a Markdown table and writes it into
+# BENCHMARKS.md (NO_DOCS=1: prints it only).
 #
 # Usage: bench/fleet.sh                 (builds the static release first, as the README's install does)
 #        RETRY_BIN=path bench/fleet.sh  (measures that binary as it is)
@@ -25,7 +26,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-HOLDERS=${HOLDERS:-100:6s:8 300:6s:8 1000:15s:20}
+HOLDERS=${HOLDERS-100:6s:8 300:6s:8 1000:15s:20}
 QUEUE=${QUEUE:-1000}
 VIA=${VIA:-direct pooled}
 ulimit -n 65536 2>/dev/null || true
@@ -69,11 +70,12 @@ sample_start() {
     ) &
     MEMORY_PID=$!
 }
-# retry_pss: the memory of every retry process alive, in kB (their proportional set
-# sizes: the pages they share, the binary's among them, counted once in all).
+# retry_pss: the memory of every process of the binary measured, in kB (their
+# proportional set sizes: the pages they share, the binary's among them, counted once).
+COMM=$(basename "$R" | cut -c1-15)
 retry_pss() {
     local files
-    files=$(grep -lx retry /proc/[0-9]*/comm 2>/dev/null | sed 's/comm$/smaps_rollup/' || true)
+    files=$(grep -lxF "$COMM" /proc/[0-9]*/comm 2>/dev/null | sed 's/comm$/smaps_rollup/' || true)
     [[ -n $files ]] || { echo 0; return; }
     # shellcheck disable=SC2086 # one file name a word
     awk '/^Pss:/ { kb += $2 } END { print kb + 0 }' $files 2>/dev/null || echo 0
@@ -143,34 +145,35 @@ measure() {
     }'
 }
 
-echo "### A fleet on one server (bench/fleet.sh)"
-echo
-machine
-echo "- retry: $("$R" --version | head -1); PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (max_connections 100); $(pgbouncer --version | head -1) (transaction mode, default_pool_size 2, max_client_conn 200)"
-echo "- Load average before: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds: the CPU busy column counts them too)"
-echo
-echo "| runs | via | N | how they exited | release to last exit | peak server sessions | peak pooler clients | statements/s | connections/s | statements per run | CPU: clients | CPU: server | CPU: PgBouncer | machine CPU busy | retry's memory at peak (Pss) |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-for row in $HOLDERS; do
-    IFS=: read -r n ttl secs <<<"$row"
-    for via in $VIA; do
-        measure "$via" "holders, \`--lease-ttl $ttl -- sleep $secs\`" "$n" holder "$(url_of "$via")" "$ttl" "$secs"
+{
+    machine
+    echo "- retry: $("$R" --version | head -1); PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (max_connections 100); $(pgbouncer --version | head -1) (transaction mode, default_pool_size 2, max_client_conn 200)"
+    echo "- Load average before: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds: the CPU busy column counts them too)"
+    echo
+    echo "| runs | via | N | how they exited | release to last exit | peak server sessions | peak pooler clients | statements/s | connections/s | statements per run | CPU: clients | CPU: server | CPU: PgBouncer | machine CPU busy | retry's memory at peak (Pss) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for row in $HOLDERS; do
+        IFS=: read -r n ttl secs <<<"$row"
+        for via in $VIA; do
+            measure "$via" "holders, \`--lease-ttl $ttl -- sleep $secs\`" "$n" holder "$(url_of "$via")" "$ttl" "$secs"
+        done
     done
-done
-if ((QUEUE > 0)); then
-    for via in $VIA; do
-        rm -f "$WORK/tokens"
-        measure "$via" "queued on one lock, \`--lock-wait 1h\`" "$QUEUE" queued "$(url_of "$via")"
-        if sort -n -c "$WORK/tokens" 2>/dev/null && (($(sort -u "$WORK/tokens" | wc -l) == QUEUE)); then
-            echo "| | | | $QUEUE tokens, each greater than the one before (one holder at a time) | | | | | | | | | | | |"
-        else
-            echo "| | | | TOKENS OUT OF ORDER OR MISSING: $(wc -l <"$WORK/tokens") of $QUEUE | | | | | | | | | | | |"
-        fi
-    done
-fi
-echo
-echo "- Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-if [[ -s $WORK/runs.err ]]; then
-    echo "- What the runs said (first lines):"
-    sort "$WORK/runs.err" | uniq -c | sort -rn | head -5 | sed 's/^/    /'
-fi
+    if ((QUEUE > 0)); then
+        for via in $VIA; do
+            rm -f "$WORK/tokens"
+            measure "$via" "queued on one lock, \`--lock-wait 1h\`" "$QUEUE" queued "$(url_of "$via")"
+            if sort -n -c "$WORK/tokens" 2>/dev/null && (($(sort -u "$WORK/tokens" | wc -l) == QUEUE)); then
+                echo "| | | | $QUEUE tokens, each greater than the one before (one holder at a time) | | | | | | | | | | | |"
+            else
+                echo "| | | | TOKENS OUT OF ORDER OR MISSING: $(wc -l <"$WORK/tokens") of $QUEUE | | | | | | | | | | | |"
+            fi
+        done
+    fi
+    echo
+    echo "- Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    if [[ -s $WORK/runs.err ]]; then
+        echo "- What the runs said (first lines):"
+        sort "$WORK/runs.err" | uniq -c | sort -rn | head -5 | sed 's/^/    /'
+    fi
+} | tee "$WORK/fleet.md"
+[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" fleet "$WORK/fleet.md" "$ROOT/BENCHMARKS.md"

@@ -3,7 +3,8 @@
 # throwaway server on loopback, directly and through PgBouncer in transaction mode,
 # next to `retry -- true`. Reports the median wall time of each (RUNS runs, taking
 # turns), the time the lease adds, and the statements and connections one run makes
-# (from the server's log: log_statement = all, log_connections). Prints a Markdown table.
+# (from the server's log: log_statement = all, log_connections). Prints a Markdown table
+# and writes it into BENCHMARKS.md (NO_DOCS=1: prints it only).
 #
 # Usage: bench/lease.sh                 (builds the static release first, as the README's install does)
 #        RETRY_BIN=path bench/lease.sh  (measures that binary as it is)
@@ -60,20 +61,21 @@ done
 median() { awk -v w="$1" '$1 == w { print $2 }' "$WORK/times" | sort -n | awk '{ a[NR] = $1 } END { printf "%.2f", a[int((NR + 1) / 2)] / 1000 }'; }
 minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
-echo "### PostgreSQL lease cost (bench/lease.sh)"
-echo
-machine
-echo "- Runs: $RUNS of each, taking turns; PostgreSQL $("$BIN/postgres" --version | awk '{ print $3 }'), $(pgbouncer --version | head -1)"
-echo "- Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds)"
-echo
-echo "| binary | run | median | added by the lease | statements | connections |"
-echo "|---|---|---|---|---|---|"
-for b in "${BINARIES[@]}"; do
-    plain=$(median "$b-plain")
-    d=$(median "$b-direct")
-    p=$(median "$b-pooled")
-    read -r statements connections <<<"${COUNTS[$b]}"
-    echo "| $b | \`retry -- true\` | $plain ms | | 0 | 0 |"
-    echo "| $b | \`retry --lock postgres://…#bench -- true\`, direct | $d ms | $(minus "$d" "$plain") ms | $statements | $connections |"
-    echo "| $b | the same through PgBouncer (transaction mode) | $p ms | $(minus "$p" "$plain") ms | $statements | $connections |"
-done
+{
+    machine
+    echo "- Runs: $RUNS of each, taking turns; PostgreSQL $("$BIN/postgres" --version | awk '{ print $3 }'), $(pgbouncer --version | head -1)"
+    echo "- Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds)"
+    echo
+    echo "| binary | run | median | added by the lease | statements | connections |"
+    echo "|---|---|---|---|---|---|"
+    for b in "${BINARIES[@]}"; do
+        plain=$(median "$b-plain")
+        d=$(median "$b-direct")
+        p=$(median "$b-pooled")
+        read -r statements connections <<<"${COUNTS[$b]}"
+        echo "| $b | \`retry -- true\` | $plain ms | | 0 | 0 |"
+        echo "| $b | \`retry --lock postgres://…#bench -- true\`, direct | $d ms | $(minus "$d" "$plain") ms | $statements | $connections |"
+        echo "| $b | the same through PgBouncer (transaction mode) | $p ms | $(minus "$p" "$plain") ms | $statements | $connections |"
+    done
+} | tee "$WORK/lease.md"
+[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" lease "$WORK/lease.md" "$ROOT/BENCHMARKS.md"

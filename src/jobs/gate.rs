@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 
-use super::postgres::db::{self, Burst};
+use super::postgres::db::{self, Burst, Patience, Refused};
 use super::record::{Done, Marker, Status, host_name};
 use super::store::{Lock, MarkerStore, open_lock, open_store};
 use crate::config::JobOptions;
@@ -140,7 +140,11 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
         .max_time
         .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
-    let _burst = Burst::patient_until((!wait.is_zero()).then_some(deadline));
+    let _burst = Burst::patient(if wait.is_zero() {
+        Patience::ConnectTimeout
+    } else {
+        Patience::Until(deadline)
+    });
     let mut once = None;
     if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
         let opened = open_store(state.clone(), opts.statuses, opts.lease_ttl, &calls);
@@ -228,7 +232,10 @@ enum Acquired {
 /// Tries `attempt` until it succeeds or `deadline` (`--lock-wait`) passes, pausing in
 /// between as `pauses` says, with no connection open, so that a stopping signal (or a
 /// lock already held being lost) ends the wait at once; the last try is made at the
-/// deadline. Each try is bounded by `run_deadline` (`--max-time`).
+/// deadline. Each try is bounded by `run_deadline` (`--max-time`). A poll after the
+/// first that the server refuses for want of capacity finds the lock as busy as
+/// before: the next poll asks again (a refusal is an error only when the last poll
+/// met one).
 fn acquire(
     what: &str,
     deadline: Instant,
@@ -241,8 +248,23 @@ fn acquire(
     let calls = Bound::until(run_deadline);
     let bound = Bound::until(Some(deadline)).or_lost_lock();
     let pause = |d| db::idle(|| wait::sleep(d, &bound));
+    let mut polls = 0;
+    let mut refused = None;
     let tried = wait::poll_until(&bound, &mut pauses, pause, || {
-        let held = attempt(&calls)?;
+        polls += 1;
+        let held = if polls == 1 {
+            attempt(&calls)?
+        } else {
+            let _poll = Burst::patient(Patience::None);
+            match attempt(&calls) {
+                Err(e) if e.downcast_ref::<Refused>().is_some() => {
+                    refused = Some(e);
+                    return Ok(None);
+                }
+                held => held?,
+            }
+        };
+        refused = None;
         if !held && !announced && Instant::now() < deadline {
             report::info(&format!(
                 "{what} is busy; waiting up to {} for it",
@@ -252,11 +274,11 @@ fn acquire(
         }
         anyhow::Ok(held.then_some(()))
     });
-    match tried {
-        Ok(Ok(())) => Ok(Acquired::Held),
-        Ok(Err(e)) => Err(e),
-        Err(Ended::TimedOut) => Ok(Acquired::Busy),
-        Err(Ended::Stopped(stop)) => Ok(Acquired::Stopped(stop)),
+    match (tried, refused) {
+        (Ok(Ok(())), _) => Ok(Acquired::Held),
+        (Ok(Err(e)), _) | (Err(Ended::TimedOut), Some(e)) => Err(e),
+        (Err(Ended::TimedOut), None) => Ok(Acquired::Busy),
+        (Err(Ended::Stopped(stop)), _) => Ok(Acquired::Stopped(stop)),
     }
 }
 

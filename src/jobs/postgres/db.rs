@@ -8,10 +8,10 @@
 //! Every call (connecting included) is bounded by the URL's `connect_timeout` and by
 //! the caller's [`Bound`] (signals, and `--max-time` before and between attempts). A
 //! server that refuses a connection for want of capacity (`capacity`) is tried again
-//! with full-jitter backoff until the call's patience runs out: `connect_timeout` after
-//! the call began, or later when the burst says so (a lock's `--lock-wait`, a renewal's
-//! loss deadline). A connection whose call failed or was abandoned is closed at once and
-//! never used again: the next call opens a fresh one.
+//! with full-jitter backoff until the call's [`Patience`] runs out: `connect_timeout`
+//! after the call began, or later when the burst says so (a lock's `--lock-wait`, a
+//! renewal's loss deadline). A connection whose call failed or was abandoned is closed
+//! at once and never used again: the next call opens a fresh one.
 //!
 //! No state lives in a server session, so a transaction pooler may hand each
 //! statement to another session: statements go through the extended protocol's
@@ -64,6 +64,31 @@ impl std::fmt::Display for NoAnswer {
 }
 
 impl std::error::Error for NoAnswer {}
+
+/// How long a call that the server refuses for want of capacity asks again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Patience {
+    /// For `connect_timeout` after the call began.
+    #[default]
+    ConnectTimeout,
+    /// Until this instant, or for `connect_timeout` when that is later.
+    Until(Instant),
+    /// Not at all: the refusal is the call's answer (a lock wait's poll, whose next
+    /// poll asks again anyway).
+    None,
+}
+
+impl Patience {
+    /// Until when a call that began at `began` asks again; `None`: it does not.
+    fn deadline(self, began: Instant, timeout: Duration) -> Option<Instant> {
+        let timeout = began.checked_add(timeout);
+        match self {
+            Patience::ConnectTimeout => timeout,
+            Patience::Until(until) => later(Some(until), timeout),
+            Patience::None => None,
+        }
+    }
+}
 
 /// A server that went on refusing connections for want of capacity until the call's
 /// patience ran out.
@@ -123,20 +148,17 @@ impl Conn {
 
     /// Runs `call` on the connection, opening it first if needed. Each try is bounded by
     /// `bound` and `connect_timeout`; a refusal for capacity is tried again after a
-    /// full-jitter pause until `patience` (never before `connect_timeout` has passed).
+    /// full-jitter pause as long as `patience` says.
     async fn call<T>(
         &mut self,
         bound: &Bound,
-        patience: Option<Instant>,
+        patience: Patience,
         call: impl AsyncFn(&Client) -> Result<T, tokio_postgres::Error>,
     ) -> anyhow::Result<T> {
-        let began = Instant::now();
-        let timeout = self.target.call_timeout();
-        let patience = later(patience, began.checked_add(timeout));
         if std::mem::replace(&mut self.in_flight, true) {
             self.discard();
         }
-        let result = self.call_until(bound, began, patience, call).await;
+        let result = self.call_until(bound, patience, call).await;
         self.in_flight = false;
         result
     }
@@ -145,11 +167,12 @@ impl Conn {
     async fn call_until<T>(
         &mut self,
         bound: &Bound,
-        began: Instant,
-        patience: Option<Instant>,
+        patience: Patience,
         call: impl AsyncFn(&Client) -> Result<T, tokio_postgres::Error>,
     ) -> anyhow::Result<T> {
+        let began = Instant::now();
         let timeout = self.target.call_timeout();
+        let asks_until = patience.deadline(began, timeout);
         let mut pauses = None;
         loop {
             let refusal = match self.try_once(bound, timeout, &call).await {
@@ -158,9 +181,11 @@ impl Conn {
                 Err(Failed::Refused(refusal)) => refusal,
             };
             // The last try is made when the patience runs out.
-            let left = patience.map(|p| p.saturating_duration_since(Instant::now()));
             let pauses = pauses.get_or_insert_with(|| Pauses::new(REFUSED_FIRST, REFUSED_CAP));
-            let Some(pause) = pauses.before_next_try(left) else {
+            let pause = asks_until.and_then(|until| {
+                pauses.before_next_try(Some(until.saturating_duration_since(Instant::now())))
+            });
+            let Some(pause) = pause else {
                 let tried = began.elapsed();
                 let refused = Refused { refusal, tried };
                 return Err(anyhow::Error::new(refused).context(self.cannot_connect()));
@@ -282,7 +307,7 @@ impl Conn {
         sql: &str,
         params: &[Param<'_>],
         bound: &Bound,
-        patience: Option<Instant>,
+        patience: Patience,
     ) -> anyhow::Result<Vec<Row>> {
         self.call(bound, patience, async |client: &Client| {
             client.query_typed(sql, params).await
@@ -295,7 +320,7 @@ impl Conn {
         sql: &str,
         params: &[Param<'_>],
         bound: &Bound,
-        patience: Option<Instant>,
+        patience: Patience,
     ) -> anyhow::Result<u64> {
         self.call(bound, patience, async |client: &Client| {
             client.execute_typed(sql, params).await
@@ -303,12 +328,7 @@ impl Conn {
         .await
     }
 
-    async fn batch(
-        &mut self,
-        sql: &str,
-        bound: &Bound,
-        patience: Option<Instant>,
-    ) -> anyhow::Result<()> {
+    async fn batch(&mut self, sql: &str, bound: &Bound, patience: Patience) -> anyhow::Result<()> {
         self.call(bound, patience, async |client: &Client| {
             client.batch_execute(sql).await
         })
@@ -446,14 +466,14 @@ impl Shared {
         }
     }
 
-    /// Rows changed by one statement, tried until `bound`, refusals for capacity until
-    /// `patience`.
+    /// Rows changed by one statement, tried until `bound`, refusals for capacity as
+    /// `patience` says.
     pub async fn execute(
         &self,
         sql: &str,
         params: &[Param<'_>],
         bound: &Bound,
-        patience: Option<Instant>,
+        patience: Patience,
     ) -> anyhow::Result<u64> {
         let _turn = Turn::take(&self.waiting);
         let mut conn = self.conn.lock().await;
@@ -494,14 +514,16 @@ pub struct Db {
 #[derive(Clone, Copy, Debug, Default)]
 struct Bursts {
     depth: usize,
-    /// Until when refusals for capacity are tried again (besides `connect_timeout`).
-    patience: Option<Instant>,
+    /// How long refusals for capacity are asked again.
+    patience: Patience,
 }
 
 thread_local! {
     /// This thread's connections, by server.
     static OPEN: RefCell<HashMap<String, Weak<Db>>> = RefCell::new(HashMap::new());
-    static BURSTS: Cell<Bursts> = const { Cell::new(Bursts { depth: 0, patience: None }) };
+    static BURSTS: Cell<Bursts> = const {
+        Cell::new(Bursts { depth: 0, patience: Patience::ConnectTimeout })
+    };
 }
 
 /// A burst of statements: until it is dropped, this thread's connections stay open
@@ -516,18 +538,18 @@ pub struct Burst {
 }
 
 impl Burst {
+    /// A burst as patient with refusals as the one it is part of.
     pub fn begin() -> Burst {
-        Burst::patient_until(None)
+        Burst::patient(BURSTS.get().patience)
     }
 
-    /// A burst whose calls refused for capacity are tried again until `patience`, when
-    /// that is later than `connect_timeout` after the call began (a take or check
-    /// before the first attempt waits as long as `--lock-wait`).
-    pub fn patient_until(patience: Option<Instant>) -> Burst {
+    /// A burst whose calls refused for capacity ask again as `patience` says (a take
+    /// or check before the first attempt, as long as `--lock-wait`).
+    pub fn patient(patience: Patience) -> Burst {
         let outer = BURSTS.get();
         BURSTS.set(Bursts {
             depth: outer.depth + 1,
-            patience: later(outer.patience, patience),
+            patience,
         });
         Burst {
             outer,
@@ -608,7 +630,7 @@ impl Db {
     /// bursts under way, or as a burst of its own.
     fn run<T>(
         &self,
-        call: impl AsyncFnOnce(&mut Conn, Option<Instant>) -> anyhow::Result<T>,
+        call: impl AsyncFnOnce(&mut Conn, Patience) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let bursts = BURSTS.get();
         let mut conn = self.conn.borrow_mut();
@@ -758,16 +780,20 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_is_as_patient_as_its_most_patient_scope_and_a_wait_belongs_to_none() {
-        let now = Instant::now();
-        let later = now + Duration::from_secs(30);
+    fn a_burst_is_as_patient_as_it_is_told_or_as_its_outer_one_and_a_wait_belongs_to_none() {
+        let later = Patience::Until(Instant::now() + Duration::from_secs(30));
         assert_eq!(BURSTS.get().depth, 0);
         {
-            let _outer = Burst::patient_until(Some(later));
+            let _outer = Burst::patient(later);
             {
                 let _inner = Burst::begin();
                 assert_eq!(BURSTS.get().depth, 2);
-                assert_eq!(BURSTS.get().patience, Some(later), "the outer's patience");
+                assert_eq!(BURSTS.get().patience, later, "the outer's patience");
+                {
+                    let _poll = Burst::patient(Patience::None);
+                    assert_eq!(BURSTS.get().patience, Patience::None);
+                }
+                assert_eq!(BURSTS.get().patience, later);
                 let inside = idle(|| BURSTS.get().depth);
                 assert_eq!(inside, 0, "a wait is in no burst");
                 assert_eq!(BURSTS.get().depth, 2, "and the bursts go on after it");
@@ -775,6 +801,10 @@ mod tests {
             assert_eq!(BURSTS.get().depth, 1);
         }
         assert_eq!(BURSTS.get().depth, 0);
-        assert_eq!(BURSTS.get().patience, None);
+        assert_eq!(BURSTS.get().patience, Patience::ConnectTimeout);
+        let (began, timeout) = (Instant::now(), Duration::from_secs(10));
+        let soon = Patience::Until(began + Duration::from_secs(1));
+        assert_eq!(soon.deadline(began, timeout), Some(began + timeout));
+        assert_eq!(Patience::None.deadline(began, timeout), None);
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::Type;
 
-use super::db::{Burst, Db, Shared};
+use super::db::{Burst, Db, Patience, Shared};
 use crate::target::postgres::PgTarget;
 use crate::wait::{self, Bound, Pauses};
 use crate::{report, signals};
@@ -384,7 +384,7 @@ async fn renew_once(job: &Renewed, conn: &Shared) -> Result<Instant, String> {
                     (&secs, Type::FLOAT8),
                 ],
                 &bound,
-                Some(deadline),
+                Patience::Until(deadline),
             )
             .await;
         match renewed {
