@@ -33,7 +33,8 @@ trap cleanup EXIT
 # front of it as CI runs it (transaction mode, default_pool_size 2, max_client_conn 200),
 # both as nobody, with trust authentication for the roles postgres and fleet (created
 # here, no superuser: the superuser's reserved slots stay free for the script's looks).
-# Sets PG_BIN, PG_DIR, PG_PORT and BOUNCER_PORT; both are stopped at exit.
+# Sets PG_BIN, PG_DIR, PG_PORT, BOUNCER_PORT and BOUNCER_PID (pgbouncer's own, from its
+# pid file); both are stopped at exit.
 start_postgres() {
     PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
     PG_DIR=$WORK/pg
@@ -51,11 +52,16 @@ start_postgres() {
         "auth_type = trust" "auth_file = $PG_DIR/users" "admin_users = postgres" \
         "pool_mode = transaction" "default_pool_size = 2" "max_client_conn = 200" \
         "ignore_startup_parameters = extra_float_digits,options,application_name" \
-        "logfile = $PG_DIR/pgbouncer.log" >"$PG_DIR/pgbouncer.ini"
+        "logfile = $PG_DIR/pgbouncer.log" "pidfile = $PG_DIR/pgbouncer.pid" >"$PG_DIR/pgbouncer.ini"
     chown nobody "$PG_DIR/users" "$PG_DIR/pgbouncer.ini"
-    as_nobody pgbouncer "$PG_DIR/pgbouncer.ini" >/dev/null 2>&1 &
-    BOUNCER_PID=$!
-    for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$BOUNCER_PORT") 2>/dev/null && return; sleep 0.1; done
+    runuser -u nobody -- pgbouncer "$PG_DIR/pgbouncer.ini" >/dev/null 2>&1 &
+    for _ in $(seq 50); do
+        if [[ -s $PG_DIR/pgbouncer.pid ]] && (echo >"/dev/tcp/127.0.0.1/$BOUNCER_PORT") 2>/dev/null; then
+            BOUNCER_PID=$(cat "$PG_DIR/pgbouncer.pid")
+            return
+        fi
+        sleep 0.1
+    done
     echo "pgbouncer did not start:" >&2
     cat "$PG_DIR/pgbouncer.log" >&2
     exit 1

@@ -99,15 +99,14 @@ sample_stop() {
 # server and the pooler, the clients' CPU seconds and the machine's CPU ticks. Called in
 # the script's own shell (never in a subshell: `times` counts the children it waited for).
 snapshot() {
-    local postmaster bouncer
+    local postmaster
     postmaster=$(head -1 "$PG_DIR/data/postmaster.pid")
-    bouncer=$(pgrep -x pgbouncer -P "$BOUNCER_PID" || echo "$BOUNCER_PID")
     times >"$WORK/times"
     awk '/(statement|execute <unnamed>): / && !/pg_stat_activity/ { s++ }
          /connection authorized: user=fleet/ { c++ } END { printf "%d %d ", s, c }' "$PG_DIR/log"
     echo -n "$(grep -c 'login attempt: db=postgres user=fleet' "$PG_DIR/pgbouncer.log" || true) "
     awk '{ printf "%d ", $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat"
-    awk '{ printf "%d ", $14 + $15 }' "/proc/$bouncer/stat"
+    awk '{ printf "%d ", $14 + $15 }' "/proc/$BOUNCER_PID/stat"
     awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.2f ", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$WORK/times"
     awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6 }' /proc/stat
 }

@@ -240,11 +240,15 @@ pub fn retry_until<T, E>(
 
 /// Full-jitter pauses between tries of something busy or refused: the n-th pause (from
 /// 0) is a uniform draw from 0 to min(`cap`, `first`·2ⁿ), so a crowd that was turned
-/// away together comes back spread out, and no two tries are more than `cap` apart.
+/// away together comes back spread out, and no two tries are more than `cap` apart,
+/// unless the pauses are [`stretched`](Pauses::stretched) by slow tries.
 pub struct Pauses {
     schedule: Schedule,
     tries: u32,
     jitter: Jitter,
+    /// Each pause lasts at least this many times as long as the try before it.
+    stretch: u32,
+    last_try: Duration,
 }
 
 impl Pauses {
@@ -265,13 +269,33 @@ impl Pauses {
             },
             tries: 0,
             jitter: Jitter::new(seed),
+            stretch: 0,
+            last_try: Duration::ZERO,
         }
+    }
+
+    /// The same pauses, each at least `factor` times as long as the try before it (and
+    /// at most `factor` times the cap): a crowd polling a server that answers slowly
+    /// (it is busy) asks less often, so it takes at most 1/(`factor` + 1) of its time.
+    #[must_use]
+    pub fn stretched(self, factor: u32) -> Pauses {
+        Pauses {
+            stretch: factor,
+            ..self
+        }
+    }
+
+    /// Says how long the try before the next pause took.
+    pub fn tried_for(&mut self, took: Duration) {
+        self.last_try = took;
     }
 
     /// The next pause.
     pub fn next(&mut self) -> Duration {
         self.tries = self.tries.saturating_add(1);
-        self.schedule.delay(self.tries, None, self.jitter.rng())
+        let drawn = self.schedule.delay(self.tries, None, self.jitter.rng());
+        let stretched = self.last_try.min(self.schedule.cap);
+        drawn.max(stretched.saturating_mul(self.stretch))
     }
 
     /// The next pause of a poll that must end by the bound: cut to what is left, so the
@@ -286,17 +310,24 @@ impl Pauses {
 }
 
 /// Calls `attempt` until it gives `Some` (or an error), pausing between tries as
-/// `pauses` says through `pause` (which sleeps, or waits in some other bounded way); the
-/// last try is made at the bound's deadline. `Err(Ended)` when the bound ends first.
-/// The first try is made whatever the bound says.
+/// `pauses` says (told how long each try after the first took: the first may have
+/// waited for reasons of its own) through `pause` (which sleeps, or waits in some other
+/// bounded way); the last try is made at the bound's deadline. `Err(Ended)` when the
+/// bound ends first. The first try is made whatever the bound says.
 pub fn poll_until<T, E>(
     bound: &Bound,
     pauses: &mut Pauses,
     mut pause: impl FnMut(Duration) -> Result<(), Ended>,
     mut attempt: impl FnMut() -> Result<Option<T>, E>,
 ) -> Result<Result<T, E>, Ended> {
+    let mut first = true;
     loop {
-        match attempt() {
+        let began = Instant::now();
+        let tried = attempt();
+        if !std::mem::take(&mut first) {
+            pauses.tried_for(began.elapsed());
+        }
+        match tried {
             Ok(Some(value)) => return Ok(Ok(value)),
             Err(e) => return Ok(Err(e)),
             Ok(None) => {}
@@ -479,6 +510,26 @@ mod tests {
         );
         let short = poll_times(Duration::from_millis(120), 1);
         assert_eq!(*short.last().unwrap(), Duration::from_millis(120));
+    }
+
+    #[test]
+    fn a_slow_try_stretches_the_pause_after_it_but_never_past_the_deadline() {
+        let (first, cap) = (Duration::from_millis(50), Duration::from_secs(1));
+        let mut pauses = Pauses::seeded(first, cap, 5).stretched(10);
+        pauses.tried_for(Duration::from_millis(300));
+        assert!(pauses.next() >= Duration::from_secs(3), "ten times the try");
+        let left = Some(Duration::from_secs(2));
+        assert_eq!(pauses.before_next_try(left), left, "cut to the deadline");
+        pauses.tried_for(Duration::from_millis(2));
+        assert!(
+            pauses.next() <= cap,
+            "a quick try leaves the schedule as it is"
+        );
+        pauses.tried_for(Duration::from_secs(60));
+        assert_eq!(pauses.next(), cap * 10, "at most ten times the cap");
+        let mut plain = Pauses::seeded(first, cap, 5);
+        plain.tried_for(Duration::from_secs(5));
+        assert!(plain.next() <= cap, "unstretched pauses ignore the tries");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Which answers mean "no room for another connection now": a server at
 //! `max_connections`, one starting up or shutting down, a pooler at `max_client_conn`,
-//! a port that refuses while the server restarts. Such a refusal is a passing state
+//! a port that refuses while the server restarts, a listen queue too full to take the
+//! connection's opening. Such a refusal is a passing state
 //! that `db` tries again with backoff until the call's own bound; every other error
 //! (authentication, a missing database or role, TLS) is an answer. Each row of the
 //! table says where the answer comes from.
@@ -107,6 +108,11 @@ const ROWS: &[Row] = &[
         sign: Sign::Socket(ErrorKind::ConnectionAborted),
         why: "connection aborted (as while the server restarts)",
         source: "TCP: ECONNABORTED",
+    },
+    Row {
+        sign: Sign::Socket(ErrorKind::TimedOut),
+        why: "the server's listen queue did not take the connection within 1s (more connect at once than it accepts)",
+        source: "TCP: a SYN left unanswered, as a full listen queue drops it (db::HANDSHAKE_LIMIT)",
     },
     Row {
         sign: Sign::ClosedWhileConnecting,
@@ -248,6 +254,12 @@ mod tests {
             ..Seen::default()
         };
         assert!(classify(&closed).is_some());
+        let unanswered_opening = Seen {
+            socket: Some(ErrorKind::TimedOut),
+            connecting: true,
+            ..Seen::default()
+        };
+        assert!(classify(&unanswered_opening).is_some());
     }
 
     #[test]
@@ -277,10 +289,13 @@ mod tests {
         assert_eq!(classify(&reset), None);
         let timed_out = Seen {
             socket: Some(ErrorKind::TimedOut),
-            connecting: true,
             ..Seen::default()
         };
-        assert_eq!(classify(&timed_out), None);
+        assert_eq!(
+            classify(&timed_out),
+            None,
+            "a statement's socket timing out"
+        );
     }
 
     #[test]

@@ -38,6 +38,10 @@ use crate::wait::{self, Bound, Ended, Pauses};
 
 /// How long closing a healthy connection may take (the goodbye to the server).
 const CLOSE_BOUND: Duration = Duration::from_millis(200);
+/// How long a TCP handshake may go unanswered before the try counts as refused: a
+/// server whose listen queue is full drops the opening silently, and the kernel would
+/// send it again only after 1 s, 3 s, 7 s, past most of `connect_timeout`.
+pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(1);
 /// The first pause after a refusal for capacity, and the longest.
 const REFUSED_FIRST: Duration = Duration::from_millis(10);
 const REFUSED_CAP: Duration = Duration::from_secs(1);
@@ -417,7 +421,7 @@ async fn open(target: &PgTarget, application: &str) -> anyhow::Result<Live> {
         .port(port)
         .dbname(&dbname)
         .application_name(application)
-        .connect_timeout(target.call_timeout())
+        .connect_timeout(HANDSHAKE_LIMIT.min(target.call_timeout()))
         .ssl_mode(match target.sslmode {
             SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,

@@ -24,10 +24,16 @@ use crate::{report, signals};
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// The pauses between two polls of a busy lease: from 50 ms up to 1 s apart, with full
-/// jitter, so N waiters cost about N statements a second however long they wait.
+/// jitter, so N waiters cost about two statements a second each however long they
+/// wait; and at least ten times as long as the poll before took, so waiters on a server
+/// too busy to answer at once take at most a tenth of its time and leave the rest to
+/// the holder's renewals and release.
 pub fn poll_pauses() -> Pauses {
-    Pauses::new(Duration::from_millis(50), Duration::from_secs(1))
+    Pauses::new(Duration::from_millis(50), Duration::from_secs(1)).stretched(POLL_STRETCH)
 }
+
+/// How many times as long as a poll took the pause after it lasts at least.
+const POLL_STRETCH: u32 = 10;
 
 /// Takes the lease when its row is absent or expired by the server's clock. The token
 /// is the greatest of the old one + 1, the server's clock in microseconds, and `$4`
