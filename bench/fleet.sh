@@ -172,7 +172,7 @@ measure() {
     echo "- Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
     if [[ -s $WORK/runs.err ]]; then
         echo "- What the runs said (first lines):"
-        sort "$WORK/runs.err" | uniq -c | sort -rn | head -5 | sed 's/^/    /'
+        sort "$WORK/runs.err" | uniq -c | sort -rn | sed 's/^/    /' | awk 'NR <= 5'
     fi
 } | tee "$WORK/fleet.md"
 [[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" fleet "$WORK/fleet.md" "$ROOT/BENCHMARKS.md"
