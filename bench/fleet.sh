@@ -14,7 +14,7 @@
 # CPU time the clients (retry, sh and sleep, from bash's `times`), the server (the
 # postmaster and its backends) and PgBouncer used; the machine's CPU busy (of all its
 # cores, /proc/stat, other builds included) and the most memory the retry processes
-# held at once (their Pss, sampled every second). The sampler's own statements and
+# held at once (sampled every second). The sampler's own statements and
 # sessions (as postgres) are not counted. Prints a Markdown table and writes it into
 # BENCHMARKS.md (NO_DOCS=1: prints it only).
 #
@@ -62,7 +62,7 @@ sample_start() {
     (
         peak=0
         while [[ ! -e $WORK/stop-memory ]]; do
-            now=$(retry_pss)
+            now=$(retry_memory)
             ((now > peak)) && peak=$now
             echo "$peak" >"$WORK/memory"
             sleep 1
@@ -70,15 +70,19 @@ sample_start() {
     ) &
     MEMORY_PID=$!
 }
-# retry_pss: the memory of every process of the binary measured, in kB (their
-# proportional set sizes: the pages they share, the binary's among them, counted once).
+# retry_memory: the memory of every process of the binary measured, in kB: the pages
+# each has resident and does not share, and the shared ones (the binary's) once. From
+# /proc/PID/statm, whose counters cost nothing to read (smaps_rollup walks the page
+# tables of every process and, read every second for 1,000 of them, starved the runs).
 COMM=$(basename "$R" | cut -c1-15)
-retry_pss() {
+PAGE_KB=$(($(getconf PAGESIZE) / 1024))
+retry_memory() {
     local files
-    files=$(grep -lxF "$COMM" /proc/[0-9]*/comm 2>/dev/null | sed 's/comm$/smaps_rollup/' || true)
+    files=$(grep -lxF "$COMM" /proc/[0-9]*/comm 2>/dev/null | sed 's/comm$/statm/' || true)
     [[ -n $files ]] || { echo 0; return; }
     # shellcheck disable=SC2086 # one file name a word
-    awk '/^Pss:/ { kb += $2 } END { print kb + 0 }' $files 2>/dev/null || echo 0
+    awk -v page="$PAGE_KB" '{ own += $2 - $3; if ($3 > shared) shared = $3 }
+        END { print (own + shared) * page }' $files 2>/dev/null || echo 0
 }
 
 sample_stop() {
@@ -149,7 +153,7 @@ measure() {
     echo "- retry: $("$R" --version | head -1); PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (max_connections 100); $(pgbouncer --version | head -1) (transaction mode, default_pool_size 2, max_client_conn 200)"
     echo "- Load average before: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds: the CPU busy column counts them too)"
     echo
-    echo "| runs | via | N | how they exited | release to last exit | peak server sessions | peak pooler clients | statements/s | connections/s | statements per run | CPU: clients | CPU: server | CPU: PgBouncer | machine CPU busy | retry's memory at peak (Pss) |"
+    echo "| runs | via | N | how they exited | release to last exit | peak server sessions | peak pooler clients | statements/s | connections/s | statements per run | CPU: clients | CPU: server | CPU: PgBouncer | machine CPU busy | retry's memory at peak |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for row in $HOLDERS; do
         IFS=: read -r n ttl secs <<<"$row"
