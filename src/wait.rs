@@ -18,8 +18,10 @@ use crate::domain::{BackoffKind, Jitter, JitterKind, Schedule, Stop};
 use crate::signals;
 
 /// How often an async wait looks at the signal flags (a signal also wakes every
-/// sync wait through the self-pipe at once).
-const SIGNAL_TICK: Duration = Duration::from_millis(20);
+/// sync wait through the self-pipe at once): well within the second a wait has to end
+/// after a signal, and seldom enough that a thousand processes waiting on a busy server
+/// do not keep its CPUs busy waking up.
+const SIGNAL_TICK: Duration = Duration::from_millis(100);
 /// Longest pause between two tries of something that is busy.
 const TRY_PAUSE_MAX: Duration = Duration::from_millis(200);
 /// First pause between two tries.
@@ -376,6 +378,10 @@ pub async fn within<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended
         }
     };
     let stopped = async {
+        if bound.background {
+            // A helper thread's wait ends at its deadline alone: nothing to look at.
+            return std::future::pending().await;
+        }
         loop {
             if let Some(stop) = bound.stop() {
                 return stop;
