@@ -18,12 +18,70 @@ R=$(realpath "$RETRY_BIN")
 WORK=$(mktemp -d)
 SERVER_PID=
 NGINX_PID=
+BOUNCER_PID=
+PG_DIR=
 cleanup() {
     [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null
     [[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null
+    stop_postgres
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+
+# start_postgres [SETTINGS...]: a throwaway PostgreSQL on 127.0.0.1 (max_connections
+# 100, its default; fsync off; SETTINGS are more `-c NAME=VALUE` words) and PgBouncer in
+# front of it as CI runs it (transaction mode, default_pool_size 2, max_client_conn 200),
+# both as nobody, with trust authentication for the roles postgres and fleet (created
+# here, no superuser: the superuser's reserved slots stay free for the script's looks).
+# Sets PG_BIN, PG_DIR, PG_PORT, BOUNCER_PORT and BOUNCER_PID (pgbouncer's own, from its
+# pid file); both are stopped at exit.
+start_postgres() {
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+    PG_DIR=$WORK/pg
+    mkdir -p "$PG_DIR"
+    chown nobody "$PG_DIR" "$WORK"
+    PG_PORT=$(free_port)
+    as_nobody "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust --no-sync >/dev/null
+    as_nobody "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -o \
+        "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off -c max_connections=100 $*" start >/dev/null
+    psql_as postgres -q -c "CREATE ROLE fleet LOGIN; GRANT CREATE ON SCHEMA public TO fleet;"
+    BOUNCER_PORT=$(free_port)
+    printf '"postgres" ""\n"fleet" ""\n' >"$PG_DIR/users"
+    printf '%s\n' "[databases]" "* = host=127.0.0.1 port=$PG_PORT" "[pgbouncer]" \
+        "listen_addr = 127.0.0.1" "listen_port = $BOUNCER_PORT" "unix_socket_dir =" \
+        "auth_type = trust" "auth_file = $PG_DIR/users" "admin_users = postgres" \
+        "pool_mode = transaction" "default_pool_size = 2" "max_client_conn = 200" \
+        "ignore_startup_parameters = extra_float_digits,options,application_name" \
+        "logfile = $PG_DIR/pgbouncer.log" "pidfile = $PG_DIR/pgbouncer.pid" >"$PG_DIR/pgbouncer.ini"
+    chown nobody "$PG_DIR/users" "$PG_DIR/pgbouncer.ini"
+    runuser -u nobody -- pgbouncer "$PG_DIR/pgbouncer.ini" >/dev/null 2>&1 &
+    for _ in $(seq 50); do
+        if [[ -s $PG_DIR/pgbouncer.pid ]] && (echo >"/dev/tcp/127.0.0.1/$BOUNCER_PORT") 2>/dev/null; then
+            BOUNCER_PID=$(cat "$PG_DIR/pgbouncer.pid")
+            return
+        fi
+        sleep 0.1
+    done
+    echo "pgbouncer did not start:" >&2
+    cat "$PG_DIR/pgbouncer.log" >&2
+    exit 1
+}
+
+# stop_postgres: stops what start_postgres started, if anything.
+stop_postgres() {
+    [[ -n $BOUNCER_PID ]] && kill "$BOUNCER_PID" 2>/dev/null
+    [[ -n $PG_DIR ]] && as_nobody "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1
+    BOUNCER_PID= PG_DIR=
+}
+
+as_nobody() { runuser -u nobody -- "$@"; }
+
+# psql_as USER ARGS...: psql on the server itself (never through the pooler).
+psql_as() {
+    local user=$1
+    shift
+    "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U "$user" -d postgres -X "$@"
+}
 
 # start_server [ARGS]: starts bench/serve.py on 127.0.0.1 and sets URL (no trailing slash).
 start_server() {

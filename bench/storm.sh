@@ -4,12 +4,15 @@
 # released together; the outage starts at the release and ends OUTAGE seconds later,
 # when the script removes the file. Rows, all in one run of the script: no fleet
 # options with --jitter none (the reference peak), no fleet options, --retry-budget api,
-# --retry-budget api --throttled wait, --retry-budget api --circuit api --throttled wait;
-# fleet state in a fresh --state directory per row and run. RUNS repetitions, the rows
+# --retry-budget api --throttled wait, --retry-budget api --circuit api --throttled wait,
+# and --retry-budget api --throttled wait again with --state postgres://… through PgBouncer
+# (transaction mode, default_pool_size 2, max_client_conn 200, in front of a PostgreSQL
+# with max_connections 100: bench/common.sh's start_postgres); fleet state in a fresh
+# --state directory (or emptied tables) per row and run. RUNS repetitions, the rows
 # interleaved within each. nginx's access log ($msec $status and the client, named in
 # its URL) is the only source of request counts. A row whose flags the build refuses
 # (exit 125 from --dry-run) is printed as not supported. Then the targets for
-# --retry-budget api --throttled wait, as pass/fail lines. Then what a budget or
+# --retry-budget api --throttled wait (with file and PostgreSQL state), as pass/fail lines. Then what a budget or
 # circuit update costs with file state. Writes both tables into BENCHMARKS.md.
 #
 # Usage: bench/storm.sh                 (builds target/HOST/release/retry first, as the README's install does)
@@ -17,7 +20,9 @@
 # Knobs: CLIENTS (200), OUTAGE (2, seconds), RUNS (3), MAX_TIME (30, seconds),
 #        RETRY_ARGS ("-a 8 --delay 500ms --max-delay 4s"; every row adds
 #        --max-time MAX_TIME), ROUNDS (2000 updates timed; 0 skips the cost),
-#        NO_DOCS=1 to print the tables without writing BENCHMARKS.md.
+#        ROWS (the rows to run, by key: ref none budget budget-wait budget-circuit-wait
+#        budget-wait-pg; all by default), NO_DOCS=1 to print the tables without writing
+#        BENCHMARKS.md, SECTION (storm: the section of BENCHMARKS.md the table goes to).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 export LC_ALL=C # a decimal point in $EPOCHREALTIME, as in nginx's $msec
@@ -41,18 +46,39 @@ need_nginx
 
 # The rows: a key (bench/storm.py finds the reference and target rows by it), the
 # options that make the row and its label in the table.
-KEYS=(ref none budget budget-wait budget-circuit-wait)
+KEYS=(ref none budget budget-wait budget-circuit-wait budget-wait-pg)
 declare -A FLAGS=(
     [ref]="--jitter none"
     [none]=""
     [budget]="--retry-budget api"
     [budget-wait]="--retry-budget api --throttled wait"
     [budget-circuit-wait]="--retry-budget api --circuit api --throttled wait"
+    [budget-wait-pg]="--retry-budget api --throttled wait"
 )
 declare -A LABELS=(
     [ref]="none, \`--jitter none\`"
     [none]="none (full jitter, the default)"
+    [budget-wait-pg]="\`--retry-budget api --throttled wait\`, \`--state postgres://…\` through PgBouncer"
 )
+read -ra ROWS <<<"${ROWS:-${KEYS[*]}}"
+# A row keyed *-pg keeps its state in PostgreSQL, reached through PgBouncer.
+PG_STATE=
+for key in "${ROWS[@]}"; do
+    if [[ $key == *-pg ]]; then
+        start_postgres
+        PG_STATE="postgres://fleet@127.0.0.1:$BOUNCER_PORT/postgres?sslmode=disable"
+        break
+    fi
+done
+# state_of KEY DIR: the --state of a row's run: DIR, or PostgreSQL with its tables emptied.
+state_of() {
+    if [[ $1 == *-pg ]]; then
+        psql_as postgres -q -c "DO \$\$ BEGIN IF to_regclass('retry_budgets') IS NOT NULL THEN DELETE FROM retry_budgets; DELETE FROM retry_circuits; END IF; END \$\$"
+        echo "$PG_STATE"
+    else
+        echo "$2"
+    fi
+}
 label() { echo "${LABELS[$1]:-\`${FLAGS[$1]}\`}"; }
 
 # start_storm_nginx PORT: /x/ answers 503 while $WORK/down exists, 200 after; its log
@@ -96,7 +122,7 @@ client() {
 # appends the run's figures to $LINES.
 one_run() {
     local key=$1 run=$2 dir=$WORK/$1-$2 port recovered
-    local flags=(--state "$dir/state")
+    local flags=(--state "$(state_of "$key" "$dir/state")")
     # shellcheck disable=SC2206 # FLAGS holds lists of words
     flags+=(${FLAGS[$key]})
     mkdir -p "$dir/state"
@@ -121,10 +147,10 @@ LINES=$WORK/runs.jsonl
 : >"$LINES"
 # Which rows this build can run: --dry-run refuses unknown or invalid flags with 125.
 SUPPORTED=()
-for key in "${KEYS[@]}"; do
+for key in "${ROWS[@]}"; do
     status=0
     # shellcheck disable=SC2086 # RETRY_ARGS and FLAGS hold lists of words
-    "$R" --dry-run $RETRY_ARGS --max-time "${MAX_TIME}s" --state "$WORK/probe-state" ${FLAGS[$key]} \
+    "$R" --dry-run $RETRY_ARGS --max-time "${MAX_TIME}s" --state "$(state_of "$key" "$WORK/probe-state")" ${FLAGS[$key]} \
         http://127.0.0.1:9/x/ >/dev/null 2>"$WORK/probe.err" || status=$?
     case $status in
     0) SUPPORTED+=("$key") ;;
@@ -152,6 +178,12 @@ done
         "released together at a FIFO gate; nginx answers 503 from the release until the script" \
         "removes a file ${OUTAGE} s later, then 200; a fresh \`--state\` directory per row and run" \
         "(budget: size 10, ratio 0.1; circuit: 5 failed runs, cooldown 60 s: the defaults)"
+    if [[ -n $PG_STATE ]]; then
+        echo "- PostgreSQL state: PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (max_connections 100)" \
+            "behind $(pgbouncer --version | head -1) (transaction mode, default_pool_size 2, max_client_conn 200)," \
+            "as a role that is no superuser; its tables emptied before each run"
+    fi
+    echo "- Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared with other builds)"
     echo "- $RUNS run$( ((RUNS == 1)) || echo s), the rows in turn within each; median in bold. From nginx's access log" \
         "(\`\$msec \$status \$arg_c\`): 503s ÷ clients, and the most requests in any 100 ms (a sliding" \
         "window starting at each request) among those answered after recovery (every non-503);" \
@@ -160,7 +192,7 @@ done
     echo
     "$ROOT/bench/storm.py" table "$LINES" "$CLIENTS" "$MAX_TIME" "${KEYS[@]}"
 } | tee "$WORK/storm.md"
-[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" storm "$WORK/storm.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
+[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" "${SECTION:-storm}" "$WORK/storm.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
 
 ((ROUNDS > 0)) || exit 0
 # Cost: ROUNDS updates of each kind against a state directory under $WORK, timed one

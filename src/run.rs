@@ -168,6 +168,8 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
         run_engine(exec.as_mut(), &engine_setup, &mut hooks, budget)?
     };
     summary.holds.splice(0..0, circuit_holds);
+    // The marker, the records and the circuit's update share one connection.
+    let burst = jobs::postgres::db::Burst::begin();
     if summary.stopped_because == StopReason::Success {
         summary = record_success(&mut held, summary);
     }
@@ -179,6 +181,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
             f.record_run(c, summary.succeeded());
         }
     }
+    drop(burst);
     // A signal during the marker, the records or the updates ends the run with 128+N.
     let summary = stopped_after_the_attempts(summary, slot);
     // After the marker, budget and circuit updates, under the locks.

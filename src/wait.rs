@@ -14,12 +14,14 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::domain::Stop;
+use crate::domain::{BackoffKind, Jitter, JitterKind, Schedule, Stop};
 use crate::signals;
 
 /// How often an async wait looks at the signal flags (a signal also wakes every
-/// sync wait through the self-pipe at once).
-const SIGNAL_TICK: Duration = Duration::from_millis(20);
+/// sync wait through the self-pipe at once): well within the second a wait has to end
+/// after a signal, and seldom enough that a thousand processes waiting on a busy server
+/// do not keep its CPUs busy waking up.
+const SIGNAL_TICK: Duration = Duration::from_millis(100);
 /// Longest pause between two tries of something that is busy.
 const TRY_PAUSE_MAX: Duration = Duration::from_millis(200);
 /// First pause between two tries.
@@ -238,6 +240,113 @@ pub fn retry_until<T, E>(
     }
 }
 
+/// Full-jitter pauses between tries of something busy or refused: the n-th pause (from
+/// 0) is a uniform draw from 0 to min(`cap`, `first`·2ⁿ), so a crowd that was turned
+/// away together comes back spread out, and no two tries are more than `cap` apart,
+/// unless the pauses are [`stretched`](Pauses::stretched) by slow tries.
+pub struct Pauses {
+    schedule: Schedule,
+    tries: u32,
+    jitter: Jitter,
+    /// Each pause lasts at least this many times as long as the try before it.
+    stretch: u32,
+    last_try: Duration,
+}
+
+impl Pauses {
+    /// Pauses from a fresh random seed.
+    pub fn new(first: Duration, cap: Duration) -> Pauses {
+        Pauses::seeded(first, cap, crate::domain::random_seed())
+    }
+
+    /// Pauses from `seed`: the same seed gives the same pauses.
+    pub fn seeded(first: Duration, cap: Duration, seed: u64) -> Pauses {
+        Pauses {
+            schedule: Schedule {
+                kind: BackoffKind::Exponential,
+                base: first,
+                cap,
+                factor: 2.0,
+                jitter: JitterKind::Full,
+                list: Vec::new(),
+            },
+            tries: 0,
+            jitter: Jitter::new(seed),
+            stretch: 0,
+            last_try: Duration::ZERO,
+        }
+    }
+
+    /// The same pauses, each at least `factor` times as long as the try before it (and
+    /// at most `factor` times the cap): a crowd polling a server that answers slowly
+    /// (it is busy) asks less often, so it takes at most 1/(`factor` + 1) of its time.
+    #[must_use]
+    pub fn stretched(self, factor: u32) -> Pauses {
+        Pauses {
+            stretch: factor,
+            ..self
+        }
+    }
+
+    /// Says how long the try before the next pause took.
+    pub fn tried_for(&mut self, took: Duration) {
+        self.last_try = took;
+    }
+
+    /// The next pause.
+    pub fn next(&mut self) -> Duration {
+        self.tries = self.tries.saturating_add(1);
+        let drawn = self.schedule.delay(self.tries, None, self.jitter.rng());
+        let stretched = self.last_try.min(self.schedule.cap);
+        drawn.max(stretched.saturating_mul(self.stretch))
+    }
+
+    /// The next pause of a poll that must end by the bound: cut to what is left, so the
+    /// last try falls on the deadline; `None` once the deadline has come.
+    pub fn before_next_try(&mut self, left: Option<Duration>) -> Option<Duration> {
+        match left {
+            Some(left) if left.is_zero() => None,
+            Some(left) => Some(self.next().min(left)),
+            None => Some(self.next()),
+        }
+    }
+}
+
+/// Calls `attempt` until it gives `Some` (or an error), pausing between tries as
+/// `pauses` says (told how long each try after the first took: the first may have
+/// waited for reasons of its own) through `pause` (which sleeps, or waits in some other
+/// bounded way); the last try is made at the bound's deadline. `Err(Ended)` when the
+/// bound ends first. The first try is made whatever the bound says.
+pub fn poll_until<T, E>(
+    bound: &Bound,
+    pauses: &mut Pauses,
+    mut pause: impl FnMut(Duration) -> Result<(), Ended>,
+    mut attempt: impl FnMut() -> Result<Option<T>, E>,
+) -> Result<Result<T, E>, Ended> {
+    let mut first = true;
+    loop {
+        let began = Instant::now();
+        let tried = attempt();
+        if !std::mem::take(&mut first) {
+            pauses.tried_for(began.elapsed());
+        }
+        match tried {
+            Ok(Some(value)) => return Ok(Ok(value)),
+            Err(e) => return Ok(Err(e)),
+            Ok(None) => {}
+        }
+        bound.check()?;
+        let Some(d) = pauses.before_next_try(bound.left()) else {
+            return Err(Ended::TimedOut);
+        };
+        match pause(d) {
+            // A pause cut to the deadline ends with it: the last try is still made.
+            Ok(()) | Err(Ended::TimedOut) => {}
+            Err(stopped) => return Err(stopped),
+        }
+    }
+}
+
 /// This thread's runtime (current-thread, with timers and I/O), made at first use and
 /// kept for the thread's life: the PostgreSQL connections, name lookups and HTTP
 /// attempts of a thread all run on it.
@@ -270,6 +379,10 @@ pub async fn within<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended
         }
     };
     let stopped = async {
+        if bound.background {
+            // A helper thread's wait ends at its deadline alone: nothing to look at.
+            return std::future::pending().await;
+        }
         loop {
             if let Some(stop) = bound.stop() {
                 return stop;
@@ -339,6 +452,128 @@ mod tests {
             sleep(Duration::from_millis(1), &Bound::signals_only()),
             Ok(())
         );
+    }
+
+    #[test]
+    fn pauses_are_full_jitter_draws_under_a_doubling_cap() {
+        let (first, cap) = (Duration::from_millis(50), Duration::from_secs(1));
+        let mut pauses = Pauses::seeded(first, cap, 7);
+        let drawn: Vec<Duration> = (0..200).map(|_| pauses.next()).collect();
+        for (n, d) in drawn.iter().enumerate() {
+            let ceiling = cap.min(first * 2u32.pow(n.min(20) as u32));
+            assert!(*d <= ceiling, "pause {n}: {d:?} > {ceiling:?}");
+        }
+        let mut again = Pauses::seeded(first, cap, 7);
+        assert!(
+            drawn.iter().all(|d| *d == again.next()),
+            "one seed, one schedule"
+        );
+        let mut other = Pauses::seeded(first, cap, 8);
+        assert!(drawn.iter().any(|d| *d != other.next()));
+        // At the cap, a pause is 0.5 s on average: about two tries a second.
+        let tail = &drawn[10..];
+        let mean = tail.iter().sum::<Duration>() / tail.len() as u32;
+        assert!(
+            (Duration::from_millis(400)..Duration::from_millis(600)).contains(&mean),
+            "{mean:?}"
+        );
+    }
+
+    /// The tries of a poll that finds the thing busy until `wait` ends, on a clock that
+    /// only the pauses move: when each try is made.
+    fn poll_times(wait: Duration, seed: u64) -> Vec<Duration> {
+        let mut pauses = Pauses::seeded(Duration::from_millis(50), Duration::from_secs(1), seed);
+        let mut now = Duration::ZERO;
+        let mut tries = vec![now];
+        while let Some(pause) = pauses.before_next_try(Some(wait - now)) {
+            now += pause;
+            tries.push(now);
+        }
+        tries
+    }
+
+    #[test]
+    fn a_poll_ends_on_its_deadline_with_tries_at_most_a_second_apart() {
+        for seed in 0..50 {
+            let wait = Duration::from_secs(60);
+            let tries = poll_times(wait, seed);
+            assert_eq!(
+                *tries.last().unwrap(),
+                wait,
+                "the last try is at the deadline"
+            );
+            assert!(
+                tries
+                    .windows(2)
+                    .all(|w| w[1] - w[0] <= Duration::from_secs(1))
+            );
+            // About two tries a second once at the cap, never a busy loop.
+            assert!((80..=200).contains(&tries.len()), "{} tries", tries.len());
+        }
+        assert_eq!(
+            poll_times(Duration::ZERO, 1),
+            [Duration::ZERO],
+            "no wait: one try"
+        );
+        let short = poll_times(Duration::from_millis(120), 1);
+        assert_eq!(*short.last().unwrap(), Duration::from_millis(120));
+    }
+
+    #[test]
+    fn a_slow_try_stretches_the_pause_after_it_but_never_past_the_deadline() {
+        let (first, cap) = (Duration::from_millis(50), Duration::from_secs(1));
+        let mut pauses = Pauses::seeded(first, cap, 5).stretched(10);
+        pauses.tried_for(Duration::from_millis(300));
+        assert!(pauses.next() >= Duration::from_secs(3), "ten times the try");
+        let left = Some(Duration::from_secs(2));
+        assert_eq!(pauses.before_next_try(left), left, "cut to the deadline");
+        pauses.tried_for(Duration::from_millis(2));
+        assert!(
+            pauses.next() <= cap,
+            "a quick try leaves the schedule as it is"
+        );
+        pauses.tried_for(Duration::from_secs(60));
+        assert_eq!(pauses.next(), cap * 10, "at most ten times the cap");
+        let mut plain = Pauses::seeded(first, cap, 5);
+        plain.tried_for(Duration::from_secs(5));
+        assert!(plain.next() <= cap, "unstretched pauses ignore the tries");
+    }
+
+    #[test]
+    fn a_poll_pauses_as_told_and_stops_at_what_it_waited_for() {
+        let mut pauses = Pauses::seeded(Duration::from_millis(10), Duration::from_secs(1), 3);
+        let mut slept = Vec::new();
+        let mut n = 0;
+        let got = poll_until(
+            &Bound::signals_only(),
+            &mut pauses,
+            |d| {
+                slept.push(d);
+                Ok(())
+            },
+            || {
+                n += 1;
+                Ok::<_, ()>((n == 5).then_some(n))
+            },
+        );
+        assert_eq!(got, Ok(Ok(5)));
+        assert_eq!(
+            slept.len(),
+            4,
+            "a pause between two tries, none after the last"
+        );
+        let past = Bound::until(Some(Instant::now()));
+        let mut tries = 0;
+        let ended = poll_until(
+            &past,
+            &mut pauses,
+            |_| Ok(()),
+            || {
+                tries += 1;
+                Ok::<Option<()>, ()>(None)
+            },
+        );
+        assert_eq!((ended, tries), (Err(Ended::TimedOut), 1), "tried once");
     }
 
     #[test]

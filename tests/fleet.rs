@@ -588,5 +588,6 @@ fn bad_fleet_values_are_refused_naming_the_flag() {
     }
 }
 
+mod capacity;
 mod holds;
 mod state_files;

@@ -7,13 +7,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 
+use super::postgres::db::{self, Burst, Patience, Refused};
 use super::record::{Done, Marker, Status, host_name};
 use super::store::{Lock, MarkerStore, open_lock, open_store};
 use crate::config::JobOptions;
 use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
 use crate::report;
 use crate::signals;
-use crate::wait::{Bound, Ended};
+use crate::wait::{self, Bound, Ended, Pauses};
 
 /// Whether the run goes ahead.
 pub enum Gate {
@@ -41,7 +42,8 @@ pub enum SkipWhy {
     KeyBusy,
 }
 
-/// The locks a proceeding run holds, and what it must record on success.
+/// The locks a proceeding run holds, and what it must record on success. Dropping it
+/// releases them (in one burst of statements, for PostgreSQL).
 pub struct HeldLocks {
     // Dropped in this order: the key lock (with its store), then the single-instance lock.
     once: Option<OnceRun>,
@@ -53,6 +55,15 @@ struct OnceRun {
     store: Box<dyn MarkerStore>,
     key: String,
     command: Vec<String>,
+}
+
+impl Drop for HeldLocks {
+    fn drop(&mut self) {
+        let _burst = Burst::begin();
+        // The key lock (with its store) first, then the single-instance lock.
+        drop(self.once.take());
+        drop(self.lock.take());
+    }
 }
 
 impl HeldLocks {
@@ -126,13 +137,20 @@ impl HeldLocks {
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
 /// Waiting for the locks ends at `--lock-wait` or at `run_deadline` (`--max-time`),
-/// which bounds every call before the attempts too.
+/// which bounds every call before the attempts too. The checks and takes share one
+/// connection (none is open while a wait pauses), and a server that refuses it for
+/// capacity is asked again until `--lock-wait` ends, or for `connect_timeout`.
 pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Result<Gate> {
     let calls = Bound::until(run_deadline);
     let wait = opts
         .max_time
         .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
+    let _burst = Burst::patient(if wait.is_zero() {
+        Patience::ConnectTimeout
+    } else {
+        Patience::Until(deadline)
+    });
     let mut once = None;
     if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
         let opened = open_store(state.clone(), opts.statuses, opts.lease_ttl, &calls);
@@ -159,7 +177,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };
         let what = format!("lock {}", backend.describe());
-        match acquire(&what, deadline, run_deadline, wait, |b| {
+        let pauses = backend.poll_pauses();
+        match acquire(&what, deadline, run_deadline, wait, pauses, |b| {
             backend.try_acquire(b)
         }) {
             Ok(Acquired::Held) => {}
@@ -177,7 +196,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
         let what = format!("the lock on --once key {:?}", run.key);
         let store = &mut run.store;
         let key = run.key.as_str();
-        match acquire(&what, deadline, run_deadline, wait, |b| {
+        let pauses = store.poll_pauses();
+        match acquire(&what, deadline, run_deadline, wait, pauses, |b| {
             store.try_lock_key(key, b)
         }) {
             Ok(Acquired::Held) => {}
@@ -216,20 +236,41 @@ enum Acquired {
 }
 
 /// Tries `attempt` until it succeeds or `deadline` (`--lock-wait`) passes, pausing in
-/// between so that a stopping signal (or a lock already held being lost) ends the
-/// wait at once. Each try is bounded by `run_deadline` (`--max-time`).
+/// between as `pauses` says, with no connection open, so that a stopping signal (or a
+/// lock already held being lost) ends the wait at once; the last try is made at the
+/// deadline. Each try is bounded by `run_deadline` (`--max-time`). A poll after the
+/// first that the server refuses for want of capacity finds the lock as busy as
+/// before: the next poll asks again (a refusal is an error only when the last poll
+/// met one).
 fn acquire(
     what: &str,
     deadline: Instant,
     run_deadline: Option<Instant>,
     wait: Duration,
+    mut pauses: Pauses,
     mut attempt: impl FnMut(&Bound) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Acquired> {
     let mut announced = false;
     let calls = Bound::until(run_deadline);
     let bound = Bound::until(Some(deadline)).or_lost_lock();
-    let tried = crate::wait::retry_until(&bound, || {
-        let held = attempt(&calls)?;
+    let pause = |d| db::idle(|| wait::sleep(d, &bound));
+    let mut polls = 0;
+    let mut refused = None;
+    let tried = wait::poll_until(&bound, &mut pauses, pause, || {
+        polls += 1;
+        let held = if polls == 1 {
+            attempt(&calls)?
+        } else {
+            let _poll = Burst::patient(Patience::None);
+            match attempt(&calls) {
+                Err(e) if e.downcast_ref::<Refused>().is_some() => {
+                    refused = Some(e);
+                    return Ok(None);
+                }
+                held => held?,
+            }
+        };
+        refused = None;
         if !held && !announced && Instant::now() < deadline {
             report::info(&format!(
                 "{what} is busy; waiting up to {} for it",
@@ -239,11 +280,11 @@ fn acquire(
         }
         anyhow::Ok(held.then_some(()))
     });
-    match tried {
-        Ok(Ok(())) => Ok(Acquired::Held),
-        Ok(Err(e)) => Err(e),
-        Err(Ended::TimedOut) => Ok(Acquired::Busy),
-        Err(Ended::Stopped(stop)) => Ok(Acquired::Stopped(stop)),
+    match (tried, refused) {
+        (Ok(Ok(())), _) => Ok(Acquired::Held),
+        (Ok(Err(e)), _) | (Err(Ended::TimedOut), Some(e)) => Err(e),
+        (Err(Ended::TimedOut), None) => Ok(Acquired::Busy),
+        (Err(Ended::Stopped(stop)), _) => Ok(Acquired::Stopped(stop)),
     }
 }
 

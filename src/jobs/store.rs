@@ -10,7 +10,13 @@ use super::record::{Done, Marker, Status, host_name};
 use super::{file, postgres};
 use crate::config::JobOptions;
 use crate::target::Backend;
-use crate::wait::Bound;
+use crate::wait::{Bound, Pauses};
+
+/// The pauses between two tries of a busy lock that costs nothing to try (a file's
+/// flock): from 5 ms up to 200 ms apart.
+pub fn local_poll_pauses() -> Pauses {
+    Pauses::new(Duration::from_millis(5), Duration::from_millis(200))
+}
 
 /// A single-instance lock. Once acquired it stays held until the value is dropped
 /// (which releases it), and the kernel or the server frees it when the process dies.
@@ -29,6 +35,10 @@ pub trait Lock {
     fn confirm(&mut self, _bound: &Bound) -> Result<(), String> {
         Ok(())
     }
+    /// The pauses between two tries while waiting for it (`--lock-wait`).
+    fn poll_pauses(&self) -> Pauses {
+        local_poll_pauses()
+    }
 }
 
 /// Where `--once` successes (and a scheduler's slot records) are kept.
@@ -43,6 +53,10 @@ pub trait MarkerStore {
     /// The fencing token of the key lock held, when the store keeps one.
     fn key_token(&self) -> Option<i64> {
         None
+    }
+    /// The pauses between two tries while waiting for the key's lock (`--lock-wait`).
+    fn poll_pauses(&self) -> Pauses {
+        local_poll_pauses()
     }
     /// Records how a run ended, durably; returns only once it is committed. For the
     /// key whose lock this store holds, the record is made only while that lock is

@@ -5,6 +5,7 @@
 use super::*;
 use crate::both_ways;
 use crate::support::postgres::{Postgres, Via};
+use crate::support::stall::{Proxy, When};
 
 /// `--lease-ttl` for the tests that wait for a lease to expire.
 const TTL: &str = "3s";
@@ -190,13 +191,18 @@ both_ways! {
     }
 }
 
-/// Holds a lease (and a `--once` key) with work that takes 3 s, does `meanwhile` to the
-/// server, and checks that the run still succeeds and records its key.
-fn a_held_lease_survives(pg: &Postgres, ttl: &str, meanwhile: impl FnOnce(&Postgres)) {
+/// Holds a lease (and a `--once` key) at `url` with work that takes 3 s, does
+/// `meanwhile` to the server, and checks that the run still succeeds and records its key.
+fn a_held_lease_survives(
+    pg: &Postgres,
+    url: &dyn Fn(&str) -> String,
+    ttl: &str,
+    meanwhile: impl FnOnce(&Postgres),
+) {
     let dir = Dir::new();
-    let state = pg.url("");
+    let state = url("");
     let holder = dir
-        .locked(pg.url("#held"))
+        .locked(url("#held"))
         .args(["--once", "k", "--state", &state, "--lease-ttl", ttl])
         .args(dir.ready_work(3.0))
         .start();
@@ -213,14 +219,24 @@ fn a_held_lease_survives(pg: &Postgres, ttl: &str, meanwhile: impl FnOnce(&Postg
 
 both_ways! {
     fn a_server_restart_does_not_lose_a_held_lease(pg) {
-        a_held_lease_survives(&pg, "9s", Postgres::restart);
+        a_held_lease_survives(&pg, &|rest| pg.url(rest), "9s", Postgres::restart);
     }
 }
 
 both_ways! {
     fn a_terminated_backend_does_not_lose_a_held_lease(pg) {
-        a_held_lease_survives(&pg, TTL, |pg| {
-            let ended = pg.terminate_retry_backends();
+        // Renewals held 300 ms on their way, so that their session can be ended midway:
+        // no session of retry's stays open between them.
+        let renewal = "UPDATE retry_lease SET expires_at = now() + make_interval(secs => $4)";
+        let late = When::Late(renewal.into(), Duration::from_millis(300));
+        let proxy = Proxy::to(pg.port(), late);
+        a_held_lease_survives(&pg, &|rest| proxy.url(rest), TTL, |pg| {
+            let mut ended = 0;
+            let start = Instant::now();
+            while ended == 0 && start.elapsed() < Duration::from_millis(2500) {
+                ended += pg.terminate_retry_backends();
+                std::thread::sleep(Duration::from_millis(20));
+            }
             assert!(ended >= 1 || pg.via == Via::Pooler, "{ended}");
         });
     }
@@ -228,7 +244,12 @@ both_ways! {
 
 /// The TLS tests: the pooler offers the server's certificate to clients too.
 fn tls_server(test: &str, via: Via) -> Option<Postgres> {
-    postgres::start_with(test, postgres::Options { tls: true, via })
+    let options = postgres::Options {
+        tls: true,
+        via,
+        ..postgres::Options::default()
+    };
+    postgres::start_with(test, options)
 }
 
 #[test]

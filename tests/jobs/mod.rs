@@ -503,11 +503,21 @@ fn closed_port() -> u16 {
 #[test]
 fn an_unreachable_server_is_exit_125_and_the_command_does_not_run() {
     let dir = Dir::new();
-    let url = format!("postgres://app:hunter2@127.0.0.1:{}/jobs", closed_port());
+    let url = format!(
+        "postgres://app:hunter2@127.0.0.1:{}/jobs?connect_timeout=1",
+        closed_port()
+    );
     for args in lock_and_state(&url) {
         let out = dir.retry().args(&args).args(dir.work(0.0)).run();
         assert_eq!(out.status, 125, "{}", out.stderr);
         out.assert_stderr_has("cannot connect to postgres://app@127.0.0.1");
+        // A refused port may be a server that restarts: tried again for connect_timeout.
+        out.assert_stderr_has("the server refused the connection: connection refused");
+        assert!(
+            out.elapsed >= Duration::from_millis(800),
+            "{:?}",
+            out.elapsed
+        );
         assert!(
             !out.stderr.contains("hunter2"),
             "the password is never printed: {}",
@@ -741,6 +751,7 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
     out.assert_stderr_has("bytes after escaping");
 }
 
+mod capacity;
 mod fencing;
 mod leases;
 mod stalls;

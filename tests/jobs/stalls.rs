@@ -3,8 +3,8 @@
 //! `connect_timeout` + 1 s with the consequence SPEC gives, no further call is made on
 //! the connection that timed out, and SIGTERM ends the run with 143 within a second.
 //! Stalls are made for real: a proxy that goes silent (`support::stall`), run both ways,
-//! and SIGSTOP of the server backend (directly only: through the pooler sessions are
-//! shared). Leases are lost the same way: their renewals stall.
+//! and SIGSTOP of the server (directly only: the pooler would answer for it). Leases
+//! are lost the same way: their renewals stall.
 
 use super::*;
 use crate::both_ways;
@@ -127,6 +127,20 @@ both_ways! {
     }
 }
 
+both_ways! {
+    fn a_stalled_table_creation_is_given_up_within_one_connect_timeout(pg) {
+        // A server that has no table yet: the first run creates them, and that stalls.
+        let dir = Dir::new();
+        let proxy = stalling(&pg, When::Sql("pg_advisory_xact_lock".into()));
+        let child = dir.locked(url(&proxy, "#x")).args(work_then(&dir, 0)).start();
+        let out = given_up_in_time(&proxy, child);
+        assert_eq!(out.status, 125, "{}", out.stderr);
+        out.assert_stderr_has("cannot create retry's tables");
+        out.assert_stderr_has(&format!("no answer within {LIMIT}s (connect_timeout)"));
+        assert_eq!(dir.count(), 0, "the command never ran");
+    }
+}
+
 /// A run with `--state` through a proxy that stalls at `sql`, `flags` for the budget
 /// or circuit, on work that exits with `status`.
 fn fleet_run(pg: &Postgres, dir: &Dir, sql: &str, flags: &[&str], status: i32) -> (Proxy, Child) {
@@ -225,14 +239,16 @@ fn waiting_for_go(dir: &Dir, cmd: &mut Invocation) -> Child {
 }
 
 #[test]
-fn a_sigstopped_backend_is_a_stalled_server_for_the_marker_and_the_take() {
-    let Some(pg) = postgres::start("a_sigstopped_backend_is_a_stalled_server") else {
+fn a_sigstopped_server_is_a_stalled_server_for_the_marker_and_the_take() {
+    let Some(pg) = postgres::start("a_sigstopped_server_is_a_stalled_server") else {
         return;
     };
     let dir = Dir::new();
     let state = pg.direct_url(&format!("?connect_timeout={LIMIT}"));
     let child = waiting_for_go(&dir, &mut dir.once("k", &state));
-    let backend = pg.stop_backend("retry", Duration::from_secs(5));
+    // No session of the run is open while its command runs: the marker's connection
+    // meets a server that takes no new one.
+    let server = pg.stop_server();
     std::fs::write(dir.path("go"), "").unwrap();
     let start = Instant::now();
     let (out, _) = exit_within(child, Duration::from_secs(LIMIT + 10));
@@ -240,26 +256,24 @@ fn a_sigstopped_backend_is_a_stalled_server_for_the_marker_and_the_take() {
     assert!(took < Duration::from_secs(LIMIT + 1), "{took:?}");
     assert_eq!(out.status, 125, "{}", out.stderr);
     out.assert_stderr_has("could not be recorded");
-    // Continued, the backend runs what it had received: the marker may appear late.
-    drop(backend);
+    drop(server);
 
-    // Waiting for a busy lease, the take that stalls ends the wait with 125.
+    // Waiting for a busy lease, the poll that stalls ends the wait with 125 (the next
+    // poll comes within a second, and gets no answer within connect_timeout).
     let lock = pg.direct_url(&format!("?connect_timeout={LIMIT}#busy"));
     let dir = Dir::new();
     let holder = waiting_for_go(&dir, &mut dir.locked(&lock));
-    let named = pg.direct_url(&format!(
-        "?connect_timeout={LIMIT}&application_name=waiter#busy"
-    ));
     let waiter = dir
-        .locked(&named)
+        .locked(&lock)
         .args(["--lock-wait", "60s"])
         .args(dir.work(0.0))
         .start();
     std::thread::sleep(Duration::from_millis(500));
-    let stopped = pg.stop_backend("waiter", Duration::from_secs(5));
+    let stopped = pg.stop_server();
     let (out, took) = exit_within(waiter, Duration::from_secs(LIMIT + 10));
     assert!(took < Duration::from_secs(LIMIT + 2), "{took:?}");
     assert_eq!(out.status, 125, "{}", out.stderr);
+    out.assert_stderr_has(&format!("no answer within {LIMIT}s (connect_timeout)"));
     drop(stopped);
     std::fs::write(dir.path("go"), "").unwrap();
     assert_eq!(wait_for_run(holder).status, 0);

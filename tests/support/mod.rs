@@ -1,14 +1,15 @@
 //! What every feature module shares: running the binary, scratch directories and
 //! counting scripts, the HTTP server, the curl conformance harness, the nameserver and
-//! private /etc of the name-resolution tests, PostgreSQL (and a proxy that stalls it), the
-//! third-party tool daemons, what tests that need root get from the host, and times
-//! as text (RFC 3339, HTTP dates).
+//! private /etc of the name-resolution tests, PostgreSQL (and proxies that stall it or
+//! refuse connections as a full server does), the third-party tool daemons, what tests
+//! that need root get from the host, and times as text (RFC 3339, HTTP dates).
 
 pub mod curl;
 pub mod dns;
 pub mod http_server;
 pub mod postgres;
 pub mod private_etc;
+pub mod refuse;
 pub mod run;
 pub mod scratch;
 pub mod socks;
@@ -23,8 +24,8 @@ pub use run::{
     Invocation, Run, bin, fast, generated, retry, run, signal, status_of, wait_exit, wait_for_run,
 };
 pub use scratch::{
-    Scratch, alive, assert_stopped_because, read_json, run_job, tcp_connections_to, wait_for_file,
-    wait_for_pid, wait_until,
+    Scratch, alive, assert_stopped_because, read_json, run_job, tcp_connections_of,
+    tcp_connections_to, wait_for_file, wait_for_pid, wait_until,
 };
 pub use system::{current_test, privileged, say_skipped};
 pub use terminal::{Terminal, terminal};

@@ -41,6 +41,10 @@ pub struct Options {
     /// (and offered by the pooler too).
     pub tls: bool,
     pub via: Via,
+    /// The server's `max_connections` (3 of them reserved for superusers).
+    pub max_connections: u32,
+    /// The pooler's `max_client_conn`.
+    pub max_client_conn: u32,
 }
 
 impl Default for Options {
@@ -48,6 +52,20 @@ impl Default for Options {
         Options {
             tls: false,
             via: Via::Direct,
+            max_connections: 100,
+            max_client_conn: 200,
+        }
+    }
+}
+
+impl Options {
+    /// A server that takes 12 connections (9 for roles that are not superusers) and a
+    /// pooler that takes 8 clients: a fleet of a few dozen runs outgrows them.
+    pub fn small() -> Options {
+        Options {
+            max_connections: 12,
+            max_client_conn: 8,
+            ..Options::default()
         }
     }
 }
@@ -64,9 +82,16 @@ pub struct Postgres {
 
 /// Runs a PostgreSQL test twice, as `NAME::direct` and `NAME::pooled`: the body gets
 /// `pg`, a server reached directly or through PgBouncer in transaction mode.
+/// `fn NAME(pg, OPTIONS)` starts it with other [`Options`] (e.g. `Options::small()`).
 #[macro_export]
 macro_rules! both_ways {
     ($(#[$meta:meta])* fn $name:ident($pg:ident) $body:block) => {
+        $crate::both_ways! {
+            $(#[$meta])*
+            fn $name($pg, $crate::support::postgres::Options::default()) $body
+        }
+    };
+    ($(#[$meta:meta])* fn $name:ident($pg:ident, $options:expr) $body:block) => {
         $(#[$meta])*
         mod $name {
             #[allow(unused_imports)]
@@ -74,18 +99,21 @@ macro_rules! both_ways {
 
             fn body($pg: $crate::support::postgres::Postgres) $body
 
+            fn server_for_this_test(via: $crate::support::postgres::Via) -> Option<$crate::support::postgres::Postgres> {
+                let options = $crate::support::postgres::Options { via, ..$options };
+                $crate::support::postgres::start_with(stringify!($name), options)
+            }
+
             #[test]
             fn direct() {
-                let via = $crate::support::postgres::Via::Direct;
-                if let Some(pg) = $crate::support::postgres::start_via(stringify!($name), via) {
+                if let Some(pg) = server_for_this_test($crate::support::postgres::Via::Direct) {
                     body(pg);
                 }
             }
 
             #[test]
             fn pooled() {
-                let via = $crate::support::postgres::Via::Pooler;
-                if let Some(pg) = $crate::support::postgres::start_via(stringify!($name), via) {
+                if let Some(pg) = server_for_this_test($crate::support::postgres::Via::Pooler) {
                     body(pg);
                 }
             }
@@ -203,7 +231,7 @@ impl Postgres {
         }
         pg.start_on_a_free_port(options);
         if options.via == Via::Pooler {
-            pg.pooler = Some(Pooler::start(&pg, options.tls));
+            pg.pooler = Some(Pooler::start(&pg, options));
         }
         pg
     }
@@ -303,9 +331,10 @@ impl Postgres {
         for _ in 0..5 {
             self.port = free_port();
             let mut settings = format!(
-                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=100",
+                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections={}",
                 self.port,
-                self.path("sock").display()
+                self.path("sock").display(),
+                options.max_connections
             );
             if options.tls {
                 settings.push_str(&format!(
@@ -406,37 +435,73 @@ impl Postgres {
 }
 
 impl Postgres {
-    /// Stops (SIGSTOP) the server backend of the one session whose `application_name` is
-    /// `name`, once there is one (within `wait`); it is continued when the guard drops.
-    /// Only for tests that run directly: through the pooler, sessions are shared.
-    pub fn stop_backend(&self, name: &str, wait: std::time::Duration) -> StoppedBackend {
-        assert_eq!(
-            self.via,
-            Via::Direct,
-            "a backend of one session is only found directly"
-        );
+    /// Stops (SIGSTOP) the postmaster: the server accepts no new connection (the kernel
+    /// still completes the TCP handshake, and nothing answers the startup), while the
+    /// sessions already open go on. It is continued when the guard drops.
+    pub fn stop_server(&self) -> Stopped {
+        let pid_file = std::fs::read_to_string(self.path("data/postmaster.pid")).unwrap();
+        let pid: i32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        let pid = nix::unistd::Pid::from_raw(pid);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        Stopped(pid)
+    }
+
+    /// Sessions of `retry` open on the server now (`application_name` starting with
+    /// "retry"), as `pg_stat_activity` shows them. Through the pooler the server sees
+    /// the pooler's sessions instead: count the clients of the pooler with
+    /// `support::tcp_connections_to`.
+    pub fn retry_sessions(&self) -> i64 {
+        self.client().query_one(RETRY_SESSIONS, &[]).get(0)
+    }
+
+    /// Checks, sampling for `during`, that none of the runs `pids` has a connection
+    /// open to the server (or the pooler) and, directly, that the server sees no
+    /// session of retry's: what a fleet of runs whose commands are running costs it.
+    #[track_caller]
+    pub fn assert_no_connection_of(&self, pids: &[u32], during: std::time::Duration) {
+        let pids: Vec<i32> = pids.iter().map(|p| *p as i32).collect();
         let client = self.client();
         let start = std::time::Instant::now();
-        loop {
-            let row = client.query_opt(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
-                &[&name],
+        let mut samples = 0;
+        while start.elapsed() < during || samples < 3 {
+            let open = super::tcp_connections_of(&pids, self.port());
+            assert_eq!(
+                open, 0,
+                "connections of the runs open while their commands run"
             );
-            if let Some(row) = row {
-                let pid = nix::unistd::Pid::from_raw(row.get(0));
-                nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
-                return StoppedBackend(pid);
+            if self.via == Via::Direct {
+                let sessions: i64 = client.query_one(RETRY_SESSIONS, &[]).get(0);
+                assert_eq!(sessions, 0, "sessions of retry open on the server");
             }
-            assert!(start.elapsed() < wait, "no backend named {name:?}");
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            samples += 1;
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    /// A role that may log in and create tables in `public`, but is no superuser: it
+    /// gets the connections that `superuser_reserved_connections` leaves, and the
+    /// test's own client (a superuser) always finds a slot.
+    pub fn add_role(&self, name: &str) {
+        self.client().batch_execute(&format!(
+            "CREATE ROLE {name} LOGIN; GRANT CREATE ON SCHEMA public TO {name};"
+        ));
+    }
+
+    /// The server's log and, through the pooler, the pooler's.
+    pub fn logs(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.path(name)).unwrap_or_default();
+        read("sock/server.log") + &read("sock/pgbouncer.log")
     }
 }
 
-/// A backend stopped with SIGSTOP; continued on drop.
-pub struct StoppedBackend(nix::unistd::Pid);
+/// How many sessions of retry's the server has open.
+const RETRY_SESSIONS: &str =
+    "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'retry%'";
 
-impl Drop for StoppedBackend {
+/// The server stopped with SIGSTOP; continued on drop.
+pub struct Stopped(nix::unistd::Pid);
+
+impl Drop for Stopped {
     fn drop(&mut self) {
         let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
     }
@@ -527,7 +592,7 @@ struct Pooler {
 }
 
 impl Pooler {
-    fn start(pg: &Postgres, tls: bool) -> Pooler {
+    fn start(pg: &Postgres, options: Options) -> Pooler {
         let sock = pg.path("sock");
         let users: String = ROLES.iter().map(|r| format!("\"{r}\" \"\"\n")).collect();
         std::fs::write(sock.join("userlist.txt"), users).unwrap();
@@ -538,15 +603,16 @@ impl Pooler {
                 "[databases]\n* = host=127.0.0.1 port={server}\n\
                  [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
                  unix_socket_dir =\nauth_type = trust\nauth_file = {auth}\n\
-                 pool_mode = transaction\ndefault_pool_size = 2\nmax_client_conn = 200\n\
+                 pool_mode = transaction\ndefault_pool_size = 2\nmax_client_conn = {clients}\n\
                  ignore_startup_parameters = extra_float_digits,options,application_name\n\
                  logfile = {log}\npidfile = {pid}\n",
                 server = pg.port,
+                clients = options.max_client_conn,
                 auth = sock.join("userlist.txt").display(),
                 log = sock.join("pgbouncer.log").display(),
                 pid = sock.join("pgbouncer.pid").display(),
             );
-            if tls {
+            if options.tls {
                 config.push_str(&format!(
                     "client_tls_sslmode = allow\nclient_tls_key_file = {}\nclient_tls_cert_file = {}\n",
                     sock.join("server.key").display(),

@@ -136,9 +136,18 @@ pub fn wait_for_file(path: &Path, limit: Duration) -> String {
 /// How many TCP connections process `pid` has open to `127.0.0.1:port` (its socket
 /// descriptors matched with /proc/net/tcp).
 pub fn tcp_connections_to(pid: i32, port: u16) -> usize {
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .into_iter()
-        .flatten()
+    tcp_connections_of(&[pid], port)
+}
+
+/// How many TCP connections the processes `pids` have open to `127.0.0.1:port`, in all.
+pub fn tcp_connections_of(pids: &[i32], port: u16) -> usize {
+    let inodes: std::collections::HashSet<String> = pids
+        .iter()
+        .flat_map(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+        })
         .flatten()
         .filter_map(|fd| std::fs::read_link(fd.path()).ok())
         .filter_map(|target| {
@@ -155,6 +164,6 @@ pub fn tcp_connections_to(pid: i32, port: u16) -> usize {
         .map(|line| line.split_whitespace().collect::<Vec<_>>())
         .filter(|fields| fields.len() > 9)
         // Established (01) connections whose remote end is the port.
-        .filter(|f| f[2].ends_with(&remote) && f[3] == "01" && inodes.iter().any(|i| i == f[9]))
+        .filter(|f| f[2].ends_with(&remote) && f[3] == "01" && inodes.contains(f[9]))
         .count()
 }

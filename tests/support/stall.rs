@@ -248,7 +248,7 @@ fn statement_text(message: &[u8]) -> String {
 }
 
 /// A message without a type byte: a 4-byte length (itself included), then the rest.
-fn read_untyped(stream: &mut TcpStream) -> Option<Vec<u8>> {
+pub fn read_untyped(stream: &mut TcpStream) -> Option<Vec<u8>> {
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).ok()?;
     let n = u32::from_be_bytes(len) as usize;

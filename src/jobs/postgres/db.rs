@@ -1,35 +1,50 @@
-//! The one way to reach PostgreSQL. A [`Conn`] is one connection, opened when a
-//! statement first needs it; every call (connecting included) is bounded by the
-//! URL's `connect_timeout` and by the caller's [`Bound`] (signals, and `--max-time`
-//! before and between attempts). A connection whose call was abandoned is closed at
-//! once and never used again: the next call opens a fresh one.
+//! The one way to reach PostgreSQL, and the connection economy of a fleet. A
+//! connection is open only while a run has statements to send: a [`Burst`] keeps this
+//! thread's connections open until it ends, and a statement made outside any burst is a
+//! burst of its own, so nothing stays open while a command, a hook, a sleep, a hold or a
+//! lock wait's pause runs ([`idle`]). A process has at most two connections per server:
+//! its thread's ([`Db`]) and its lease renewer's ([`Shared`]).
+//!
+//! Every call (connecting included) is bounded by the URL's `connect_timeout` and by
+//! the caller's [`Bound`] (signals, and `--max-time` before and between attempts). A
+//! server that refuses a connection for want of capacity (`capacity`) is tried again
+//! with full-jitter backoff until the call's [`Patience`] runs out: `connect_timeout`
+//! after the call began, or later when the burst says so (a lock's `--lock-wait`, a
+//! renewal's loss deadline). A connection whose call failed or was abandoned is closed
+//! at once and never used again: the next call opens a fresh one.
 //!
 //! No state lives in a server session, so a transaction pooler may hand each
 //! statement to another session: statements go through the extended protocol's
 //! unnamed statement (`query_typed`, `execute_typed`) or as simple queries, never as
 //! named prepared statements; no `SET`, no session advisory lock, no temporary table.
-//!
-//! [`Db`] is the synchronous face used by the run's thread: one connection per URL
-//! and thread, shared by the lock, the markers and the fleet state, on the thread's
-//! runtime (`wait::runtime`). The lease renewer drives [`Conn`] directly, on a thread
-//! and connection of its own.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row};
 
+use super::capacity::{self, Refusal};
 use super::pgpass::{login_name, pgpass_password};
 use super::tls::tls_config;
-use crate::domain::{Interrupted, Stop};
+use crate::domain::{Interrupted, Stop, human};
+use crate::report;
 use crate::target::postgres::{PgTarget, SslMode};
-use crate::wait::{self, Bound, Ended};
+use crate::wait::{self, Bound, Ended, Pauses};
 
 /// How long closing a healthy connection may take (the goodbye to the server).
 const CLOSE_BOUND: Duration = Duration::from_millis(200);
+/// How long a TCP handshake may go unanswered before the try counts as refused: a
+/// server whose listen queue is full drops the opening silently, and the kernel would
+/// send it again only after 1 s, 3 s, 7 s, past most of `connect_timeout`.
+pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(1);
+/// The first pause after a refusal for capacity, and the longest.
+const REFUSED_FIRST: Duration = Duration::from_millis(10);
+const REFUSED_CAP: Duration = Duration::from_secs(1);
 
 /// A statement's parameter with its type, sent with the unnamed statement.
 pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
@@ -46,11 +61,7 @@ pub enum NoAnswer {
 impl std::fmt::Display for NoAnswer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            NoAnswer::Timeout(t) => write!(
-                f,
-                "no answer within {} (connect_timeout)",
-                crate::domain::human(*t)
-            ),
+            NoAnswer::Timeout(t) => write!(f, "no answer within {} (connect_timeout)", human(*t)),
             NoAnswer::Deadline => write!(f, "no answer before the run's deadline"),
         }
     }
@@ -58,11 +69,62 @@ impl std::fmt::Display for NoAnswer {
 
 impl std::error::Error for NoAnswer {}
 
-/// One connection to one server, or none yet (or none since the last one broke).
-pub struct Conn {
+/// How long a call that the server refuses for want of capacity asks again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Patience {
+    /// For `connect_timeout` after the call began.
+    #[default]
+    ConnectTimeout,
+    /// Until this instant, or for `connect_timeout` when that is later.
+    Until(Instant),
+    /// Not at all: the refusal is the call's answer (a lock wait's poll, whose next
+    /// poll asks again anyway).
+    None,
+}
+
+impl Patience {
+    /// Until when a call that began at `began` asks again; `None`: it does not.
+    fn deadline(self, began: Instant, timeout: Duration) -> Option<Instant> {
+        let timeout = began.checked_add(timeout);
+        match self {
+            Patience::ConnectTimeout => timeout,
+            Patience::Until(until) => later(Some(until), timeout),
+            Patience::None => None,
+        }
+    }
+}
+
+/// A server that went on refusing connections for want of capacity until the call's
+/// patience ran out.
+#[derive(Debug)]
+pub struct Refused {
+    pub refusal: Refusal,
+    /// How long the call tried.
+    pub tried: Duration,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}, still after {} of tries",
+            self.refusal,
+            human(self.tried)
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// One connection to one server, or none (none since the last burst, or since the last
+/// one failed).
+struct Conn {
     target: PgTarget,
     application: String,
     live: Option<Live>,
+    /// A call is under way, or was abandoned midway (its future dropped): the next
+    /// call discards the connection first.
+    in_flight: bool,
 }
 
 struct Live {
@@ -71,116 +133,167 @@ struct Live {
     driver: tokio::task::JoinHandle<()>,
 }
 
+/// How one try of a call failed.
+enum Failed {
+    /// Refused for capacity: tried again after a pause.
+    Refused(Refusal),
+    Error(anyhow::Error),
+}
+
 impl Conn {
-    /// A connection to `target`'s server, opened by the first call.
-    pub fn new(target: &PgTarget, application: &str) -> Conn {
+    fn new(target: &PgTarget, application: &str) -> Conn {
         Conn {
             target: target.server(),
             application: application_name(target, application),
             live: None,
+            in_flight: false,
         }
     }
 
-    pub fn target(&self) -> &PgTarget {
-        &self.target
-    }
-
-    /// Rows of one statement (the unnamed statement of the extended protocol).
-    pub async fn query(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-        bound: &Bound,
-    ) -> anyhow::Result<Vec<Row>> {
-        self.call(bound, async |client: &Client| {
-            client.query_typed(sql, params).await
-        })
-        .await
-    }
-
-    /// Rows changed by one statement (the unnamed statement of the extended protocol).
-    pub async fn execute(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-        bound: &Bound,
-    ) -> anyhow::Result<u64> {
-        self.call(bound, async |client: &Client| {
-            client.execute_typed(sql, params).await
-        })
-        .await
-    }
-
-    /// One or more statements as a simple query (`BEGIN; …; COMMIT` included).
-    pub async fn batch(&mut self, sql: &str, bound: &Bound) -> anyhow::Result<()> {
-        self.call(bound, async |client: &Client| {
-            client.batch_execute(sql).await
-        })
-        .await
-    }
-
-    /// Runs `call` on the connection, opening it first if needed, within `bound` and
-    /// `connect_timeout`. A call that gives no answer closes the connection. One that
-    /// finds a connection kept from an earlier call dead (the server restarted, or ended
-    /// the session while it was idle) is made once more on a fresh one: no statement of
-    /// retry's does harm when repeated after its connection failed.
+    /// Runs `call` on the connection, opening it first if needed. Each try is bounded by
+    /// `bound` and `connect_timeout`; a refusal for capacity is tried again after a
+    /// full-jitter pause as long as `patience` says.
     async fn call<T>(
         &mut self,
         bound: &Bound,
+        patience: Patience,
         call: impl AsyncFn(&Client) -> Result<T, tokio_postgres::Error>,
     ) -> anyhow::Result<T> {
+        if std::mem::replace(&mut self.in_flight, true) {
+            self.discard();
+        }
+        let result = self.call_until(bound, patience, call).await;
+        self.in_flight = false;
+        result
+    }
+
+    /// [`call`](Self::call) once the connection is known to be fit for it.
+    async fn call_until<T>(
+        &mut self,
+        bound: &Bound,
+        patience: Patience,
+        call: impl AsyncFn(&Client) -> Result<T, tokio_postgres::Error>,
+    ) -> anyhow::Result<T> {
+        let began = Instant::now();
         let timeout = self.target.call_timeout();
-        let limit = Instant::now() + timeout;
-        let bounded = bound.earlier(Some(limit));
+        let asks_until = patience.deadline(began, timeout);
+        let mut pauses = None;
+        loop {
+            let refusal = match self.try_once(bound, timeout, &call).await {
+                Ok(value) => return Ok(value),
+                Err(Failed::Error(e)) => return Err(e),
+                Err(Failed::Refused(refusal)) => refusal,
+            };
+            // The last try is made when the patience runs out.
+            let pauses = pauses.get_or_insert_with(|| Pauses::new(REFUSED_FIRST, REFUSED_CAP));
+            let pause = asks_until.and_then(|until| {
+                pauses.before_next_try(Some(until.saturating_duration_since(Instant::now())))
+            });
+            let Some(pause) = pause else {
+                let tried = began.elapsed();
+                let refused = Refused { refusal, tried };
+                return Err(anyhow::Error::new(refused).context(self.cannot_connect()));
+            };
+            report::verbose(
+                2,
+                &format!(
+                    "{}: {refusal} [{}]; trying again in {}",
+                    self.target,
+                    refusal.source,
+                    human(pause)
+                ),
+            );
+            if let Err(ended) = wait::within(tokio::time::sleep(pause), bound).await {
+                let limit = Instant::now() + pause;
+                let e = no_answer(ended, *bound, limit, timeout);
+                return Err(e.context(refusal.to_string()));
+            }
+        }
+    }
+
+    /// One try: opens the connection if needed and makes the call. A connection kept
+    /// from an earlier call of the burst that turns out dead (the server restarted, or
+    /// ended the session while it was idle) is replaced once: no statement of retry's
+    /// does harm when repeated after its connection failed.
+    async fn try_once<T>(
+        &mut self,
+        bound: &Bound,
+        timeout: Duration,
+        call: &impl AsyncFn(&Client) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, Failed> {
         if self.live.as_ref().is_some_and(|l| l.client.is_closed()) {
             self.discard();
         }
         let mut kept = self.live.is_some();
         loop {
+            let limit = Instant::now() + timeout;
+            let bounded = bound.earlier(Some(limit));
             if self.live.is_none() {
-                let opened = wait::within(open(&self.target, &self.application), &bounded).await;
-                let opened = answered(opened, bounded, limit, timeout).and_then(|live| live);
-                self.live = Some(opened.map_err(|e| {
-                    if e.is::<Interrupted>() {
-                        e
-                    } else {
-                        e.context(format!("cannot connect to {}", self.target))
-                    }
-                })?);
+                self.live = Some(self.connect(&bounded, limit, timeout).await?);
             }
             let client = &self.live.as_ref().expect("just opened").client;
             let result = match wait::within(call(client), &bounded).await {
                 Ok(result) => result,
                 Err(ended) => {
                     self.discard();
-                    return Err(no_answer(ended, bounded, limit, timeout));
+                    return Err(Failed::Error(no_answer(ended, bounded, limit, timeout)));
                 }
             };
-            match result {
+            let e = match result {
                 Ok(value) => return Ok(value),
-                Err(e) if connection_failed(&e) => {
-                    // The next call starts afresh; this one does once, if its connection was old.
-                    self.discard();
-                    if !std::mem::take(&mut kept) {
-                        return Err(e.into());
-                    }
-                }
-                Err(e) => return Err(e.into()),
+                Err(e) => e,
+            };
+            // Whatever the call left open on the server (an aborted transaction) goes
+            // with its connection.
+            self.close().await;
+            if let Some(refusal) = capacity::refusal(&e, false) {
+                return Err(Failed::Refused(refusal));
+            }
+            if !(connection_failed(&e) && std::mem::take(&mut kept)) {
+                return Err(Failed::Error(e.into()));
             }
         }
     }
 
+    /// Opens the connection within `bounded`; a refusal for capacity is told apart.
+    async fn connect(
+        &self,
+        bounded: &Bound,
+        limit: Instant,
+        timeout: Duration,
+    ) -> Result<Live, Failed> {
+        let opened = wait::within(open(&self.target, &self.application), bounded).await;
+        let opened = opened.map_err(|ended| no_answer(ended, *bounded, limit, timeout));
+        let refused = |e: &anyhow::Error| {
+            e.downcast_ref::<tokio_postgres::Error>()
+                .and_then(|e| capacity::refusal(e, true))
+        };
+        match opened {
+            Ok(Ok(live)) => Ok(live),
+            Ok(Err(e)) => match refused(&e) {
+                Some(refusal) => Err(Failed::Refused(refusal)),
+                None => Err(Failed::Error(e.context(self.cannot_connect()))),
+            },
+            Err(e) if e.is::<Interrupted>() => Err(Failed::Error(e)),
+            Err(e) => Err(Failed::Error(e.context(self.cannot_connect()))),
+        }
+    }
+
+    fn cannot_connect(&self) -> String {
+        format!("cannot connect to {}", self.target)
+    }
+
     /// Drops a connection that may be stalled: the socket is closed without a goodbye,
     /// and nothing more is sent on it.
-    pub fn discard(&mut self) {
+    fn discard(&mut self) {
         if let Some(live) = self.live.take() {
             live.driver.abort();
             drop(live.client);
         }
     }
 
-    /// Closes a healthy connection politely, within [`CLOSE_BOUND`].
-    pub async fn close(&mut self) {
+    /// Closes a connection politely, within [`CLOSE_BOUND`].
+    async fn close(&mut self) {
         if let Some(live) = self.live.take() {
             drop(live.client);
             let mut driver = live.driver;
@@ -191,6 +304,47 @@ impl Conn {
                 driver.abort();
             }
         }
+    }
+
+    async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        bound: &Bound,
+        patience: Patience,
+    ) -> anyhow::Result<Vec<Row>> {
+        self.call(bound, patience, async |client: &Client| {
+            client.query_typed(sql, params).await
+        })
+        .await
+    }
+
+    async fn execute(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        bound: &Bound,
+        patience: Patience,
+    ) -> anyhow::Result<u64> {
+        self.call(bound, patience, async |client: &Client| {
+            client.execute_typed(sql, params).await
+        })
+        .await
+    }
+
+    async fn batch(&mut self, sql: &str, bound: &Bound, patience: Patience) -> anyhow::Result<()> {
+        self.call(bound, patience, async |client: &Client| {
+            client.batch_execute(sql).await
+        })
+        .await
+    }
+}
+
+/// The later of two instants, when there is one.
+fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -207,16 +361,6 @@ fn connection_failed(e: &tokio_postgres::Error) -> bool {
         ),
         None => true,
     }
-}
-
-/// What an opened connection's answer means: the value, or why there was none.
-fn answered<T>(
-    result: Result<T, Ended>,
-    bound: Bound,
-    limit: Instant,
-    timeout: Duration,
-) -> anyhow::Result<T> {
-    result.map_err(|ended| no_answer(ended, bound, limit, timeout))
 }
 
 /// The error for a call that ended without an answer: a signal ([`Interrupted`]), a
@@ -277,7 +421,7 @@ async fn open(target: &PgTarget, application: &str) -> anyhow::Result<Live> {
         .port(port)
         .dbname(&dbname)
         .application_name(application)
-        .connect_timeout(target.call_timeout())
+        .connect_timeout(HANDSHAKE_LIMIT.min(target.call_timeout()))
         .ssl_mode(match target.sslmode {
             SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
@@ -311,17 +455,139 @@ async fn open(target: &PgTarget, application: &str) -> anyhow::Result<Live> {
     Ok(live)
 }
 
-/// The synchronous face of a [`Conn`] for the run's thread: one per URL and thread,
-/// shared by whoever opens the same server, and closed when the last user drops it
-/// (a scheduler holds no connection between slots).
+/// A connection shared by the tasks of one thread (the lease renewer's leases on one
+/// server): open while one of them has a call to make, closed once no call waits.
+pub struct Shared {
+    conn: tokio::sync::Mutex<Conn>,
+    waiting: AtomicUsize,
+}
+
+impl Shared {
+    pub fn new(target: &PgTarget, application: &str) -> Shared {
+        Shared {
+            conn: tokio::sync::Mutex::new(Conn::new(target, application)),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Rows changed by one statement, tried until `bound`, refusals for capacity as
+    /// `patience` says.
+    pub async fn execute(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        bound: &Bound,
+        patience: Patience,
+    ) -> anyhow::Result<u64> {
+        let _turn = Turn::take(&self.waiting);
+        let mut conn = self.conn.lock().await;
+        let result = conn.execute(sql, params, bound, patience).await;
+        if self.waiting.load(Ordering::SeqCst) == 1 {
+            conn.close().await;
+        }
+        result
+    }
+}
+
+/// A call's place among those waiting for a [`Shared`] connection, given up when
+/// dropped (also when the call is abandoned).
+struct Turn<'a>(&'a AtomicUsize);
+
+impl<'a> Turn<'a> {
+    fn take(waiting: &'a AtomicUsize) -> Turn<'a> {
+        waiting.fetch_add(1, Ordering::SeqCst);
+        Turn(waiting)
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The synchronous face of a connection for the run's thread: one per server and
+/// thread, shared by the lock, the markers and the fleet state, on the thread's runtime
+/// (`wait::runtime`). It is open only during a burst (see [`Burst`]).
 pub struct Db {
     conn: RefCell<Conn>,
     key: String,
 }
 
+/// The bursts under way on this thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct Bursts {
+    depth: usize,
+    /// How long refusals for capacity are asked again.
+    patience: Patience,
+}
+
 thread_local! {
-    /// The connections this thread has open, by server.
+    /// This thread's connections, by server.
     static OPEN: RefCell<HashMap<String, Weak<Db>>> = RefCell::new(HashMap::new());
+    static BURSTS: Cell<Bursts> = const {
+        Cell::new(Bursts { depth: 0, patience: Patience::ConnectTimeout })
+    };
+}
+
+/// A burst of statements: until it is dropped, this thread's connections stay open
+/// between statements, and when the outermost burst ends they are closed. Outside any
+/// burst every statement opens and closes its own connection, so forgetting a burst
+/// costs a connection, never an idle one held open.
+#[must_use = "a burst lasts until it is dropped"]
+pub struct Burst {
+    outer: Bursts,
+    /// Bursts belong to the thread that began them.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Burst {
+    /// A burst as patient with refusals as the one it is part of.
+    pub fn begin() -> Burst {
+        Burst::patient(BURSTS.get().patience)
+    }
+
+    /// A burst whose calls refused for capacity ask again as `patience` says (a take
+    /// or check before the first attempt, as long as `--lock-wait`).
+    pub fn patient(patience: Patience) -> Burst {
+        let outer = BURSTS.get();
+        BURSTS.set(Bursts {
+            depth: outer.depth + 1,
+            patience,
+        });
+        Burst {
+            outer,
+            _thread: PhantomData,
+        }
+    }
+}
+
+impl Drop for Burst {
+    fn drop(&mut self) {
+        BURSTS.set(self.outer);
+        if self.outer.depth == 0 {
+            close_all();
+        }
+    }
+}
+
+/// Runs `wait` with none of this thread's connections open, whatever bursts are under
+/// way: a wait belongs to no burst (a lock wait's pause between two polls).
+pub fn idle<T>(wait: impl FnOnce() -> T) -> T {
+    let bursts = BURSTS.replace(Bursts::default());
+    close_all();
+    let out = wait();
+    BURSTS.set(bursts);
+    out
+}
+
+/// Closes every connection of this thread.
+fn close_all() {
+    let open: Vec<Rc<Db>> =
+        OPEN.with(|open| open.borrow().values().filter_map(Weak::upgrade).collect());
+    for db in open {
+        db.close();
+    }
 }
 
 impl Db {
@@ -344,7 +610,7 @@ impl Db {
 
     /// The server, for messages (never with a password).
     pub fn target(&self) -> PgTarget {
-        self.conn.borrow().target().clone()
+        self.conn.borrow().target.clone()
     }
 
     pub fn query(
@@ -353,21 +619,42 @@ impl Db {
         params: &[Param<'_>],
         bound: &Bound,
     ) -> anyhow::Result<Vec<Row>> {
-        self.run(async |conn| conn.query(sql, params, bound).await)
+        self.run(async |conn, patience| conn.query(sql, params, bound, patience).await)
     }
 
     pub fn execute(&self, sql: &str, params: &[Param<'_>], bound: &Bound) -> anyhow::Result<u64> {
-        self.run(async |conn| conn.execute(sql, params, bound).await)
+        self.run(async |conn, patience| conn.execute(sql, params, bound, patience).await)
     }
 
     pub fn batch(&self, sql: &str, bound: &Bound) -> anyhow::Result<()> {
-        self.run(async |conn| conn.batch(sql, bound).await)
+        self.run(async |conn, patience| conn.batch(sql, bound, patience).await)
     }
 
-    /// Runs one call on the thread's runtime (the call bounds itself).
-    fn run<T>(&self, call: impl AsyncFnOnce(&mut Conn) -> anyhow::Result<T>) -> anyhow::Result<T> {
+    /// Runs one call on the thread's runtime (the call bounds itself), within the
+    /// bursts under way, or as a burst of its own.
+    fn run<T>(
+        &self,
+        call: impl AsyncFnOnce(&mut Conn, Patience) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let bursts = BURSTS.get();
         let mut conn = self.conn.borrow_mut();
-        wait::runtime().block_on(call(&mut conn))
+        let result = wait::runtime().block_on(call(&mut conn, bursts.patience));
+        if bursts.depth == 0 {
+            wait::runtime().block_on(conn.close());
+        }
+        result
+    }
+
+    /// Whether a connection is open now.
+    #[cfg(test)]
+    fn is_open(&self) -> bool {
+        self.conn.try_borrow().map_or(true, |c| c.live.is_some())
+    }
+
+    fn close(&self) {
+        if let Ok(mut conn) = self.conn.try_borrow_mut() {
+            wait::runtime().block_on(conn.close());
+        }
     }
 }
 
@@ -452,5 +739,76 @@ mod tests {
             matches!(err.downcast_ref::<NoAnswer>(), Some(NoAnswer::Deadline)),
             "{err:#}"
         );
+    }
+
+    #[test]
+    fn a_refused_connection_is_tried_again_until_connect_timeout_and_named() {
+        // A port nothing listens on: refused, as while a server restarts.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("u@127.0.0.1:{port}/db?connect_timeout=1");
+        let db = Db::open(&crate::target::postgres::parse_url(&url).unwrap());
+        let start = Instant::now();
+        let err = db
+            .query("SELECT 1", &[], &Bound::signals_only())
+            .unwrap_err();
+        let took = start.elapsed();
+        assert!(took > Duration::from_millis(500), "tried again: {took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        let refused = err.downcast_ref::<Refused>().expect("a refusal");
+        assert!(refused.refusal.why.starts_with("connection refused"));
+        let text = format!("{err:#}");
+        assert!(
+            text.starts_with(&format!(
+                "cannot connect to postgres://u@127.0.0.1:{port}/db"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("the server refused the connection: connection refused"),
+            "{text}"
+        );
+        assert!(!db.is_open());
+        // The run's deadline ends the tries first, naming the refusal too.
+        let err = db
+            .query("SELECT 1", &[], &Bound::within(Duration::from_millis(200)))
+            .unwrap_err();
+        assert!(
+            matches!(err.downcast_ref::<NoAnswer>(), Some(NoAnswer::Deadline)),
+            "{err:#}"
+        );
+        assert!(format!("{err:#}").contains("connection refused"), "{err:#}");
+    }
+
+    #[test]
+    fn a_burst_is_as_patient_as_it_is_told_or_as_its_outer_one_and_a_wait_belongs_to_none() {
+        let later = Patience::Until(Instant::now() + Duration::from_secs(30));
+        assert_eq!(BURSTS.get().depth, 0);
+        {
+            let _outer = Burst::patient(later);
+            {
+                let _inner = Burst::begin();
+                assert_eq!(BURSTS.get().depth, 2);
+                assert_eq!(BURSTS.get().patience, later, "the outer's patience");
+                {
+                    let _poll = Burst::patient(Patience::None);
+                    assert_eq!(BURSTS.get().patience, Patience::None);
+                }
+                assert_eq!(BURSTS.get().patience, later);
+                let inside = idle(|| BURSTS.get().depth);
+                assert_eq!(inside, 0, "a wait is in no burst");
+                assert_eq!(BURSTS.get().depth, 2, "and the bursts go on after it");
+            }
+            assert_eq!(BURSTS.get().depth, 1);
+        }
+        assert_eq!(BURSTS.get().depth, 0);
+        assert_eq!(BURSTS.get().patience, Patience::ConnectTimeout);
+        let (began, timeout) = (Instant::now(), Duration::from_secs(10));
+        let soon = Patience::Until(began + Duration::from_secs(1));
+        assert_eq!(soon.deadline(began, timeout), Some(began + timeout));
+        assert_eq!(Patience::None.deadline(began, timeout), None);
     }
 }

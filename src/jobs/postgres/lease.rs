@@ -2,7 +2,7 @@
 //! by single statements on the server's clock, so it works through a transaction
 //! pooler and survives a lost connection. Its token is the lock's fencing counter
 //! and only grows. While held, a lease is renewed every TTL/3 by the renewer thread
-//! on a connection of its own; if no renewal is answered within 2/3 TTL of the last
+//! on a connection of its own, opened for each renewal; if no renewal is answered within 2/3 TTL of the last
 //! one sent (or one finds the lease gone), the lease is lost: the run is told through
 //! `signals::lose_lock_within`, which ends the attempt before the server can hand the
 //! lease to anyone else.
@@ -12,16 +12,28 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::Type;
 
-use super::db::{Conn, Db};
+use super::db::{Burst, Db, Patience, Shared};
 use crate::target::postgres::PgTarget;
-use crate::wait::{self, Bound};
+use crate::wait::{self, Bound, Pauses};
 use crate::{report, signals};
 
 /// How long a failed renewal waits before the next try on a fresh connection.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// The pauses between two polls of a busy lease: from 50 ms up to 1 s apart, with full
+/// jitter, so N waiters cost about two statements a second each however long they
+/// wait; and at least ten times as long as the poll before took, so waiters on a server
+/// too busy to answer at once take at most a tenth of its time and leave the rest to
+/// the holder's renewals and release.
+pub fn poll_pauses() -> Pauses {
+    Pauses::new(Duration::from_millis(50), Duration::from_secs(1)).stretched(POLL_STRETCH)
+}
+
+/// How many times as long as a poll took the pause after it lasts at least.
+const POLL_STRETCH: u32 = 10;
 
 /// Takes the lease when its row is absent or expired by the server's clock. The token
 /// is the greatest of the old one + 1, the server's clock in microseconds, and `$4`
@@ -145,6 +157,7 @@ pub fn try_take(
     seed_from: Option<&str>,
     bound: &Bound,
 ) -> anyhow::Result<Taken> {
+    let _burst = Burst::begin();
     let seed: i64 = match seed_from {
         Some(old) => db
             .query(FENCING_SEED_SQL, &[(&old, Type::TEXT)], bound)?
@@ -302,15 +315,16 @@ fn renewer() -> &'static mpsc::UnboundedSender<Job> {
     })
 }
 
-/// The renewer: one task per lease; leases on one server share one connection.
+/// The renewer: one task per lease; leases on one server share one connection, open
+/// only while a renewal is being made.
 async fn serve(mut queue: mpsc::UnboundedReceiver<Job>) {
-    let mut conns: HashMap<String, Weak<Mutex<Conn>>> = HashMap::new();
+    let mut conns: HashMap<String, Weak<Shared>> = HashMap::new();
     while let Some(job) = queue.recv().await {
         let key = super::db::server_key(&job.lease.target);
         let conn = match conns.get(&key).and_then(Weak::upgrade) {
             Some(conn) => conn,
             None => {
-                let conn = Arc::new(Mutex::new(Conn::new(&job.lease.target, "lease renewal")));
+                let conn = Arc::new(Shared::new(&job.lease.target, "lease renewal"));
                 conns.insert(key, Arc::downgrade(&conn));
                 conn
             }
@@ -321,7 +335,7 @@ async fn serve(mut queue: mpsc::UnboundedReceiver<Job>) {
 }
 
 /// Keeps one lease alive until its holder stops the renewals, or says it was lost.
-async fn renew(job: Job, conn: Arc<Mutex<Conn>>) {
+async fn renew(job: Job, conn: Arc<Shared>) {
     let Job {
         mut lease,
         mut stop,
@@ -348,15 +362,12 @@ async fn renew(job: Job, conn: Arc<Mutex<Conn>>) {
         let message = format!("the lease {} was lost: {why}", lease.name.0);
         signals::lose_lock_within(message, Some(kill_within(lease.ttl)));
     }
-    // The last lease on this server closes the connection (none is held between slots).
-    if Arc::strong_count(&conn) == 1 {
-        conn.lock().await.close().await;
-    }
 }
 
-/// One renewal, tried again on a fresh connection until the loss deadline; returns
-/// when the answered renewal was sent.
-async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String> {
+/// One renewal, tried again on a fresh connection until the loss deadline (a server
+/// that refuses for capacity, until then too); returns when the answered renewal was
+/// sent.
+async fn renew_once(job: &Renewed, conn: &Shared) -> Result<Instant, String> {
     let deadline = job.sent + loss_after(job.ttl);
     let bound = Bound::background(deadline);
     let secs = job.ttl.as_secs_f64();
@@ -370,8 +381,6 @@ async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String
             ));
         }
         let renewed = conn
-            .lock()
-            .await
             .execute(
                 RENEW_SQL,
                 &[
@@ -381,6 +390,7 @@ async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String
                     (&secs, Type::FLOAT8),
                 ],
                 &bound,
+                Patience::Until(deadline),
             )
             .await;
         match renewed {
@@ -390,7 +400,6 @@ async fn renew_once(job: &Renewed, conn: &Mutex<Conn>) -> Result<Instant, String
             }
             Err(e) => {
                 last_error = format!("{e:#}");
-                conn.lock().await.discard();
                 let pause = (sent + RETRY_PAUSE).min(deadline);
                 tokio::time::sleep_until(pause.into()).await;
             }

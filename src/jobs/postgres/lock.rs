@@ -73,6 +73,10 @@ impl Lock for PgLock {
         self.held.as_ref().map(|h| h.token)
     }
 
+    fn poll_pauses(&self) -> crate::wait::Pauses {
+        lease::poll_pauses()
+    }
+
     fn confirm(&mut self, bound: &Bound) -> Result<(), String> {
         let Some(held) = &self.held else {
             return Ok(());

@@ -8,6 +8,7 @@
 //! `postgres://` target is `target::postgres`'; deciding when to lock and record is
 //! `jobs`'.
 
+mod capacity;
 pub mod db;
 pub mod lease;
 mod lock;

@@ -6,7 +6,7 @@ use anyhow::Context;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 
-use super::db::Db;
+use super::db::{Burst, Db};
 use crate::wait::Bound;
 
 /// Leases: one row per lock name (`lock:NAME`, `once:KEY`), never deleted.
@@ -87,8 +87,10 @@ pub struct Found {
 
 /// Finds the tables `needs` asks for and creates what is missing, in one transaction
 /// under a transaction-scoped advisory lock (two first runs would collide in the
-/// catalog). A role that may not create them gets the DDL to run in the error.
+/// catalog), on one connection. A role that may not create them gets the DDL to run in
+/// the error.
 pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
+    let _burst = Burst::begin();
     let tables = [
         LEASE_TABLE,
         ONCE_TABLE,
@@ -149,16 +151,15 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
     Ok(found)
 }
 
-/// Runs `ddl` in one transaction; a role without CREATE is told what to run.
+/// Runs `ddl` in one transaction; a role without CREATE is told what to run. A failed
+/// transaction needs no ROLLBACK: its connection is closed, and the server rolls back.
 fn create(db: &Db, ddl: &[&str], bound: &Bound) -> anyhow::Result<()> {
     let sql = format!(
         "BEGIN; SELECT pg_advisory_xact_lock(8007001); {} COMMIT;",
         ddl.join("\n")
     );
-    db.batch(&sql, bound).map_err(|e| {
-        let _ = db.batch("ROLLBACK", bound);
-        refused(e, db, &ddl.join("\n"))
-    })
+    db.batch(&sql, bound)
+        .map_err(|e| refused(e, db, &ddl.join("\n")))
 }
 
 /// Adds `status` to an earlier `retry_once`. Where the role may not, markers still work

@@ -235,6 +235,10 @@ impl MarkerStore for PgStore {
         self.held.as_ref().map(|(_, h)| h.token)
     }
 
+    fn poll_pauses(&self) -> crate::wait::Pauses {
+        lease::poll_pauses()
+    }
+
     fn record(&mut self, marker: &Marker, bound: &Bound) -> anyhow::Result<()> {
         let pid = i32::try_from(marker.pid).unwrap_or(i32::MAX);
         let attempts = i32::try_from(marker.attempts).unwrap_or(i32::MAX);
