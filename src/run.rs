@@ -5,11 +5,10 @@
 
 use serde_json::json;
 
-use crate::config::{
-    Config, ReportTo, RunInfo, TargetConfig, fleet::CircuitConfig, fleet::FleetConfig,
-};
+use crate::config::{Config, ReportTo, RunInfo, TargetConfig, fleet::FleetConfig};
 use crate::domain::{
-    ExitStatus, Hold, HoldCause, Policy, RunSummary, Signal, Stop, StopReason, Throttled,
+    CircuitConfig, ExitStatus, Hold, HoldCause, Policy, RunSummary, Signal, Stop, StopReason,
+    Throttled,
 };
 use crate::engine::{self, RetryBudget};
 use crate::exec::{self, Executor};

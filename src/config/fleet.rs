@@ -4,33 +4,8 @@
 use std::time::Duration;
 
 use crate::cli::Cli;
-use crate::domain::{ExitStatus, Throttled};
+use crate::domain::{BudgetConfig, CircuitConfig, ExitStatus, Throttled};
 use crate::target::{self, Backend};
-
-/// A shared retry budget: gRPC's retry throttling.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BudgetConfig {
-    pub name: String,
-    /// N: tokens the budget holds.
-    pub size: u32,
-    /// R: tokens a successful attempt earns.
-    pub ratio: f64,
-    /// `--throttled wait`: a refused retry holds the run, and a held run may probe the
-    /// spent budget when no retry of it was sent for this long (`--delay`). `None`:
-    /// `--throttled exit`, a refusal ends the run.
-    pub probe_after: Option<Duration>,
-}
-
-/// A shared circuit breaker.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CircuitConfig {
-    pub name: String,
-    /// Failed runs in a row that open it.
-    pub failures: u32,
-    pub cooldown: Duration,
-    /// Exit status of a refused run.
-    pub exit: ExitStatus,
-}
 
 /// Everything fleet-wide a run does.
 #[derive(Clone, Debug, PartialEq)]

@@ -11,9 +11,9 @@ use std::fmt::Write;
 use anyhow::Context;
 use jiff::Timestamp;
 
-use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
+use crate::config::fleet::FleetConfig;
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
-use crate::domain::{Throttled, human, rfc3339_seconds};
+use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, rfc3339_seconds};
 use crate::schedule::World;
 use crate::target::Backend;
 use crate::wait::Bound;

@@ -28,8 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{Admission, Answer, CircuitState, FleetStore, Spent, now_ms};
-use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::domain::{Interrupted, Stop};
+use crate::domain::{BudgetConfig, CircuitConfig, Interrupted, Stop};
 use crate::jobs::state_dir::{Access, StateDir};
 use crate::report;
 use crate::target::key::escape_key;

@@ -14,8 +14,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
-use crate::domain::Signal;
+use crate::config::fleet::FleetConfig;
+use crate::domain::{BudgetConfig, CircuitConfig, Signal};
 use crate::engine::{Refusal, RetryBudget};
 use crate::report;
 use crate::target::Backend;

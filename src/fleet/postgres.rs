@@ -18,7 +18,7 @@ use tokio_postgres::types::{ToSql, Type};
 use std::time::Duration;
 
 use super::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
-use crate::config::fleet::{BudgetConfig, CircuitConfig};
+use crate::domain::{BudgetConfig, CircuitConfig};
 use crate::jobs::{
     postgres::db::Db, postgres::db::Param, postgres::schema, postgres::schema::Needs,
 };

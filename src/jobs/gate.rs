@@ -172,7 +172,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
     let mut lock = None;
     let mut fencing_token = None;
     if let Some(target) = &opts.lock {
-        let mut backend = match open_lock(opts, target.clone(), &calls) {
+        let fencing = opts.fencing_state.clone();
+        let mut backend = match open_lock(target.clone(), fencing, opts.lease_ttl, &calls) {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };

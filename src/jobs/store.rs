@@ -2,13 +2,13 @@
 //! [`MarkerStore`] of `--once` records, and opening them for a target: files
 //! (`file`) or PostgreSQL (`postgres`).
 
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 
 use super::record::{Done, Marker, Status, host_name};
 use super::{file, postgres};
-use crate::config::JobOptions;
 use crate::target::Backend;
 use crate::wait::{Bound, Pauses};
 
@@ -102,14 +102,16 @@ pub fn record_status(
 }
 
 /// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
+/// `fencing_state` is the directory whose `fencing/` counts a lock file's tokens.
 pub(super) fn open_lock(
-    opts: &JobOptions,
     target: Backend,
+    fencing_state: Option<PathBuf>,
+    lease_ttl: Duration,
     bound: &Bound,
 ) -> anyhow::Result<Box<dyn Lock>> {
     Ok(match target {
-        Backend::File(path) => Box::new(file::FileLock::new(path, opts.fencing_state.clone())),
-        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg, opts.lease_ttl, bound)?),
+        Backend::File(path) => Box::new(file::FileLock::new(path, fencing_state)),
+        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg, lease_ttl, bound)?),
     })
 }
 
