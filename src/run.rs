@@ -15,7 +15,7 @@ use crate::exec::{self, Executor};
 use crate::hooks::Hooks;
 use crate::jobs::{self, SkipWhy, Status};
 use crate::report::{self, ReportHeader};
-use crate::target::Backend;
+use crate::state::Backend;
 use crate::{clock, fleet, signals};
 
 /// What a scheduled slot changes in a run.
@@ -168,7 +168,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     };
     summary.holds.splice(0..0, circuit_holds);
     // The marker, the records and the circuit's update share one connection.
-    let burst = jobs::postgres::db::Burst::begin();
+    let burst = crate::state::postgres::db::Burst::begin();
     if summary.stopped_because == StopReason::Success {
         summary = record_success(&mut held, summary);
     }
@@ -334,8 +334,8 @@ fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
 /// with 125 (report `max_time`); any other error stays an error.
 fn out_of_time(err: anyhow::Error, clock: &clock::SystemClock) -> anyhow::Result<RunSummary> {
     let ran_out = matches!(
-        err.downcast_ref::<jobs::postgres::db::NoAnswer>(),
-        Some(jobs::postgres::db::NoAnswer::Deadline)
+        err.downcast_ref::<crate::state::postgres::db::NoAnswer>(),
+        Some(crate::state::postgres::db::NoAnswer::Deadline)
     );
     if !ran_out {
         return Err(err);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::cli::Cli;
 use crate::domain::ExitStatus;
-use crate::target::{self, Backend};
+use crate::state::{self, Backend};
 
 /// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]
@@ -41,11 +41,11 @@ impl JobOptions {
         let state = match (state, &once) {
             (Some(state), _) => Some(state.clone()),
             // The default directory only matters with --once.
-            (None, Some(_)) => Some(Backend::File(target::default_state_dir()?)),
+            (None, Some(_)) => Some(Backend::File(state::default_state_dir()?)),
             (None, None) => None,
         };
         if let (Some(key), Some(Backend::File(_))) = (&once, &state) {
-            target::key::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
+            state::file::key::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
         let on_postgres = |b: &Option<Backend>| matches!(b, Some(Backend::Postgres(_)));
         let lease_ttl = match cli.lease_ttl {
@@ -54,11 +54,11 @@ impl JobOptions {
                  without --lock postgres://…#NAME or --state postgres://…"
             ),
             Some(ttl) => ttl,
-            None => target::postgres::DEFAULT_LEASE_TTL,
+            None => state::postgres::url::DEFAULT_LEASE_TTL,
         };
         let fencing_state = match (&lock, &state) {
             (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.clone()),
-            (Some(Backend::File(_)), None) => target::default_state_dir().ok(),
+            (Some(Backend::File(_)), None) => state::default_state_dir().ok(),
             _ => None,
         };
         Ok(JobOptions {

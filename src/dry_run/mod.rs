@@ -15,7 +15,7 @@ use crate::config::fleet::FleetConfig;
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
 use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, rfc3339_seconds};
 use crate::schedule::World;
-use crate::target::Backend;
+use crate::state::Backend;
 use crate::wait::Bound;
 use crate::{exec, fleet, schedule};
 

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 
-use super::postgres::db::{self, Burst, Patience, Refused};
-use super::record::{Done, Marker, Status, host_name};
-use super::store::{Lock, MarkerStore, open_lock, open_store};
 use crate::config::JobOptions;
 use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
 use crate::report;
 use crate::signals;
+use crate::state::postgres::db::{self, Burst, Patience, Refused};
+use crate::state::record::{Done, Marker, Status, host_name};
+use crate::state::stores::{Lock, MarkerStore, open_lock, open_store};
 use crate::wait::{self, Bound, Ended, Pauses};
 
 /// Whether the run goes ahead.

@@ -11,16 +11,10 @@
 //! that its renewer keeps alive; a lost one stops the run through
 //! `signals::lose_lock_within`.
 
-pub mod fencing;
-pub mod file;
 mod gate;
-pub mod postgres;
-mod record;
-pub mod state_dir;
-mod store;
 
+pub use crate::state::record::{LeaseLost, Marker, Status, UnreadableRecord, host_name};
+pub use crate::state::stores::{MarkerStore, open_store, open_store_read_only, record_status};
 #[cfg(doc)]
 use crate::wait::Bound;
 pub use gate::{Gate, HeldLocks, SkipWhy, prepare};
-pub use record::{Done, LeaseLost, Marker, Status, UnreadableRecord, host_name};
-pub use store::{Lock, MarkerStore, open_store, open_store_read_only, record_status};

@@ -18,7 +18,7 @@ use crate::config::{Config, ScheduleConfig};
 use crate::cron::Zone;
 use crate::domain::{CatchUp, ExitStatus, Overlap, Signal, parse_rfc3339, rfc3339_seconds};
 use crate::report;
-use crate::target::Backend;
+use crate::state::Backend;
 
 use metrics::Metrics;
 pub use world::SystemWorld;

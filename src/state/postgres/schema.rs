@@ -12,7 +12,7 @@ use crate::wait::Bound;
 /// Leases: one row per lock name (`lock:NAME`, `once:KEY`), never deleted.
 pub const LEASE_TABLE: &str = "retry_lease";
 /// `--once` markers and schedule records.
-pub const ONCE_TABLE: &str = crate::target::postgres::MARKER_TABLE;
+pub const ONCE_TABLE: &str = super::url::MARKER_TABLE;
 pub const BUDGET_TABLE: &str = "retry_budgets";
 pub const CIRCUIT_TABLE: &str = "retry_circuits";
 /// Fencing counters of an earlier version (advisory locks): read to seed lease tokens.

@@ -3,12 +3,10 @@
 //! `postgres`), the default state directory, and what a `--once` key may be as a
 //! file name (`key`). Opening and using a target is `jobs`' and `fleet`'s job.
 
-pub mod key;
-pub mod postgres;
-
 use std::path::PathBuf;
 
-pub use self::postgres::PgTarget;
+use super::postgres::url as postgres;
+pub use super::postgres::url::PgTarget;
 
 /// Where a lock or the markers live.
 #[derive(Clone, Debug, PartialEq, Eq)]

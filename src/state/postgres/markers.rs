@@ -13,10 +13,11 @@ use tokio_postgres::types::Type;
 use super::db::{Db, Param};
 use super::lease::{self, Held, LeaseName, Taken};
 use super::schema::{self, Found, Needs};
+use super::url::PgTarget;
 use crate::domain::command_line;
-use crate::jobs::{Done, LeaseLost, Marker, MarkerStore, Status, UnreadableRecord};
 use crate::report;
-use crate::target::postgres::PgTarget;
+use crate::state::record::{Done, LeaseLost, Marker, Status, UnreadableRecord};
+use crate::state::stores::MarkerStore;
 use crate::wait::Bound;
 
 /// The table `--state postgres://…` keeps markers in (in the connection's search_path).
@@ -71,7 +72,7 @@ impl PgStore {
             db,
             target,
             found,
-            ttl: crate::target::postgres::DEFAULT_LEASE_TTL,
+            ttl: super::url::DEFAULT_LEASE_TTL,
             held: None,
         })
     }

@@ -10,12 +10,14 @@
 
 mod capacity;
 pub mod db;
+pub mod fleet;
 pub mod lease;
 mod lock;
+mod markers;
 mod pgpass;
 pub mod schema;
-mod store;
 mod tls;
+pub mod url;
 
 pub use lock::PgLock;
-pub use store::PgStore;
+pub use markers::PgStore;

@@ -7,9 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 
+use super::Backend;
+use super::file::lock as file;
+use super::postgres;
 use super::record::{Done, Marker, Status, host_name};
-use super::{file, postgres};
-use crate::target::Backend;
 use crate::wait::{Bound, Pauses};
 
 /// The pauses between two tries of a busy lock that costs nothing to try (a file's
@@ -85,7 +86,7 @@ pub fn record_status(
     command: &[String],
 ) -> anyhow::Result<()> {
     let bound = Bound::signals_only();
-    let ttl = crate::target::postgres::DEFAULT_LEASE_TTL;
+    let ttl = super::postgres::url::DEFAULT_LEASE_TTL;
     let mut store = open_store(state.clone(), true, ttl, &bound)?;
     let marker = Marker {
         key: key.to_string(),
@@ -103,7 +104,7 @@ pub fn record_status(
 
 /// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
 /// `fencing_state` is the directory whose `fencing/` counts a lock file's tokens.
-pub(super) fn open_lock(
+pub fn open_lock(
     target: Backend,
     fencing_state: Option<PathBuf>,
     lease_ttl: Duration,

@@ -31,9 +31,9 @@ use tokio_postgres::{Client, NoTls, Row};
 use super::capacity::{self, Refusal};
 use super::pgpass::{login_name, pgpass_password};
 use super::tls::tls_config;
+use super::url::{PgTarget, SslMode};
 use crate::domain::{Interrupted, Stop, human};
 use crate::report;
-use crate::target::postgres::{PgTarget, SslMode};
 use crate::wait::{self, Bound, Ended, Pauses};
 
 /// How long closing a healthy connection may take (the goodbye to the server).
@@ -706,7 +706,7 @@ mod tests {
 
     #[test]
     fn one_connection_per_server_and_thread() {
-        let parse = |u: &str| crate::target::postgres::parse_url(u).unwrap();
+        let parse = |u: &str| crate::state::postgres::url::parse_url(u).unwrap();
         let lock = Db::open(&parse("u@h/db#a"));
         let other_lock = Db::open(&parse("u@h/db#b"));
         assert!(Rc::ptr_eq(&lock, &other_lock), "the name is not the server");
@@ -719,9 +719,10 @@ mod tests {
         // A listener that accepts (the kernel's backlog) and never speaks.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let target =
-            crate::target::postgres::parse_url(&format!("u@127.0.0.1:{port}/db?connect_timeout=1"))
-                .unwrap();
+        let target = crate::state::postgres::url::parse_url(&format!(
+            "u@127.0.0.1:{port}/db?connect_timeout=1"
+        ))
+        .unwrap();
         let db = Db::open(&target);
         let start = Instant::now();
         let err = db
@@ -750,7 +751,7 @@ mod tests {
             .unwrap()
             .port();
         let url = format!("u@127.0.0.1:{port}/db?connect_timeout=1");
-        let db = Db::open(&crate::target::postgres::parse_url(&url).unwrap());
+        let db = Db::open(&crate::state::postgres::url::parse_url(&url).unwrap());
         let start = Instant::now();
         let err = db
             .query("SELECT 1", &[], &Bound::signals_only())
