@@ -45,17 +45,17 @@ pub mod parsers {
 
     /// `--lock` and `--state` targets, and `--once` marker file names.
     pub mod jobs {
-        pub use crate::state::file::key::{check_key, escape_key, key_from_file_name};
+        pub use crate::state::readers::{check_key, escape_key, key_from_file_name};
         pub use crate::state::{Backend, parse_lock_target, parse_state_target, parse_target};
     }
 
     /// The readers of state records: budget and circuit files, fencing counters and
     /// `--once` markers.
     pub mod records {
-        pub use crate::state::file::fencing::{Stored, parse_counter};
-        pub use crate::state::file::fleet::{parse_budget, parse_circuit};
-        pub use crate::state::file::lock::parse_marker;
-        pub use crate::state::fleet::{LATEST_MS, show_time};
+        pub use crate::state::readers::{
+            Stored, parse_budget, parse_circuit, parse_counter, parse_marker,
+        };
+        pub use crate::state::{LATEST_MS, show_time};
     }
 
     /// `-H` lines and the wait headers a server sends.

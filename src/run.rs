@@ -13,9 +13,9 @@ use crate::domain::{
 use crate::engine::{self, RetryBudget};
 use crate::exec::{self, Executor};
 use crate::hooks::Hooks;
-use crate::jobs::{self, SkipWhy, Status};
+use crate::jobs::{self, SkipWhy};
 use crate::report::{self, ReportHeader};
-use crate::state::Backend;
+use crate::state::{self, Backend, LockLost, NoAnswer, Status};
 use crate::{clock, fleet, signals};
 
 /// What a scheduled slot changes in a run.
@@ -168,7 +168,7 @@ pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd
     };
     summary.holds.splice(0..0, circuit_holds);
     // The marker, the records and the circuit's update share one connection.
-    let burst = crate::state::postgres::db::Burst::begin();
+    let burst = state::Burst::begin();
     if summary.stopped_because == StopReason::Success {
         summary = record_success(&mut held, summary);
     }
@@ -297,9 +297,9 @@ fn record_success(held: &mut jobs::HeldLocks, summary: RunSummary) -> RunSummary
     }
     match held.record_success(&summary) {
         Ok(()) => summary,
-        Err(err) if err.downcast_ref::<jobs::LeaseLost>().is_some() => {
+        Err(err) if err.downcast_ref::<LockLost>().is_some() => {
             let lost = err
-                .downcast_ref::<jobs::LeaseLost>()
+                .downcast_ref::<LockLost>()
                 .map(ToString::to_string)
                 .unwrap_or_default();
             lost_after_success(summary, &format!("the command succeeded but {lost}"))
@@ -333,10 +333,7 @@ fn lost_after_success(summary: RunSummary, lost: &str) -> RunSummary {
 /// A call before the first attempt failed: when `--max-time` ended it, the run ends
 /// with 125 (report `max_time`); any other error stays an error.
 fn out_of_time(err: anyhow::Error, clock: &clock::SystemClock) -> anyhow::Result<RunSummary> {
-    let ran_out = matches!(
-        err.downcast_ref::<crate::state::postgres::db::NoAnswer>(),
-        Some(crate::state::postgres::db::NoAnswer::Deadline)
-    );
+    let ran_out = matches!(err.downcast_ref::<NoAnswer>(), Some(NoAnswer::Deadline));
     if !ran_out {
         return Err(err);
     }
@@ -498,14 +495,14 @@ impl CircuitHolds {
         loop {
             let asked = fleet.admit(c);
             let until_ms = match asked {
-                Ok(fleet::Admission::Open { until_ms, .. })
+                Ok(state::Admission::Open { until_ms, .. })
                     if self.throttled == Throttled::Wait =>
                 {
                     until_ms
                 }
                 _ => return admitted(asked, c),
             };
-            let hold = fleet::circuit_hold(until_ms, fleet::now_ms(), c.cooldown, &mut rng);
+            let hold = fleet::circuit_hold(until_ms, state::now_ms(), c.cooldown, &mut rng);
             let ends = std::time::Instant::now().checked_add(hold);
             if self
                 .run_deadline
@@ -520,7 +517,7 @@ impl CircuitHolds {
             report::info(&format!(
                 "circuit {} is open until {}: holding the run {}, sending nothing",
                 c.name,
-                fleet::show_time(until_ms),
+                state::show_time(until_ms),
                 crate::domain::human(hold)
             ));
             let (started_at, began) = (std::time::SystemTime::now(), std::time::Instant::now());
@@ -552,25 +549,25 @@ impl CircuitHolds {
 /// when it is open, or when `--max-time` or a signal ended the asking. Claiming the
 /// probe is said aloud.
 fn admitted(
-    asked: Result<fleet::Admission, fleet::Halt>,
+    asked: Result<state::Admission, fleet::Halt>,
     c: &CircuitConfig,
 ) -> Option<(ExitStatus, StopReason, String)> {
     match asked {
-        Ok(fleet::Admission::Closed) => None,
-        Ok(fleet::Admission::Probe) => {
+        Ok(state::Admission::Closed) => None,
+        Ok(state::Admission::Probe) => {
             report::info(&format!(
                 "circuit {} was open and its cooldown is over: this run is the probe",
                 c.name
             ));
             None
         }
-        Ok(fleet::Admission::Open { until_ms, failures }) => Some((
+        Ok(state::Admission::Open { until_ms, failures }) => Some((
             c.exit,
             StopReason::CircuitOpen,
             format!(
                 "circuit {} is open until {} after {failures} failed run{} in a row: not running; exit status {}",
                 c.name,
-                fleet::show_time(until_ms),
+                state::show_time(until_ms),
                 if failures == 1 { "" } else { "s" },
                 c.exit
             ),

@@ -75,7 +75,7 @@ fn throttled(cli: &Cli) -> anyhow::Result<Throttled> {
 fn state_target(state: Option<&Backend>) -> anyhow::Result<Backend> {
     match state {
         Some(state) => Ok(state.clone()),
-        None => state::default_state_dir().map(Backend::File).map_err(|_| {
+        None => state::default_state().map_err(|_| {
             anyhow::anyhow!(
                 "--retry-budget/--circuit: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
             )

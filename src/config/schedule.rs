@@ -43,17 +43,16 @@ impl ScheduleConfig {
         let cron = CronSchedule::new(expression, zone);
         let state = match state {
             Some(state) => state.clone(),
-            None => Backend::File(state::default_state_dir()?),
+            None => state::default_state()?,
         };
         let job = match &cli.job {
             Some(name) => name.clone(),
             None => default_job_name(&cli.target),
         };
-        if let Backend::File(_) = state {
-            // The longest slot key: JOB@YYYY-MM-DDTHH:MM:SSZ.
-            state::file::key::check_key(&format!("{job}@2000-01-01T00:00:00Z"))
-                .map_err(|e| anyhow::anyhow!("--job: {e}"))?;
-        }
+        // The longest slot key: JOB@YYYY-MM-DDTHH:MM:SSZ.
+        state
+            .check_key(&format!("{job}@2000-01-01T00:00:00Z"))
+            .map_err(|e| anyhow::anyhow!("--job: {e}"))?;
         Ok(Some(ScheduleConfig {
             cron,
             job,

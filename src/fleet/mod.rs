@@ -14,11 +14,7 @@ use crate::config::fleet::FleetConfig;
 use crate::domain::{BudgetConfig, CircuitConfig, Signal};
 use crate::engine::{Refusal, RetryBudget};
 use crate::report;
-use crate::state::Backend;
-use crate::state::file::fleet as file;
-pub use crate::state::fleet::{Admission, CircuitState, FleetStore, now_ms, show_time};
-use crate::state::fleet::{Answer, Spent, allows_retry};
-use crate::state::postgres::fleet as postgres;
+use crate::state::{self, Admission, Answer, Backend, FleetStore, Spent, allows_retry, show_time};
 use crate::wait::Bound;
 
 /// `5` or `4.3`: tokens as a person reads them.
@@ -76,16 +72,11 @@ pub fn open(
     target: &Backend,
     bound: &Bound,
 ) -> anyhow::Result<Box<dyn FleetStore>> {
-    let mut store: Box<dyn FleetStore> = match target {
-        Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
-        Backend::Postgres(pg) => {
-            let holds = config
-                .budget
-                .as_ref()
-                .is_some_and(|b| b.probe_after.is_some());
-            Box::new(postgres::PgFleet::connect(pg.clone(), holds, bound)?)
-        }
-    };
+    let holds = config
+        .budget
+        .as_ref()
+        .is_some_and(|b| b.probe_after.is_some());
+    let mut store = state::open_fleet(target, holds, bound)?;
     store.check(config.budget.as_ref(), config.circuit.as_ref())?;
     Ok(store)
 }
@@ -316,14 +307,6 @@ impl RetryBudget for SharedBudget<'_> {
     fn holds(&self) -> bool {
         self.config.probe_after.is_some()
     }
-}
-
-/// A store for reading: a missing directory or table reads as fresh state.
-pub fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
-    Ok(match target {
-        Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())?),
-        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone(), bound)?),
-    })
 }
 
 #[cfg(test)]

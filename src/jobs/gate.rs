@@ -11,9 +11,9 @@ use crate::config::JobOptions;
 use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
 use crate::report;
 use crate::signals;
-use crate::state::postgres::db::{self, Burst, Patience, Refused};
-use crate::state::record::{Done, Marker, Status, host_name};
-use crate::state::stores::{Lock, MarkerStore, open_lock, open_store};
+use crate::state::{
+    self, Burst, Done, Lock, Marker, MarkerStore, Patience, Refused, Status, host_name,
+};
 use crate::wait::{self, Bound, Ended, Pauses};
 
 /// Whether the run goes ahead.
@@ -153,7 +153,7 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
     });
     let mut once = None;
     if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
-        let opened = open_store(state.clone(), opts.statuses, opts.lease_ttl, &calls);
+        let opened = state::open_markers(state, opts.statuses, opts.lease_ttl, &calls);
         let mut store = match opened {
             Ok(store) => store,
             Err(err) => return stopped_by(err, "connecting to the --state server"),
@@ -172,8 +172,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
     let mut lock = None;
     let mut fencing_token = None;
     if let Some(target) = &opts.lock {
-        let fencing = opts.fencing_state.clone();
-        let mut backend = match open_lock(target.clone(), fencing, opts.lease_ttl, &calls) {
+        let opened = state::open_lock(target, opts.state.as_ref(), opts.lease_ttl, &calls);
+        let mut backend = match opened {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };
@@ -254,7 +254,7 @@ fn acquire(
     let mut announced = false;
     let calls = Bound::until(run_deadline);
     let bound = Bound::until(Some(deadline)).or_lost_lock();
-    let pause = |d| db::idle(|| wait::sleep(d, &bound));
+    let pause = |d| state::idle(|| wait::sleep(d, &bound));
     let mut polls = 0;
     let mut refused = None;
     let tried = wait::poll_until(&bound, &mut pauses, pause, || {

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::Type;
 
-use super::db::{Burst, Db, Patience, Shared};
+use super::db::{Db, Shared};
 use super::url::PgTarget;
+use crate::state::{Burst, Patience};
 use crate::wait::{self, Bound, Pauses};
 use crate::{report, signals};
 

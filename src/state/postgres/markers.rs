@@ -16,7 +16,7 @@ use super::schema::{self, Found, Needs};
 use super::url::PgTarget;
 use crate::domain::command_line;
 use crate::report;
-use crate::state::record::{Done, LeaseLost, Marker, Status, UnreadableRecord};
+use crate::state::record::{Done, LockLost, Marker, Status, UnreadableRecord};
 use crate::state::stores::MarkerStore;
 use crate::wait::Bound;
 
@@ -146,7 +146,7 @@ impl PgStore {
         bound: &Bound,
     ) -> anyhow::Result<()> {
         if held.is_lost() {
-            return Err(LeaseLost(format!(
+            return Err(LockLost(format!(
                 "the lease {} in {} was lost before the record",
                 held.name, self.target
             ))
@@ -172,7 +172,7 @@ impl PgStore {
             .with_context(|| self.context())?;
         let released: i64 = rows.first().map_or(0, |r| r.get(0));
         if released == 0 {
-            return Err(LeaseLost(format!(
+            return Err(LockLost(format!(
                 "the lease {} in {} was lost: it expired or another holder took it",
                 held.name, self.target
             ))

@@ -6,7 +6,8 @@ use anyhow::Context;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 
-use super::db::{Burst, Db};
+use super::db::Db;
+use crate::state::Burst;
 use crate::wait::Bound;
 
 /// Leases: one row per lock name (`lock:NAME`, `once:KEY`), never deleted.
