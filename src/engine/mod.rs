@@ -18,6 +18,8 @@ use crate::domain::{
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
 mod env;
+#[cfg(test)]
+pub mod fakes;
 mod goal;
 
 pub use env::{Clock, Env, Refusal, RetryBudget, RetryFacts, RetryHook, Sleeper};
