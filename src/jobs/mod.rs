@@ -14,5 +14,5 @@ mod gate;
 
 #[cfg(doc)]
 use crate::wait::Bound;
-pub use end::record_status;
+pub use end::{record_gave_up, record_slot, record_success};
 pub use gate::{Gate, HeldLocks, SkipWhy, prepare};

@@ -310,7 +310,5 @@ impl World for SystemWorld<'_> {
 }
 
 fn record(slot: &SlotRun, status: Status, command: &[String]) {
-    if let Err(err) = jobs::record_status(&slot.state, &slot.key, status, command) {
-        report::error(&format!("{err:#}"));
-    }
+    jobs::record_slot(&slot.state, &slot.key, status, command);
 }

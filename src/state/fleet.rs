@@ -171,9 +171,12 @@ fn millis(d: Duration) -> u64 {
 
 /// Now, in milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
+    ms_since_epoch(SystemTime::now())
+}
+
+/// `t` in milliseconds since the Unix epoch (0 before it).
+pub fn ms_since_epoch(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, millis)
 }
 
 /// An RFC 3339 time for a millisecond timestamp (the last one of year 9999 at most).
