@@ -1,6 +1,6 @@
-//! The hooks (SPEC "Hooks and the command's own word"): when each runs, what it
-//! is told (its environment and, after the run, the report JSON on stdin), and
-//! what its failure means: a warning, never another exit status or decision.
+//! The hooks (docs/internals.md, "The command's own word, and the hooks"): when each
+//! runs, what it is told (its environment and, after the run, the report JSON on
+//! stdin), and what its failure means: a warning, never another exit status or decision.
 //! `--on-retry` runs inside the engine's backoff sleep through
 //! [`RetryHook`]; `--on-success` and `--on-give-up` run from [`Hooks::after_run`].
 //! Starting and ending the process is `exec::hook`'s job.

@@ -123,7 +123,8 @@ fn reason(kind: LookupErrorKind) -> Option<&'static str> {
 }
 
 /// Sets glibc's NSS `hosts` database to `files dns`, once, before the first lookup:
-/// SPEC's resolution whatever /etc/nsswitch.conf names, and no module loaded.
+/// the resolution docs/internals.md ("Names") gives, whatever /etc/nsswitch.conf names,
+/// and no module loaded.
 fn files_then_dns() {
     #[cfg(target_env = "gnu")]
     {

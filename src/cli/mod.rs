@@ -380,7 +380,7 @@ pub struct Cli {
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
-    // ---- curl request options (SPEC "curl's vocabulary"); HTTP mode only ----
+    // ---- curl request options (docs/internals.md, "curl's vocabulary"); HTTP mode only ----
     /// Basic authentication; the password is shown as *** everywhere
     ///
     /// Not sent to another host after a redirect. curl's password prompt is not supported.

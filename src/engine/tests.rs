@@ -3,7 +3,9 @@
 
 use super::fakes::*;
 use super::*;
-use crate::domain::{Events, Goal, Jitter, JitterKind, Limit, Outcome, Schedule};
+use crate::domain::{
+    Events, Goal, HoldCause, Jitter, JitterKind, Limit, Outcome, Schedule, Verdict, WaitHint,
+};
 use std::time::SystemTime;
 
 /// An `--on-retry` hook that takes `took` of fake time from its start, which

@@ -173,7 +173,8 @@ impl World for SystemWorld<'_> {
         let second = whole_second(now);
         let shown = rfc3339_seconds(second);
         let found = match store.find(&key, &bound) {
-            // A first-start record that cannot be read is replaced (SPEC: local state).
+            // A first-start record that cannot be read is replaced (docs/internals.md,
+            // "Records of a scheduler").
             Err(err) => match err.downcast::<UnreadableRecord>() {
                 Ok(unreadable) => Err(format!("{}: {}", unreadable.place, unreadable.why)),
                 Err(err) => return Err(err),
