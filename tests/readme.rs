@@ -1,6 +1,6 @@
-//! The README's examples still parse: every `retry …` in its code blocks (shell lines,
-//! crontab lines, CI steps, the Dockerfile's ENTRYPOINT and the Kubernetes `args:`) runs
-//! with `--dry-run`, which runs nothing. Names never leave the machine: each example
+//! The README's examples, and those of docs/, still parse: every `retry …` in their code
+//! blocks (shell lines, crontab lines, CI steps, the Dockerfile's ENTRYPOINT and the
+//! Kubernetes `args:`) runs with `--dry-run`, which runs nothing. Names never leave the machine: each example
 //! runs in a private mount namespace whose /etc/hosts maps every host the examples
 //! name to 127.0.0.2, and whose resolv.conf points at the test's own nameserver, which
 //! must hear no question at all.
@@ -230,11 +230,33 @@ fn shell_lines_split_as_sh_splits_them() {
     );
 }
 
+/// The README and every page of docs/, as (path, text).
+fn documents() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("README.md")];
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    paths.extend(pages);
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            (name, text)
+        })
+        .collect()
+}
+
 #[test]
 fn every_readme_example_parses_with_dry_run() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let examples = examples(&readme);
+    let examples: Vec<Vec<String>> = documents()
+        .iter()
+        .flat_map(|(_, text)| examples(text))
+        .collect();
     // 27 when this was written: a change to the extraction must not lose them quietly.
     assert!(
         examples.len() >= 25,
