@@ -7,13 +7,13 @@
 //! attempt), signals the group and the processes that left it together, and
 //! sends SIGKILL to whatever is left at one deadline.
 //!
-//! Which processes a tree holds is [`survey`]'s to find, the one place that knows
-//! how the system lists processes (Linux: `/proc`, where a zombie is not alive).
-//! retry reaps what it adopts and never waits on a process that has already
-//! exited (as PID 1 in a container nobody else would reap them).
+//! Which processes a tree holds is [`survey`]'s to find, from the system's list of
+//! processes (`sys::processes`), where a zombie is not alive. retry reaps what it
+//! adopts and never waits on a process that has already exited (as PID 1 in a
+//! container nobody else would reap them). Where the system has no subreaper, what
+//! left the group is found only while its parent is in the tree.
 
 use std::collections::HashMap;
-use std::fs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -23,6 +23,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getpid};
 
+use crate::sys::{self, Process};
 use crate::{domain, signals};
 
 /// How long a tree gets after its SIGKILL to be gone before retry stops waiting
@@ -35,63 +36,12 @@ const POLL: Duration = Duration::from_millis(10);
 /// Whether retry became a subreaper: only then are orphans its to end.
 static SUBREAPER: AtomicBool = AtomicBool::new(false);
 
-/// Makes retry the reaper of its orphaned descendants (Linux
-/// PR_SET_CHILD_SUBREAPER). Failure is not fatal: only adopted descendants are
-/// missed, so it is reported with `-v`.
-pub fn become_subreaper() -> nix::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true)?;
+/// Makes retry the reaper of its orphaned descendants. Failure is not fatal: only
+/// adopted descendants are missed, so it is reported with `-v`.
+pub fn become_subreaper() -> std::io::Result<()> {
+    sys::become_subreaper()?;
     SUBREAPER.store(true, Ordering::SeqCst);
     Ok(())
-}
-
-/// One line of `/proc/PID/stat`: what we need of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stat {
-    pid: i32,
-    ppid: i32,
-    pgrp: i32,
-    zombie: bool,
-    /// When it started, in clock ticks since boot.
-    start: u64,
-}
-
-/// Parses `/proc/PID/stat`; the command name may hold spaces and parentheses,
-/// so the fields are read after the last `)`.
-fn parse_stat(text: &str) -> Option<Stat> {
-    let pid = text.split_once(' ')?.0.parse().ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 3 (state), 4 (ppid), 5 (pgrp) and 22 (starttime) of proc(5).
-    let state = *fields.first()?;
-    Some(Stat {
-        pid,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        zombie: state == "Z" || state == "X",
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
-/// Every process visible in `/proc`; `None` when `/proc` is not mounted.
-fn processes() -> Option<Vec<Stat>> {
-    let dir = fs::read_dir("/proc").ok()?;
-    let stats = dir
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|text| parse_stat(&text))
-        .collect();
-    Some(stats)
-}
-
-/// When `pid` started, in clock ticks since boot (`None` without `/proc`).
-fn start_of(pid: Pid) -> Option<u64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text).map(|s| s.start)
 }
 
 /// A process as it is named for good: its ID and when it started (an ID is reused).
@@ -103,29 +53,14 @@ type Identity = (i32, u64);
 pub struct Before(Vec<Identity>);
 
 impl Before {
-    /// retry's children now, read from each thread's `children` (a few bytes), or from
-    /// every process when the kernel lacks those files.
+    /// retry's children now; none matter when retry adopts no orphans.
     pub fn now() -> Before {
-        let threads = fs::read_dir("/proc/self/task").ok();
-        let listed: Option<Vec<i32>> = threads.and_then(|dir| {
-            let mut pids = Vec::new();
-            for task in dir.flatten() {
-                let text = fs::read_to_string(task.path().join("children")).ok()?;
-                pids.extend(
-                    text.split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok()),
-                );
-            }
-            Some(pids)
-        });
-        let pids = listed.unwrap_or_else(|| {
-            let me = getpid().as_raw();
-            let all = processes().unwrap_or_default();
-            all.iter().filter(|s| s.ppid == me).map(|s| s.pid).collect()
-        });
-        let children = pids
+        if !SUBREAPER.load(Ordering::SeqCst) {
+            return Before(Vec::new());
+        }
+        let children = sys::children()
             .into_iter()
-            .filter_map(|pid| Some((pid, start_of(Pid::from_raw(pid))?)))
+            .filter_map(|pid| Some((pid, sys::started(pid)?)))
             .collect();
         Before(children)
     }
@@ -167,10 +102,10 @@ struct Origin {
 /// descendant of a group member, and (when retry is a subreaper) every orphan it
 /// adopted since, with their descendants. A child retry had before the tree began,
 /// or one older than its main process, is another's (left by an attempt that
-/// succeeded). Without `/proc` the group is all that can be seen.
+/// succeeded). Where processes cannot be listed the group is all that can be seen.
 fn survey(origin: &Origin) -> Members {
     let pgid = origin.pgid;
-    let Some(all) = processes() else {
+    let Some(all) = sys::processes() else {
         return Members {
             group: killpg(pgid, None).is_ok(),
             escaped: Vec::new(),
@@ -178,47 +113,47 @@ fn survey(origin: &Origin) -> Members {
     };
     let me = getpid().as_raw();
     let adopts = SUBREAPER.load(Ordering::SeqCst);
-    let stranger = |s: &Stat| origin.strangers.contains(&(s.pid, s.start));
-    let roots = all.iter().filter(|s| {
-        let newer = origin.since.is_none_or(|t| s.start >= t);
-        let adopted = adopts && s.ppid == me && newer && !stranger(s);
-        s.pgrp == pgid.as_raw() || adopted
+    let stranger = |p: &Process| origin.strangers.contains(&(p.pid, p.start));
+    let roots = all.iter().filter(|p| {
+        let newer = origin.since.is_none_or(|t| p.start >= t);
+        let adopted = adopts && p.ppid == me && newer && !stranger(p);
+        p.pgid == pgid.as_raw() || adopted
     });
     let roots: Vec<i32> = roots.map(|s| s.pid).collect();
     let members = with_descendants(&all, &roots);
     Members {
-        group: members.iter().any(|s| s.pgrp == pgid.as_raw()),
+        group: members.iter().any(|p| p.pgid == pgid.as_raw()),
         escaped: members
             .iter()
-            .filter(|s| s.pgrp != pgid.as_raw())
-            .map(|s| s.pid)
+            .filter(|p| p.pgid != pgid.as_raw())
+            .map(|p| p.pid)
             .collect(),
     }
 }
 
 /// The live (not zombie) processes among `roots` and their descendants; a zombie's
 /// children are still followed.
-fn with_descendants<'a>(all: &'a [Stat], roots: &[i32]) -> Vec<&'a Stat> {
-    let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
-    let mut by_pid: HashMap<i32, &Stat> = HashMap::new();
-    for stat in all {
-        children.entry(stat.ppid).or_default().push(stat);
-        by_pid.insert(stat.pid, stat);
+fn with_descendants<'a>(all: &'a [Process], roots: &[i32]) -> Vec<&'a Process> {
+    let mut children: HashMap<i32, Vec<&Process>> = HashMap::new();
+    let mut by_pid: HashMap<i32, &Process> = HashMap::new();
+    for process in all {
+        children.entry(process.ppid).or_default().push(process);
+        by_pid.insert(process.pid, process);
     }
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    let mut stack: Vec<&Stat> = roots
+    let mut stack: Vec<&Process> = roots
         .iter()
         .filter_map(|p| by_pid.get(p).copied())
         .collect();
-    while let Some(stat) = stack.pop() {
-        if !seen.insert(stat.pid) {
+    while let Some(process) = stack.pop() {
+        if !seen.insert(process.pid) {
             continue;
         }
-        if !stat.zombie {
-            out.push(stat);
+        if !process.zombie {
+            out.push(process);
         }
-        stack.extend(children.get(&stat.pid).into_iter().flatten());
+        stack.extend(children.get(&process.pid).into_iter().flatten());
     }
     out
 }
@@ -246,7 +181,7 @@ impl Tree {
     pub fn new(leader: Pid, before: Before) -> Tree {
         let origin = Origin {
             pgid: leader,
-            since: start_of(leader),
+            since: sys::started(leader.as_raw()),
             strangers: before.0,
         };
         Tree {
@@ -379,12 +314,12 @@ impl Tree {
 /// Reaps every exited child of retry except `keep` (the attempt's main process,
 /// which the supervisor waits for itself).
 pub fn reap_adopted(keep: Option<Pid>) {
-    let Some(all) = processes() else {
+    let Some(all) = sys::processes() else {
         return;
     };
     let me = getpid().as_raw();
-    for stat in all.iter().filter(|s| s.ppid == me && s.zombie) {
-        let pid = Pid::from_raw(stat.pid);
+    for process in all.iter().filter(|p| p.ppid == me && p.zombie) {
+        let pid = Pid::from_raw(process.pid);
         if Some(pid) != keep {
             while let Err(Errno::EINTR) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {}
         }
@@ -396,47 +331,24 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
-    fn stat(pid: i32, ppid: i32, pgrp: i32, zombie: bool) -> Stat {
-        Stat {
+    fn process(pid: i32, ppid: i32, pgid: i32, zombie: bool) -> Process {
+        Process {
             pid,
             ppid,
-            pgrp,
+            pgid,
             zombie,
             start: 0,
         }
     }
 
     #[test]
-    fn stat_lines_with_awkward_command_names() {
-        let line = "4242 (a b) c)) S 1 4242 4242 0 -1 4194560 0 0 0 0 1 2 0 0 20 0 1 0 987 0";
-        assert_eq!(
-            parse_stat(line).unwrap(),
-            Stat {
-                pid: 4242,
-                ppid: 1,
-                pgrp: 4242,
-                zombie: false,
-                start: 987,
-            }
-        );
-        let zombie = "7 (sh) Z 3 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0";
-        assert!(parse_stat(zombie).unwrap().zombie);
-        assert_eq!(parse_stat("garbage"), None);
-        assert_eq!(
-            parse_stat("7 (sh) S 3 7"),
-            None,
-            "too short to have a start"
-        );
-    }
-
-    #[test]
     fn descendants_go_through_zombies_and_leave_strangers_out() {
         let all = [
-            stat(10, 1, 10, false),
-            stat(11, 10, 10, true),
-            stat(12, 11, 12, false),
-            stat(13, 1, 13, false),
-            stat(14, 12, 14, false),
+            process(10, 1, 10, false),
+            process(11, 10, 10, true),
+            process(12, 11, 12, false),
+            process(13, 1, 13, false),
+            process(14, 12, 14, false),
         ];
         let pids = |roots: &[i32]| {
             let mut found: Vec<i32> = with_descendants(&all, roots)
@@ -471,13 +383,12 @@ mod tests {
         let escaped: i32 = line.trim().parse().unwrap();
         let leader_pid = leader.id() as i32;
         let stat_of = |pid: i32| {
-            fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|t| parse_stat(&t))
+            let all = sys::processes().unwrap_or_default();
+            all.into_iter().find(|p| p.pid == pid)
         };
         let left = (0..500).any(|_| {
             std::thread::sleep(Duration::from_millis(2));
-            stat_of(escaped).is_some_and(|s| s.pgrp != leader_pid)
+            stat_of(escaped).is_some_and(|p| p.pgid != leader_pid)
         });
         assert!(left, "setsid never ran");
         let tree = Tree::new(Pid::from_raw(leader_pid), Before(Vec::new()));
