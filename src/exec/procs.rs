@@ -99,17 +99,23 @@ struct Origin {
 }
 
 /// Finds what is alive of the tree that began at `origin`: the group, every
-/// descendant of a group member, and (when retry is a subreaper) every orphan it
-/// adopted since, with their descendants. A child retry had before the tree began,
-/// or one older than its main process, is another's (left by an attempt that
-/// succeeded). Where processes cannot be listed the group is all that can be seen.
-fn survey(origin: &Origin) -> Members {
+/// descendant of a group member, (when retry is a subreaper) every orphan it
+/// adopted since, and every process `known` to have left the group before, with
+/// their descendants. A child retry had before the tree began, or one older than its
+/// main process, is another's (left by an attempt that succeeded). Where processes
+/// cannot be listed the group is all that can be seen. Also returns who the processes
+/// outside the group are, for `known` next time.
+fn survey(origin: &Origin, known: &[Identity]) -> (Members, Vec<Identity>) {
     let pgid = origin.pgid;
     let Some(all) = sys::processes() else {
-        return Members {
-            group: killpg(pgid, None).is_ok(),
-            escaped: Vec::new(),
-        };
+        let group = killpg(pgid, None).is_ok();
+        return (
+            Members {
+                group,
+                escaped: Vec::new(),
+            },
+            Vec::new(),
+        );
     };
     let me = getpid().as_raw();
     let adopts = SUBREAPER.load(Ordering::SeqCst);
@@ -117,18 +123,17 @@ fn survey(origin: &Origin) -> Members {
     let roots = all.iter().filter(|p| {
         let newer = origin.since.is_none_or(|t| p.start >= t);
         let adopted = adopts && p.ppid == me && newer && !stranger(p);
-        p.pgid == pgid.as_raw() || adopted
+        p.pgid == pgid.as_raw() || adopted || known.contains(&(p.pid, p.start))
     });
     let roots: Vec<i32> = roots.map(|s| s.pid).collect();
     let members = with_descendants(&all, &roots);
-    Members {
-        group: members.iter().any(|p| p.pgid == pgid.as_raw()),
-        escaped: members
-            .iter()
-            .filter(|p| p.pgid != pgid.as_raw())
-            .map(|p| p.pid)
-            .collect(),
-    }
+    let (group, escaped): (Vec<&Process>, Vec<&Process>) =
+        members.into_iter().partition(|p| p.pgid == pgid.as_raw());
+    let members = Members {
+        group: !group.is_empty(),
+        escaped: escaped.iter().map(|p| p.pid).collect(),
+    };
+    (members, escaped.iter().map(|p| (p.pid, p.start)).collect())
 }
 
 /// The live (not zombie) processes among `roots` and their descendants; a zombie's
@@ -162,6 +167,9 @@ fn with_descendants<'a>(all: &'a [Process], roots: &[i32]) -> Vec<&'a Process> {
 /// it may begin on one thread (a hook's time limit) and go on on another.
 pub struct Tree {
     origin: Origin,
+    /// The processes seen outside the group so far: still the tree's once their parent
+    /// is gone, which matters where retry cannot adopt them (no subreaper).
+    escaped: Mutex<Vec<Identity>>,
     ending: Mutex<Ending>,
 }
 
@@ -186,6 +194,7 @@ impl Tree {
         };
         Tree {
             origin,
+            escaped: Mutex::new(Vec::new()),
             ending: Mutex::new(Ending::default()),
         }
     }
@@ -200,7 +209,14 @@ impl Tree {
     }
 
     fn survey(&self) -> Members {
-        survey(&self.origin)
+        let mut known = self.escaped.lock().unwrap_or_else(|p| p.into_inner());
+        let (members, escaped) = survey(&self.origin, &known);
+        for identity in escaped {
+            if !known.contains(&identity) {
+                known.push(identity);
+            }
+        }
+        members
     }
 
     /// Sends `sigs` to the group and to every process that left it, in that order.
@@ -400,6 +416,45 @@ mod tests {
         let gone = (0..200).any(|_| {
             std::thread::sleep(Duration::from_millis(10));
             stat_of(escaped).is_none_or(|s| s.zombie)
+        });
+        assert!(gone, "the process that left the group outlived SIGKILL");
+    }
+
+    #[test]
+    fn what_left_the_group_stays_the_trees_once_seen_when_its_parent_is_gone() {
+        use std::process::Command;
+        // Not a subreaper here: once its parent is gone, the process that left the group
+        // belongs to init, and only having seen it before keeps it the tree's.
+        let mut leader = Command::new("sh")
+            .args(["-c", "setsid sh -c 'echo $$; exec sleep 30' & read go"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let escaped: i32 = line.trim().parse().unwrap();
+        let tree = Tree::new(Pid::from_raw(leader.id() as i32), Before(Vec::new()));
+        assert_eq!(tree.survey().escaped, [escaped], "seen through its parent");
+        drop(leader.stdin.take());
+        leader.wait().unwrap();
+        let members = tree.survey();
+        assert!(!members.group);
+        assert_eq!(
+            members.escaped,
+            [escaped],
+            "followed after its parent exited"
+        );
+        tree.kill_now();
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            let all = sys::processes().unwrap_or_default();
+            all.iter().all(|p| p.pid != escaped || p.zombie)
         });
         assert!(gone, "the process that left the group outlived SIGKILL");
     }
