@@ -44,8 +44,8 @@ fn kinfo(mib: &[c_int]) -> Option<Vec<libc::kinfo_proc>> {
             return None;
         }
         // SAFETY: kinfo_proc is plain data: all zeroes is a valid value.
-        let mut records =
-            vec![unsafe { std::mem::zeroed::<libc::kinfo_proc>() }; bytes / size + 16];
+        let blank: libc::kinfo_proc = unsafe { std::mem::zeroed() };
+        let mut records = vec![blank; bytes / size + 16];
         bytes = records.len() * size;
         // SAFETY: `records` has room for `bytes` bytes, which the kernel fills with
         // whole records and then says how many it wrote.
@@ -75,7 +75,7 @@ fn kinfo(mib: &[c_int]) -> Option<Vec<libc::kinfo_proc>> {
 }
 
 fn process(k: &libc::kinfo_proc) -> Process {
-    let micros = i64::from(k.ki_start.tv_sec) * 1_000_000 + i64::from(k.ki_start.tv_usec);
+    let micros = k.ki_start.tv_sec * 1_000_000 + k.ki_start.tv_usec;
     Process {
         pid: k.ki_pid,
         ppid: k.ki_ppid,

@@ -44,7 +44,10 @@ fn process(pid: i32) -> Option<Process> {
     }
     // SAFETY: as above.
     let mut short: libc::proc_bsdshortinfo = unsafe { std::mem::zeroed() };
-    pid_info(pid, libc::PROC_PIDT_SHORTBSDINFO, &mut short).then(|| Process {
+    if !pid_info(pid, libc::PROC_PIDT_SHORTBSDINFO, &mut short) {
+        return None;
+    }
+    Some(Process {
         pid,
         ppid: short.pbsi_ppid as i32,
         pgid: short.pbsi_pgid as i32,
