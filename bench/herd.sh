@@ -81,4 +81,4 @@ done
         END { if (none > 0) printf "\nPeak after recovery, full jitter against none: %d / %d = %.2f× (target ≤ 0.25×)\n", full, none, full / none }' "$ROWS"
 } | tee "$WORK/section.md"
 
-"$ROOT/bench/update-docs.py" herd "$WORK/section.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
+"$ROOT/bench/update-docs.py" herd "$WORK/section.md" "$ROOT/BENCHMARKS.md"

@@ -216,7 +216,7 @@ compressed() {
     rm -f "$WORK"/*.txt
 }
 
-# SPEC's Retry-After scenario against a real nginx (bench/retry-after-herd.sh, which
+# The Retry-After scenario against a real nginx (bench/retry-after-herd.sh, which
 # also writes its own section): one summary row here.
 retry_after_herd() {
     local clients=20
@@ -233,10 +233,18 @@ for section in $SECTIONS; do
     "$section"
 done
 
+# The binary as the tables name it: its path in this tree, else its name (no machine's paths).
+shown_bin() {
+    case $R in
+    "$ROOT"/*) echo "${R#"$ROOT"/}" ;;
+    *) echo "$(basename "$R"), given as RETRY_BIN" ;;
+    esac
+}
+
 tools() {
     echo "- Tools: $(hyperfine --version), $(curl --version | head -1 | cut -d' ' -f1-2)," \
         "attempt $($ATT --version 2>&1 | awk '{print $NF}'), Debian retry $(dpkg-query -W -f='${Version}' retry 2>/dev/null || echo '?')"
-    echo "- retry: $("$R" -V) ($R)"
+    echo "- retry: $("$R" -V) ($(shown_bin))"
     echo "- Runs: $STARTUP_RUNS (start-up), $RUNS (HTTP GET), $BIG_RUNS (1 GiB), $WARMUP warm-up; peak RSS is the largest of 3 runs"
 }
 
@@ -295,4 +303,4 @@ else
 fi
 cat "$WORK/section.md"
 
-"$ROOT/bench/update-docs.py" run "$WORK/section.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
+"$ROOT/bench/update-docs.py" run "$WORK/section.md" "$ROOT/BENCHMARKS.md"

@@ -61,4 +61,4 @@ print(len(late), f"{late[0]:.1f}", f"{statistics.median(late):.1f}", f"{late[-1]
     echo "| lateness of the command's start over $n slots of \`@every 1s\` (min / median / max) | $min ms / $median ms / $max ms |"
 } >"$WORK/section"
 cat "$WORK/section"
-python3 "$ROOT/bench/update-docs.py" schedule "$WORK/section" BENCHMARKS.md README.md
+python3 "$ROOT/bench/update-docs.py" schedule "$WORK/section" BENCHMARKS.md

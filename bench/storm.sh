@@ -214,4 +214,4 @@ fi
     echo "|---|---|---|"
     awk -F'\t' '{ printf "| %s | %s µs | %s µs |\n", $2, $3, $4 }' <<<"$COST"
 } | tee "$WORK/cost.md"
-[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" fleet-cost "$WORK/cost.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
+[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" fleet-cost "$WORK/cost.md" "$ROOT/BENCHMARKS.md"

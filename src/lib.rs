@@ -27,6 +27,7 @@ mod schedule;
 mod signals;
 mod spool;
 mod state;
+mod sys;
 mod wait;
 
 /// The clap definition, for tests that walk every option.
@@ -151,6 +152,12 @@ fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
         // retry's to end.
         if let Err(e) = exec::procs::become_subreaper() {
             report::verbose(1, &format!("cannot become a child subreaper: {e}"));
+        }
+        if !sys::PARENT_DEATH_SIGNAL {
+            report::verbose(
+                1,
+                "no parent-death signal on this system: a command goes on if retry is killed with SIGKILL",
+            );
         }
     }
     if let Some(plan) = &config.schedule {

@@ -1,6 +1,7 @@
 //! Host names to addresses as the system resolves them under `hosts: files dns`, for
-//! HTTP targets, proxies and PostgreSQL hosts alike: glibc's `getaddrinfo` with its NSS
-//! `hosts` database set to `files dns` whatever /etc/nsswitch.conf says, so a name in
+//! HTTP targets, proxies and PostgreSQL hosts alike: the C library's `getaddrinfo`, and
+//! with glibc its NSS `hosts` database set to `files dns` whatever /etc/nsswitch.conf
+//! says (`sys::configure_name_lookup`; other systems' resolvers as they are set), so a name in
 //! /etc/hosts is answered from there alone and other names go to the nameservers of
 //! /etc/resolv.conf with its `search`, `ndots`, `timeout`, `attempts` and `rotate`, in
 //! RFC 6724 order (and /etc/gai.conf's), as `getent ahosts` shows them.
@@ -71,7 +72,8 @@ pub fn lookup_blocking(host: &str) -> Result<Vec<IpAddr>, String> {
 /// `getaddrinfo` on a thread of its own; the answer comes back through a channel, so
 /// a caller that stops waiting leaves the thread to finish alone.
 async fn system(name: &str) -> Result<Vec<IpAddr>, String> {
-    files_then_dns();
+    // glibc's: `files dns`, whatever nsswitch.conf says, before the first lookup.
+    crate::sys::configure_name_lookup();
     let (answer, answered) = tokio::sync::oneshot::channel();
     let owned = name.to_string();
     std::thread::Builder::new()
@@ -120,29 +122,6 @@ fn reason(kind: LookupErrorKind) -> Option<&'static str> {
         LookupErrorKind::Fail => "the nameservers of /etc/resolv.conf failed",
         _ => return None,
     })
-}
-
-/// Sets glibc's NSS `hosts` database to `files dns`, once, before the first lookup:
-/// the resolution docs/internals.md ("Names") gives, whatever /etc/nsswitch.conf names,
-/// and no module loaded.
-fn files_then_dns() {
-    #[cfg(target_env = "gnu")]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            unsafe extern "C" {
-                fn __nss_configure_lookup(
-                    dbname: *const std::ffi::c_char,
-                    service_line: *const std::ffi::c_char,
-                ) -> std::ffi::c_int;
-            }
-            // SAFETY: two NUL-terminated static strings; called once, before the first
-            // lookup thread starts, so no hosts lookup reads the entry it replaces.
-            let status =
-                unsafe { __nss_configure_lookup(c"hosts".as_ptr(), c"files dns".as_ptr()) };
-            debug_assert_eq!(status, 0, "glibc knows the hosts database");
-        });
-    }
 }
 
 /// `localhost`, or a name under `.localhost` (RFC 6761), with or without a final dot.

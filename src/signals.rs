@@ -18,6 +18,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::domain::{self, Stop};
+use crate::sys;
 use nix::libc::{self, c_int};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{
@@ -59,20 +60,19 @@ struct LostLock {
 
 /// The handler: marks the signal and writes a byte to the self-pipe, nothing else.
 extern "C" fn on_signal(sig: libc::c_int) {
-    // SAFETY: only atomics and write(2), which are async-signal-safe; errno is kept
-    // for the code the signal interrupted. A full pipe drops the byte (non-blocking):
-    // a wake-up is already pending then.
-    unsafe {
-        let errno = *libc::__errno_location();
-        if let Some(flag) = RAISED.get(sig as usize) {
-            flag.store(true, Ordering::SeqCst);
-        }
-        let fd = WAKE.load(Ordering::SeqCst);
-        if fd >= 0 {
-            libc::write(fd, [0u8].as_ptr().cast(), 1);
-        }
-        *libc::__errno_location() = errno;
+    // Only atomics, errno and write(2), which are async-signal-safe; errno is kept for
+    // the code the signal interrupted.
+    let errno = sys::errno();
+    if let Some(flag) = RAISED.get(sig as usize) {
+        flag.store(true, Ordering::SeqCst);
     }
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: writes one byte from a live buffer. A full pipe drops the byte
+        // (non-blocking): a wake-up is already pending then.
+        unsafe { libc::write(fd, [0u8].as_ptr().cast(), 1) };
+    }
+    sys::set_errno(errno);
 }
 
 fn raised(sig: domain::Signal) -> &'static AtomicBool {
@@ -84,8 +84,7 @@ pub fn install() -> std::io::Result<()> {
     if STATE.get().is_some() {
         return Ok(());
     }
-    let (read, write) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
+    let (read, write) = sys::pipe(sys::PipeMode::Nonblocking)?;
     WAKE.store(write.as_raw_fd(), Ordering::SeqCst);
     let action = SigAction::new(
         SigHandler::Handler(on_signal),
@@ -228,7 +227,8 @@ pub fn wake() {
     }
 }
 
-/// Signals 1 to 64: Linux's standard and real-time signals.
+/// Signals 1 to 64: every signal retry may change or inherit ignored (Linux's
+/// real-time signals among them; a number a system lacks cannot be queried).
 const SIGNALS: std::ops::RangeInclusive<c_int> = 1..=64;
 
 /// What retry inherited: the signals it found ignored (every other one was at its

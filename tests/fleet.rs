@@ -447,7 +447,17 @@ fn a_seeded_splay_is_the_same_twice_and_counts_toward_max_time() {
 fn a_signal_during_the_splay_exits_at_once() {
     let s = Scratch::new();
     let mut child = retry(&s)
-        .args(["--splay", "30s", "--report", &s.p("r.json"), "--", "true"])
+        // --seed 1 draws a splay of 25.6s: a random draw under 300 ms would let `true` run first.
+        .args([
+            "--splay",
+            "30s",
+            "--seed",
+            "1",
+            "--report",
+            &s.p("r.json"),
+            "--",
+            "true",
+        ])
         .stderr(Stdio::piped())
         .spawn();
     std::thread::sleep(Duration::from_millis(300));

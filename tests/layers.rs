@@ -3,11 +3,12 @@
 //! `crate::X` path in one module naming another (in `use crate::{a, b::c}` groups, each
 //! item of the group), and test code (`#[cfg(test)]` items, `tests.rs` files),
 //! comments and string literals are left out. The graph must have no cycle, and the
-//! bottom layer, `domain`, must import nothing of the crate. Beside it: clap's `Cli`
-//! stays in `cli/`, `config/`, `generate`, `main` and `lib`; only the storage layer,
-//! `state/`, names a backend (a folder under `src/state/`, a variant of its `Backend`,
-//! or a crate only a backend uses, such as `tokio_postgres`); and the time libraries
-//! retry no longer uses (chrono, httpdate) stay out of Cargo.toml.
+//! bottom layers, `domain` and `sys`, must import nothing of the crate; only `sys` (and
+//! `main`) names an operating system or C library (`target_os`, `target_env`). Beside it:
+//! clap's `Cli` stays in `cli/`, `config/`, `generate`, `main` and `lib`; only the
+//! storage layer, `state/`, names a backend (a folder under `src/state/`, a variant of
+//! its `Backend`, or a crate only a backend uses, such as `tokio_postgres`); and the time
+//! libraries retry no longer uses (chrono, httpdate) stay out of Cargo.toml.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -39,10 +40,29 @@ fn the_module_graph_of_src_has_no_cycle_and_domain_is_the_bottom() {
             cycle.join(" -> ")
         );
     }
-    let domain = &graph["domain"];
+    for bottom in ["domain", "sys"] {
+        let imports = &graph[bottom];
+        assert!(
+            imports.is_empty(),
+            "{bottom} is a bottom layer and imports nothing of the crate, but imports {imports:?}\n\n{drawn}"
+        );
+    }
+}
+
+#[test]
+fn only_sys_names_a_system() {
+    let strays: Vec<String> = src_modules()
+        .into_iter()
+        .filter(|(module, _)| module != "sys" && module != "main")
+        .flat_map(|(_, files)| files)
+        .filter(|file| {
+            identifiers(&code_only(&read(file))).any(|w| w == "target_os" || w == "target_env")
+        })
+        .map(|file| file.display().to_string())
+        .collect();
     assert!(
-        domain.is_empty(),
-        "domain is the bottom layer and imports nothing of the crate, but imports {domain:?}\n\n{drawn}"
+        strays.is_empty(),
+        "a system is named outside src/sys: {strays:?}; put what differs there, behind one face"
     );
 }
 

@@ -1,9 +1,11 @@
-//! The README's examples still parse: every `retry …` in its code blocks (shell lines,
-//! crontab lines, CI steps, the Dockerfile's ENTRYPOINT and the Kubernetes `args:`) runs
-//! with `--dry-run`, which runs nothing. Names never leave the machine: each example
-//! runs in a private mount namespace whose /etc/hosts maps every host the examples
-//! name to 127.0.0.2, and whose resolv.conf points at the test's own nameserver, which
-//! must hear no question at all.
+//! The README's examples, and those of docs/, still parse: every `retry …` in their code
+//! blocks (shell lines, crontab lines, CI steps, the Dockerfile's ENTRYPOINT and the
+//! Kubernetes `args:`) runs with `--dry-run`, which runs nothing. Names never leave the
+//! machine: each example runs in a private mount namespace whose /etc/hosts maps every
+//! host the examples name to 127.0.0.2, and whose resolv.conf points at the test's own
+//! nameserver, which must hear no question at all. Besides: the first screen names the packages that
+//! `.ci/install-packages` installs, and every link between the README, BENCHMARKS.md and
+//! docs/ reaches a file and a heading.
 
 use std::collections::BTreeSet;
 
@@ -230,11 +232,33 @@ fn shell_lines_split_as_sh_splits_them() {
     );
 }
 
+/// The README and every page of docs/, as (path, text).
+fn documents() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("README.md")];
+    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    paths.extend(pages);
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            (name, text)
+        })
+        .collect()
+}
+
 #[test]
 fn every_readme_example_parses_with_dry_run() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let examples = examples(&readme);
+    let examples: Vec<Vec<String>> = documents()
+        .iter()
+        .flat_map(|(_, text)| examples(text))
+        .collect();
     // 27 when this was written: a change to the extraction must not lose them quietly.
     assert!(
         examples.len() >= 25,
@@ -309,4 +333,144 @@ fn every_readme_example_parses_with_dry_run() {
         "a name left the examples' /etc/hosts: {:?}",
         nameserver.questions()
     );
+}
+
+/// The README's first screen installs, runs the example and the tests, and names the
+/// packages the suite uses: the very list `.ci/install-packages` installs, which `.ci/run`
+/// runs first.
+#[test]
+fn the_first_screen_names_the_packages_the_script_installs() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let first = &blocks(&readme)[0];
+    let text = first.lines.join("\n");
+    for command in [
+        "cargo install --locked",
+        "sudo .ci/install-packages",
+        "cargo test --locked",
+    ] {
+        assert!(
+            text.contains(command),
+            "the first block lacks {command}:\n{text}"
+        );
+    }
+    let comment: String = first
+        .lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("# "))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let named: Vec<&str> = comment
+        .split_once("packages: ")
+        .expect("the first block names the packages")
+        .1
+        .split_once('.')
+        .unwrap()
+        .0
+        .split_whitespace()
+        .collect();
+    let out = std::process::Command::new("bash")
+        .args([&format!("{root}/.ci/install-packages"), "--list"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(named, listed.split_whitespace().collect::<Vec<_>>());
+    let ci = std::fs::read_to_string(format!("{root}/.ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == ".ci/install-packages"),
+        ".ci/run no longer runs .ci/install-packages"
+    );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The lines of a Markdown file outside its fenced code blocks.
+fn prose_lines(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|line| {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings.
+fn anchors(text: &str) -> BTreeSet<String> {
+    prose_lines(text)
+        .into_iter()
+        .filter(|line| line.starts_with('#'))
+        .map(|line| anchor(line.trim_start_matches('#')))
+        .collect()
+}
+
+/// The targets of a Markdown file's `[text](target)` links outside code blocks, a link
+/// broken across lines (`[What holds under\nfaults](…)`) included.
+fn link_targets(text: &str) -> Vec<String> {
+    let prose = prose_lines(text).join(" ");
+    let mut out = Vec::new();
+    let mut rest = prose.as_str();
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let end = rest.find(')').unwrap_or(rest.len());
+        out.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// Every link between the README, BENCHMARKS.md and docs/ reaches a file that exists
+/// and, when it names one, a heading of that file: moving text between them must not
+/// leave a reader at a dead end.
+#[test]
+fn every_link_between_the_documents_reaches_a_file_and_a_heading() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut documents = documents();
+    documents.push((
+        "BENCHMARKS.md".into(),
+        std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap(),
+    ));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for (name, text) in &documents {
+        let dir = root.join(name).parent().unwrap().to_path_buf();
+        for target in link_targets(text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let file = if path.is_empty() {
+                root.join(name)
+            } else {
+                dir.join(path)
+            };
+            let Ok(linked) = std::fs::read_to_string(&file) else {
+                broken.push(format!("{name}: {target}: no such file"));
+                continue;
+            };
+            if !fragment.is_empty() && !anchors(&linked).contains(fragment) {
+                broken.push(format!("{name}: {target}: no such heading"));
+            }
+        }
+    }
+    assert!(checked >= 30, "only {checked} links found");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

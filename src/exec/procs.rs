@@ -7,13 +7,13 @@
 //! attempt), signals the group and the processes that left it together, and
 //! sends SIGKILL to whatever is left at one deadline.
 //!
-//! Which processes a tree holds is [`survey`]'s to find, the one place that knows
-//! how the system lists processes (Linux: `/proc`, where a zombie is not alive).
-//! retry reaps what it adopts and never waits on a process that has already
-//! exited (as PID 1 in a container nobody else would reap them).
+//! Which processes a tree holds is [`survey`]'s to find, from the system's list of
+//! processes (`sys::processes`), where a zombie is not alive. retry reaps what it
+//! adopts and never waits on a process that has already exited (as PID 1 in a
+//! container nobody else would reap them). Where the system has no subreaper, what
+//! left the group is found only while its parent is in the tree.
 
 use std::collections::HashMap;
-use std::fs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -23,6 +23,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::{Pid, getpid};
 
+use crate::sys::{self, Process};
 use crate::{domain, signals};
 
 /// How long a tree gets after its SIGKILL to be gone before retry stops waiting
@@ -35,63 +36,12 @@ const POLL: Duration = Duration::from_millis(10);
 /// Whether retry became a subreaper: only then are orphans its to end.
 static SUBREAPER: AtomicBool = AtomicBool::new(false);
 
-/// Makes retry the reaper of its orphaned descendants (Linux
-/// PR_SET_CHILD_SUBREAPER). Failure is not fatal: only adopted descendants are
-/// missed, so it is reported with `-v`.
-pub fn become_subreaper() -> nix::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true)?;
+/// Makes retry the reaper of its orphaned descendants. Failure is not fatal: only
+/// adopted descendants are missed, so it is reported with `-v`.
+pub fn become_subreaper() -> std::io::Result<()> {
+    sys::become_subreaper()?;
     SUBREAPER.store(true, Ordering::SeqCst);
     Ok(())
-}
-
-/// One line of `/proc/PID/stat`: what we need of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stat {
-    pid: i32,
-    ppid: i32,
-    pgrp: i32,
-    zombie: bool,
-    /// When it started, in clock ticks since boot.
-    start: u64,
-}
-
-/// Parses `/proc/PID/stat`; the command name may hold spaces and parentheses,
-/// so the fields are read after the last `)`.
-fn parse_stat(text: &str) -> Option<Stat> {
-    let pid = text.split_once(' ')?.0.parse().ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 3 (state), 4 (ppid), 5 (pgrp) and 22 (starttime) of proc(5).
-    let state = *fields.first()?;
-    Some(Stat {
-        pid,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        zombie: state == "Z" || state == "X",
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
-/// Every process visible in `/proc`; `None` when `/proc` is not mounted.
-fn processes() -> Option<Vec<Stat>> {
-    let dir = fs::read_dir("/proc").ok()?;
-    let stats = dir
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|text| parse_stat(&text))
-        .collect();
-    Some(stats)
-}
-
-/// When `pid` started, in clock ticks since boot (`None` without `/proc`).
-fn start_of(pid: Pid) -> Option<u64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text).map(|s| s.start)
 }
 
 /// A process as it is named for good: its ID and when it started (an ID is reused).
@@ -103,29 +53,14 @@ type Identity = (i32, u64);
 pub struct Before(Vec<Identity>);
 
 impl Before {
-    /// retry's children now, read from each thread's `children` (a few bytes), or from
-    /// every process when the kernel lacks those files.
+    /// retry's children now; none matter when retry adopts no orphans.
     pub fn now() -> Before {
-        let threads = fs::read_dir("/proc/self/task").ok();
-        let listed: Option<Vec<i32>> = threads.and_then(|dir| {
-            let mut pids = Vec::new();
-            for task in dir.flatten() {
-                let text = fs::read_to_string(task.path().join("children")).ok()?;
-                pids.extend(
-                    text.split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok()),
-                );
-            }
-            Some(pids)
-        });
-        let pids = listed.unwrap_or_else(|| {
-            let me = getpid().as_raw();
-            let all = processes().unwrap_or_default();
-            all.iter().filter(|s| s.ppid == me).map(|s| s.pid).collect()
-        });
-        let children = pids
+        if !SUBREAPER.load(Ordering::SeqCst) {
+            return Before(Vec::new());
+        }
+        let children = sys::children()
             .into_iter()
-            .filter_map(|pid| Some((pid, start_of(Pid::from_raw(pid))?)))
+            .filter_map(|pid| Some((pid, sys::started(pid)?)))
             .collect();
         Before(children)
     }
@@ -164,61 +99,66 @@ struct Origin {
 }
 
 /// Finds what is alive of the tree that began at `origin`: the group, every
-/// descendant of a group member, and (when retry is a subreaper) every orphan it
-/// adopted since, with their descendants. A child retry had before the tree began,
-/// or one older than its main process, is another's (left by an attempt that
-/// succeeded). Without `/proc` the group is all that can be seen.
-fn survey(origin: &Origin) -> Members {
+/// descendant of a group member, (when retry is a subreaper) every orphan it
+/// adopted since, and every process `known` to have left the group before, with
+/// their descendants. A child retry had before the tree began, or one older than its
+/// main process, is another's (left by an attempt that succeeded). Where processes
+/// cannot be listed the group is all that can be seen. Also returns who the processes
+/// outside the group are, for `known` next time.
+fn survey(origin: &Origin, known: &[Identity]) -> (Members, Vec<Identity>) {
     let pgid = origin.pgid;
-    let Some(all) = processes() else {
-        return Members {
-            group: killpg(pgid, None).is_ok(),
-            escaped: Vec::new(),
-        };
+    let Some(all) = sys::processes() else {
+        let group = killpg(pgid, None).is_ok();
+        return (
+            Members {
+                group,
+                escaped: Vec::new(),
+            },
+            Vec::new(),
+        );
     };
     let me = getpid().as_raw();
     let adopts = SUBREAPER.load(Ordering::SeqCst);
-    let stranger = |s: &Stat| origin.strangers.contains(&(s.pid, s.start));
-    let roots = all.iter().filter(|s| {
-        let newer = origin.since.is_none_or(|t| s.start >= t);
-        let adopted = adopts && s.ppid == me && newer && !stranger(s);
-        s.pgrp == pgid.as_raw() || adopted
+    let stranger = |p: &Process| origin.strangers.contains(&(p.pid, p.start));
+    let roots = all.iter().filter(|p| {
+        let newer = origin.since.is_none_or(|t| p.start >= t);
+        let adopted = adopts && p.ppid == me && newer && !stranger(p);
+        p.pgid == pgid.as_raw() || adopted || known.contains(&(p.pid, p.start))
     });
     let roots: Vec<i32> = roots.map(|s| s.pid).collect();
     let members = with_descendants(&all, &roots);
-    Members {
-        group: members.iter().any(|s| s.pgrp == pgid.as_raw()),
-        escaped: members
-            .iter()
-            .filter(|s| s.pgrp != pgid.as_raw())
-            .map(|s| s.pid)
-            .collect(),
-    }
+    let (group, escaped): (Vec<&Process>, Vec<&Process>) =
+        members.into_iter().partition(|p| p.pgid == pgid.as_raw());
+    let members = Members {
+        group: !group.is_empty(),
+        escaped: escaped.iter().map(|p| p.pid).collect(),
+    };
+    (members, escaped.iter().map(|p| (p.pid, p.start)).collect())
 }
 
 /// The live (not zombie) processes among `roots` and their descendants; a zombie's
 /// children are still followed.
-fn with_descendants<'a>(all: &'a [Stat], roots: &[i32]) -> Vec<&'a Stat> {
-    let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
-    let mut by_pid: HashMap<i32, &Stat> = HashMap::new();
-    for stat in all {
-        children.entry(stat.ppid).or_default().push(stat);
-        by_pid.insert(stat.pid, stat);
+fn with_descendants<'a>(all: &'a [Process], roots: &[i32]) -> Vec<&'a Process> {
+    let mut children: HashMap<i32, Vec<&Process>> = HashMap::new();
+    let mut by_pid: HashMap<i32, &Process> = HashMap::new();
+    for process in all {
+        children.entry(process.ppid).or_default().push(process);
+        by_pid.insert(process.pid, process);
     }
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    let mut stack: Vec<&Stat> = roots
+    let mut stack: Vec<&Process> = roots
         .iter()
         .filter_map(|p| by_pid.get(p).copied())
         .collect();
-    while let Some(stat) = stack.pop() {
-        if !seen.insert(stat.pid) {
+    while let Some(process) = stack.pop() {
+        if !seen.insert(process.pid) {
             continue;
         }
-        if !stat.zombie {
-            out.push(stat);
+        if !process.zombie {
+            out.push(process);
         }
-        stack.extend(children.get(&stat.pid).into_iter().flatten());
+        stack.extend(children.get(&process.pid).into_iter().flatten());
     }
     out
 }
@@ -227,6 +167,9 @@ fn with_descendants<'a>(all: &'a [Stat], roots: &[i32]) -> Vec<&'a Stat> {
 /// it may begin on one thread (a hook's time limit) and go on on another.
 pub struct Tree {
     origin: Origin,
+    /// The processes seen outside the group so far: still the tree's once their parent
+    /// is gone, which matters where retry cannot adopt them (no subreaper).
+    escaped: Mutex<Vec<Identity>>,
     ending: Mutex<Ending>,
 }
 
@@ -246,11 +189,12 @@ impl Tree {
     pub fn new(leader: Pid, before: Before) -> Tree {
         let origin = Origin {
             pgid: leader,
-            since: start_of(leader),
+            since: sys::started(leader.as_raw()),
             strangers: before.0,
         };
         Tree {
             origin,
+            escaped: Mutex::new(Vec::new()),
             ending: Mutex::new(Ending::default()),
         }
     }
@@ -265,7 +209,14 @@ impl Tree {
     }
 
     fn survey(&self) -> Members {
-        survey(&self.origin)
+        let mut known = self.escaped.lock().unwrap_or_else(|p| p.into_inner());
+        let (members, escaped) = survey(&self.origin, &known);
+        for identity in escaped {
+            if !known.contains(&identity) {
+                known.push(identity);
+            }
+        }
+        members
     }
 
     /// Sends `sigs` to the group and to every process that left it, in that order.
@@ -379,12 +330,12 @@ impl Tree {
 /// Reaps every exited child of retry except `keep` (the attempt's main process,
 /// which the supervisor waits for itself).
 pub fn reap_adopted(keep: Option<Pid>) {
-    let Some(all) = processes() else {
+    let Some(all) = sys::processes() else {
         return;
     };
     let me = getpid().as_raw();
-    for stat in all.iter().filter(|s| s.ppid == me && s.zombie) {
-        let pid = Pid::from_raw(stat.pid);
+    for process in all.iter().filter(|p| p.ppid == me && p.zombie) {
+        let pid = Pid::from_raw(process.pid);
         if Some(pid) != keep {
             while let Err(Errno::EINTR) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {}
         }
@@ -396,47 +347,24 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
-    fn stat(pid: i32, ppid: i32, pgrp: i32, zombie: bool) -> Stat {
-        Stat {
+    fn process(pid: i32, ppid: i32, pgid: i32, zombie: bool) -> Process {
+        Process {
             pid,
             ppid,
-            pgrp,
+            pgid,
             zombie,
             start: 0,
         }
     }
 
     #[test]
-    fn stat_lines_with_awkward_command_names() {
-        let line = "4242 (a b) c)) S 1 4242 4242 0 -1 4194560 0 0 0 0 1 2 0 0 20 0 1 0 987 0";
-        assert_eq!(
-            parse_stat(line).unwrap(),
-            Stat {
-                pid: 4242,
-                ppid: 1,
-                pgrp: 4242,
-                zombie: false,
-                start: 987,
-            }
-        );
-        let zombie = "7 (sh) Z 3 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0";
-        assert!(parse_stat(zombie).unwrap().zombie);
-        assert_eq!(parse_stat("garbage"), None);
-        assert_eq!(
-            parse_stat("7 (sh) S 3 7"),
-            None,
-            "too short to have a start"
-        );
-    }
-
-    #[test]
     fn descendants_go_through_zombies_and_leave_strangers_out() {
         let all = [
-            stat(10, 1, 10, false),
-            stat(11, 10, 10, true),
-            stat(12, 11, 12, false),
-            stat(13, 1, 13, false),
-            stat(14, 12, 14, false),
+            process(10, 1, 10, false),
+            process(11, 10, 10, true),
+            process(12, 11, 12, false),
+            process(13, 1, 13, false),
+            process(14, 12, 14, false),
         ];
         let pids = |roots: &[i32]| {
             let mut found: Vec<i32> = with_descendants(&all, roots)
@@ -471,13 +399,12 @@ mod tests {
         let escaped: i32 = line.trim().parse().unwrap();
         let leader_pid = leader.id() as i32;
         let stat_of = |pid: i32| {
-            fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|t| parse_stat(&t))
+            let all = sys::processes().unwrap_or_default();
+            all.into_iter().find(|p| p.pid == pid)
         };
         let left = (0..500).any(|_| {
             std::thread::sleep(Duration::from_millis(2));
-            stat_of(escaped).is_some_and(|s| s.pgrp != leader_pid)
+            stat_of(escaped).is_some_and(|p| p.pgid != leader_pid)
         });
         assert!(left, "setsid never ran");
         let tree = Tree::new(Pid::from_raw(leader_pid), Before(Vec::new()));
@@ -489,6 +416,45 @@ mod tests {
         let gone = (0..200).any(|_| {
             std::thread::sleep(Duration::from_millis(10));
             stat_of(escaped).is_none_or(|s| s.zombie)
+        });
+        assert!(gone, "the process that left the group outlived SIGKILL");
+    }
+
+    #[test]
+    fn what_left_the_group_stays_the_trees_once_seen_when_its_parent_is_gone() {
+        use std::process::Command;
+        // Not a subreaper here: once its parent is gone, the process that left the group
+        // belongs to init, and only having seen it before keeps it the tree's.
+        let mut leader = Command::new("sh")
+            .args(["-c", "setsid sh -c 'echo $$; exec sleep 30' & read go"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let escaped: i32 = line.trim().parse().unwrap();
+        let tree = Tree::new(Pid::from_raw(leader.id() as i32), Before(Vec::new()));
+        assert_eq!(tree.survey().escaped, [escaped], "seen through its parent");
+        drop(leader.stdin.take());
+        leader.wait().unwrap();
+        let members = tree.survey();
+        assert!(!members.group);
+        assert_eq!(
+            members.escaped,
+            [escaped],
+            "followed after its parent exited"
+        );
+        tree.kill_now();
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            let all = sys::processes().unwrap_or_default();
+            all.iter().all(|p| p.pid != escaped || p.zombie)
         });
         assert!(gone, "the process that left the group outlived SIGKILL");
     }

@@ -1,25 +1,24 @@
 //! Writes to retry's own stdout and stderr that a stalled reader cannot hang:
 //! every wait for room is a `poll` that a signal (or a cancel pipe) also ends,
 //! so SIGTERM takes effect while `… | sleep 20` reads nothing. A pipe is written
-//! through a second, non-blocking open of it (`/proc/self/fd/N`), because
-//! setting O_NONBLOCK on fd 1 itself would change it for every process sharing
-//! it; a socket is written with MSG_DONTWAIT; anything else (a file, a
-//! terminal, /dev/null) does not stall and is written as it is.
+//! through `sys::PipeWriter`, because setting O_NONBLOCK on fd 1 itself would
+//! change it for every process sharing it; a socket is sent to with MSG_DONTWAIT;
+//! anything else (a file, a terminal, /dev/null) does not stall and is written as
+//! it is.
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::socket::{MsgFlags, send};
-use nix::sys::stat::{Mode, SFlag, fstat};
+use nix::sys::stat::{SFlag, fstat};
 
 use crate::domain::{Interrupted, Signal};
 use crate::signals;
 use crate::spool::{Held, Spool};
+use crate::sys::{self, PipeWriter};
 use crate::wait::Bound;
 
 const CHUNK: usize = 64 << 10;
@@ -55,10 +54,9 @@ impl From<Errno> for WriteError {
 }
 
 enum Kind {
-    /// A non-blocking open of the same pipe.
-    Pipe(OwnedFd),
+    Pipe(PipeWriter),
     Socket,
-    /// The pipe has no reader left (reopening it said ENXIO).
+    /// The pipe has no reader left.
     Gone,
     Blocking,
 }
@@ -73,7 +71,7 @@ impl Output {
     pub fn new(fd: i32) -> Output {
         let kind = match fstat(super::std_fd(fd)) {
             Ok(st) => match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
-                SFlag::S_IFIFO => reopen_nonblocking(fd),
+                SFlag::S_IFIFO => pipe_writer(super::std_fd(fd)),
                 SFlag::S_IFSOCK => Kind::Socket,
                 _ => Kind::Blocking,
             },
@@ -82,21 +80,18 @@ impl Output {
         Output { fd, kind }
     }
 
-    fn fd(&self) -> BorrowedFd<'_> {
+    /// What to wait on for room, and for which events.
+    fn room(&self) -> (BorrowedFd<'_>, PollFlags) {
         match &self.kind {
-            Kind::Pipe(fd) => fd.as_fd(),
-            _ => super::std_fd(self.fd),
+            Kind::Pipe(pipe) => pipe.room(),
+            _ => (super::std_fd(self.fd), PollFlags::POLLOUT),
         }
     }
 
     fn try_write(&self, data: &[u8]) -> Result<usize, Errno> {
         match &self.kind {
-            Kind::Pipe(fd) => nix::unistd::write(fd, data),
-            Kind::Socket => send(
-                self.fd,
-                data,
-                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
-            ),
+            Kind::Pipe(pipe) => pipe.try_write(data),
+            Kind::Socket => sys::send_nonblocking(super::std_fd(self.fd), data),
             Kind::Gone => Err(Errno::EPIPE),
             Kind::Blocking => nix::unistd::write(super::std_fd(self.fd), data),
         }
@@ -110,6 +105,16 @@ impl Output {
                 Err(Errno::EINTR) => {}
                 Err(Errno::EAGAIN) => self.wait_for_room(until)?,
                 Err(e) => return Err(e.into()),
+            }
+        }
+        self.settle(until)
+    }
+
+    /// Waits until what the pipe's writer took on is written (at once elsewhere).
+    fn settle(&self, until: Until<'_>) -> Result<(), WriteError> {
+        if let Kind::Pipe(pipe) = &self.kind {
+            while pipe.pending()? {
+                self.wait_for_room(until)?;
             }
         }
         Ok(())
@@ -142,14 +147,13 @@ impl Output {
     }
 
     fn wait_for_room(&self, until: Until<'_>) -> Result<(), WriteError> {
+        let (fd, events) = self.room();
         match until {
-            Until::Signal => {
-                crate::wait::ready(self.fd(), PollFlags::POLLOUT, &Bound::signals_only())
-                    .map_err(|_| WriteError::Stopped)
-            }
+            Until::Signal => crate::wait::ready(fd, events, &Bound::signals_only())
+                .map_err(|_| WriteError::Stopped),
             Until::Cancelled(cancel) => {
                 let mut fds = [
-                    PollFd::new(self.fd(), PollFlags::POLLOUT),
+                    PollFd::new(fd, events),
                     PollFd::new(cancel, PollFlags::POLLIN),
                 ];
                 match poll(&mut fds, PollTimeout::NONE) {
@@ -180,13 +184,12 @@ pub fn deliver_result(written: Result<(), WriteError>, what: &str) -> anyhow::Re
     }
 }
 
-fn reopen_nonblocking(fd: i32) -> Kind {
-    let path = format!("/proc/self/fd/{fd}");
-    let flags = OFlag::O_WRONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    match open(path.as_str(), flags, Mode::empty()) {
-        Ok(fd) => Kind::Pipe(fd),
-        // Opening a pipe for writing without a reader is ENXIO: writes would be EPIPE.
-        Err(Errno::ENXIO) => Kind::Gone,
+fn pipe_writer(fd: BorrowedFd<'_>) -> Kind {
+    match PipeWriter::new(fd) {
+        Ok(writer) => Kind::Pipe(writer),
+        Err(e) if e.raw_os_error() == Some(Errno::EPIPE as i32) => Kind::Gone,
+        // Written as it is: blocking, which a signal still interrupts (no SA_RESTART
+        // wait is unbounded for long: the handler's byte wakes nothing here).
         Err(_) => Kind::Blocking,
     }
 }
@@ -202,13 +205,14 @@ impl AsRawFd for Output {
 mod tests {
     use super::*;
     use nix::unistd::pipe;
+    use std::os::fd::AsFd;
 
     #[test]
     fn a_cancelled_wait_on_a_full_pipe_returns_instead_of_blocking() {
         let (_reader, writer) = pipe().unwrap();
         let out = Output {
             fd: writer.as_raw_fd(),
-            kind: reopen_nonblocking(writer.as_raw_fd()),
+            kind: pipe_writer(writer.as_fd()),
         };
         assert!(matches!(out.kind, Kind::Pipe(_)));
         let (cancel_read, cancel_write) = pipe().unwrap();
@@ -224,7 +228,7 @@ mod tests {
         drop(reader);
         let out = Output {
             fd: writer.as_raw_fd(),
-            kind: reopen_nonblocking(writer.as_raw_fd()),
+            kind: pipe_writer(writer.as_fd()),
         };
         let (cancel_read, _cancel_write) = pipe().unwrap();
         let err = out

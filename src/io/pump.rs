@@ -16,12 +16,11 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use nix::fcntl::OFlag;
-
 use super::Fault;
 use super::out::{Output, Until, WriteError};
 use crate::classify::command::{OutputFacts, OutputWatch, Stream};
 use crate::spool::Spool;
+use crate::sys::{self, PipeMode};
 
 const CHUNK: usize = 64 << 10;
 /// Longest line kept for matching; the rest of a longer line is passed on unscanned.
@@ -48,7 +47,7 @@ pub struct Shared {
 
 impl Pump {
     pub fn start(source: OwnedFd, sink: Sink, stream: Stream, shared: Shared) -> io::Result<Pump> {
-        let (cancel_read, cancel) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (cancel_read, cancel) = sys::pipe(PipeMode::Blocking)?;
         let handle = std::thread::Builder::new()
             .name(format!("{stream:?}-pump"))
             .spawn(move || {

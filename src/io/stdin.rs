@@ -16,11 +16,12 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::stat::{SFlag, fstat};
-use nix::unistd::{Whence, lseek, pipe2, read, write};
+use nix::unistd::{Whence, lseek, read, write};
 
 use super::Fault;
 use crate::domain::StdinMode;
 use crate::spool::Spool;
+use crate::sys::{self, PipeMode};
 
 /// What an attempt's stdin is.
 pub enum ChildStdin {
@@ -117,10 +118,10 @@ impl StdinPlan {
             }
             StdinPlan::Replay(slot) => {
                 let recorder = slot.take().unwrap_or_default();
-                let (child_end, our_end) = pipe2(OFlag::O_CLOEXEC)?;
+                let (child_end, our_end) = sys::pipe(PipeMode::Blocking)?;
                 let flags = OFlag::from_bits_truncate(fcntl(&our_end, FcntlArg::F_GETFL)?);
                 fcntl(&our_end, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-                let (cancel_read, cancel_write) = pipe2(OFlag::O_CLOEXEC)?;
+                let (cancel_read, cancel_write) = sys::pipe(PipeMode::Blocking)?;
                 let fault = Arc::clone(fault);
                 let handle = std::thread::Builder::new()
                     .name("stdin-replay".into())

@@ -124,10 +124,9 @@ pub struct Marker {
     pub attempts: u32,
 }
 
-/// This machine's name, for markers (Linux keeps it in /proc).
+/// This machine's name, for markers.
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
+    crate::sys::host_name()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())

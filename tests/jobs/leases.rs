@@ -311,14 +311,14 @@ fn sslmode_require_fails_against_a_server_without_tls() {
     }
 }
 
-/// The DDL blocks of the README's "PostgreSQL" section, in order.
-fn readme_ddl() -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme
+/// The DDL block of docs/postgres.md, which the README points to.
+fn documented_ddl() -> String {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/postgres.md")).unwrap();
+    let start = doc
         .find("<!-- ddl -->")
-        .expect("the README marks its DDL with <!-- ddl -->");
-    let block = &readme[start..];
+        .expect("docs/postgres.md marks its DDL with <!-- ddl -->");
+    let block = &doc[start..];
     let sql = block
         .split("```sql\n")
         .nth(1)
@@ -334,7 +334,7 @@ fn add_limited_role(pg: &Postgres) {
 }
 
 both_ways! {
-    fn a_role_without_create_gets_the_readme_ddl_and_works_with_dml_alone(pg) {
+    fn a_role_without_create_gets_the_documented_ddl_and_works_with_dml_alone(pg) {
         add_limited_role(&pg);
         let dir = Dir::new();
         let url = |rest: &str| pg.url_as("limited", rest);
@@ -349,12 +349,12 @@ both_ways! {
         assert_eq!(out.status, 125, "{}", out.stderr);
         out.assert_stderr_has("have an administrator run once");
         assert_eq!(dir.count(), 0);
-        let ddl = readme_ddl();
+        let ddl = documented_ddl();
         for table in ["retry_lease", "retry_once", "retry_budgets", "retry_circuits"] {
             assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {table} (")), "{table}");
         }
         for line in out.stderr.lines().filter(|l| l.starts_with("    ") || l.starts_with(");")) {
-            assert!(ddl.contains(line), "the README lacks what retry prints: {line}");
+            assert!(ddl.contains(line), "docs/postgres.md lacks what retry prints: {line}");
         }
         let admin = pg.client();
         admin.batch_execute(&ddl);

@@ -27,5 +27,7 @@ pub use scratch::{
     Scratch, alive, assert_stopped_because, read_json, run_job, tcp_connections_of,
     tcp_connections_to, wait_for_file, wait_for_pid, wait_until,
 };
-pub use system::{current_test, privileged, say_skipped};
+pub use system::{
+    current_test, has_parent_death_signal, has_subreaper, privileged, say_skipped, supervision,
+};
 pub use terminal::{Terminal, terminal};

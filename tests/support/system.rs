@@ -18,6 +18,55 @@ pub fn say_skipped(what: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {what}");
 }
 
+/// What the binary under test has to supervise processes with, as it says under `-v`: a
+/// build without a child subreaper or a parent-death signal (macOS's ways, or a Linux
+/// build with the `portable-paths` feature) says so in one line each.
+pub struct Supervision {
+    pub subreaper: bool,
+    pub parent_death_signal: bool,
+}
+
+pub fn supervision() -> &'static Supervision {
+    static ASKED: std::sync::OnceLock<Supervision> = std::sync::OnceLock::new();
+    ASKED.get_or_init(|| {
+        let r = super::run::run(&["-v", "-a", "1", "--", "true"]);
+        assert_eq!(r.status, 0, "retry -v -- true: {}", r.stderr);
+        Supervision {
+            // Only a build without one says this; a subreaper the kernel refused fails.
+            subreaper: !r
+                .stderr
+                .contains("cannot become a child subreaper: the system has none"),
+            parent_death_signal: !r.stderr.contains("no parent-death signal on this system"),
+        }
+    })
+}
+
+/// Whether the binary under test adopts orphaned descendants; says SKIPPED with the
+/// test's name and `what` when it does not.
+pub fn has_subreaper(what: &str) -> bool {
+    let has = supervision().subreaper;
+    if !has {
+        say_skipped(&format!(
+            "{}: {what} needs a child subreaper, which this build of retry does not have",
+            current_test()
+        ));
+    }
+    has
+}
+
+/// Whether the binary under test gives its commands a parent-death signal; says SKIPPED
+/// with the test's name and `what` when it does not.
+pub fn has_parent_death_signal(what: &str) -> bool {
+    let has = supervision().parent_death_signal;
+    if !has {
+        say_skipped(&format!(
+            "{}: {what} needs a parent-death signal, which this build of retry does not have",
+            current_test()
+        ));
+    }
+    has
+}
+
 /// Tests that need root (mount, unshare, another user) run everywhere CI runs;
 /// elsewhere they say loudly that they were skipped.
 pub fn privileged(what: &str, ok: bool) -> bool {

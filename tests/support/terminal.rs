@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 
 use nix::fcntl::OFlag;
-use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
+use nix::pty::{PtyMaster, grantpt, posix_openpt, unlockpt};
 
 pub struct Terminal {
     /// The side the test reads and types on.
@@ -21,7 +21,7 @@ pub fn terminal() -> Terminal {
         .expect("open a pseudo-terminal");
     grantpt(&master).expect("grantpt");
     unlockpt(&master).expect("unlockpt");
-    let name = ptsname_r(&master).expect("ptsname");
+    let name = slave_name(&master);
     // std opens files close-on-exec.
     let slave = OpenOptions::new()
         .read(true)
@@ -33,4 +33,20 @@ pub fn terminal() -> Terminal {
         master: File::from(OwnedFd::from(master)),
         slave,
     }
+}
+
+/// The path of the terminal's slave side.
+#[cfg(target_os = "linux")]
+fn slave_name(master: &PtyMaster) -> String {
+    nix::pty::ptsname_r(master).expect("ptsname")
+}
+
+/// The path of the terminal's slave side: `ptsname`, whose answer lives in a buffer of
+/// the C library's, one test at a time (nix has `ptsname_r` for Linux alone).
+#[cfg(not(target_os = "linux"))]
+fn slave_name(master: &PtyMaster) -> String {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: no other thread of the tests calls ptsname while the lock is held.
+    unsafe { nix::pty::ptsname(master) }.expect("ptsname")
 }

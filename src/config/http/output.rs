@@ -36,18 +36,9 @@ impl Destination {
         }
         Ok(Destination::File {
             path: path.to_path_buf(),
-            mode: 0o666 & !current_umask(),
+            mode: 0o666 & !crate::sys::umask(),
         })
     }
-}
-
-/// The process umask (read by setting and restoring it; done once, before any
-/// other thread starts).
-fn current_umask() -> u32 {
-    use nix::sys::stat::{Mode, umask};
-    let old = umask(Mode::from_bits_truncate(0o022));
-    umask(old);
-    old.bits()
 }
 
 /// curl's output options (-w, -D, --fail-with-body, -C -).

@@ -3,8 +3,9 @@
 //! and more, done in the child before the exec: every signal disposition retry
 //! changed back to what retry inherited, the signal mask retry inherited, the
 //! terminal's foreground when the attempt gets the terminal, and the parent-death
-//! signal. Every signal is blocked in retry from before the fork until the child has
-//! exec'd, so none of retry's handlers can run in the child.
+//! signal where the system has one. Every signal is blocked in retry from before the
+//! fork until the child has exec'd, so none of retry's handlers can run in the child,
+//! and the fork lock is held, so no descriptor half made reaches the child.
 //!
 //! If the process cannot be started, the terminal is handed back to retry at once,
 //! before the error goes anywhere. What the error means (not found, not executable,
@@ -20,7 +21,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, getpid, getppid, tcsetpgrp};
 
 use super::terminal::{reclaim_terminal, stdin_tty};
-use crate::signals;
+use crate::{signals, sys};
 
 /// What one of the child's descriptors 0, 1 and 2 is.
 pub(crate) enum Stdio {
@@ -100,6 +101,7 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     }
     let started = {
         let _blocked = signals::block_all()?;
+        let _fork = sys::fork_guard();
         let started = command.spawn();
         if started.is_err() && spec.foreground {
             // The child may have taken the terminal before it failed: nobody would
@@ -127,8 +129,9 @@ struct ChildSetup {
 
 impl ChildSetup {
     /// Runs in the forked child with every signal blocked. Each call here is a thin
-    /// wrapper of one system call (sigaction, tcsetpgrp, getpid, prctl, getppid, kill,
-    /// rt_sigprocmask), none takes a lock or allocates, and errors are OS error numbers.
+    /// wrapper of one system call (sigaction, tcsetpgrp, getpid, prctl or procctl,
+    /// getppid, kill, sigprocmask), none takes a lock or allocates, and errors are OS
+    /// error numbers.
     fn run(&self) -> io::Result<()> {
         self.signals.restore_dispositions()?;
         if self.foreground {
@@ -137,11 +140,13 @@ impl ChildSetup {
             // started with `&` does.
             let _ = tcsetpgrp(stdin_tty(), getpid());
         }
-        // If retry is SIGKILLed, the kernel ends the command's main process too.
-        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-        if getppid() != self.parent {
-            // retry died before the line above took effect.
-            let _ = kill(getpid(), Signal::SIGKILL);
+        if sys::PARENT_DEATH_SIGNAL {
+            // If retry is SIGKILLed, the kernel ends the command's main process too.
+            sys::set_parent_death_signal(Signal::SIGKILL)?;
+            if getppid() != self.parent {
+                // retry died before the line above took effect.
+                let _ = kill(getpid(), Signal::SIGKILL);
+            }
         }
         // Last: a signal that arrived meanwhile is delivered as the command will see it.
         self.signals.restore_mask()

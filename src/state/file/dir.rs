@@ -172,7 +172,7 @@ impl StateDir {
     /// The device and inode of `name` itself (a link is not followed), if it exists.
     pub fn identity(&self, name: &str) -> anyhow::Result<Option<(u64, u64)>> {
         match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some((st.st_dev, st.st_ino))),
+            Ok(st) => Ok(Some(crate::sys::file_identity(&st))),
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(e).with_context(|| format!("cannot stat {}", self.join(name).display())),
         }

@@ -49,7 +49,7 @@ impl Counter {
 
     /// The lock file with inode `ino` on device `dev` (reached as `path`).
     pub fn lock_inode(dev: u64, ino: u64, path: &Path) -> Counter {
-        let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+        let (major, minor) = crate::sys::device_numbers(dev);
         Counter::new(
             &format!("inode:{major}:{minor}:{ino}"),
             format!(

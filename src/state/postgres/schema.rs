@@ -1,4 +1,4 @@
-//! The tables `retry` keeps in PostgreSQL, their DDL (exactly what the README shows),
+//! The tables `retry` keeps in PostgreSQL, their DDL (exactly what docs/postgres.md shows),
 //! and the check at connect that finds them, creates what is missing, upgrades an
 //! earlier version's where the role may, and otherwise fails with the DDL to run.
 
@@ -196,19 +196,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_readme_shows_exactly_the_ddl_retry_runs() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-            .expect("README.md");
-        let marked = readme
+    fn the_docs_show_exactly_the_ddl_retry_runs() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/postgres.md"))
+            .expect("docs/postgres.md");
+        let marked = doc
             .split("<!-- ddl -->\n```sql\n")
             .nth(1)
             .expect("the DDL mark");
         let shown = marked.split("```").next().unwrap();
         let ours = [LEASE_DDL, ONCE_DDL, BUDGET_DDL, CIRCUIT_DDL].join("\n") + "\n";
         assert_eq!(shown, ours);
-        assert!(readme.contains(ONCE_UPGRADE_DDL), "the upgrade statement");
+        assert!(doc.contains(ONCE_UPGRADE_DDL), "the upgrade statement");
         assert!(
-            readme.contains(BUDGET_UPGRADE_DDL),
+            doc.contains(BUDGET_UPGRADE_DDL),
             "the budgets' upgrade statement"
         );
     }
