@@ -172,6 +172,7 @@ impl<'a> Run<'a> {
         let mut hooks = Hooks::new(
             self.config.hooks.clone(),
             self.info,
+            &self.config.policy,
             self.header.idempotency_key,
         );
         if let Some(token) = held.fencing_token() {
@@ -203,7 +204,9 @@ impl<'a> Run<'a> {
     /// The lock and the `--once` check: the run goes ahead holding its locks, or is
     /// skipped, or was stopped while waiting.
     fn gate(&self) -> Result<HeldLocks, Ended> {
-        let gate = jobs::prepare(&self.jobs, self.deadline).map_err(|e| self.out_of_time(e))?;
+        let max_time = self.config.policy.max_time;
+        let gate = jobs::prepare(&self.jobs, max_time, self.deadline);
+        let gate = gate.map_err(|e| self.out_of_time(e))?;
         let (exit_code, reason, message, skipped) = match gate {
             Gate::Proceed(held) => return Ok(held),
             Gate::Skip {

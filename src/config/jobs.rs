@@ -13,8 +13,6 @@ use crate::state::{self, Backend};
 pub struct JobOptions {
     pub lock: Option<Backend>,
     pub lock_wait: Duration,
-    /// `--max-time`: waiting for a lock spends it too.
-    pub max_time: Option<Duration>,
     pub busy_exit: ExitStatus,
     pub once: Option<String>,
     /// Where `--once` markers live (the default directory when `--once` has no `--state`).
@@ -57,7 +55,6 @@ impl JobOptions {
         Ok(JobOptions {
             lock,
             lock_wait: cli.lock_wait,
-            max_time: cli.max_time,
             busy_exit: ExitStatus::new(cli.busy_exit),
             once,
             state,

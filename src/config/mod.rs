@@ -15,7 +15,6 @@ pub mod schedule;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
@@ -87,8 +86,6 @@ pub struct RunInfo {
     pub depth: u32,
     /// Inside another retry without --allow-nested: one attempt only.
     pub nested: bool,
-    pub attempts: u32,
-    pub max_time: Option<Duration>,
 }
 
 /// What the operands name, with that mode's settings.
@@ -122,8 +119,6 @@ impl Config {
     pub fn from_cli(cli: Cli, log: &LogConfig) -> anyhow::Result<Config> {
         let depth = inherited_depth();
         let nested = depth >= 1 && !cli.allow_nested;
-        // Only one layer retries: inside another retry, make one attempt and let it decide.
-        let attempts = if nested { 1 } else { cli.attempts };
         let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
         let run = RunInfo {
             idempotency_key: match &key {
@@ -133,8 +128,6 @@ impl Config {
             key_requested: key != KeyChoice::Default,
             depth,
             nested,
-            attempts,
-            max_time: cli.max_time,
         };
         let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
         let report = ReportTo::from_cli(&cli)?;

@@ -136,15 +136,18 @@ impl HeldLocks {
 
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
-/// Waiting for the locks ends at `--lock-wait` or at `run_deadline` (`--max-time`),
-/// which bounds every call before the attempts too. The checks and takes share one
+/// Waiting for the locks ends at `--lock-wait`, or at `max_time` when that is shorter
+/// (the run's `--max-time`, whose end `run_deadline` bounds every call before the
+/// attempts too). The checks and takes share one
 /// connection (none is open while a wait pauses), and a server that refuses it for
 /// capacity is asked again until `--lock-wait` ends, or for `connect_timeout`.
-pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Result<Gate> {
+pub fn prepare(
+    opts: &JobOptions,
+    max_time: Option<Duration>,
+    run_deadline: Option<Instant>,
+) -> anyhow::Result<Gate> {
     let calls = Bound::until(run_deadline);
-    let wait = opts
-        .max_time
-        .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
+    let wait = max_time.map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
     let _burst = Burst::patient(if wait.is_zero() {
         Patience::ConnectTimeout

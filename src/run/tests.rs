@@ -191,7 +191,7 @@ fn the_attempts_spend_the_shared_budget_after_the_circuits_holds() {
     let mut exec = Scripted::new(&fakes.clock, vec![fail(1), ok()]);
     let mut run = fakes.run(&c);
     let mut fleet = run.open_state().ok().unwrap();
-    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, None);
+    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, None);
     let held = Hold {
         started_at: std::time::SystemTime::UNIX_EPOCH,
         duration: Duration::from_millis(5),
@@ -233,7 +233,7 @@ fn the_record_counts_a_failed_run_in_the_circuit_and_marks_no_key() {
     let mut run = fakes.run(&c);
     let mut fleet = run.open_state().ok().unwrap();
     let mut held = run.gate().ok().unwrap();
-    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, None);
+    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, None);
     let summary = run
         .attempts(&mut exec, &mut hooks, &mut fleet, Vec::new())
         .ok()
@@ -256,7 +256,7 @@ fn a_failing_hook_changes_nothing_of_the_run() {
     let mut exec = Scripted::new(&fakes.clock, vec![fail(4)]);
     let mut run = fakes.run(&c);
     let mut fleet = run.open_state().ok().unwrap();
-    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, None);
+    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, None);
     let summary = run
         .attempts(&mut exec, &mut hooks, &mut fleet, Vec::new())
         .ok()
