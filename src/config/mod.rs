@@ -2,8 +2,10 @@
 //! into a type (enums, compiled patterns, parsed targets), the options checked
 //! together and against the mode the target selects. Everything after this
 //! module takes its own part of `Config`; nothing downstream sees clap, and this
-//! module sees nothing downstream: it depends on `cli` and the bottom layer only. It
-//! leaves running the attempts to the executors and the gate to `jobs`.
+//! module sees nothing downstream: it depends on `cli`, the readers of outside input
+//! (`parse`, `headers`, `cron`, `files`, `spool`), the storage layer's target grammar
+//! (`state`), `wait` and the bottom layers. It leaves running the attempts to the
+//! executors and the gate to `jobs`.
 
 mod command;
 pub mod fleet;

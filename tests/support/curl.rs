@@ -1,19 +1,10 @@
 //! Conformance with curl: runs the real `curl` and `retry` with the same
 //! arguments, each against its own fresh recording server answering the same
 //! way and each in its own working directory, and compares what the servers
-//! received and what each client printed, as docs/internals.md ("curl's vocabulary") judges
-//! it: the method, the path and query, the body bytes, the set of headers
+//! received and what each client printed, as docs/internals.md ("curl's vocabulary")
+//! judges it: the method, the path and query, the body bytes, the set of headers
 //! (names case-insensitive; User-Agent's default value and a multipart boundary
-//! excepted), the output bytes and the exit status.
-//!
-//! A test file includes it beside the server it drives:
-//!
-//! ```ignore
-//! #[path = "support/http_server.rs"]
-//! mod http_server;
-//! #[path = "support/curl.rs"]
-//! mod curl;
-//! ```
+//! excepted), the output bytes and the exit status. It drives `support::http_server`.
 //!
 //! In arguments, `{url}` stands for `http://127.0.0.1:PORT`, `{https}` for
 //! `https://127.0.0.1:PORT`, `{port}` for PORT and `{dir}` for the side's own
