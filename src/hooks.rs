@@ -1,6 +1,6 @@
-//! The hooks (SPEC "Hooks and the command's own word"): when each runs, what it
-//! is told (its environment and, after the run, the report JSON on stdin), and
-//! what its failure means: a warning, never another exit status or decision.
+//! The hooks (docs/internals.md, "The command's own word, and the hooks"): when each
+//! runs, what it is told (its environment and, after the run, the report JSON on
+//! stdin), and what its failure means: a warning, never another exit status or decision.
 //! `--on-retry` runs inside the engine's backoff sleep through
 //! [`RetryHook`]; `--on-success` and `--on-give-up` run from [`Hooks::after_run`].
 //! Starting and ending the process is `exec::hook`'s job.
@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::{HookConfig, RunInfo};
-use crate::domain::{AttemptRecord, ExitStatus, Outcome, RunSummary, Stop, StopReason, human};
+use crate::domain::{
+    AttemptRecord, ExitStatus, Outcome, Policy, RunSummary, Stop, StopReason, human,
+};
 use crate::engine::{RetryFacts, RetryHook};
 use crate::exec::{hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
 use crate::report;
@@ -54,12 +56,13 @@ struct About<'a> {
 }
 
 impl Hooks {
-    pub fn new(config: HookConfig, run: &RunInfo, key: Option<&str>) -> Hooks {
+    /// `policy` gives the attempt limit and `--max-time` the hooks are told of.
+    pub fn new(config: HookConfig, run: &RunInfo, policy: &Policy, key: Option<&str>) -> Hooks {
         Hooks {
             config,
             depth: run.depth,
-            attempts: run.attempts,
-            max_time: run.max_time,
+            attempts: policy.attempts,
+            max_time: policy.max_time,
             key: key.map(str::to_string),
             fencing_token: None,
             running: None,
@@ -286,10 +289,13 @@ mod tests {
             key_requested: false,
             depth: 2,
             nested: true,
+        };
+        let policy = Policy {
             attempts: 1,
             max_time: Some(Duration::from_secs(5)),
+            ..Policy::default()
         };
-        Hooks::new(config, &run, None)
+        Hooks::new(config, &run, &policy, None)
     }
 
     #[test]

@@ -26,8 +26,8 @@ mod run;
 mod schedule;
 mod signals;
 mod spool;
+mod state;
 mod sys;
-mod target;
 mod wait;
 
 /// The clap definition, for tests that walk every option.
@@ -46,17 +46,17 @@ pub mod parsers {
 
     /// `--lock` and `--state` targets, and `--once` marker file names.
     pub mod jobs {
-        pub use crate::target::key::{check_key, escape_key, key_from_file_name};
-        pub use crate::target::{Backend, parse_lock_target, parse_state_target, parse_target};
+        pub use crate::state::readers::{check_key, escape_key, key_from_file_name};
+        pub use crate::state::{Backend, parse_lock_target, parse_state_target, parse_target};
     }
 
     /// The readers of state records: budget and circuit files, fencing counters and
     /// `--once` markers.
     pub mod records {
-        pub use crate::fleet::file::{parse_budget, parse_circuit};
-        pub use crate::fleet::{LATEST_MS, show_time};
-        pub use crate::jobs::fencing::{Stored, parse_counter};
-        pub use crate::jobs::file::parse_marker;
+        pub use crate::state::readers::{
+            Stored, parse_budget, parse_circuit, parse_counter, parse_marker,
+        };
+        pub use crate::state::{LATEST_MS, show_time};
     }
 
     /// `-H` lines and the wait headers a server sends.

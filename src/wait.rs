@@ -61,8 +61,6 @@ impl std::fmt::Display for Ended {
 
 impl std::error::Error for Ended {}
 
-// `within`, `earlier` and `deadline` serve the bounded PostgreSQL calls and lookups.
-#[allow(dead_code)]
 impl Bound {
     /// No deadline: only a stopping signal ends the wait.
     pub const fn signals_only() -> Bound {
@@ -83,6 +81,7 @@ impl Bound {
     }
 
     /// Ends `limit` from now (or at a stopping signal).
+    #[cfg(test)]
     pub fn within(limit: Duration) -> Bound {
         Bound::until(Instant::now().checked_add(limit))
     }
@@ -365,7 +364,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// Runs `fut` on this thread's runtime until it completes or the bound ends. Dropping
 /// the future is how an abandoned call is cancelled: its caller must not use what it
 /// was talking to again (a connection that timed out is closed, never reused).
-#[cfg_attr(not(test), allow(dead_code))]
+#[cfg(test)]
 pub fn block_on<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended> {
     runtime().block_on(within(fut, bound))
 }

@@ -367,7 +367,7 @@ fn retry_family_is_retrys_own_schedule() {
 
 #[test]
 fn retry_connrefused_retries_a_refused_connection_like_curl() {
-    let port = http_server::dead_port();
+    let port = crate::support::ports::free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let args = [
         "-s",
@@ -612,7 +612,7 @@ fn silent_with_verbose_is_verbose_like_curl() {
     // -s -v in two words, and -v before -s, mean the same.
     for args in [&["-s", "-v"][..], &["-v", "-s"]] {
         let mut all = args.to_vec();
-        let url = format!("http://127.0.0.1:{}/", http_server::dead_port());
+        let url = format!("http://127.0.0.1:{}/", crate::support::ports::free_port());
         all.extend(["-a", "1", url.as_str()]);
         let out = run(&all);
         assert_eq!(out.status, 7, "{args:?}: {}", out.stderr);
@@ -628,7 +628,7 @@ fn silent_with_verbose_is_verbose_like_curl() {
 /// -sS and -q alike and in the GitHub annotation.
 #[test]
 fn the_final_line_names_the_cause_like_curl() {
-    let port = http_server::dead_port();
+    let port = crate::support::ports::free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let curl = Invocation::of("curl").args(["-sS", &url]).run();
     assert_eq!(curl.status, 7);

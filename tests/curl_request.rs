@@ -13,9 +13,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::support::ports::free_port;
 use crate::support::{Invocation, fast, run};
 use curl::{Case, Recorder};
-use http_server::{Reply, Request, Server, UnixServer, dead_port};
+use http_server::{Reply, Request, Server, UnixServer};
 
 #[test]
 fn plain_get_matches_curl() {
@@ -292,7 +293,7 @@ fn compressed_asks_for_every_encoding_and_decodes_like_curl() {
 #[test]
 fn proxy_sends_the_absolute_url_to_the_proxy_like_curl() {
     // The origin is never contacted: the proxy (the recording server) answers.
-    let origin = format!("http://localhost:{}/via?x=1", dead_port());
+    let origin = format!("http://localhost:{}/via?x=1", free_port());
     let c = Case::new(&["-x", "127.0.0.1:{port}", &origin])
         .reply(Reply::ok("from the proxy"))
         .run();
@@ -314,7 +315,7 @@ fn proxy_sends_the_absolute_url_to_the_proxy_like_curl() {
 
 #[test]
 fn noproxy_bypasses_the_given_proxy_like_curl() {
-    let proxy = format!("http://127.0.0.1:{}", dead_port());
+    let proxy = format!("http://127.0.0.1:{}", free_port());
     Case::new(&[
         "-x",
         &proxy,
@@ -641,7 +642,7 @@ fn http2_over_http_is_prior_knowledge() {
     };
     let c = Case::new(&["--http2", "{url}/two"]).server(server).run();
     // curl's --http2 over http:// asks to upgrade with these headers; retry does not
-    // (SPEC: prior knowledge, no Upgrade dance), so the request is otherwise the same.
+    // (prior knowledge, no Upgrade dance, as the README says), so the request is otherwise the same.
     c.assert_same_requests_except(&["connection", "upgrade", "http2-settings"]);
     c.assert_same_output();
     assert_eq!(c.curl.normal()[0].header("upgrade"), Some("h2c"));
@@ -1130,7 +1131,7 @@ fn a_glob_in_the_url_is_refused_naming_a_shell_loop_or_g() {
         );
     }
     // Brackets around an IPv6 literal are an address: the attempt is made (and refused).
-    let port = http_server::dead_port();
+    let port = crate::support::ports::free_port();
     let out = run(&fast(&["-a", "1", &format!("http://[::1]:{port}/")]));
     assert_eq!(out.status, 7, "{}", out.stderr);
 }

@@ -8,7 +8,8 @@ use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
 use crate::support::curl::Case;
-use crate::support::http_server::{Reply, Server, dead_port};
+use crate::support::http_server::{Reply, Server};
+use crate::support::ports::free_port;
 use crate::support::socks::{Microsocks, NxDomain, SocksReply, SocksServer};
 use crate::support::{Invocation, Run, fast, run};
 
@@ -136,7 +137,7 @@ fn a_socks_proxy_that_cannot_reach_the_server_is_retried_even_for_a_post() {
     require_microsocks();
     // microsocks answers SOCKS5 reply 5 (connection refused) for a dead target.
     let real = Microsocks::start(None);
-    let dead = format!("http://127.0.0.1:{}/", dead_port());
+    let dead = format!("http://127.0.0.1:{}/", free_port());
     let proxy_url = format!("socks5://127.0.0.1:{}", real.port());
     let (curl, ours) = both(&proxy_url, &["-a", "3", "-d", "x=1"], &dead);
     assert_eq!((curl.status, ours.status), (97, 97), "{}", ours.stderr);
@@ -199,7 +200,7 @@ fn socks4_reply_91_gets_at_most_two_retries() {
 
 #[test]
 fn an_unreachable_socks_proxy_exits_7_like_curl() {
-    let url = format!("socks5h://127.0.0.1:{}", dead_port());
+    let url = format!("socks5h://127.0.0.1:{}", free_port());
     let (curl, ours) = both(&url, &["-a", "2"], "http://localhost:9/");
     assert_eq!((curl.status, ours.status), (7, 7), "{}", ours.stderr);
     assert!(
@@ -259,7 +260,7 @@ fn a_socks_proxy_name_that_does_not_resolve_exits_5() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    // SPEC gives an unresolved proxy name curl's proxy code, 5; curl 7.88 says 6 for a
+    // retry gives an unresolved proxy name curl's proxy code, 5; curl 7.88 says 6 for a
     // SOCKS proxy's name in most runs and 5 in some (seen on a loaded machine), and 5 for
     // an HTTP proxy's, where retry says 6: both listed differences in the README.
     for (proxy, curl_says, ours_say) in [

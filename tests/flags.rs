@@ -197,7 +197,7 @@ fn every_refusal_is_one_line_naming_the_flag_first() {
 
 // ---- Options that belong to one mode, and curl options retry does not take ----
 
-/// SPEC "Options that belong to one mode": the command-mode options.
+/// The command-mode options (docs/internals.md, "Options that belong to one mode").
 const COMMAND_ONLY: &[&str] = &[
     "profile",
     "stop-on",

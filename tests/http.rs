@@ -10,8 +10,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::ports::free_port;
 use crate::support::{fast, read_json, retry, run};
-use http_server::{Reply, Request, Server, dead_port};
+use http_server::{Reply, Request, Server};
 
 fn gap(requests: &[Request], i: usize) -> Duration {
     requests[i + 1].at.duration_since(requests[i].at)
@@ -243,7 +244,7 @@ fn retry_unsafe_retries_post_without_a_key() {
 
 #[test]
 fn refused_connection_exits_7_after_every_attempt() {
-    let url = format!("http://127.0.0.1:{}/", dead_port());
+    let url = format!("http://127.0.0.1:{}/", free_port());
     let r = run(&fast(&["-a", "3", &url]));
     assert_eq!(r.status, 7, "{}", r.stderr);
     r.assert_stderr_has("attempt 3/3 failed");
@@ -251,7 +252,7 @@ fn refused_connection_exits_7_after_every_attempt() {
 
 #[test]
 fn post_is_retried_when_the_connection_was_refused() {
-    let url = format!("http://127.0.0.1:{}/", dead_port());
+    let url = format!("http://127.0.0.1:{}/", free_port());
     let r = run(&fast(&["-a", "2", "-d", "x", &url]));
     assert_eq!(r.status, 7, "{}", r.stderr);
     r.assert_stderr_has("attempt 2/2 failed");
@@ -643,7 +644,7 @@ fn json_log_carries_status_retry_after_and_key() {
 fn proxy_from_the_environment_is_used() {
     let proxy = Server::script(vec![Reply::ok("via proxy")]).expect_hits(1);
     // The origin is a dead local port: only the proxy can answer.
-    let origin = format!("http://localhost:{}/path", dead_port());
+    let origin = format!("http://localhost:{}/path", free_port());
     let r = retry()
         .fast()
         .arg(&origin)
@@ -664,7 +665,7 @@ fn no_proxy_bypasses_the_proxy() {
     let r = retry()
         .fast()
         .arg(server.url("/"))
-        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", dead_port()))
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{}", free_port()))
         .env("NO_PROXY", "127.0.0.1")
         .run();
     assert_eq!(

@@ -4,9 +4,11 @@
 //! item of the group), and test code (`#[cfg(test)]` items, `tests.rs` files),
 //! comments and string literals are left out. The graph must have no cycle, and the
 //! bottom layers, `domain` and `sys`, must import nothing of the crate; only `sys` (and
-//! `main`) names an operating system or C library (`target_os`, `target_env`). Beside it: clap's `Cli`
-//! stays in `cli/`, `config/`, `generate`, `main` and `lib`, and the time libraries
-//! retry no longer uses (chrono, httpdate) stay out of Cargo.toml.
+//! `main`) names an operating system or C library (`target_os`, `target_env`). Beside it:
+//! clap's `Cli` stays in `cli/`, `config/`, `generate`, `main` and `lib`; only the
+//! storage layer, `state/`, names a backend (a folder under `src/state/`, a variant of
+//! its `Backend`, or a crate only a backend uses, such as `tokio_postgres`); and the time
+//! libraries retry no longer uses (chrono, httpdate) stay out of Cargo.toml.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -17,6 +19,10 @@ type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// Where `Cli`, clap's definition, may be named.
 const CLI_MAY_APPEAR_IN: [&str; 5] = ["cli", "config", "generate", "main", "lib"];
+/// The storage layer: the one module that may name a backend.
+const STORAGE: &str = "state";
+/// Crates that only a backend uses.
+const BACKEND_CRATES: [&str; 2] = ["tokio_postgres", "tokio_postgres_rustls"];
 /// Dependencies that must not come back.
 const GONE: [&str; 2] = ["chrono", "httpdate"];
 
@@ -72,6 +78,79 @@ fn clap_s_cli_stays_with_the_command_line() {
     assert!(
         strays.is_empty(),
         "`Cli` is named outside {CLI_MAY_APPEAR_IN:?}: {strays:?}; nothing after `config` sees clap"
+    );
+}
+
+#[test]
+fn only_the_storage_layer_names_a_backend() {
+    let src = manifest_dir().join("src");
+    let backends = Backends::of(&src.join(STORAGE));
+    assert!(
+        backends.modules.contains(&"postgres".to_string()) && backends.variants.len() >= 2,
+        "the backends of src/{STORAGE}/ are not where this test looks for them: {backends:?}"
+    );
+    let strays = backend_names_outside_storage(&modules(&src), &backends);
+    assert!(
+        strays.is_empty(),
+        "only src/{STORAGE}/ names a backend (its modules {:?}, the variants {:?} of Backend, \
+         the crates {BACKEND_CRATES:?}); ask {STORAGE}'s face instead (its factory, Backend's \
+         methods, its error types):\n{}",
+        backends.modules,
+        backends.variants,
+        strays.join("\n")
+    );
+}
+
+#[test]
+fn a_backend_is_found_by_its_module_variant_or_crate_in_code_only() {
+    let tree = tempfile::tempdir().unwrap();
+    let src = tree.path().join("src");
+    let files: &[(&str, &str)] = &[
+        (
+            "state/mod.rs",
+            "mod file;\nmod redis;\npub enum Backend {\n    File(PathBuf),\n    #[doc = \"x\"]\n    Redis { url: String },\n}\n",
+        ),
+        ("state/file/mod.rs", "use tokio_postgres::Client;\n"),
+        ("state/redis/mod.rs", ""),
+        (
+            "a.rs",
+            "use crate::state::{self, Backend, redis};\nfn f(b: &Backend) -> bool {\n    \
+             // state::file and Backend::File in a comment\n    let _ = \"tokio_postgres\";\n    \
+             b.leases() && Backend::leases(b) && state::open_lock()\n}\n",
+        ),
+        (
+            "b/mod.rs",
+            "fn g(b: Backend) {\n    match b {\n        state::Backend::File(_) => {}\n        _ => {}\n    }\n}\n",
+        ),
+        (
+            "b/c.rs",
+            "use crate::state::Backend::{\n    Redis,\n    File as F,\n};\nuse tokio_postgres_rustls::MakeRustlsConnect;\n",
+        ),
+        (
+            "d.rs",
+            "use crate::state :: file :: fencing;\nuse crate::state::Backend::*;\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = src.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let backends = Backends::of(&src.join(STORAGE));
+    assert_eq!(backends.modules, ["file", "redis"]);
+    assert_eq!(backends.variants, ["File", "Redis"]);
+    let found: Vec<String> = backend_names_outside_storage(&modules(&src), &backends)
+        .iter()
+        .map(|line| line.replace(&format!("{}/", src.display()), ""))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "a.rs: state::redis",
+            "b/c.rs: Backend::Redis, Backend::File, tokio_postgres_rustls",
+            "b/mod.rs: Backend::File",
+            "d.rs: state::file, Backend::*",
+        ]
     );
 }
 
@@ -133,6 +212,163 @@ fn the_graph_is_read_from_paths_in_code_only() {
     let drawn = draw(&graph);
     assert!(drawn.contains("layer 0: c"), "{drawn}");
     assert!(drawn.contains("a -> b c"), "{drawn}");
+}
+
+/// What names a backend outside the storage layer: a folder under it (a backend's
+/// module), a variant of its `Backend`, or one of [`BACKEND_CRATES`].
+#[derive(Debug)]
+struct Backends {
+    modules: Vec<String>,
+    variants: Vec<String>,
+}
+
+impl Backends {
+    /// The backends of the storage layer at `storage`: its folders, and the variants of
+    /// the `enum Backend` its files define.
+    fn of(storage: &Path) -> Backends {
+        let mut modules: Vec<String> = fs::read_dir(storage)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir())
+            .filter_map(|path| Some(path.file_name()?.to_str()?.to_string()))
+            .collect();
+        modules.sort();
+        let variants = rust_files(storage)
+            .iter()
+            .flat_map(|file| enum_variants(&code_only(&read(file)), "Backend"))
+            .collect();
+        Backends { modules, variants }
+    }
+}
+
+/// The variants of `enum NAME` in `code`, in order.
+fn enum_variants(code: &str, name: &str) -> Vec<String> {
+    let tokens = tokens(code);
+    let Some(at) = tokens
+        .windows(3)
+        .position(|w| w[0] == "enum" && w[1] == name && w[2] == "{")
+    else {
+        return Vec::new();
+    };
+    let mut variants = Vec::new();
+    let (mut depth, mut expect) = (0, true);
+    for token in &tokens[at + 3..] {
+        match *token {
+            "{" | "(" | "[" => depth += 1,
+            "}" if depth == 0 => break,
+            "}" | ")" | "]" => depth -= 1,
+            "," if depth == 0 => expect = true,
+            "#" => {}
+            word if depth == 0 && expect && is_identifier(word) => {
+                variants.push(word.to_string());
+                expect = false;
+            }
+            _ => {}
+        }
+    }
+    variants
+}
+
+/// Each file outside the storage layer that names a backend, with what it names:
+/// `src/a.rs: state::postgres, tokio_postgres`.
+fn backend_names_outside_storage(
+    modules: &BTreeMap<String, Vec<PathBuf>>,
+    backends: &Backends,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, files) in modules {
+        if module == STORAGE {
+            continue;
+        }
+        for file in files {
+            let names = backend_names(&code_only(&read(file)), backends);
+            if !names.is_empty() {
+                found.push(format!("{}: {}", file.display(), names.join(", ")));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What `code` names of a backend, in order: a backend crate, `state::MODULE` and
+/// `Backend::VARIANT` paths (each item of a `{…}` group after them, and a glob).
+fn backend_names(code: &str, backends: &Backends) -> Vec<String> {
+    let tokens = tokens(code);
+    let mut names = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if BACKEND_CRATES.contains(token) {
+            names.push(token.to_string());
+            continue;
+        }
+        let named = match *token {
+            STORAGE => &backends.modules,
+            "Backend" => &backends.variants,
+            _ => continue,
+        };
+        if tokens.get(i + 1) != Some(&"::") {
+            continue;
+        }
+        let items = match tokens.get(i + 2) {
+            Some(&"{") => group_items(&tokens[i + 3..]),
+            Some(item) => vec![*item],
+            None => Vec::new(),
+        };
+        for item in items {
+            let glob = item == "*" && *token == "Backend";
+            if glob || named.iter().any(|n| n == item) {
+                names.push(format!("{token}::{item}"));
+            }
+        }
+    }
+    names
+}
+
+/// The first token of each top-level item of the `{…}` group whose inside `tokens`
+/// starts.
+fn group_items<'a>(tokens: &[&'a str]) -> Vec<&'a str> {
+    let (mut items, mut depth, mut expect) = (Vec::new(), 0, true);
+    for token in tokens {
+        match *token {
+            "{" => depth += 1,
+            "}" if depth == 0 => break,
+            "}" => depth -= 1,
+            "," if depth == 0 => expect = true,
+            item if depth == 0 && expect => {
+                items.push(item);
+                expect = false;
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+/// The tokens of `code`: identifiers, `::`, and every other character but whitespace.
+fn tokens(code: &str) -> Vec<&str> {
+    let mut tokens = Vec::new();
+    let mut rest = code;
+    while let Some(c) = rest.chars().next() {
+        let len = if c.is_alphanumeric() || c == '_' {
+            rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len())
+        } else if rest.starts_with("::") {
+            2
+        } else {
+            c.len_utf8()
+        };
+        if !c.is_whitespace() {
+            tokens.push(&rest[..len]);
+        }
+        rest = &rest[len..];
+    }
+    tokens
+}
+
+fn is_identifier(word: &str) -> bool {
+    word.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
 }
 
 fn src_modules() -> BTreeMap<String, Vec<PathBuf>> {

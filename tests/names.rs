@@ -506,7 +506,7 @@ fn sigterm_ends_a_lookup_that_the_nameserver_never_answers() {
     else {
         return;
     };
-    let port = crate::support::http_server::dead_port();
+    let port = crate::support::ports::free_port();
     let url = format!("http://silent.test:{port}/");
     let mut child = etc.retry().args(["-a", "1", &url]).start();
     assert!(
@@ -569,7 +569,7 @@ fn timeouts_bound_a_lookup_that_the_nameserver_never_answers() {
     else {
         return;
     };
-    let port = crate::support::http_server::dead_port();
+    let port = crate::support::ports::free_port();
     let url = format!("http://silent.test:{port}/");
     let bounds: [(&[&str], Duration); 3] = [
         (&["-a", "1", "-t", "2s"], Duration::from_secs(2)),

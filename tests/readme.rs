@@ -4,8 +4,8 @@
 //! machine: each example runs in a private mount namespace whose /etc/hosts maps every
 //! host the examples name to 127.0.0.2, and whose resolv.conf points at the test's own
 //! nameserver, which must hear no question at all. Besides: the first screen names the packages that
-//! `.ci/install-packages` installs, and every link between the README, BENCHMARKS.md and
-//! docs/ reaches a file and a heading.
+//! `.ci/install-packages` installs, and every link between the README, CONTRIBUTING.md,
+//! BENCHMARKS.md and docs/ reaches a file and a heading.
 
 use std::collections::BTreeSet;
 
@@ -436,17 +436,17 @@ fn link_targets(text: &str) -> Vec<String> {
     out
 }
 
-/// Every link between the README, BENCHMARKS.md and docs/ reaches a file that exists
+/// Every link between the README, CONTRIBUTING.md, BENCHMARKS.md and docs/ reaches a file that exists
 /// and, when it names one, a heading of that file: moving text between them must not
 /// leave a reader at a dead end.
 #[test]
 fn every_link_between_the_documents_reaches_a_file_and_a_heading() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut documents = documents();
-    documents.push((
-        "BENCHMARKS.md".into(),
-        std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap(),
-    ));
+    for name in ["BENCHMARKS.md", "CONTRIBUTING.md"] {
+        let text = std::fs::read_to_string(root.join(name)).unwrap();
+        documents.push((name.into(), text));
+    }
     let mut broken = Vec::new();
     let mut checked = 0;
     for (name, text) in &documents {

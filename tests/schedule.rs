@@ -646,11 +646,7 @@ fn sigterm_stops_the_scheduler_with_143_and_a_local_state_is_said_to_be_one_host
 #[test]
 fn state_that_cannot_be_reached_at_start_is_exit_125_and_nothing_runs() {
     let dir = Scratch::new();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::support::ports::free_port();
     let state = format!("postgres://app@127.0.0.1:{port}/jobs?connect_timeout=2");
     let out = retry()
         .current_dir(dir.dir.path())

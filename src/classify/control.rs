@@ -1,6 +1,6 @@
 //! Rule 0 of command mode: a directive the command wrote to the file named by
 //! `RETRY_CONTROL`, checked before every other rule, since the command knows
-//! its own failure best (SPEC "Hooks and the command's own word"). The
+//! its own failure best (docs/internals.md, "The command's own word"). The
 //! directives are a table; the file itself is the command executor's.
 
 use std::time::Duration;

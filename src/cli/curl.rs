@@ -1,5 +1,5 @@
-//! Values of curl's request options (SPEC "curl's vocabulary"), checked when the
-//! command line is parsed so that a bad one is refused before anything is sent.
+//! Values of curl's request options (docs/internals.md, "curl's vocabulary"), checked
+//! when the command line is parsed so that a bad one is refused before anything is sent.
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -370,8 +370,8 @@ pub fn label(arg: &clap::Arg) -> String {
     }
 }
 
-/// The mode the target selects (SPEC: a first operand starting with http:// or
-/// https:// is a request), or `None` without a target.
+/// The mode the target selects (a first operand starting with http:// or https:// is a
+/// request: docs/internals.md, "Which mode"), or `None` without a target.
 pub fn target_mode(first: &OsString) -> Mode {
     let lower = first.to_string_lossy().to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {

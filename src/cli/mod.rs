@@ -25,7 +25,7 @@ use crate::domain::{
     Throttled,
 };
 use crate::parse::{self, CodeSet};
-use crate::target::{self, Backend};
+use crate::state::{self, Backend};
 use curl::{DataArg, ResolveEntry};
 pub use modes::{Mode, mode_of};
 use values::{
@@ -380,7 +380,7 @@ pub struct Cli {
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
-    // ---- curl request options (SPEC "curl's vocabulary"); HTTP mode only ----
+    // ---- curl request options (docs/internals.md, "curl's vocabulary"); HTTP mode only ----
     /// Basic authentication; the password is shown as *** everywhere
     ///
     /// Not sent to another host after a redirect. curl's password prompt is not supported.
@@ -526,7 +526,7 @@ pub struct Cli {
     pub unix_socket: Option<PathBuf>,
     // ---- end of curl request options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
-    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, value_parser = target::lock_target, help_heading = JOBS)]
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, value_parser = state::lock_target, help_heading = JOBS)]
     pub lock: Option<Backend>,
 
     /// Wait this long for a busy lock before skipping (0 = skip at once)
@@ -550,7 +550,7 @@ pub struct Cli {
     /// A directory is created with mode 0700; an existing one must be owned by you or root
     /// and not writable by group or others, and a symbolic link where a state file goes is
     /// refused (exit 125): retry never writes outside it.
-    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, value_parser = target::state_target, help_heading = JOBS)]
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, value_parser = state::state_target, help_heading = JOBS)]
     pub state: Option<Backend>,
 
     /// Lifetime of a PostgreSQL lease, 3s to 1h [default: 15s]

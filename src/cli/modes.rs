@@ -19,8 +19,8 @@ impl Mode {
     }
 }
 
-/// Options of both modes that sit under the HTTP heading (SPEC: "Options that belong
-/// to one mode").
+/// Options of both modes that sit under the HTTP heading (docs/internals.md, "Options
+/// that belong to one mode").
 const BOTH_MODES: &[&str] = &["idempotency_key", "max_retry_after"];
 
 /// The one mode an option belongs to, from its help heading; `None` for both.

@@ -10,7 +10,7 @@ use crate::parse;
 
 /// `--lease-ttl`: a duration from 3s to 1h.
 pub fn lease_ttl_value(text: &str) -> Result<Duration, String> {
-    crate::target::postgres::lease_ttl(parse::duration(text)?)
+    crate::state::lease_ttl(parse::duration(text)?)
 }
 
 /// A hook's shell command: run with `sh -c`, so any non-blank text.

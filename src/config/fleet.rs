@@ -4,33 +4,8 @@
 use std::time::Duration;
 
 use crate::cli::Cli;
-use crate::domain::{ExitStatus, Throttled};
-use crate::target::{self, Backend};
-
-/// A shared retry budget: gRPC's retry throttling.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BudgetConfig {
-    pub name: String,
-    /// N: tokens the budget holds.
-    pub size: u32,
-    /// R: tokens a successful attempt earns.
-    pub ratio: f64,
-    /// `--throttled wait`: a refused retry holds the run, and a held run may probe the
-    /// spent budget when no retry of it was sent for this long (`--delay`). `None`:
-    /// `--throttled exit`, a refusal ends the run.
-    pub probe_after: Option<Duration>,
-}
-
-/// A shared circuit breaker.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CircuitConfig {
-    pub name: String,
-    /// Failed runs in a row that open it.
-    pub failures: u32,
-    pub cooldown: Duration,
-    /// Exit status of a refused run.
-    pub exit: ExitStatus,
-}
+use crate::domain::{BudgetConfig, CircuitConfig, ExitStatus, Throttled};
+use crate::state::{self, Backend};
 
 /// Everything fleet-wide a run does.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,7 +75,7 @@ fn throttled(cli: &Cli) -> anyhow::Result<Throttled> {
 fn state_target(state: Option<&Backend>) -> anyhow::Result<Backend> {
     match state {
         Some(state) => Ok(state.clone()),
-        None => target::default_state_dir().map(Backend::File).map_err(|_| {
+        None => state::default_state().map_err(|_| {
             anyhow::anyhow!(
                 "--retry-budget/--circuit: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
             )

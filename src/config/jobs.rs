@@ -2,29 +2,23 @@
 //! `--state`, `--lease-ttl`), with the targets clap parsed checked against each other.
 //! Taking locks and recording markers is `jobs`' job.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::Cli;
 use crate::domain::ExitStatus;
-use crate::target::{self, Backend};
+use crate::state::{self, Backend};
 
 /// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]
 pub struct JobOptions {
     pub lock: Option<Backend>,
     pub lock_wait: Duration,
-    /// `--max-time`: waiting for a lock spends it too.
-    pub max_time: Option<Duration>,
     pub busy_exit: ExitStatus,
     pub once: Option<String>,
     /// Where `--once` markers live (the default directory when `--once` has no `--state`).
     pub state: Option<Backend>,
     /// The command (or URL) being run, recorded in `--once` markers.
     pub command: Vec<String>,
-    /// The state directory whose `fencing/` counts a `--lock` file's tokens (`None`:
-    /// the clock alone, as with a PostgreSQL `--state`).
-    pub fencing_state: Option<PathBuf>,
     /// `--lease-ttl`: the lifetime of a PostgreSQL lease.
     pub lease_ttl: Duration,
     /// Records other endings than success (a scheduler's slots).
@@ -41,31 +35,26 @@ impl JobOptions {
         let state = match (state, &once) {
             (Some(state), _) => Some(state.clone()),
             // The default directory only matters with --once.
-            (None, Some(_)) => Some(Backend::File(target::default_state_dir()?)),
+            (None, Some(_)) => Some(state::default_state()?),
             (None, None) => None,
         };
-        if let (Some(key), Some(Backend::File(_))) = (&once, &state) {
-            target::key::check_key(key).map_err(|e| anyhow::anyhow!("--once: {e}"))?;
+        if let (Some(key), Some(state)) = (&once, &state) {
+            state
+                .check_key(key)
+                .map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
-        let on_postgres = |b: &Option<Backend>| matches!(b, Some(Backend::Postgres(_)));
+        let leases = |b: &Option<Backend>| b.as_ref().is_some_and(Backend::leases);
         let lease_ttl = match cli.lease_ttl {
-            Some(_) if !on_postgres(&lock) && !on_postgres(&state) => anyhow::bail!(
+            Some(_) if !leases(&lock) && !leases(&state) => anyhow::bail!(
                 "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
                  without --lock postgres://…#NAME or --state postgres://…"
             ),
             Some(ttl) => ttl,
-            None => target::postgres::DEFAULT_LEASE_TTL,
-        };
-        let fencing_state = match (&lock, &state) {
-            (Some(Backend::File(_)), Some(Backend::File(dir))) => Some(dir.clone()),
-            (Some(Backend::File(_)), None) => target::default_state_dir().ok(),
-            _ => None,
+            None => state::DEFAULT_LEASE_TTL,
         };
         Ok(JobOptions {
-            fencing_state,
             lock,
             lock_wait: cli.lock_wait,
-            max_time: cli.max_time,
             busy_exit: ExitStatus::new(cli.busy_exit),
             once,
             state,
@@ -105,7 +94,7 @@ mod tests {
             "true",
         ])
         .unwrap();
-        assert_eq!(opts.lock, Some(Backend::File("/run/lock/x.lock".into())));
-        assert!(matches!(opts.state, Some(Backend::Postgres(_))));
+        assert_eq!(opts.lock, state::lock_target("/run/lock/x.lock").ok());
+        assert!(opts.state.as_ref().is_some_and(Backend::leases));
     }
 }

@@ -2,8 +2,10 @@
 //! into a type (enums, compiled patterns, parsed targets), the options checked
 //! together and against the mode the target selects. Everything after this
 //! module takes its own part of `Config`; nothing downstream sees clap, and this
-//! module sees nothing downstream: it depends on `cli` and the bottom layer only. It
-//! leaves running the attempts to the executors and the gate to `jobs`.
+//! module sees nothing downstream: it depends on `cli`, the readers of outside input
+//! (`parse`, `headers`, `cron`, `files`, `spool`), the storage layer's target grammar
+//! (`state`), `wait` and the bottom layers. It leaves running the attempts to the
+//! executors and the gate to `jobs`.
 
 mod command;
 pub mod fleet;
@@ -15,7 +17,6 @@ pub mod schedule;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
@@ -87,8 +88,6 @@ pub struct RunInfo {
     pub depth: u32,
     /// Inside another retry without --allow-nested: one attempt only.
     pub nested: bool,
-    pub attempts: u32,
-    pub max_time: Option<Duration>,
 }
 
 /// What the operands name, with that mode's settings.
@@ -122,8 +121,6 @@ impl Config {
     pub fn from_cli(cli: Cli, log: &LogConfig) -> anyhow::Result<Config> {
         let depth = inherited_depth();
         let nested = depth >= 1 && !cli.allow_nested;
-        // Only one layer retries: inside another retry, make one attempt and let it decide.
-        let attempts = if nested { 1 } else { cli.attempts };
         let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
         let run = RunInfo {
             idempotency_key: match &key {
@@ -133,8 +130,6 @@ impl Config {
             key_requested: key != KeyChoice::Default,
             depth,
             nested,
-            attempts,
-            max_time: cli.max_time,
         };
         let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
         let report = ReportTo::from_cli(&cli)?;

@@ -18,6 +18,7 @@ pub fn from_cli(cli: &Cli, nested: bool) -> anyhow::Result<Policy> {
     }
     let goal = goal(cli)?;
     Ok(Policy {
+        // Only one layer retries: inside another retry, make one attempt and let it decide.
         attempts: if nested { 1 } else { cli.attempts },
         timeout: cli.timeout,
         max_time: cli.max_time,

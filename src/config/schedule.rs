@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::cli::Cli;
 use crate::cron::{self, CronSchedule};
 use crate::domain::{CatchUp, Overlap, StdinMode};
-use crate::target::{self, Backend};
+use crate::state::{self, Backend};
 
 #[derive(Clone, Debug)]
 pub struct ScheduleConfig {
@@ -43,17 +43,16 @@ impl ScheduleConfig {
         let cron = CronSchedule::new(expression, zone);
         let state = match state {
             Some(state) => state.clone(),
-            None => Backend::File(target::default_state_dir()?),
+            None => state::default_state()?,
         };
         let job = match &cli.job {
             Some(name) => name.clone(),
             None => default_job_name(&cli.target),
         };
-        if let Backend::File(_) = state {
-            // The longest slot key: JOB@YYYY-MM-DDTHH:MM:SSZ.
-            target::key::check_key(&format!("{job}@2000-01-01T00:00:00Z"))
-                .map_err(|e| anyhow::anyhow!("--job: {e}"))?;
-        }
+        // The longest slot key: JOB@YYYY-MM-DDTHH:MM:SSZ.
+        state
+            .check_key(&format!("{job}@2000-01-01T00:00:00Z"))
+            .map_err(|e| anyhow::anyhow!("--job: {e}"))?;
         Ok(Some(ScheduleConfig {
             cron,
             job,

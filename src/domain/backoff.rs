@@ -136,7 +136,8 @@ impl Schedule {
 impl Schedule {
     /// The sleep before retry `n` when the other side asked to wait `wait`: the
     /// wait plus this jitter applied to max(wait, nominal delay), so that clients
-    /// told the same time spread over at least as long again (SPEC, Retry-After).
+    /// told the same time spread over at least as long again (docs/internals.md, "A
+    /// server's wait").
     pub fn after_wait<R: Rng + ?Sized>(&self, wait: Duration, n: u32, rng: &mut R) -> Duration {
         let s = wait.max(self.nominal(n));
         wait + match self.jitter {

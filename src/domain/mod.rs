@@ -2,12 +2,13 @@
 //! the crate. What an attempt and a run come to (`attempt`), the events of a run
 //! (`events`), the policy and its backoff schedule (`policy`, `backoff`), exit statuses
 //! and signals (`status`), why a run stops early (`stop`), the user's fixed choices
-//! (`choices`), how retry is to speak (`log`) and how values are shown (`text`).
+//! (`choices`), what a shared retry budget and circuit are (`fleet`), how retry is to speak (`log`) and how values are shown (`text`).
 
 mod attempt;
 mod backoff;
 mod choices;
 mod events;
+mod fleet;
 mod log;
 mod policy;
 mod protocols;
@@ -22,6 +23,7 @@ pub use attempt::{
 pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
 pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, Throttled};
 pub use events::{Event, Events};
+pub use fleet::{BudgetConfig, CircuitConfig};
 pub use log::LogConfig;
 pub use policy::{Goal, Policy, of_limit};
 pub use protocols::Protocols;

@@ -11,11 +11,11 @@ use std::fmt::Write;
 use anyhow::Context;
 use jiff::Timestamp;
 
-use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
+use crate::config::fleet::FleetConfig;
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
-use crate::domain::{Throttled, human, rfc3339_seconds};
+use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, rfc3339_seconds};
 use crate::schedule::World;
-use crate::target::Backend;
+use crate::state::{self, Backend, CircuitState};
 use crate::wait::Bound;
 use crate::{exec, fleet, schedule};
 
@@ -107,14 +107,12 @@ fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
 fn read_state(
     schedule: &ScheduleConfig,
 ) -> anyhow::Result<(HashSet<schedule::Slot>, Option<schedule::Slot>)> {
-    match &schedule.state {
-        // A state directory that does not exist yet holds no record, and a dry run creates nothing.
-        Backend::File(dir) if !dir.exists() => Ok((HashSet::new(), None)),
-        _ => {
-            let mut world = schedule::SystemWorld::for_state(schedule);
-            Ok((world.handled()?, world.recorded_first_start()?))
-        }
+    // A state directory that does not exist yet holds no record, and a dry run creates nothing.
+    if schedule.state.local_dir().is_some_and(|dir| !dir.exists()) {
+        return Ok((HashSet::new(), None));
     }
+    let mut world = schedule::SystemWorld::for_state(schedule);
+    Ok((world.handled()?, world.recorded_first_start()?))
 }
 
 /// The fleet part of the dry run: the splay, and the budget's and circuit's
@@ -185,24 +183,8 @@ fn throttled_line(config: &FleetConfig) -> String {
 /// marker goes, and how long a PostgreSQL lease lives. Nothing is locked or read.
 pub fn jobs(jobs: &JobOptions) -> String {
     let mut out = String::new();
-    let lease = |name: String| {
-        format!(
-            "a lease {name} for {}, renewed every {}, lost 2/3 of it after the last answered renewal",
-            human(jobs.lease_ttl),
-            human(jobs.lease_ttl / 3)
-        )
-    };
-    match &jobs.lock {
-        Some(Backend::File(path)) => {
-            let _ = writeln!(out, "lock:        flock on {}", path.display());
-        }
-        Some(Backend::Postgres(pg)) => {
-            let name = format!("lock:{}", pg.name.as_deref().unwrap_or_default());
-            let _ = writeln!(out, "lock:        {}: {}", pg.server(), lease(name));
-        }
-        None => {}
-    }
-    if jobs.lock.is_some() {
+    if let Some(lock) = &jobs.lock {
+        let _ = writeln!(out, "lock:        {}", lock.describe_lock(jobs.lease_ttl));
         let _ = writeln!(
             out,
             "busy lock:   wait up to {}, then skip with exit status {}",
@@ -211,13 +193,7 @@ pub fn jobs(jobs: &JobOptions) -> String {
         );
     }
     if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
-        let place = match state {
-            Backend::File(dir) => format!("a marker file in {}", dir.display()),
-            Backend::Postgres(pg) => format!(
-                "a row of retry_once at {pg}, written as {} is released",
-                lease(format!("once:{key}"))
-            ),
-        };
+        let place = state.describe_marker(key, jobs.lease_ttl);
         let _ = writeln!(
             out,
             "once:        key {key:?}: skip if it succeeded; else {place}"
@@ -237,7 +213,7 @@ fn fleet_state(
     circuit: Option<&CircuitConfig>,
 ) -> Vec<String> {
     let bound = Bound::signals_only();
-    let mut store = match fleet::open_read_only(target, &bound) {
+    let mut store = match state::open_fleet_read_only(target, &bound) {
         Ok(store) => store,
         Err(err) => return vec![format!("fleet:       state unreadable: {err:#}")],
     };
@@ -267,10 +243,13 @@ fn fleet_state(
     lines
 }
 
-fn circuit_line(c: &CircuitConfig, state: &fleet::CircuitState) -> String {
-    let now = fleet::now_ms();
-    let status = match state.open_until_ms.filter(|_| state.failures >= c.failures) {
-        Some(until) if until > now => format!("open until {}", fleet::show_time(until)),
+fn circuit_line(c: &CircuitConfig, record: &CircuitState) -> String {
+    let now = state::now_ms();
+    let status = match record
+        .open_until_ms
+        .filter(|_| record.failures >= c.failures)
+    {
+        Some(until) if until > now => format!("open until {}", state::show_time(until)),
         Some(_) => "open, cooldown over: the next run is the probe".into(),
         None => "closed".into(),
     };
@@ -278,8 +257,8 @@ fn circuit_line(c: &CircuitConfig, state: &fleet::CircuitState) -> String {
     format!(
         "circuit:     {} is {status}; {} failed run{} in a row (it opens at {}); cooldown {}; refused runs exit {}",
         c.name,
-        state.failures,
-        if state.failures == 1 { "" } else { "s" },
+        record.failures,
+        if record.failures == 1 { "" } else { "s" },
         c.failures,
         human(c.cooldown),
         c.exit

@@ -122,7 +122,7 @@ fn describe_schedule(policy: &Policy) -> String {
     format!("{growth}, capped at {}; {jitter}", human(s.cap))
 }
 
-/// What is added to a server-requested wait W (SPEC, Retry-After).
+/// What is added to a server-requested wait W (docs/internals.md, "A server's wait").
 fn describe_hint_spread(jitter: JitterKind) -> &'static str {
     match jitter {
         JitterKind::None => "waits exactly W (no jitter)",

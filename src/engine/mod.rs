@@ -4,24 +4,29 @@
 //! executor's job, what the run is after (the first success, N in a row, the first
 //! failure) the goal's tally, sleeping is the sleeper's, running `--on-retry` beside
 //! the sleep is the retry hook's, and the clock is injected so the loop is tested
-//! without sleeping.
+//! without sleeping. Each turn of the loop is a sequence of phases on [`Loop`]: the
+//! attempt and what follows it (`decide`, and the shared budget in `budget`), then the
+//! sleep before a retry, the pause after a success the goal wants more of, or the
+//! run's end with its output delivered.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rand_chacha::ChaCha8Rng;
-
 use crate::domain::{
-    AttemptRecord, Class, Event, ExitStatus, Hold, HoldCause, Interrupted, LimitKey, OutputLost,
-    Policy, RunSummary, Signal, Stop, StopReason, Verdict, WaitHint, human,
+    AttemptRecord, Class, Event, ExitStatus, Hold, Interrupted, LimitKey, OutputLost, Policy,
+    RunSummary, Signal, Stop, StopReason,
 };
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
+mod budget;
+mod decide;
 mod env;
+#[cfg(test)]
+pub mod fakes;
 mod goal;
 
 pub use env::{Clock, Env, Refusal, RetryBudget, RetryFacts, RetryHook, Sleeper};
-use goal::{Pause, Step, Tally};
+use goal::Tally;
 
 /// What to do after an attempt.
 enum Next {
@@ -36,22 +41,69 @@ enum Next {
 /// How a run ends: its exit status, why, and the line that says so.
 type End = (ExitStatus, StopReason, String);
 
+/// Runs attempts until the policy, the goal, a signal or a lost lock ends the run.
 pub fn run(
     exec: &mut dyn Executor,
     policy: &Policy,
     env: &mut Env<'_>,
 ) -> anyhow::Result<RunSummary> {
-    // The clock counts from the run's start: what ran before the loop is already spent.
-    let deadline = policy.max_time;
-    let mut records: Vec<AttemptRecord> = Vec::new();
-    let mut holds: Vec<Hold> = Vec::new();
-    let mut limit_counts: HashMap<LimitKey, u32> = HashMap::new();
-    let mut previous_delay = None;
-    let mut tally = Tally::new(policy.goal);
+    let mut turns = Loop::new(policy);
     let mut number = 1;
     loop {
+        let (report, next) = turns.attempt(exec, env, number)?;
+        let ended = match next {
+            Next::Sleep(delay) => turns.retry_after(exec, env, &report, delay).err(),
+            Next::Again(delay, progress) => turns.again_after(exec, env, delay, &progress).err(),
+            Next::Stop(reason, message) => {
+                Some(turns.stop(exec, env, &report, (reason, message))?)
+            }
+        };
+        if let Some(end) = ended {
+            return Ok(finish(turns.records, turns.holds, end, env));
+        }
+        number = number.saturating_add(1);
+    }
+}
+
+/// What the loop keeps from one attempt to the next.
+struct Loop<'p> {
+    policy: &'p Policy,
+    records: Vec<AttemptRecord>,
+    holds: Vec<Hold>,
+    limit_counts: HashMap<LimitKey, u32>,
+    /// The last backoff delay drawn (decorrelated jitter draws the next from it).
+    previous_delay: Option<Duration>,
+    /// The delay before the one this retry's was drawn after: a hold draws afresh
+    /// from the distribution this retry's delay came from.
+    drawn_after: Option<Duration>,
+    tally: Tally,
+}
+
+impl<'p> Loop<'p> {
+    fn new(policy: &'p Policy) -> Loop<'p> {
+        Loop {
+            policy,
+            records: Vec::new(),
+            holds: Vec::new(),
+            limit_counts: HashMap::new(),
+            previous_delay: None,
+            drawn_after: None,
+            tally: Tally::new(policy.goal),
+        }
+    }
+
+    /// Makes attempt `number` within what is left of `--max-time`, decides what
+    /// follows it (the shared budget has its say), and records it with its sleep.
+    fn attempt(
+        &mut self,
+        exec: &mut dyn Executor,
+        env: &mut Env<'_>,
+        number: u32,
+    ) -> anyhow::Result<(AttemptReport, Next)> {
+        let policy = self.policy;
+        // The clock counts from the run's start: what ran before the loop is already spent.
         let now = env.clock.now();
-        let budget_left = deadline.map(|d| d.saturating_sub(now));
+        let budget_left = policy.max_time.map(|d| d.saturating_sub(now));
         let ctx = AttemptContext {
             number,
             limit: policy.attempts,
@@ -67,95 +119,139 @@ pub fn run(
         let started_at = env.clock.wall();
         let mut report = exec.attempt(&ctx)?;
         let duration = env.clock.now().saturating_sub(now);
-        apply_limit(&mut report.verdict, &mut limit_counts);
-        // A hold draws afresh from the distribution this retry's delay came from.
-        let drawn_after = previous_delay;
-        let next = decide(&report, &ctx, policy, env, &mut tally, &mut previous_delay);
-        let next = consult_budget(&report, next, env);
-        records.push(record_of(number, (started_at, duration), &report, &next));
-        let record = records.last().expect("just pushed");
-        match next {
-            Next::Sleep(delay) => {
-                env.events.event(Event::AttemptFailed {
-                    record,
-                    limit: policy.attempts,
-                    next: Some(delay),
-                });
-                exec.discard();
-                let facts = RetryFacts {
-                    record,
-                    exit_code: report.exit_code,
-                    next_delay: delay,
-                    budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),
-                };
-                let sleep_ends = env.clock.now() + delay;
-                if let Err(stop) = sleep_with_hook(env, &facts, number + 1) {
-                    return Ok(finish(records, holds, stopped_while_sleeping(stop), env));
-                }
-                if deadline.is_some_and(|d| env.clock.now() >= d) {
-                    // The sleep ends before --max-time; what runs past it is the hook.
-                    let during = if deadline.is_some_and(|d| sleep_ends < d) {
-                        "ran out during the --on-retry hook"
-                    } else {
-                        "ran out while waiting to retry"
-                    };
-                    let message = budget_message(policy, during);
-                    let (code, reason) = (report.exit_code, StopReason::MaxTime);
-                    return Ok(finish(records, holds, (code, reason, message), env));
-                }
-                let asked = Asked {
-                    retry: number,
-                    drawn_after,
-                    last_exit: report.exit_code,
-                };
-                if let Err(end) = hold_while_refused(env, policy, deadline, &asked, &mut holds) {
-                    return Ok(finish(records, holds, end, env));
-                }
-            }
-            Next::Again(delay, progress) => {
-                exec.discard();
-                if let Err(end) =
-                    pause_after_success(env, policy, record, (delay, &progress), &tally)
-                {
-                    return Ok(finish(records, holds, end, env));
-                }
-            }
-            Next::Stop(reason, message) => {
-                say_last(env, record, policy.attempts);
-                let mut exit_code = match reason {
-                    StopReason::Success => ExitStatus::SUCCESS,
-                    StopReason::Signal => {
-                        ExitStatus::of_signal(report.interrupted_by.unwrap_or(Signal::new(0)))
-                    }
-                    StopReason::LockLost => ExitStatus::USAGE,
-                    _ if record.class == Class::Success => tally.short_exit(),
-                    _ => report.exit_code,
-                };
-                let (mut reason, mut message) = (reason, message);
-                // A run that fails on a success short of its goal shows nothing of it as a result.
-                let short = record.class == Class::Success && !exit_code.is_success();
-                if short || matches!(reason, StopReason::Signal | StopReason::LockLost) {
-                    exec.discard();
-                } else if let Err(err) = exec.deliver() {
-                    if let Some(lost) = err.downcast_ref::<OutputLost>() {
-                        // The output is the result: a run whose output was lost failed.
-                        (exit_code, reason) = (lost.status, StopReason::Permanent);
-                        message = lost.message.clone();
-                    } else if let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() {
-                        // A signal while writing a held output to a stalled reader ends the run at once.
-                        exit_code = ExitStatus::of_signal(*signal);
-                        reason = StopReason::Signal;
-                        message =
-                            format!("interrupted by {} while writing the output", signal.name());
-                    } else {
-                        return Err(err);
-                    }
-                }
-                return Ok(finish(records, holds, (exit_code, reason, message), env));
-            }
-        }
-        number = number.saturating_add(1);
+        decide::apply_limit(&mut report.verdict, &mut self.limit_counts);
+        self.drawn_after = self.previous_delay;
+        let next = decide::decide(
+            &report,
+            &ctx,
+            policy,
+            env,
+            &mut self.tally,
+            &mut self.previous_delay,
+        );
+        let next = budget::consult_budget(&report, next, env);
+        self.records
+            .push(record_of(number, (started_at, duration), &report, &next));
+        Ok((report, next))
     }
+
+    /// A failure retried after `delay`: the sleep with `--on-retry` beside it, then
+    /// `--max-time`'s check and, under `--throttled wait`, the budget's holds.
+    fn retry_after(
+        &mut self,
+        exec: &mut dyn Executor,
+        env: &mut Env<'_>,
+        report: &AttemptReport,
+        delay: Duration,
+    ) -> Result<(), End> {
+        let (policy, deadline) = (self.policy, self.policy.max_time);
+        let record = self.records.last().expect("the attempt is recorded");
+        env.events.event(Event::AttemptFailed {
+            record,
+            limit: policy.attempts,
+            next: Some(delay),
+        });
+        exec.discard();
+        let facts = RetryFacts {
+            record,
+            exit_code: report.exit_code,
+            next_delay: delay,
+            budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),
+        };
+        let sleep_ends = env.clock.now() + delay;
+        sleep_with_hook(env, &facts, record.number + 1).map_err(stopped_while_sleeping)?;
+        if deadline.is_some_and(|d| env.clock.now() >= d) {
+            // The sleep ends before --max-time; what runs past it is the hook.
+            let during = if deadline.is_some_and(|d| sleep_ends < d) {
+                "ran out during the --on-retry hook"
+            } else {
+                "ran out while waiting to retry"
+            };
+            let message = decide::budget_message(policy, during);
+            return Err((report.exit_code, StopReason::MaxTime, message));
+        }
+        let asked = budget::Asked {
+            retry: record.number,
+            drawn_after: self.drawn_after,
+            last_exit: report.exit_code,
+        };
+        budget::hold_while_refused(env, policy, deadline, &asked, &mut self.holds)
+    }
+
+    /// The sleep after a success the goal wants more of (no `--on-retry`: nothing
+    /// failed). A run that reaches `--max-time` here ends as it would after that success.
+    fn again_after(
+        &mut self,
+        exec: &mut dyn Executor,
+        env: &mut Env<'_>,
+        delay: Duration,
+        progress: &str,
+    ) -> Result<(), End> {
+        exec.discard();
+        let (policy, tally) = (self.policy, &self.tally);
+        let record = self.records.last().expect("the attempt is recorded");
+        env.events.event(Event::Succeeded {
+            record,
+            limit: policy.attempts,
+            next: Some((delay, progress)),
+        });
+        env.sleeper
+            .sleep(delay, record.number.saturating_add(1))
+            .map_err(stopped_while_sleeping)?;
+        if policy.max_time.is_some_and(|d| env.clock.now() >= d) {
+            let message =
+                decide::budget_message(policy, "ran out while waiting for the next attempt");
+            let message = format!("{message}{}", tally.shortfall());
+            return Err((tally.short_exit(), StopReason::MaxTime, message));
+        }
+        Ok(())
+    }
+
+    /// The run's last attempt: its event, then its output delivered, unless the run
+    /// fails on a success short of its goal or stops for a signal or a lost lock.
+    fn stop(
+        &mut self,
+        exec: &mut dyn Executor,
+        env: &mut Env<'_>,
+        report: &AttemptReport,
+        (reason, message): (StopReason, String),
+    ) -> anyhow::Result<End> {
+        let record = self.records.last().expect("the attempt is recorded");
+        say_last(env, record, self.policy.attempts);
+        let exit_code = match reason {
+            StopReason::Success => ExitStatus::SUCCESS,
+            StopReason::Signal => {
+                ExitStatus::of_signal(report.interrupted_by.unwrap_or(Signal::new(0)))
+            }
+            StopReason::LockLost => ExitStatus::USAGE,
+            _ if record.class == Class::Success => self.tally.short_exit(),
+            _ => report.exit_code,
+        };
+        // A run that fails on a success short of its goal shows nothing of it as a result.
+        let short = record.class == Class::Success && !exit_code.is_success();
+        if short || matches!(reason, StopReason::Signal | StopReason::LockLost) {
+            exec.discard();
+            return Ok((exit_code, reason, message));
+        }
+        deliver(exec, (exit_code, reason, message))
+    }
+}
+
+/// Hands the last attempt's output on. Output that was lost makes the run a failure (the
+/// output is the result); a signal while writing a held output to a stalled reader ends
+/// the run at once.
+fn deliver(exec: &mut dyn Executor, end: End) -> anyhow::Result<End> {
+    let Err(err) = exec.deliver() else {
+        return Ok(end);
+    };
+    if let Some(lost) = err.downcast_ref::<OutputLost>() {
+        return Ok((lost.status, StopReason::Permanent, lost.message.clone()));
+    }
+    if let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() {
+        let message = format!("interrupted by {} while writing the output", signal.name());
+        return Ok((ExitStatus::of_signal(*signal), StopReason::Signal, message));
+    }
+    Err(err)
 }
 
 /// The attempt as the report and the logs show it, with the sleep that follows it.
@@ -197,31 +293,6 @@ fn say_last(env: &mut Env<'_>, record: &AttemptRecord, limit: u32) {
     });
 }
 
-/// The sleep after a success the goal wants more of (no `--on-retry`: nothing failed).
-/// A run that reaches `--max-time` here ends as it would after that success.
-fn pause_after_success(
-    env: &mut Env<'_>,
-    policy: &Policy,
-    record: &AttemptRecord,
-    (delay, progress): (Duration, &str),
-    tally: &Tally,
-) -> Result<(), End> {
-    env.events.event(Event::Succeeded {
-        record,
-        limit: policy.attempts,
-        next: Some((delay, progress)),
-    });
-    env.sleeper
-        .sleep(delay, record.number.saturating_add(1))
-        .map_err(stopped_while_sleeping)?;
-    if policy.max_time.is_some_and(|d| env.clock.now() >= d) {
-        let message = budget_message(policy, "ran out while waiting for the next attempt");
-        let message = format!("{message}{}", tally.shortfall());
-        return Err((tally.short_exit(), StopReason::MaxTime, message));
-    }
-    Ok(())
-}
-
 /// The backoff sleep with `--on-retry` running beside it: over when both are.
 fn sleep_with_hook(env: &mut Env<'_>, facts: &RetryFacts<'_>, upcoming: u32) -> Result<(), Stop> {
     env.retry_hook.start(facts);
@@ -231,270 +302,8 @@ fn sleep_with_hook(env: &mut Env<'_>, facts: &RetryFacts<'_>, upcoming: u32) -> 
     slept.and(waited)
 }
 
-/// Counts the attempt in the shared budget, and asks it before a retry. An attempt
-/// cut short by retry's own signal or a lost lock, or one retry could not start for
-/// lack of resources, says nothing about the service.
-fn consult_budget(report: &AttemptReport, next: Next, env: &mut Env<'_>) -> Next {
-    let Some(budget) = env.budget.as_deref_mut() else {
-        return next;
-    };
-    if report.interrupted_by.is_some()
-        || report.lock_lost.is_some()
-        || report.outcome.lacked_resources()
-    {
-        return next;
-    }
-    budget.record(report.verdict.class == Class::Success);
-    if budget.holds() {
-        // --throttled wait asks when the sleep ends (hold_while_refused).
-        return next;
-    }
-    match next {
-        Next::Sleep(_) => match budget.may_retry() {
-            Ok(()) => next,
-            Err(Refusal::Spent(why)) => {
-                Next::Stop(StopReason::Budget, format!("{why}: not retrying"))
-            }
-            Err(Refusal::OutOfTime(message)) => Next::Stop(StopReason::MaxTime, message),
-        },
-        stop => stop,
-    }
-}
-
-/// The retry a held run waits to make.
-struct Asked {
-    /// The attempt that failed.
-    retry: u32,
-    /// The delay before the one this retry's was drawn after (decorrelated jitter).
-    drawn_after: Option<Duration>,
-    /// The status the run ends with if it ends here.
-    last_exit: ExitStatus,
-}
-
-/// `--throttled wait`: asks the budget when the backoff sleep is over; while it
-/// refuses, holds the run (sending nothing, so `-a` is not spent) and asks again. The
-/// k-th hold of a retry is a fresh jittered draw of the delay the schedule gives k
-/// retries later (so holds back off up to `--max-delay`, as the retries would have),
-/// never under a tenth of `--delay`. Held runs that kept asking at the retry's own
-/// delay would all come back within that delay of the recovery (a peak of N·100 ms /
-/// E[hold] requests per 100 ms) and would ask the store several times a second each
-/// for the whole outage. A hold that would end past `--max-time` is not started: the
-/// run ends as `exit` would have.
-fn hold_while_refused(
-    env: &mut Env<'_>,
-    policy: &Policy,
-    deadline: Option<Duration>,
-    asked: &Asked,
-    holds: &mut Vec<Hold>,
-) -> Result<(), End> {
-    let Some(budget) = env.budget.as_deref_mut().filter(|b| b.holds()) else {
-        return Ok(());
-    };
-    let mut previous = asked.drawn_after;
-    for k in 1u32.. {
-        let why = match budget.may_retry() {
-            Ok(()) => return Ok(()),
-            Err(Refusal::OutOfTime(message)) => {
-                return Err((asked.last_exit, StopReason::MaxTime, message));
-            }
-            Err(Refusal::Spent(why)) => why,
-        };
-        let later = asked.retry.saturating_add(k);
-        let drawn = (policy.schedule).delay(later, previous, env.jitter.rng());
-        previous = Some(drawn);
-        let hold = drawn.max(policy.schedule.base / 10);
-        let now = env.clock.now();
-        if let Some(left) = deadline
-            .map(|d| d.saturating_sub(now))
-            .filter(|&left| hold >= left)
-        {
-            let message = format!(
-                "{why}: not retrying; --max-time has {} left, less than the next {} hold",
-                human(left),
-                human(hold)
-            );
-            return Err((asked.last_exit, StopReason::Budget, message));
-        }
-        env.events.event(Event::Held {
-            cause: HoldCause::Budget,
-            why: &why,
-            duration: hold,
-        });
-        let started_at = env.clock.wall();
-        let slept = env.sleeper.sleep(hold, asked.retry + 1);
-        holds.push(Hold {
-            started_at,
-            duration: env.clock.now().saturating_sub(now),
-            cause: HoldCause::Budget,
-        });
-        slept.map_err(stopped_while_sleeping)?;
-    }
-    unreachable!("a run holds at most u32::MAX times")
-}
-
-/// Turns a verdict limited to N retries into a permanent one past N.
-fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, u32>) {
-    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else {
-        return;
-    };
-    let count = counts.entry(limit.key).or_insert(0);
-    *count += 1;
-    if *count > limit.max_retries {
-        verdict.class = Class::Permanent;
-        verdict.reason = format!(
-            "{}; already retried {} time{}",
-            verdict.reason,
-            limit.max_retries,
-            if limit.max_retries == 1 { "" } else { "s" }
-        );
-    }
-}
-
-fn decide(
-    report: &AttemptReport,
-    ctx: &AttemptContext,
-    policy: &Policy,
-    env: &mut Env<'_>,
-    tally: &mut Tally,
-    previous_delay: &mut Option<Duration>,
-) -> Next {
-    if let Some(message) = &report.lock_lost {
-        return Next::Stop(StopReason::LockLost, message.clone());
-    }
-    if let Some(signal) = report.interrupted_by {
-        return Next::Stop(StopReason::Signal, format!("interrupted by {signal}"));
-    }
-    let retry = match tally.after(ctx.number, report.verdict.class, report.exit_code) {
-        Step::Reached(reason, message) => return Next::Stop(reason, message),
-        Step::Again { pause, progress } => {
-            return again(pause, progress, ctx, policy, env, tally, previous_delay);
-        }
-        Step::Failed { retry } => retry,
-    };
-    if report.verdict.class == Class::Permanent {
-        return Next::Stop(
-            StopReason::Permanent,
-            format!("permanent failure: {}", report.verdict.reason),
-        );
-    }
-    if report.budget_expired {
-        return Next::Stop(
-            StopReason::MaxTime,
-            budget_message(policy, "ran out during the last attempt"),
-        );
-    }
-    if policy.is_last(ctx.number) {
-        return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
-    }
-    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
-    let hint = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero());
-    if let Some(hint) = hint.filter(|_| !policy.ignore_wait_hints) {
-        return obey_hint(hint, retry, policy, left, env.jitter.rng());
-    }
-    let delay = policy
-        .schedule
-        .delay(retry, *previous_delay, env.jitter.rng());
-    *previous_delay = Some(delay);
-    match left {
-        Some(left) if delay >= left => {
-            Next::Stop(StopReason::MaxTime, too_little_left(policy, left, delay))
-        }
-        _ => Next::Sleep(delay),
-    }
-}
-
-/// A success the goal wants more of: the sleep before the next attempt, unless the
-/// limit or `--max-time` ends the run first.
-fn again(
-    pause: Pause,
-    progress: String,
-    ctx: &AttemptContext,
-    policy: &Policy,
-    env: &mut Env<'_>,
-    tally: &Tally,
-    previous_delay: &mut Option<Duration>,
-) -> Next {
-    if policy.is_last(ctx.number) {
-        return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
-    }
-    let delay = match pause {
-        Pause::Base => {
-            // A failure after this success backs off from the start again.
-            *previous_delay = None;
-            policy.schedule.base
-        }
-        Pause::Backoff(n) => {
-            let delay = policy.schedule.delay(n, *previous_delay, env.jitter.rng());
-            *previous_delay = Some(delay);
-            delay
-        }
-    };
-    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
-    match left {
-        Some(left) if delay >= left => {
-            let message = too_little_left(policy, left, delay) + &tally.shortfall();
-            Next::Stop(StopReason::MaxTime, message)
-        }
-        _ => Next::Again(delay, progress),
-    }
-}
-
-/// `stopped: the --max-time budget of 3s has 200ms left, less than the next 1s sleep`.
-fn too_little_left(policy: &Policy, left: Duration, delay: Duration) -> String {
-    let detail = format!(
-        "has {} left, less than the next {} sleep",
-        human(left),
-        human(delay)
-    );
-    budget_message(policy, &detail)
-}
-
-/// Waits as long as the server asked, plus a spread so that clients told the
-/// same time do not come back in one wave; refuses waits past the caps.
-fn obey_hint(
-    hint: &WaitHint,
-    retry: u32,
-    policy: &Policy,
-    left: Option<Duration>,
-    rng: &mut ChaCha8Rng,
-) -> Next {
-    if hint.wait > policy.max_wait_hint {
-        return Next::Stop(
-            StopReason::RetryAfterTooLong,
-            format!(
-                "{} asked to wait {} ({}), longer than --max-retry-after {}",
-                hint.asked_by,
-                human(hint.wait),
-                hint.source,
-                human(policy.max_wait_hint)
-            ),
-        );
-    }
-    if let Some(left) = left.filter(|left| hint.wait >= *left) {
-        return Next::Stop(
-            StopReason::RetryAfterTooLong,
-            format!(
-                "{} asked to wait {} ({}), longer than the {} left of --max-time",
-                hint.asked_by,
-                human(hint.wait),
-                hint.source,
-                human(left)
-            ),
-        );
-    }
-    let delay = policy.schedule.after_wait(hint.wait, retry, rng);
-    Next::Sleep(left.map_or(delay, |left| {
-        delay.min(left.saturating_sub(Duration::from_millis(1)))
-    }))
-}
-
-fn budget_message(policy: &Policy, detail: &str) -> String {
-    let budget = policy.max_time.map(human).unwrap_or_default();
-    format!("stopped: the --max-time budget of {budget} {detail}")
-}
-
 /// The exit status, reason and message of a run stopped during a backoff sleep.
-fn stopped_while_sleeping(stop: Stop) -> End {
+pub(super) fn stopped_while_sleeping(stop: Stop) -> End {
     match stop {
         Stop::Signal(signal) => (
             ExitStatus::of_signal(signal),

@@ -1,51 +1,12 @@
 //! The loop against scripted executors, a fake clock and a fake sleeper: attempt
 //! counts, delays and stop reasons exactly, without sleeping.
 
+use super::fakes::*;
 use super::*;
-use crate::domain::{Events, Goal, Jitter, JitterKind, Limit, Outcome, Schedule};
-use std::cell::Cell;
-use std::rc::Rc;
+use crate::domain::{
+    Events, Goal, HoldCause, Jitter, JitterKind, Limit, Outcome, Schedule, Verdict, WaitHint,
+};
 use std::time::SystemTime;
-
-/// A clock that only moves when told to.
-#[derive(Clone, Default)]
-struct FakeClock(Rc<Cell<Duration>>);
-
-impl FakeClock {
-    fn advance(&self, d: Duration) {
-        self.0.set(self.0.get() + d);
-    }
-}
-
-impl Clock for FakeClock {
-    fn now(&self) -> Duration {
-        self.0.get()
-    }
-    fn wall(&self) -> SystemTime {
-        SystemTime::UNIX_EPOCH + self.0.get()
-    }
-}
-
-struct FakeSleeper {
-    clock: FakeClock,
-    slept: Vec<Duration>,
-    signal_on: Option<usize>,
-    lose_lock_on: Option<usize>,
-}
-
-impl Sleeper for FakeSleeper {
-    fn sleep(&mut self, d: Duration, _upcoming: u32) -> Result<(), Stop> {
-        if self.signal_on == Some(self.slept.len()) {
-            return Err(Stop::Signal(Signal::new(15)));
-        }
-        if self.lose_lock_on == Some(self.slept.len()) {
-            return Err(Stop::LockLost("lock L was lost".into()));
-        }
-        self.slept.push(d);
-        self.clock.advance(d);
-        Ok(())
-    }
-}
 
 /// An `--on-retry` hook that takes `took` of fake time from its start, which
 /// runs beside the sleep: waiting for it moves the clock to its end if later.
@@ -80,35 +41,6 @@ impl RetryHook for FakeHook {
     }
 }
 
-/// Plays back a script of reports, each taking `took` of fake time.
-struct Scripted {
-    clock: FakeClock,
-    script: Vec<AttemptReport>,
-    took: Duration,
-    seen: Vec<AttemptContext>,
-    delivered: u32,
-}
-
-impl Executor for Scripted {
-    fn attempt(&mut self, ctx: &AttemptContext) -> anyhow::Result<AttemptReport> {
-        self.seen.push(ctx.clone());
-        self.clock.advance(self.took);
-        let i = (ctx.number as usize - 1).min(self.script.len() - 1);
-        Ok(self.script[i].clone())
-    }
-    fn deliver(&mut self) -> anyhow::Result<()> {
-        self.delivered += 1;
-        Ok(())
-    }
-    fn describe(&self) -> crate::exec::Description {
-        crate::exec::Description {
-            target: "scripted".into(),
-            notes: Vec::new(),
-            rules: Vec::new(),
-        }
-    }
-}
-
 #[derive(Default)]
 struct Collect(Vec<String>);
 
@@ -127,16 +59,6 @@ impl Events for Collect {
             Event::Stopped { summary } => format!("stop {:?}", summary.stopped_because),
         });
     }
-}
-
-fn fail(code: u8) -> AttemptReport {
-    let code = ExitStatus::new(code);
-    AttemptReport::new(Outcome::Exit { code }, Verdict::transient("non-zero"), code)
-}
-
-fn ok() -> AttemptReport {
-    let code = ExitStatus::SUCCESS;
-    AttemptReport::new(Outcome::Exit { code }, Verdict::success("exit 0"), code)
 }
 
 fn policy(attempts: u32, jitter: JitterKind) -> Policy {
@@ -163,19 +85,8 @@ impl Harness {
     fn new(script: Vec<AttemptReport>) -> Self {
         let clock = FakeClock::default();
         Harness {
-            exec: Scripted {
-                clock: clock.clone(),
-                script,
-                took: Duration::from_millis(100),
-                seen: vec![],
-                delivered: 0,
-            },
-            sleeper: FakeSleeper {
-                clock: clock.clone(),
-                slept: vec![],
-                signal_on: None,
-                lose_lock_on: None,
-            },
+            exec: Scripted::new(&clock, script),
+            sleeper: FakeSleeper::new(&clock),
             events: Collect::default(),
             hook: FakeHook {
                 clock: clock.clone(),

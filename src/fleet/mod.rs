@@ -1,811 +1,131 @@
-//! State shared between every `retry` that names the same retry budget or circuit
-//! breaker through the same `--state`: the arithmetic (pure, tested with a given
-//! time), the [`FleetStore`] trait with files in `file.rs` and PostgreSQL in
-//! `postgres.rs`, and [`Fleet`], which fails open once the store fails mid-run.
-//! When to consult them is the caller's: the engine asks the budget before each
-//! retry, `lib` asks the circuit before the first attempt.
+//! The fleet as a run meets it: every `retry` that names the same retry budget or
+//! circuit breaker through the same `--state` shares it. [`Fleet`] is the one face a
+//! run asks, in the run's order: the splay before anything (`splay`), the circuit
+//! before the first attempt (`circuit`, with its holds), the budget before each retry
+//! (`budget`, through the engine's [`RetryBudget`](crate::engine::RetryBudget)), and
+//! the circuit again with how the run ended. The store fails open once it fails
+//! mid-run (`store`). What the records hold, the rules every store applies to them and
+//! the stores themselves are `state`'s.
 
-pub mod file;
-pub mod postgres;
+mod budget;
+mod circuit;
+mod splay;
+mod store;
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
-
-use crate::config::fleet::{BudgetConfig, CircuitConfig, FleetConfig};
-use crate::domain::Signal;
-use crate::engine::{Refusal, RetryBudget};
-use crate::report;
-use crate::target::Backend;
+use crate::config::fleet::FleetConfig;
+use crate::domain::{ExitStatus, Hold, RunSummary, StopReason};
+use crate::engine::{Clock, Sleeper};
+use crate::state;
 use crate::wait::Bound;
+pub use budget::{SharedBudget, show_tokens};
+pub use splay::splay_delay;
+use store::Store;
 
-/// Tokens after one attempt: a failure takes one (never below 0), a success adds
-/// `ratio` (never above `size`); a budget holding more than `size` is cut to it.
-pub fn tokens_after(tokens: f64, size: u32, ratio: f64, success: bool) -> f64 {
-    let size = f64::from(size);
-    let tokens = tokens.min(size);
-    if success {
-        (tokens + ratio).min(size)
-    } else {
-        (tokens - 1.0).max(0.0)
-    }
+/// A run's fleet: its settings, and its store unless it has none (no budget or
+/// circuit, or a nested run, whose outer run counts).
+pub struct Fleet<'a> {
+    config: &'a FleetConfig,
+    seed: u64,
+    store: Option<Store>,
 }
 
-/// Why a stored token count cannot be used, if it cannot: it must be a number from 0
-/// to the largest budget size there is (a count above this run's size is cut to it).
-pub fn check_tokens(tokens: f64) -> Result<(), String> {
-    if tokens.is_finite() && (0.0..=f64::from(u32::MAX)).contains(&tokens) {
-        Ok(())
-    } else {
-        Err(format!(
-            "tokens {tokens} is not a number from 0 to {}",
-            u32::MAX
-        ))
-    }
-}
-
-/// The last millisecond of year 9999: the latest time a record may name (RFC 3339
-/// and the report write four-digit years).
-pub const LATEST_MS: u64 = 253_402_300_799_999;
-
-/// A retry is made only while the budget holds more than half its size.
-pub fn allows_retry(tokens: f64, size: u32) -> bool {
-    tokens > f64::from(size) / 2.0
-}
-
-/// Tokens after a probe's attempt (`--throttled wait`): a failed probe takes none (the
-/// service is known to be down); a successful one sets the budget to the larger of
-/// T + R and N/2 + R, so that the held runs go on.
-pub fn tokens_after_probe(tokens: f64, size: u32, ratio: f64, success: bool) -> f64 {
-    let size = f64::from(size);
-    let tokens = tokens.min(size);
-    if success {
-        (tokens + ratio).max(size / 2.0 + ratio).min(size)
-    } else {
-        tokens
-    }
-}
-
-/// What a budget says to a held run that asks to retry (`--throttled wait`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Answer {
-    /// More than half the tokens are left: retry.
-    Allowed,
-    /// The budget is spent, but no retry of it was sent for the probe interval: this
-    /// run's retry is the fleet's probe.
-    Probe,
-    /// Spent: hold (the tokens left).
-    Refused(f64),
-}
-
-/// Asks a budget holding `tokens`, whose last retry was sent at `last_retry_ms`, at
-/// `now_ms` on the store's clock: returns the answer and the last retry time to store
-/// (a retry let through, probe or not, is sent now).
-pub fn ask(
-    tokens: f64,
-    size: u32,
-    last_retry_ms: Option<u64>,
-    now_ms: u64,
-    probe_after: Duration,
-) -> (Answer, Option<u64>) {
-    if allows_retry(tokens.min(f64::from(size)), size) {
-        return (Answer::Allowed, Some(now_ms));
-    }
-    let quiet = last_retry_ms.is_none_or(|last| now_ms.saturating_sub(last) >= millis(probe_after));
-    if quiet {
-        (Answer::Probe, Some(now_ms))
-    } else {
-        (Answer::Refused(tokens), last_retry_ms)
-    }
-}
-
-/// A circuit breaker's shared state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CircuitState {
-    /// Failed runs in a row.
-    pub failures: u32,
-    /// Milliseconds since the Unix epoch until which the circuit is open.
-    pub open_until_ms: Option<u64>,
-}
-
-/// What the circuit says to a run about to start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admission {
-    Closed,
-    /// The cooldown has passed and this run is the probe.
-    Probe,
-    Open {
-        until_ms: u64,
-        failures: u32,
-    },
-}
-
-impl CircuitState {
-    /// Why a stored state cannot be used, if it cannot.
-    pub fn validate(&self) -> Result<(), String> {
-        match self.open_until_ms {
-            Some(ms) if ms > LATEST_MS => Err(format!("open_until_ms {ms} is past year 9999")),
-            _ => Ok(()),
-        }
-    }
-
-    fn is_open(&self, limit: u32) -> bool {
-        self.failures >= limit && self.open_until_ms.is_some()
-    }
-
-    /// Admits a run at `now_ms`; claiming the probe pushes the open-until time one
-    /// cooldown further, so the next run is refused.
-    pub fn admit(&mut self, now_ms: u64, config: &CircuitConfig) -> Admission {
-        if !self.is_open(config.failures) {
-            return Admission::Closed;
-        }
-        let until = self.open_until_ms.unwrap_or(0);
-        if now_ms < until {
-            return Admission::Open {
-                until_ms: until,
-                failures: self.failures,
-            };
-        }
-        self.open_until_ms = Some(open_until(now_ms, config));
-        Admission::Probe
-    }
-
-    /// Counts a run that ended at `now_ms`: a success closes the circuit, a failure
-    /// adds one and, at the limit, opens it for a cooldown from now.
-    pub fn record(&mut self, success: bool, now_ms: u64, config: &CircuitConfig) {
-        if success {
-            *self = CircuitState::default();
-            return;
-        }
-        self.failures = self.failures.saturating_add(1);
-        if self.failures >= config.failures {
-            self.open_until_ms = Some(open_until(now_ms, config));
-        }
-    }
-}
-
-/// When a circuit opened at `now_ms` closes again: one cooldown later, and never past
-/// the last millisecond of year 9999, so the record stays one that can be read.
-fn open_until(now_ms: u64, config: &CircuitConfig) -> u64 {
-    now_ms
-        .saturating_add(millis(config.cooldown))
-        .min(LATEST_MS)
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX / 2)
-}
-
-/// Now, in milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
-}
-
-/// An RFC 3339 time for a millisecond timestamp (the last one of year 9999 at most).
-pub fn show_time(ms: u64) -> String {
-    crate::domain::rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.min(LATEST_MS)))
-}
-
-/// `5` or `4.3`: tokens as a person reads them.
-pub fn show_tokens(tokens: f64) -> String {
-    if (tokens - tokens.round()).abs() < 1e-9 {
-        format!("{}", tokens.round())
-    } else {
-        format!("{tokens:.1}")
-    }
-}
-
-/// The `--splay` sleep: U(0, window), from its own stream of the run's seed so
-/// the jitter that follows is the same with or without it.
-pub fn splay_delay(window: Duration, seed: u64) -> Duration {
-    if window.is_zero() {
-        return Duration::ZERO;
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(1);
-    let span = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
-    Duration::from_nanos(rng.random_range(0..=span))
-}
-
-/// One finished attempt, as a budget counts it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Spent {
-    pub success: bool,
-    /// The attempt was the fleet's probe of a spent budget.
-    pub probe: bool,
-}
-
-impl Spent {
-    /// The tokens after this attempt.
-    pub fn tokens_after(self, tokens: f64, budget: &BudgetConfig) -> f64 {
-        if self.probe {
-            tokens_after_probe(tokens, budget.size, budget.ratio, self.success)
-        } else {
-            tokens_after(tokens, budget.size, budget.ratio, self.success)
-        }
-    }
-}
-
-/// How long a run held by an open circuit (`--throttled wait`) waits before asking
-/// again: until the open-until time plus a splay of U(0, cooldown/10), so that the held
-/// runs do not ask in one wave, and never longer than a tenth of the cooldown (the
-/// circuit may close sooner: a probe of another run's). Never under 10 ms.
-pub fn circuit_hold(
-    until_ms: u64,
-    now_ms: u64,
-    cooldown: Duration,
-    rng: &mut ChaCha8Rng,
-) -> Duration {
-    let tenth = cooldown / 10;
-    let span = u64::try_from(tenth.as_nanos()).unwrap_or(u64::MAX);
-    let splay = Duration::from_nanos(rng.random_range(0..=span));
-    let until_open_ends = Duration::from_millis(until_ms.saturating_sub(now_ms));
-    (until_open_ends + splay)
-        .min(tenth)
-        .max(Duration::from_millis(10))
-}
-
-/// The random stream of a run's circuit holds: its own stream of the run's seed, so the
-/// jitter of the attempts is the same with or without holds.
-pub fn hold_rng(seed: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(2);
-    rng
-}
-
-/// Where budgets and circuits live. Every update is atomic across processes, and
-/// every call ends within its `bound` (and the store's own limits).
-pub trait FleetStore {
-    /// How messages name the store (never with a password).
-    fn describe(&self) -> String;
-    /// Checks, before the first attempt, that the records of `budget` and `circuit`
-    /// can be used (a link where a state file should be is an error).
-    fn check(
-        &mut self,
-        _budget: Option<&BudgetConfig>,
-        _circuit: Option<&CircuitConfig>,
-    ) -> anyhow::Result<()> {
-        Ok(())
-    }
-    /// Applies one attempt's result to the budget (a probe's as [`tokens_after_probe`]
-    /// says); returns the tokens left.
-    fn spend(
-        &mut self,
-        budget: &BudgetConfig,
-        attempt: Spent,
-        bound: &Bound,
-    ) -> anyhow::Result<f64>;
-    /// Asks, on the store's clock and atomically with claiming a probe, whether a held
-    /// run may retry now (`--throttled wait`): [`ask`] applied to the stored budget.
-    fn ask(
-        &mut self,
-        budget: &BudgetConfig,
-        probe_after: Duration,
-        bound: &Bound,
-    ) -> anyhow::Result<Answer>;
-    /// The budget's tokens, unchanged.
-    fn tokens(&mut self, budget: &BudgetConfig, bound: &Bound) -> anyhow::Result<f64>;
-    /// Admits a run, claiming the probe when the cooldown has passed.
-    fn admit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<Admission>;
-    /// Counts a finished run; returns the state after.
-    fn record_run(
-        &mut self,
-        circuit: &CircuitConfig,
-        success: bool,
-        bound: &Bound,
-    ) -> anyhow::Result<CircuitState>;
-    /// The circuit's state, unchanged.
-    fn circuit(&mut self, circuit: &CircuitConfig, bound: &Bound) -> anyhow::Result<CircuitState>;
-}
-
-/// Opens the store of `config` at `target` (creating directories or tables) and
-/// checks its records within `bound`: an error is exit 125.
-pub fn open(
-    config: &FleetConfig,
-    target: &Backend,
-    bound: &Bound,
-) -> anyhow::Result<Box<dyn FleetStore>> {
-    let mut store: Box<dyn FleetStore> = match target {
-        Backend::File(dir) => Box::new(file::FileFleet::open(dir.clone())?),
-        Backend::Postgres(pg) => {
-            let holds = config
-                .budget
-                .as_ref()
-                .is_some_and(|b| b.probe_after.is_some());
-            Box::new(postgres::PgFleet::connect(pg.clone(), holds, bound)?)
-        }
-    };
-    store.check(config.budget.as_ref(), config.circuit.as_ref())?;
-    Ok(store)
-}
-
-/// The store as a run uses it: after its first failure, a warning, then nothing
-/// (budgets and circuits fail open). Calls before and between attempts end with
-/// `--max-time` too; those after it (and after the last attempt) only with the
-/// store's limits.
-pub struct Fleet {
-    store: Option<Box<dyn FleetStore>>,
-    run_deadline: Option<Instant>,
-}
-
-/// When in the run a store call is made.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Before the first attempt or a retry: `--max-time` bounds it.
-    Before,
-    /// After an attempt: `--max-time` bounds it while it lasts (a later attempt may
-    /// follow), the store's own limits once it has passed (none will).
-    Between,
-    /// After the last attempt: the store's own limits.
-    After,
-}
-
-/// Why a store call before the first attempt (or a retry) ended the run.
+/// How a fleet policy ended a run before its first attempt.
 #[derive(Debug)]
-pub enum Halt {
-    /// `--max-time` ran out during the call (what the store said).
-    OutOfTime(String),
-    /// A stopping signal arrived during the call.
-    Signal(Signal),
+pub struct Stopped {
+    pub exit_code: ExitStatus,
+    pub reason: StopReason,
+    pub message: String,
+    /// The holds the run went through first.
+    pub holds: Vec<Hold>,
 }
 
-impl Fleet {
-    pub fn new(store: Box<dyn FleetStore>, run_deadline: Option<Instant>) -> Fleet {
-        Fleet {
-            store: Some(store),
-            run_deadline,
+impl Stopped {
+    fn new(exit_code: ExitStatus, reason: StopReason, message: String) -> Stopped {
+        Stopped {
+            exit_code,
+            reason,
+            message,
+            holds: Vec::new(),
         }
     }
+}
 
-    fn deadline_passed(&self) -> bool {
-        self.run_deadline.is_some_and(|d| Instant::now() >= d)
+impl<'a> Fleet<'a> {
+    /// Opens the fleet of a run that started its `--max-time` clock at `run_deadline`'s
+    /// start: its store is opened (creating directories or tables) and its records
+    /// checked before `run_deadline`. An error is exit 125 (`state::NoAnswer::Deadline`
+    /// when `--max-time` ended it).
+    pub fn open(
+        config: &'a FleetConfig,
+        nested: bool,
+        seed: u64,
+        run_deadline: Option<Instant>,
+    ) -> anyhow::Result<Fleet<'a>> {
+        let store = match (&config.state, nested) {
+            (Some(target), false) => {
+                let holds = config
+                    .budget
+                    .as_ref()
+                    .is_some_and(|b| b.probe_after.is_some());
+                let bound = Bound::until(run_deadline);
+                let mut store = state::open_fleet(target, holds, &bound)?;
+                store.check(config.budget.as_ref(), config.circuit.as_ref())?;
+                Some(Store::new(store, run_deadline))
+            }
+            _ => None,
+        };
+        Ok(Fleet {
+            config,
+            seed,
+            store,
+        })
     }
 
-    fn bound(&self, phase: Phase) -> Bound {
-        match phase {
-            Phase::Before => Bound::until(self.run_deadline),
-            Phase::Between if !self.deadline_passed() => Bound::until(self.run_deadline),
-            Phase::Between | Phase::After => Bound::signals_only(),
-        }
+    /// Sleeps the `--splay` (never past `--max-time`); a stopping signal ends the run.
+    pub fn splay(
+        &self,
+        max_time: Option<Duration>,
+        sleeper: &mut dyn Sleeper,
+    ) -> Result<(), Stopped> {
+        splay::sleep(self.config.splay, self.seed, max_time, sleeper)
     }
 
-    /// Runs `op` on the store, unless it already failed; a failure warns once. `Err`
-    /// when `--max-time` ended the call (the store stays for the calls after it), or
-    /// a signal ended one made before an attempt.
-    fn with<T>(
+    /// Asks the circuit, if any, whether the run may make its first attempt; returns
+    /// the holds it went through (`--throttled wait`), or how the run ends.
+    pub fn admit(
         &mut self,
-        phase: Phase,
-        op: impl FnOnce(&mut dyn FleetStore, &Bound) -> anyhow::Result<T>,
-    ) -> Result<Option<T>, Halt> {
-        let bound = self.bound(phase);
-        let Some(store) = self.store.as_mut() else {
-            return Ok(None);
+        clock: &dyn Clock,
+        sleeper: &mut dyn Sleeper,
+        max_time: Option<Duration>,
+    ) -> Result<Vec<Hold>, Stopped> {
+        let (Some(circuit), Some(store)) = (&self.config.circuit, self.store.as_mut()) else {
+            return Ok(Vec::new());
         };
-        let err = match op(store.as_mut(), &bound) {
-            Ok(value) => return Ok(Some(value)),
-            Err(err) => err,
+        let asking = circuit::Asking {
+            circuit,
+            throttled: self.config.throttled,
+            seed: self.seed,
+            max_time,
+            clock,
+            sleeper,
         };
-        // A signal stops the run; it is no failure of the store to warn about.
-        if let Some(crate::domain::Interrupted(sig)) = err.downcast_ref() {
-            let sig = *sig;
-            self.store = None;
-            return match phase {
-                Phase::Before => Err(Halt::Signal(sig)),
-                Phase::Between | Phase::After => Ok(None),
-            };
-        }
-        let described = store.describe();
-        if phase != Phase::After && self.deadline_passed() {
-            return Err(Halt::OutOfTime(format!("{err:#}")));
-        }
-        report::notice(&format!(
-            "warning: the fleet state in {described} failed ({err:#}); going on without the retry budget and circuit breaker"
-        ));
-        self.store = None;
-        Ok(None)
+        circuit::admit(store, asking)
     }
 
-    /// Before the first attempt; `Err` when `--max-time` or a signal ended it first.
-    pub fn admit(&mut self, circuit: &CircuitConfig) -> Result<Admission, Halt> {
-        Ok(self
-            .with(Phase::Before, |s, b| s.admit(circuit, b))?
-            .unwrap_or(Admission::Closed))
-    }
-
-    /// After the last attempt.
-    pub fn record_run(&mut self, circuit: &CircuitConfig, success: bool) {
-        let recorded = self.with(Phase::After, |s, b| s.record_run(circuit, success, b));
-        if let Ok(Some(state)) = recorded {
-            let shown = match state
-                .open_until_ms
-                .filter(|_| state.failures >= circuit.failures)
-            {
-                Some(until) => format!("open until {}", show_time(until)),
-                None => "closed".into(),
-            };
-            report::verbose(
-                1,
-                &format!(
-                    "circuit {}: {} failed run{} in a row, {shown}",
-                    circuit.name,
-                    state.failures,
-                    if state.failures == 1 { "" } else { "s" }
-                ),
-            );
+    /// The retry budget, if any, as the engine asks it.
+    pub fn budget(&mut self) -> Option<SharedBudget<'_>> {
+        match (&self.config.budget, self.store.as_mut()) {
+            (Some(budget), Some(store)) => Some(SharedBudget::new(store, budget)),
+            _ => None,
         }
     }
 
-    /// The engine's view of `budget`.
-    pub fn budget<'a>(&'a mut self, budget: &'a BudgetConfig) -> SharedBudget<'a> {
-        SharedBudget {
-            fleet: self,
-            config: budget,
-            tokens: None,
-            ran_out: None,
-            probing: false,
+    /// Tells the circuit, if any, how the run ended (after the last attempt).
+    pub fn record_run(&mut self, summary: &RunSummary) {
+        if let (Some(circuit), Some(store)) = (&self.config.circuit, self.store.as_mut()) {
+            circuit::record(store, circuit, summary);
         }
-    }
-}
-
-/// A retry budget in a [`Fleet`], for the engine.
-pub struct SharedBudget<'a> {
-    fleet: &'a mut Fleet,
-    config: &'a BudgetConfig,
-    /// What the last update returned: the decision uses the count this run's own
-    /// update produced, read in the same atomic step.
-    tokens: Option<f64>,
-    /// `--max-time` ran out during the last update (why): no retry follows.
-    ran_out: Option<String>,
-    /// The retry being made is the fleet's probe of the spent budget.
-    probing: bool,
-}
-
-impl SharedBudget<'_> {
-    fn out_of_time(&self, why: &str) -> Refusal {
-        Refusal::OutOfTime(format!(
-            "{why}, so retry budget {} could not be asked: not retrying",
-            self.config.name
-        ))
-    }
-
-    fn spent(&self, tokens: f64) -> Refusal {
-        Refusal::Spent(format!(
-            "retry budget {} is spent ({} of {} tokens)",
-            self.config.name,
-            show_tokens(tokens),
-            self.config.size
-        ))
-    }
-
-    /// `--throttled wait`: asks the store after the sleep, claiming the probe if it is due.
-    fn ask(&mut self, probe_after: Duration) -> Result<(), Refusal> {
-        let config = self.config;
-        let asked = self
-            .fleet
-            .with(Phase::Before, |s, b| s.ask(config, probe_after, b));
-        match asked {
-            Ok(Some(Answer::Refused(tokens))) => Err(self.spent(tokens)),
-            Ok(Some(Answer::Probe)) => {
-                self.probing = true;
-                report::info(&format!(
-                    "retry budget {} is spent and no retry of it was sent for {}: this retry is the probe",
-                    config.name,
-                    crate::domain::human(probe_after)
-                ));
-                Ok(())
-            }
-            // A store that failed is absent: the budget fails open.
-            Ok(Some(Answer::Allowed) | None) | Err(Halt::Signal(_)) => Ok(()),
-            Err(Halt::OutOfTime(why)) => Err(self.out_of_time(&why)),
-        }
-    }
-}
-
-impl RetryBudget for SharedBudget<'_> {
-    fn may_retry(&mut self) -> Result<(), Refusal> {
-        let config = self.config;
-        if let Some(why) = self.ran_out.take() {
-            return Err(self.out_of_time(&why));
-        }
-        if let Some(probe_after) = config.probe_after {
-            return self.ask(probe_after);
-        }
-        let tokens = match self.tokens {
-            Some(t) => Some(t),
-            // Before a retry: --max-time bounds the question; a signal stops the sleep before it.
-            None => match self.fleet.with(Phase::Before, |s, b| s.tokens(config, b)) {
-                Ok(tokens) => tokens,
-                Err(Halt::Signal(_)) => None,
-                Err(Halt::OutOfTime(why)) => return Err(self.out_of_time(&why)),
-            },
-        };
-        match tokens {
-            Some(t) if !allows_retry(t, config.size) => Err(self.spent(t)),
-            _ => Ok(()),
-        }
-    }
-
-    fn record(&mut self, success: bool) {
-        let config = self.config;
-        let attempt = Spent {
-            success,
-            probe: std::mem::take(&mut self.probing),
-        };
-        // After an attempt: within --max-time while it lasts, then the store's own limits.
-        let spent = self
-            .fleet
-            .with(Phase::Between, |s, b| s.spend(config, attempt, b));
-        (self.tokens, self.ran_out) = match spent {
-            Ok(tokens) => (tokens, None),
-            Err(Halt::OutOfTime(why)) => (None, Some(why)),
-            Err(Halt::Signal(_)) => (None, None),
-        };
-    }
-
-    fn holds(&self) -> bool {
-        self.config.probe_after.is_some()
-    }
-}
-
-/// A store for reading: a missing directory or table reads as fresh state.
-pub fn open_read_only(target: &Backend, bound: &Bound) -> anyhow::Result<Box<dyn FleetStore>> {
-    Ok(match target {
-        Backend::File(dir) => Box::new(file::FileFleet::at(dir.clone())?),
-        Backend::Postgres(pg) => Box::new(postgres::PgFleet::connect_read_only(pg.clone(), bound)?),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::ExitStatus;
-
-    fn circuit(failures: u32, cooldown_s: u64) -> CircuitConfig {
-        CircuitConfig {
-            name: "c".into(),
-            failures,
-            cooldown: Duration::from_secs(cooldown_s),
-            exit: ExitStatus::new(75),
-        }
-    }
-
-    #[test]
-    fn failures_take_a_token_down_to_zero_and_successes_earn_up_to_the_size() {
-        assert_eq!(tokens_after(10.0, 10, 0.1, false), 9.0);
-        assert_eq!(tokens_after(0.0, 10, 0.1, false), 0.0);
-        assert!((tokens_after(4.0, 10, 0.1, true) - 4.1).abs() < 1e-9);
-        assert_eq!(tokens_after(9.95, 10, 0.1, true), 10.0);
-        assert_eq!(
-            tokens_after(50.0, 10, 0.1, true),
-            10.0,
-            "a smaller size cuts"
-        );
-    }
-
-    #[test]
-    fn retries_stop_at_half_the_budget_after_about_half_the_size_in_failures() {
-        let mut tokens = 10.0;
-        let mut retries = 0;
-        for _ in 0..100 {
-            tokens = tokens_after(tokens, 10, 0.1, false);
-            if allows_retry(tokens, 10) {
-                retries += 1;
-            }
-        }
-        assert_eq!(retries, 4, "9, 8, 7 and 6 are more than 5");
-        assert!(!allows_retry(5.0, 10));
-        // Successes refill it: ten of them earn one token.
-        for _ in 0..11 {
-            tokens = tokens_after(tokens, 10, 0.1, true);
-        }
-        assert!((tokens - 1.1).abs() < 1e-9);
-        let refilled = (0..60).fold(tokens, |t, _| tokens_after(t, 10, 0.1, true));
-        assert!(allows_retry(refilled, 10));
-    }
-
-    #[test]
-    fn a_circuit_opens_after_n_failed_runs_and_a_success_closes_it() {
-        let c = circuit(3, 60);
-        let mut s = CircuitState::default();
-        for t in 0..2 {
-            s.record(false, t, &c);
-            assert_eq!(s.admit(t, &c), Admission::Closed);
-        }
-        s.record(false, 1_000, &c);
-        assert_eq!(
-            s.admit(1_000, &c),
-            Admission::Open {
-                until_ms: 61_000,
-                failures: 3
-            }
-        );
-        assert!(matches!(s.admit(60_999, &c), Admission::Open { .. }));
-        s.record(true, 2_000, &c);
-        assert_eq!(s, CircuitState::default());
-        assert_eq!(s.admit(2_000, &c), Admission::Closed);
-    }
-
-    #[test]
-    fn after_the_cooldown_one_probe_is_claimed_and_the_rest_refused() {
-        let c = circuit(1, 60);
-        let mut s = CircuitState::default();
-        s.record(false, 0, &c);
-        assert_eq!(s.admit(60_000, &c), Admission::Probe);
-        assert_eq!(
-            s.admit(60_001, &c),
-            Admission::Open {
-                until_ms: 120_000,
-                failures: 1
-            },
-            "the probe pushed the open-until time one cooldown further"
-        );
-        // The probe fails: open for a cooldown from its end.
-        s.record(false, 65_000, &c);
-        assert_eq!(s.open_until_ms, Some(125_000));
-        assert_eq!(s.failures, 2);
-        assert_eq!(s.admit(125_000, &c), Admission::Probe);
-        s.record(true, 126_000, &c);
-        assert_eq!(s.admit(126_000, &c), Admission::Closed);
-    }
-
-    #[test]
-    fn a_cooldown_past_year_9999_opens_the_circuit_to_its_last_millisecond() {
-        let c = circuit(1, 400_000_000_000);
-        let mut s = CircuitState::default();
-        s.record(false, 1_700_000_000_000, &c);
-        assert_eq!(s.open_until_ms, Some(LATEST_MS));
-        assert_eq!(s.validate(), Ok(()), "a record that can be read back");
-        assert_eq!(show_time(LATEST_MS), "9999-12-31T23:59:59.999Z");
-        assert_eq!(show_time(u64::MAX), "9999-12-31T23:59:59.999Z");
-    }
-
-    #[test]
-    fn a_seeded_splay_is_repeatable_and_within_its_window() {
-        let window = Duration::from_secs(2);
-        assert_eq!(splay_delay(window, 7), splay_delay(window, 7));
-        assert_ne!(splay_delay(window, 7), splay_delay(window, 8));
-        assert!((0..100).all(|seed| splay_delay(window, seed) <= window));
-        assert_eq!(splay_delay(Duration::ZERO, 7), Duration::ZERO);
-    }
-
-    #[test]
-    fn a_failed_probe_takes_no_token_and_a_successful_one_reopens_the_budget() {
-        assert_eq!(tokens_after_probe(2.0, 10, 0.1, false), 2.0);
-        assert!((tokens_after_probe(2.0, 10, 0.1, true) - 5.1).abs() < 1e-9);
-        assert!(allows_retry(tokens_after_probe(0.0, 10, 0.1, true), 10));
-        assert!((tokens_after_probe(7.0, 10, 0.1, true) - 7.1).abs() < 1e-9);
-        assert_eq!(tokens_after_probe(9.95, 10, 0.1, true), 10.0);
-        assert!((tokens_after_probe(0.0, 3, 1.0, true) - 2.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn a_spent_budget_lets_one_probe_through_per_interval_on_the_stores_clock() {
-        let every = Duration::from_millis(500);
-        // Full: allowed, and the retry is marked as sent now.
-        assert_eq!(
-            ask(6.0, 10, None, 1_000, every),
-            (Answer::Allowed, Some(1_000))
-        );
-        // Spent, with a retry 499 ms ago: refused, the time kept.
-        assert_eq!(
-            ask(5.0, 10, Some(1_000), 1_499, every),
-            (Answer::Refused(5.0), Some(1_000))
-        );
-        // 500 ms without a retry: this asker is the probe, and the next must wait again.
-        assert_eq!(
-            ask(5.0, 10, Some(1_000), 1_500, every),
-            (Answer::Probe, Some(1_500))
-        );
-        assert_eq!(
-            ask(5.0, 10, Some(1_500), 1_501, every),
-            (Answer::Refused(5.0), Some(1_500))
-        );
-        // Never a retry recorded: the first asker probes.
-        assert_eq!(ask(0.0, 10, None, 7, every), (Answer::Probe, Some(7)));
-        // A clock that stepped back keeps the probe closed until it passes the mark.
-        assert_eq!(
-            ask(0.0, 10, Some(9_000), 8_000, every).0,
-            Answer::Refused(0.0)
-        );
-    }
-
-    /// 200 held runs of one spent budget ask at their own jittered times through a 2 s
-    /// outage (--delay 500ms): the store lets at most one retry through per 500 ms, and
-    /// the first probe after the service is back reopens the budget for everyone.
-    #[test]
-    fn a_fleet_of_held_runs_sends_one_probe_per_interval_and_recovers_after_the_outage() {
-        let every = Duration::from_millis(500);
-        let (size, ratio) = (10, 0.1);
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let (mut tokens, mut last) = (0.0, Some(0));
-        // Each run's next ask, in ms; the service answers from 2000 ms on.
-        let mut next: Vec<u64> = (0..200).map(|_| rng.random_range(0..1000)).collect();
-        let mut sent: Vec<u64> = Vec::new();
-        let mut done = [false; 200];
-        for now in 0..10_000u64 {
-            for run in 0..200 {
-                if done[run] || next[run] != now {
-                    continue;
-                }
-                let (answer, stored) = ask(tokens, size, last, now, every);
-                last = stored;
-                let mut hold = || rng.random_range(50..=1000);
-                match answer {
-                    Answer::Refused(_) => next[run] = now + hold(),
-                    Answer::Allowed | Answer::Probe => {
-                        sent.push(now);
-                        let up = now >= 2000;
-                        tokens = if answer == Answer::Probe {
-                            tokens_after_probe(tokens, size, ratio, up)
-                        } else {
-                            tokens_after(tokens, size, ratio, up)
-                        };
-                        if up {
-                            done[run] = true;
-                        } else {
-                            next[run] = now + hold();
-                        }
-                    }
-                }
-            }
-        }
-        let in_outage: Vec<u64> = sent.iter().copied().filter(|t| *t < 2000).collect();
-        assert!(
-            in_outage.len() <= 4,
-            "one probe per 500 ms in 2 s: {in_outage:?}"
-        );
-        assert!(
-            in_outage.windows(2).all(|w| w[1] - w[0] >= 500),
-            "{in_outage:?}"
-        );
-        assert!(
-            done.iter().all(|d| *d),
-            "every held run succeeded after the outage"
-        );
-    }
-
-    #[test]
-    fn a_circuit_hold_ends_at_open_until_plus_a_splay_and_at_most_a_tenth_of_the_cooldown() {
-        let cooldown = Duration::from_secs(60);
-        let mut rng = hold_rng(1);
-        // Far from the end of the cooldown: ask again in a tenth of it.
-        assert_eq!(
-            circuit_hold(60_000, 0, cooldown, &mut rng),
-            Duration::from_secs(6)
-        );
-        // 1 s before it: 1 s plus up to 6 s of splay, capped at 6 s.
-        let holds: Vec<Duration> = (0..200)
-            .map(|_| circuit_hold(10_000, 9_000, cooldown, &mut rng))
-            .collect();
-        assert!(
-            holds
-                .iter()
-                .all(|h| *h >= Duration::from_secs(1) && *h <= Duration::from_secs(6))
-        );
-        assert!(
-            holds.iter().any(|h| *h < Duration::from_secs(3))
-                && holds.iter().any(|h| *h > Duration::from_secs(4))
-        );
-        // Past it: only the splay, never under 10 ms.
-        let short = circuit_hold(0, 5_000, Duration::from_millis(50), &mut rng);
-        assert_eq!(
-            short,
-            Duration::from_millis(10),
-            "a tenth of 50 ms is under the floor"
-        );
-        assert_eq!(
-            hold_rng(4).random_range(0..u64::MAX),
-            hold_rng(4).random_range(0..u64::MAX)
-        );
-    }
-
-    #[test]
-    fn tokens_read_as_people_write_them() {
-        assert_eq!(show_tokens(5.0), "5");
-        assert_eq!(show_tokens(4.3), "4.3");
     }
 }

@@ -168,7 +168,7 @@ fn bash_value_case(opt: &Opt) -> Option<String> {
 /// `retry`'s zsh completion (`_arguments` specs).
 pub fn zsh() -> String {
     let specs: String = options(&command()).iter().flat_map(zsh_specs).collect();
-    include_str!("retry.zsh").replace("@SPECS@\n", &specs)
+    include_str!("retry.zsh").replace("@ARGUMENTS@\n", &specs)
 }
 
 /// One `_arguments` spec per spelling of `opt`, each excluding the others once given.

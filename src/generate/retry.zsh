@@ -21,7 +21,7 @@ _retry_target() {
 _retry() {
     local -a specs
     specs=(
-@SPECS@
+@ARGUMENTS@
     )
     _arguments -s -S -A '-*' : $specs '*:: :_retry_target'
 }

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 
-use super::postgres::db::{self, Burst, Patience, Refused};
-use super::record::{Done, Marker, Status, host_name};
-use super::store::{Lock, MarkerStore, open_lock, open_store};
 use crate::config::JobOptions;
 use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
 use crate::report;
 use crate::signals;
+use crate::state::{
+    self, Burst, Done, Lock, Marker, MarkerStore, Patience, Refused, Status, host_name,
+};
 use crate::wait::{self, Bound, Ended, Pauses};
 
 /// Whether the run goes ahead.
@@ -136,15 +136,18 @@ impl HeldLocks {
 
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
-/// Waiting for the locks ends at `--lock-wait` or at `run_deadline` (`--max-time`),
-/// which bounds every call before the attempts too. The checks and takes share one
+/// Waiting for the locks ends at `--lock-wait`, or at `max_time` when that is shorter
+/// (the run's `--max-time`, whose end `run_deadline` bounds every call before the
+/// attempts too). The checks and takes share one
 /// connection (none is open while a wait pauses), and a server that refuses it for
 /// capacity is asked again until `--lock-wait` ends, or for `connect_timeout`.
-pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Result<Gate> {
+pub fn prepare(
+    opts: &JobOptions,
+    max_time: Option<Duration>,
+    run_deadline: Option<Instant>,
+) -> anyhow::Result<Gate> {
     let calls = Bound::until(run_deadline);
-    let wait = opts
-        .max_time
-        .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
+    let wait = max_time.map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
     let _burst = Burst::patient(if wait.is_zero() {
         Patience::ConnectTimeout
@@ -153,7 +156,7 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
     });
     let mut once = None;
     if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
-        let opened = open_store(state.clone(), opts.statuses, opts.lease_ttl, &calls);
+        let opened = state::open_markers(state, opts.statuses, opts.lease_ttl, &calls);
         let mut store = match opened {
             Ok(store) => store,
             Err(err) => return stopped_by(err, "connecting to the --state server"),
@@ -172,7 +175,8 @@ pub fn prepare(opts: &JobOptions, run_deadline: Option<Instant>) -> anyhow::Resu
     let mut lock = None;
     let mut fencing_token = None;
     if let Some(target) = &opts.lock {
-        let mut backend = match open_lock(opts, target.clone(), &calls) {
+        let opened = state::open_lock(target, opts.state.as_ref(), opts.lease_ttl, &calls);
+        let mut backend = match opened {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),
         };
@@ -253,7 +257,7 @@ fn acquire(
     let mut announced = false;
     let calls = Bound::until(run_deadline);
     let bound = Bound::until(Some(deadline)).or_lost_lock();
-    let pause = |d| db::idle(|| wait::sleep(d, &bound));
+    let pause = |d| state::idle(|| wait::sleep(d, &bound));
     let mut polls = 0;
     let mut refused = None;
     let tried = wait::poll_until(&bound, &mut pauses, pause, || {

@@ -18,7 +18,6 @@ use crate::config::{Config, ScheduleConfig};
 use crate::cron::Zone;
 use crate::domain::{CatchUp, ExitStatus, Overlap, Signal, parse_rfc3339, rfc3339_seconds};
 use crate::report;
-use crate::target::Backend;
 
 use metrics::Metrics;
 pub use world::SystemWorld;
@@ -379,7 +378,7 @@ pub fn run(config: &Config, schedule: &ScheduleConfig) -> anyhow::Result<ExitSta
         }
         None => None,
     };
-    if let Backend::File(dir) = &schedule.state {
+    if let Some(dir) = schedule.state.local_dir() {
         report::info(&format!(
             "slots are exactly once on this host only (state directory {}); replicas must share --state postgres://…",
             dir.display()

@@ -33,7 +33,7 @@ fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> Sch
         catch_up,
         window: std::time::Duration::from_secs(window_s),
         overlap,
-        state: Backend::File("/nonexistent".into()),
+        state: crate::state::state_target("/nonexistent").unwrap(),
         metrics_listen: None,
     }
 }

@@ -14,8 +14,9 @@ use super::outcome::{Ended, Outcome};
 use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
 use crate::domain::{Signal, Stop, parse_rfc3339, rfc3339_seconds};
-use crate::jobs::{self, Marker, Status};
+use crate::jobs;
 use crate::run::{self, SlotRun};
+use crate::state::{self, Marker, MarkerStore, Status, UnreadableRecord};
 use crate::wait::{self, Bound};
 use crate::{report, signals};
 
@@ -110,14 +111,14 @@ impl<'a> SystemWorld<'a> {
     }
 
     /// The slot records, opened for one call (no connection is held between slots).
-    fn store(&self, bound: &Bound) -> anyhow::Result<Box<dyn jobs::MarkerStore>> {
+    fn store(&self, bound: &Bound) -> anyhow::Result<Box<dyn MarkerStore>> {
         match self.config {
             Some(config) => {
                 let ttl = config.jobs.lease_ttl;
-                jobs::open_store(self.schedule.state.clone(), true, ttl, bound)
+                state::open_markers(&self.schedule.state, true, ttl, bound)
             }
             // A dry run reads the state and creates nothing.
-            None => jobs::open_store_read_only(self.schedule.state.clone(), bound),
+            None => state::open_markers_read_only(&self.schedule.state, bound),
         }
     }
 
@@ -172,8 +173,9 @@ impl World for SystemWorld<'_> {
         let second = whole_second(now);
         let shown = rfc3339_seconds(second);
         let found = match store.find(&key, &bound) {
-            // A first-start record that cannot be read is replaced (SPEC: local state).
-            Err(err) => match err.downcast::<jobs::UnreadableRecord>() {
+            // A first-start record that cannot be read is replaced (docs/internals.md,
+            // "Records of a scheduler").
+            Err(err) => match err.downcast::<UnreadableRecord>() {
                 Ok(unreadable) => Err(format!("{}: {}", unreadable.place, unreadable.why)),
                 Err(err) => return Err(err),
             },
@@ -199,7 +201,7 @@ impl World for SystemWorld<'_> {
             // Only a success replaces a record, and an unreadable one must be replaced.
             status: Status::Succeeded,
             succeeded_at: crate::domain::rfc3339_millis(SystemTime::from(second)),
-            host: jobs::host_name(),
+            host: state::host_name(),
             pid: std::process::id(),
             command: self
                 .config
@@ -309,7 +311,5 @@ impl World for SystemWorld<'_> {
 }
 
 fn record(slot: &SlotRun, status: Status, command: &[String]) {
-    if let Err(err) = jobs::record_status(&slot.state, &slot.key, status, command) {
-        report::error(&format!("{err:#}"));
-    }
+    jobs::record_slot(&slot.state, &slot.key, status, command);
 }

@@ -513,7 +513,7 @@ enum Reader {
     LeavesAfter(usize),
 }
 
-/// One run of the stress test: what it did and the status SPEC allows.
+/// One run of the stress test: what it did and the status the README allows.
 fn stress_run(rng: &mut impl rand::Rng, n: usize) {
     use rand::RngExt;
     let t = token() + &n.to_string();

@@ -166,6 +166,7 @@ both_ways! {
         assert_eq!(out.status, 0, "{}", out.stderr);
         assert_eq!(dir.count(), 1);
         assert_eq!(proxy.refused(), 5);
+        assert!(proxy.forwarded() >= 1, "the sixth connection reached the server");
         assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
         out.assert_stderr_has(
             "the server refused the connection: too many clients \
@@ -189,6 +190,7 @@ both_ways! {
         assert!(out.elapsed > Duration::from_millis(800), "{:?}", out.elapsed);
         assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
         assert!(proxy.refused() > 2, "tried again: {}", proxy.refused());
+        assert_eq!(proxy.forwarded(), 0);
         // With --lock-wait: as long as it.
         let out = dir
             .locked(proxy.url_as(USER, "?connect_timeout=1#full"))

@@ -37,6 +37,7 @@ both_ways! {
         dir.wait_for("ready");
         let lease = pg.lease("lock:nightly-report").expect("a lease row");
         assert!(lease.held, "{lease:?}");
+        assert!(lease.token >= 1 && lease.expires_in > 0.0, "{lease:?}");
         assert!(lease.holder.contains(&format!(":{}:", first.id())), "{lease:?}");
 
         let second = dir.locked_work(&lock, &["--busy-exit", "9"]).run();

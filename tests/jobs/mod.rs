@@ -494,18 +494,12 @@ fn lock_and_state(url: &str) -> [Vec<String>; 2] {
     ]
 }
 
-/// A loopback port with nothing listening on it.
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 #[test]
 fn an_unreachable_server_is_exit_125_and_the_command_does_not_run() {
     let dir = Dir::new();
     let url = format!(
         "postgres://app:hunter2@127.0.0.1:{}/jobs?connect_timeout=1",
-        closed_port()
+        crate::support::ports::free_port()
     );
     for args in lock_and_state(&url) {
         let out = dir.retry().args(&args).args(dir.work(0.0)).run();

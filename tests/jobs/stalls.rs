@@ -1,6 +1,6 @@
 //! A PostgreSQL server that accepts the connection and then stops answering: at each
 //! point of a run where `retry` talks to it, the stalled call is given up within
-//! `connect_timeout` + 1 s with the consequence SPEC gives, no further call is made on
+//! `connect_timeout` + 1 s with the consequence docs/postgres.md gives, no further call is made on
 //! the connection that timed out, and SIGTERM ends the run with 143 within a second.
 //! Stalls are made for real: a proxy that goes silent (`support::stall`), run both ways,
 //! and SIGSTOP of the server (directly only: the pooler would answer for it). Leases

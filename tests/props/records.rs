@@ -2,7 +2,7 @@
 //! every reader of a record (budget and circuit files, fencing counters, `--once`
 //! markers), in process by the thousand, then through the real binary into real
 //! files, and as rows of a real PostgreSQL server. No input panics; each reading is
-//! what SPEC says (fresh state with a warning, 125 at 2^63−1, a marker that cannot
+//! what docs/state.md says (fresh state with a warning, 125 at 2^63−1, a marker that cannot
 //! be read refused).
 
 use std::path::Path;
@@ -171,7 +171,7 @@ fn run_on(state: &str, flags: &[&str]) -> Run {
         .run()
 }
 
-/// What a run over a stored circuit says, by SPEC: an open circuit refuses (75), and
+/// What a run over a stored circuit says, by the README: an open circuit refuses (75), and
 /// one that cannot be read counts as closed, with a warning.
 #[track_caller]
 fn assert_circuit_outcome(out: &Run, valid: bool, open: bool, what: &str) {

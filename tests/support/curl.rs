@@ -1,25 +1,14 @@
 //! Conformance with curl: runs the real `curl` and `retry` with the same
 //! arguments, each against its own fresh recording server answering the same
 //! way and each in its own working directory, and compares what the servers
-//! received and what each client printed, as SPEC's "curl's vocabulary" judges
-//! it: the method, the path and query, the body bytes, the set of headers
+//! received and what each client printed, as docs/internals.md ("curl's vocabulary")
+//! judges it: the method, the path and query, the body bytes, the set of headers
 //! (names case-insensitive; User-Agent's default value and a multipart boundary
-//! excepted), the output bytes and the exit status.
-//!
-//! A test file includes it beside the server it drives:
-//!
-//! ```ignore
-//! #[path = "support/http_server.rs"]
-//! mod http_server;
-//! #[path = "support/curl.rs"]
-//! mod curl;
-//! ```
+//! excepted), the output bytes and the exit status. It drives `support::http_server`.
 //!
 //! In arguments, `{url}` stands for `http://127.0.0.1:PORT`, `{https}` for
 //! `https://127.0.0.1:PORT`, `{port}` for PORT and `{dir}` for the side's own
 //! working directory, each filled in per side.
-
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -92,12 +81,6 @@ impl Case {
     /// The reply is computed from the request and its number on that side.
     pub fn handler(mut self, h: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> Case {
         self.factory = plain(Arc::new(h));
-        self
-    }
-
-    /// Serves over TLS with `http_server`'s self-signed test certificate.
-    pub fn tls(mut self, replies: Vec<Reply>) -> Case {
-        self.factory = Arc::new(move |_| Box::new(Server::tls_script(replies.clone())));
         self
     }
 

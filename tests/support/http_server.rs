@@ -303,12 +303,6 @@ fn accept_until<S: Send + 'static>(
     })
 }
 
-/// A port on 127.0.0.1 that nothing listens on (bound, then released).
-pub fn dead_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 fn serve(mode: Mode, stream: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     match mode {

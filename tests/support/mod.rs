@@ -7,6 +7,7 @@
 pub mod curl;
 pub mod dns;
 pub mod http_server;
+pub mod ports;
 pub mod postgres;
 pub mod private_etc;
 pub mod refuse;

@@ -13,9 +13,6 @@
 //! `None`, unless `RETRY_TEST_REQUIRE_POSTGRES=1`, when it panics instead; likewise
 //! for pgbouncer.
 
-#![allow(dead_code)]
-
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -122,7 +119,7 @@ macro_rules! both_ways {
 }
 
 /// Starts a server for `test`, reached directly, or says loudly why not and returns
-/// `None`. Only for tests that SPEC lets run directly alone (they need one particular
+/// `None`. Only for tests that can run directly alone (they need one particular
 /// server session); every other test uses [`both_ways!`](crate::both_ways).
 pub fn start(test: &str) -> Option<Postgres> {
     start_with(test, Options::default())
@@ -329,7 +326,7 @@ impl Postgres {
     fn start_on_a_free_port(&mut self, options: Options) {
         let mut last = None;
         for _ in 0..5 {
-            self.port = free_port();
+            self.port = super::ports::free_port();
             let mut settings = format!(
                 "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections={}",
                 self.port,
@@ -444,14 +441,6 @@ impl Postgres {
         let pid = nix::unistd::Pid::from_raw(pid);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
         Stopped(pid)
-    }
-
-    /// Sessions of `retry` open on the server now (`application_name` starting with
-    /// "retry"), as `pg_stat_activity` shows them. Through the pooler the server sees
-    /// the pooler's sessions instead: count the clients of the pooler with
-    /// `support::tcp_connections_to`.
-    pub fn retry_sessions(&self) -> i64 {
-        self.client().query_one(RETRY_SESSIONS, &[]).get(0)
     }
 
     /// Checks, sampling for `during`, that none of the runs `pids` has a connection
@@ -583,7 +572,7 @@ impl Client {
     }
 }
 
-/// PgBouncer in front of the server, as SPEC's CI configuration says: transaction
+/// PgBouncer in front of the server, as production runs it: transaction
 /// mode, two server connections per pool, 200 clients, the startup parameters that
 /// clients send and PgBouncer does not track ignored.
 struct Pooler {
@@ -598,7 +587,7 @@ impl Pooler {
         std::fs::write(sock.join("userlist.txt"), users).unwrap();
         let mut last = String::new();
         for _ in 0..5 {
-            let port = free_port();
+            let port = super::ports::free_port();
             let mut config = format!(
                 "[databases]\n* = host=127.0.0.1 port={server}\n\
                  [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
@@ -675,11 +664,6 @@ impl Drop for Postgres {
             .args(["-m", "immediate", "-w", "stop"])
             .output();
     }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().unwrap().port()
 }
 
 fn check(what: &str, out: &Output) {

@@ -8,8 +8,6 @@
 //! Without mount namespaces (not root), [`PrivateEtc::new`] says SKIPPED and gives
 //! `None`, unless `RETRY_TEST_REQUIRE_PRIVILEGE` is set, when it panics instead.
 
-#![allow(dead_code)]
-
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
 

@@ -4,8 +4,6 @@
 //! already" and closes, as a server at `max_connections` would. It counts the
 //! connections it turned away and the ones it forwarded.
 
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;

@@ -1,6 +1,5 @@
 //! Scratch directories with small `sh` scripts that count their runs, and waits
 //! on the processes and files those scripts leave.
-#![allow(dead_code)]
 
 use std::fs;
 use std::io::Write;

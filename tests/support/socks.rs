@@ -24,7 +24,7 @@ pub struct Microsocks {
 
 impl Microsocks {
     pub fn start(credentials: Option<(&str, &str)>) -> Microsocks {
-        let port = super::http_server::dead_port();
+        let port = super::ports::free_port();
         let mut cmd = Command::new("microsocks");
         cmd.args(["-i", "127.0.0.1", "-p", &port.to_string()]);
         if let Some((user, password)) = credentials {

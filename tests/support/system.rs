@@ -1,7 +1,6 @@
 //! What tests that need root get from the host: a check that says loudly when it is
 //! skipped, and a user of the tests' own, whose process limit (`ulimit -u`, set with
 //! `prlimit --nproc`) a test sets, with the tasks that limit counts read from /proc.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::process::{Command, Stdio};

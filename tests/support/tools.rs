@@ -1,19 +1,12 @@
 //! Real third-party servers on 127.0.0.1 for the tool-profile tests: an rsync
 //! daemon, sshd and git daemon, each with its own configuration in a temporary
 //! directory and a port of its own. A daemon is stopped when dropped.
-#![allow(dead_code)]
 
 use std::fs;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port nothing listens on right now (bound, then released).
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().unwrap().port()
-}
 
 /// Whether something accepts connections on 127.0.0.1:`port` within `limit`.
 pub fn wait_for_port(port: u16, limit: Duration) -> bool {
@@ -84,7 +77,7 @@ pub const NOBODY: u32 = 65534;
 /// Run as root, it also serves `dir/private` as module `private`, read as user
 /// nobody (so a file only root may read is refused).
 pub fn rsync_daemon(dir: &Path) -> Daemon {
-    let port = free_port();
+    let port = super::ports::free_port();
     let (uid, gid) = current_ids();
     let module = dir.join("mod");
     fs::create_dir_all(&module).unwrap();
@@ -170,7 +163,7 @@ pub fn sshd(dir: &Path) -> Result<Daemon, NoSshd> {
     }
     keygen(&dir.join("host_key"));
     fs::write(dir.join("authorized_keys"), "").unwrap();
-    let port = free_port();
+    let port = super::ports::free_port();
     let conf = dir.join("sshd_config");
     fs::write(
         &conf,

@@ -58,8 +58,9 @@ pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
     builder = builder.dns_resolver(Arc::new(HttpResolver(names)));
     if let Some(family) = settings.family {
         let local: IpAddr = match family {
-            Family::V4 => Ipv4Addr::UNSPECIFIED.into(),
-            Family::V6 => Ipv6Addr::UNSPECIFIED.into(),
+            // The unspecified address of the family: the system picks the local one.
+            Family::V4 => Ipv4Addr::from(0u32).into(),
+            Family::V6 => Ipv6Addr::from(0u128).into(),
         };
         builder = builder.local_address(local);
     }

@@ -1,14 +1,14 @@
 //! Where locks and state live, as the user names them (`--lock`, `--state`): the
 //! pure, total grammar of a target (a file path, or a `postgres://` URL in
-//! `postgres`), the default state directory, and what a `--once` key may be as a
-//! file name (`key`). Opening and using a target is `jobs`' and `fleet`'s job.
+//! `postgres::url`), the default state directory, and what each kind of target allows
+//! and how `--dry-run` describes it. Opening a target is `open`'s.
 
-pub mod key;
-pub mod postgres;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use std::path::PathBuf;
-
-pub use self::postgres::PgTarget;
+use super::postgres::url as postgres;
+pub use super::postgres::url::{DEFAULT_LEASE_TTL, PgTarget, lease_ttl};
+use super::{file, postgres as pg};
 
 /// Where a lock or the markers live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +17,47 @@ pub enum Backend {
     File(PathBuf),
     /// A PostgreSQL server (`postgres://…`, `#NAME` for a lock).
     Postgres(PgTarget),
+}
+
+impl Backend {
+    /// Refuses a `--once` key (or a slot's `JOB@SLOT`) that this state cannot keep: a
+    /// marker file's name has a length limit.
+    pub fn check_key(&self, key: &str) -> Result<(), String> {
+        match self {
+            Backend::File(_) => file::key::check_key(key),
+            Backend::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// Whether a lock or a `--once` key's lock here is a lease, whose lifetime
+    /// `--lease-ttl` sets.
+    pub fn leases(&self) -> bool {
+        matches!(self, Backend::Postgres(_))
+    }
+
+    /// The directory, when the state lives on this host only.
+    pub fn local_dir(&self) -> Option<&Path> {
+        match self {
+            Backend::File(dir) => Some(dir),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// What a `--lock` here is, for `--dry-run`.
+    pub fn describe_lock(&self, lease_ttl: Duration) -> String {
+        match self {
+            Backend::File(path) => file::describe_lock(path),
+            Backend::Postgres(target) => pg::describe_lock(target, lease_ttl),
+        }
+    }
+
+    /// Where the marker of `--once` key `key` goes here, for `--dry-run`.
+    pub fn describe_marker(&self, key: &str, lease_ttl: Duration) -> String {
+        match self {
+            Backend::File(dir) => file::describe_marker(dir),
+            Backend::Postgres(target) => pg::describe_marker(target, key, lease_ttl),
+        }
+    }
 }
 
 /// What `--lock` and `--state` accept, for error messages.
@@ -93,6 +134,11 @@ pub fn parse_lock_target(text: &str) -> Result<Backend, String> {
 /// Parses `--state TARGET`, the error starting with the flag.
 pub fn parse_state_target(text: &str) -> Result<Backend, String> {
     state_target(text).map_err(|e| format!("--state: {e}"))
+}
+
+/// The default state: the state directory.
+pub fn default_state() -> anyhow::Result<Backend> {
+    default_state_dir().map(Backend::File)
 }
 
 /// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.

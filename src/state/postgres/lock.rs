@@ -8,9 +8,9 @@ use anyhow::Context;
 use super::db::Db;
 use super::lease::{self, Held, LeaseName, Taken};
 use super::schema::{self, Needs};
-use crate::jobs::Lock;
+use super::url::PgTarget;
 use crate::report;
-use crate::target::postgres::PgTarget;
+use crate::state::stores::Lock;
 use crate::wait::Bound;
 
 /// `--lock postgres://…#NAME`: a lease on `lock:NAME`.

@@ -15,7 +15,7 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use crate::target::postgres::{PgTarget, SslMode};
+use super::url::{PgTarget, SslMode};
 
 /// rustls with the ring provider; certificate checks as `sslmode` asks.
 pub(super) fn tls_config(target: &PgTarget) -> anyhow::Result<ClientConfig> {

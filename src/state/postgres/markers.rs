@@ -13,10 +13,11 @@ use tokio_postgres::types::Type;
 use super::db::{Db, Param};
 use super::lease::{self, Held, LeaseName, Taken};
 use super::schema::{self, Found, Needs};
+use super::url::PgTarget;
 use crate::domain::command_line;
-use crate::jobs::{Done, LeaseLost, Marker, MarkerStore, Status, UnreadableRecord};
 use crate::report;
-use crate::target::postgres::PgTarget;
+use crate::state::record::{Done, LockLost, Marker, Status, UnreadableRecord};
+use crate::state::stores::MarkerStore;
 use crate::wait::Bound;
 
 /// The table `--state postgres://…` keeps markers in (in the connection's search_path).
@@ -71,7 +72,7 @@ impl PgStore {
             db,
             target,
             found,
-            ttl: crate::target::postgres::DEFAULT_LEASE_TTL,
+            ttl: super::url::DEFAULT_LEASE_TTL,
             held: None,
         })
     }
@@ -145,7 +146,7 @@ impl PgStore {
         bound: &Bound,
     ) -> anyhow::Result<()> {
         if held.is_lost() {
-            return Err(LeaseLost(format!(
+            return Err(LockLost(format!(
                 "the lease {} in {} was lost before the record",
                 held.name, self.target
             ))
@@ -171,7 +172,7 @@ impl PgStore {
             .with_context(|| self.context())?;
         let released: i64 = rows.first().map_or(0, |r| r.get(0));
         if released == 0 {
-            return Err(LeaseLost(format!(
+            return Err(LockLost(format!(
                 "the lease {} in {} was lost: it expired or another holder took it",
                 held.name, self.target
             ))

@@ -6,13 +6,14 @@ use anyhow::Context;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 
-use super::db::{Burst, Db};
+use super::db::Db;
+use crate::state::Burst;
 use crate::wait::Bound;
 
 /// Leases: one row per lock name (`lock:NAME`, `once:KEY`), never deleted.
 pub const LEASE_TABLE: &str = "retry_lease";
 /// `--once` markers and schedule records.
-pub const ONCE_TABLE: &str = crate::target::postgres::MARKER_TABLE;
+pub const ONCE_TABLE: &str = super::url::MARKER_TABLE;
 pub const BUDGET_TABLE: &str = "retry_budgets";
 pub const CIRCUIT_TABLE: &str = "retry_circuits";
 /// Fencing counters of an earlier version (advisory locks): read to seed lease tokens.

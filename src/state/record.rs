@@ -85,17 +85,18 @@ impl std::fmt::Display for UnreadableRecord {
 
 impl std::error::Error for UnreadableRecord {}
 
-/// The lease a run holds was gone when its record was written: nothing was recorded.
+/// The lock (a lease) a run holds was gone when its record was written: nothing was
+/// recorded.
 #[derive(Debug)]
-pub struct LeaseLost(pub String);
+pub struct LockLost(pub String);
 
-impl std::fmt::Display for LeaseLost {
+impl std::fmt::Display for LockLost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for LeaseLost {}
+impl std::error::Error for LockLost {}
 
 /// A recorded success, as found in a store.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -27,12 +27,13 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{Admission, Answer, CircuitState, FleetStore, Spent, now_ms};
-use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::domain::{Interrupted, Stop};
-use crate::jobs::state_dir::{Access, StateDir};
+use super::dir::{Access, StateDir};
+use super::key::escape_key;
+use crate::domain::{BudgetConfig, CircuitConfig, Interrupted, Stop};
 use crate::report;
-use crate::target::key::escape_key;
+use crate::state::fleet::{
+    Admission, Answer, CircuitState, FleetStore, LATEST_MS, Spent, check_tokens, now_ms,
+};
 use crate::wait::{self, Bound, Ended};
 
 /// Longest wait for a state file's flock, whatever the call's bound: a holder keeps
@@ -59,11 +60,9 @@ pub trait Record: Serialize + DeserializeOwned {
 
 impl Record for BudgetFile {
     fn check(&self) -> Result<(), String> {
-        super::check_tokens(self.tokens)?;
+        check_tokens(self.tokens)?;
         match self.last_retry_ms {
-            Some(ms) if ms > super::LATEST_MS => {
-                Err(format!("last_retry_ms {ms} is past year 9999"))
-            }
+            Some(ms) if ms > LATEST_MS => Err(format!("last_retry_ms {ms} is past year 9999")),
             _ => Ok(()),
         }
     }
@@ -461,7 +460,7 @@ impl FleetStore for FileFleet {
             |stored: Option<BudgetFile>, record| {
                 let tokens = fresh_tokens(stored.as_ref(), budget);
                 let last = stored.and_then(|b| b.last_retry_ms);
-                let (answer, last_retry_ms) = super::ask(
+                let (answer, last_retry_ms) = crate::state::fleet::ask(
                     tokens,
                     budget.size,
                     last,
@@ -690,7 +689,7 @@ mod tests {
         assert_eq!(parse_budget(br#"{"tokens":3.0,"size":10}"#), Ok(Some(3.0)));
         let far = format!(
             r#"{{"tokens":3.0,"size":10,"last_retry_ms":{}}}"#,
-            super::super::LATEST_MS + 1
+            super::LATEST_MS + 1
         );
         assert!(parse_budget(far.as_bytes()).is_err());
     }

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::types::Type;
 
-use super::db::{Burst, Db, Patience, Shared};
-use crate::target::postgres::PgTarget;
+use super::db::{Db, Shared};
+use super::url::PgTarget;
+use crate::state::{Burst, Patience};
 use crate::wait::{self, Bound, Pauses};
 use crate::{report, signals};
 
@@ -135,7 +136,7 @@ impl Held {
 fn holder_id() -> String {
     format!(
         "{}:{}:{}",
-        crate::jobs::host_name(),
+        crate::state::record::host_name(),
         std::process::id(),
         uuid::Uuid::new_v4()
     )

@@ -17,16 +17,15 @@ use tokio_postgres::types::{ToSql, Type};
 
 use std::time::Duration;
 
-use super::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
-use crate::config::fleet::{BudgetConfig, CircuitConfig};
-use crate::jobs::{
-    postgres::db::Db, postgres::db::Param, postgres::schema, postgres::schema::Needs,
-};
+use super::db::{Db, Param};
+use super::schema::{self, Needs};
+use super::url::PgTarget;
+use crate::domain::{BudgetConfig, CircuitConfig};
 use crate::report;
-use crate::target::PgTarget;
+use crate::state::fleet::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
 use crate::wait::Bound;
 
-pub use crate::jobs::postgres::schema::{BUDGET_TABLE, CIRCUIT_TABLE};
+pub use super::schema::{BUDGET_TABLE, CIRCUIT_TABLE};
 
 /// Milliseconds since the epoch of a timestamptz column.
 const MS: &str = "(extract(epoch FROM open_until) * 1000)::bigint";
@@ -220,7 +219,10 @@ impl FleetStore for PgFleet {
             )
             .with_context(|| self.context())?;
         let row = rows.first().context("no row")?;
-        if let Some(Err(why)) = row.get::<_, Option<f64>>(1).map(super::check_tokens) {
+        if let Some(Err(why)) = row
+            .get::<_, Option<f64>>(1)
+            .map(crate::state::fleet::check_tokens)
+        {
             self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");
         }
         Ok(row.get(0))
@@ -285,7 +287,7 @@ impl FleetStore for PgFleet {
         let Some(tokens) = rows.first().map(|r| r.get::<_, f64>(0)) else {
             return Ok(size);
         };
-        match super::check_tokens(tokens) {
+        match crate::state::fleet::check_tokens(tokens) {
             Ok(()) => Ok(tokens.min(size)),
             Err(why) => {
                 self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");

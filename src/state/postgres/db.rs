@@ -1,8 +1,8 @@
 //! The one way to reach PostgreSQL, and the connection economy of a fleet. A
-//! connection is open only while a run has statements to send: a [`Burst`] keeps this
+//! connection is open only while a run has statements to send: a [`Burst`](crate::state::Burst) keeps this
 //! thread's connections open until it ends, and a statement made outside any burst is a
 //! burst of its own, so nothing stays open while a command, a hook, a sleep, a hold or a
-//! lock wait's pause runs ([`idle`]). A process has at most two connections per server:
+//! lock wait's pause runs ([`idle`](crate::state::idle)). A process has at most two connections per server:
 //! its thread's ([`Db`]) and its lease renewer's ([`Shared`]).
 //!
 //! Every call (connecting included) is bounded by the URL's `connect_timeout` and by
@@ -18,9 +18,8 @@
 //! unnamed statement (`query_typed`, `execute_typed`) or as simple queries, never as
 //! named prepared statements; no `SET`, no session advisory lock, no temporary table.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -31,9 +30,11 @@ use tokio_postgres::{Client, NoTls, Row};
 use super::capacity::{self, Refusal};
 use super::pgpass::{login_name, pgpass_password};
 use super::tls::tls_config;
+use super::url::{PgTarget, SslMode};
 use crate::domain::{Interrupted, Stop, human};
 use crate::report;
-use crate::target::postgres::{PgTarget, SslMode};
+use crate::state::burst::{self, Patience};
+use crate::state::{NoAnswer, Refused};
 use crate::wait::{self, Bound, Ended, Pauses};
 
 /// How long closing a healthy connection may take (the goodbye to the server).
@@ -48,73 +49,6 @@ const REFUSED_CAP: Duration = Duration::from_secs(1);
 
 /// A statement's parameter with its type, sent with the unnamed statement.
 pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
-
-/// Why a call gave no answer.
-#[derive(Debug)]
-pub enum NoAnswer {
-    /// `connect_timeout` passed.
-    Timeout(Duration),
-    /// The caller's deadline (`--max-time`, or a lease's loss deadline) passed first.
-    Deadline,
-}
-
-impl std::fmt::Display for NoAnswer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoAnswer::Timeout(t) => write!(f, "no answer within {} (connect_timeout)", human(*t)),
-            NoAnswer::Deadline => write!(f, "no answer before the run's deadline"),
-        }
-    }
-}
-
-impl std::error::Error for NoAnswer {}
-
-/// How long a call that the server refuses for want of capacity asks again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Patience {
-    /// For `connect_timeout` after the call began.
-    #[default]
-    ConnectTimeout,
-    /// Until this instant, or for `connect_timeout` when that is later.
-    Until(Instant),
-    /// Not at all: the refusal is the call's answer (a lock wait's poll, whose next
-    /// poll asks again anyway).
-    None,
-}
-
-impl Patience {
-    /// Until when a call that began at `began` asks again; `None`: it does not.
-    fn deadline(self, began: Instant, timeout: Duration) -> Option<Instant> {
-        let timeout = began.checked_add(timeout);
-        match self {
-            Patience::ConnectTimeout => timeout,
-            Patience::Until(until) => later(Some(until), timeout),
-            Patience::None => None,
-        }
-    }
-}
-
-/// A server that went on refusing connections for want of capacity until the call's
-/// patience ran out.
-#[derive(Debug)]
-pub struct Refused {
-    pub refusal: Refusal,
-    /// How long the call tried.
-    pub tried: Duration,
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}, still after {} of tries",
-            self.refusal,
-            human(self.tried)
-        )
-    }
-}
-
-impl std::error::Error for Refused {}
 
 /// One connection to one server, or none (none since the last burst, or since the last
 /// one failed).
@@ -191,7 +125,10 @@ impl Conn {
             });
             let Some(pause) = pause else {
                 let tried = began.elapsed();
-                let refused = Refused { refusal, tried };
+                let refused = Refused {
+                    refusal: refusal.to_string(),
+                    tried,
+                };
                 return Err(anyhow::Error::new(refused).context(self.cannot_connect()));
             };
             report::verbose(
@@ -337,14 +274,6 @@ impl Conn {
             client.batch_execute(sql).await
         })
         .await
-    }
-}
-
-/// The later of two instants, when there is one.
-fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
     }
 }
 
@@ -508,81 +437,19 @@ impl Drop for Turn<'_> {
 
 /// The synchronous face of a connection for the run's thread: one per server and
 /// thread, shared by the lock, the markers and the fleet state, on the thread's runtime
-/// (`wait::runtime`). It is open only during a burst (see [`Burst`]).
+/// (`wait::runtime`). It is open only during a burst (see [`Burst`](crate::state::Burst)).
 pub struct Db {
     conn: RefCell<Conn>,
     key: String,
 }
 
-/// The bursts under way on this thread.
-#[derive(Clone, Copy, Debug, Default)]
-struct Bursts {
-    depth: usize,
-    /// How long refusals for capacity are asked again.
-    patience: Patience,
-}
-
 thread_local! {
     /// This thread's connections, by server.
     static OPEN: RefCell<HashMap<String, Weak<Db>>> = RefCell::new(HashMap::new());
-    static BURSTS: Cell<Bursts> = const {
-        Cell::new(Bursts { depth: 0, patience: Patience::ConnectTimeout })
-    };
-}
-
-/// A burst of statements: until it is dropped, this thread's connections stay open
-/// between statements, and when the outermost burst ends they are closed. Outside any
-/// burst every statement opens and closes its own connection, so forgetting a burst
-/// costs a connection, never an idle one held open.
-#[must_use = "a burst lasts until it is dropped"]
-pub struct Burst {
-    outer: Bursts,
-    /// Bursts belong to the thread that began them.
-    _thread: PhantomData<*const ()>,
-}
-
-impl Burst {
-    /// A burst as patient with refusals as the one it is part of.
-    pub fn begin() -> Burst {
-        Burst::patient(BURSTS.get().patience)
-    }
-
-    /// A burst whose calls refused for capacity ask again as `patience` says (a take
-    /// or check before the first attempt, as long as `--lock-wait`).
-    pub fn patient(patience: Patience) -> Burst {
-        let outer = BURSTS.get();
-        BURSTS.set(Bursts {
-            depth: outer.depth + 1,
-            patience,
-        });
-        Burst {
-            outer,
-            _thread: PhantomData,
-        }
-    }
-}
-
-impl Drop for Burst {
-    fn drop(&mut self) {
-        BURSTS.set(self.outer);
-        if self.outer.depth == 0 {
-            close_all();
-        }
-    }
-}
-
-/// Runs `wait` with none of this thread's connections open, whatever bursts are under
-/// way: a wait belongs to no burst (a lock wait's pause between two polls).
-pub fn idle<T>(wait: impl FnOnce() -> T) -> T {
-    let bursts = BURSTS.replace(Bursts::default());
-    close_all();
-    let out = wait();
-    BURSTS.set(bursts);
-    out
 }
 
 /// Closes every connection of this thread.
-fn close_all() {
+pub(in crate::state) fn close_all() {
     let open: Vec<Rc<Db>> =
         OPEN.with(|open| open.borrow().values().filter_map(Weak::upgrade).collect());
     for db in open {
@@ -636,7 +503,7 @@ impl Db {
         &self,
         call: impl AsyncFnOnce(&mut Conn, Patience) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
-        let bursts = BURSTS.get();
+        let bursts = burst::current();
         let mut conn = self.conn.borrow_mut();
         let result = wait::runtime().block_on(call(&mut conn, bursts.patience));
         if bursts.depth == 0 {
@@ -706,7 +573,7 @@ mod tests {
 
     #[test]
     fn one_connection_per_server_and_thread() {
-        let parse = |u: &str| crate::target::postgres::parse_url(u).unwrap();
+        let parse = |u: &str| crate::state::postgres::url::parse_url(u).unwrap();
         let lock = Db::open(&parse("u@h/db#a"));
         let other_lock = Db::open(&parse("u@h/db#b"));
         assert!(Rc::ptr_eq(&lock, &other_lock), "the name is not the server");
@@ -719,9 +586,10 @@ mod tests {
         // A listener that accepts (the kernel's backlog) and never speaks.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let target =
-            crate::target::postgres::parse_url(&format!("u@127.0.0.1:{port}/db?connect_timeout=1"))
-                .unwrap();
+        let target = crate::state::postgres::url::parse_url(&format!(
+            "u@127.0.0.1:{port}/db?connect_timeout=1"
+        ))
+        .unwrap();
         let db = Db::open(&target);
         let start = Instant::now();
         let err = db
@@ -750,7 +618,7 @@ mod tests {
             .unwrap()
             .port();
         let url = format!("u@127.0.0.1:{port}/db?connect_timeout=1");
-        let db = Db::open(&crate::target::postgres::parse_url(&url).unwrap());
+        let db = Db::open(&crate::state::postgres::url::parse_url(&url).unwrap());
         let start = Instant::now();
         let err = db
             .query("SELECT 1", &[], &Bound::signals_only())
@@ -759,7 +627,10 @@ mod tests {
         assert!(took > Duration::from_millis(500), "tried again: {took:?}");
         assert!(took < Duration::from_secs(3), "{took:?}");
         let refused = err.downcast_ref::<Refused>().expect("a refusal");
-        assert!(refused.refusal.why.starts_with("connection refused"));
+        assert!(
+            refused.refusal.contains(": connection refused"),
+            "{refused}"
+        );
         let text = format!("{err:#}");
         assert!(
             text.starts_with(&format!(
@@ -781,34 +652,5 @@ mod tests {
             "{err:#}"
         );
         assert!(format!("{err:#}").contains("connection refused"), "{err:#}");
-    }
-
-    #[test]
-    fn a_burst_is_as_patient_as_it_is_told_or_as_its_outer_one_and_a_wait_belongs_to_none() {
-        let later = Patience::Until(Instant::now() + Duration::from_secs(30));
-        assert_eq!(BURSTS.get().depth, 0);
-        {
-            let _outer = Burst::patient(later);
-            {
-                let _inner = Burst::begin();
-                assert_eq!(BURSTS.get().depth, 2);
-                assert_eq!(BURSTS.get().patience, later, "the outer's patience");
-                {
-                    let _poll = Burst::patient(Patience::None);
-                    assert_eq!(BURSTS.get().patience, Patience::None);
-                }
-                assert_eq!(BURSTS.get().patience, later);
-                let inside = idle(|| BURSTS.get().depth);
-                assert_eq!(inside, 0, "a wait is in no burst");
-                assert_eq!(BURSTS.get().depth, 2, "and the bursts go on after it");
-            }
-            assert_eq!(BURSTS.get().depth, 1);
-        }
-        assert_eq!(BURSTS.get().depth, 0);
-        assert_eq!(BURSTS.get().patience, Patience::ConnectTimeout);
-        let (began, timeout) = (Instant::now(), Duration::from_secs(10));
-        let soon = Patience::Until(began + Duration::from_secs(1));
-        assert_eq!(soon.deadline(began, timeout), Some(began + timeout));
-        assert_eq!(Patience::None.deadline(began, timeout), None);
     }
 }

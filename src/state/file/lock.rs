@@ -17,10 +17,11 @@ use anyhow::Context;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
+use super::dir::{Access, StateDir};
 use super::fencing::{self, Counter};
-use super::state_dir::{Access, StateDir};
-use super::{Done, Lock, Marker, MarkerStore, Status};
-use crate::target::key::{escape_key, key_from_file_name};
+use super::key::{escape_key, key_from_file_name};
+use crate::state::record::{Done, Marker, Status, UnreadableRecord};
+use crate::state::stores::{Lock, MarkerStore};
 use crate::wait::Bound;
 
 /// How often a lock file that keeps being replaced is reopened before giving up.
@@ -234,7 +235,7 @@ impl FileStore {
     /// The error for a record that exists but cannot be read as one.
     fn unreadable(&self, key: &str, name: &str, why: &str) -> anyhow::Error {
         let path = self.dir.join(name);
-        super::UnreadableRecord {
+        UnreadableRecord {
             key: key.to_string(),
             place: path.display().to_string(),
             why: why.to_string(),

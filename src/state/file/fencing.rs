@@ -13,7 +13,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::state_dir::StateDir;
+use super::dir::StateDir;
 use crate::report;
 
 /// The subdirectory of the state directory that holds the counters.

@@ -1,15 +1,12 @@
-//! The two storage traits the gate works through, a single-instance [`Lock`] and a
-//! [`MarkerStore`] of `--once` records, and opening them for a target: files
-//! (`file`) or PostgreSQL (`postgres`).
+//! The two storage traits the gate works through: a single-instance [`Lock`] and a
+//! [`MarkerStore`] of `--once` records and slot records. `open` opens them for a
+//! target; each backend implements them.
 
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
-
-use super::record::{Done, Marker, Status, host_name};
-use super::{file, postgres};
-use crate::config::JobOptions;
-use crate::target::Backend;
+#[cfg(doc)]
+use super::record::LockLost;
+use super::record::{Done, Marker};
 use crate::wait::{Bound, Pauses};
 
 /// The pauses between two tries of a busy lock that costs nothing to try (a file's
@@ -60,7 +57,7 @@ pub trait MarkerStore {
     }
     /// Records how a run ended, durably; returns only once it is committed. For the
     /// key whose lock this store holds, the record is made only while that lock is
-    /// still held ([`LeaseLost`] otherwise), and it frees the lock.
+    /// still held ([`LockLost`] otherwise), and it frees the lock.
     fn record(&mut self, marker: &Marker, bound: &Bound) -> anyhow::Result<()>;
     /// The keys with a record that start with `prefix` (readable or not).
     fn keys_with_prefix(&mut self, prefix: &str, bound: &Bound) -> anyhow::Result<Vec<String>>;
@@ -74,69 +71,4 @@ pub trait MarkerStore {
     /// Removes the records of keys starting with `prefix` recorded before `before`;
     /// returns how many.
     fn prune(&mut self, prefix: &str, before: SystemTime, bound: &Bound) -> anyhow::Result<usize>;
-}
-
-/// Records how a slot ended with a store of its own (for a slot that never held its
-/// key lock, or whose lock was lost). After the slot: signals and the store's limits only.
-pub fn record_status(
-    state: &Backend,
-    key: &str,
-    status: Status,
-    command: &[String],
-) -> anyhow::Result<()> {
-    let bound = Bound::signals_only();
-    let ttl = crate::target::postgres::DEFAULT_LEASE_TTL;
-    let mut store = open_store(state.clone(), true, ttl, &bound)?;
-    let marker = Marker {
-        key: key.to_string(),
-        status,
-        succeeded_at: crate::domain::rfc3339_millis(SystemTime::now()),
-        host: host_name(),
-        pid: std::process::id(),
-        command: command.to_vec(),
-        attempts: 0,
-    };
-    store
-        .record(&marker, &bound)
-        .with_context(|| format!("cannot record {key:?} in {}", store.describe()))
-}
-
-/// Opens the backend for a `--lock` target (connecting, for PostgreSQL).
-pub(super) fn open_lock(
-    opts: &JobOptions,
-    target: Backend,
-    bound: &Bound,
-) -> anyhow::Result<Box<dyn Lock>> {
-    Ok(match target {
-        Backend::File(path) => Box::new(file::FileLock::new(path, opts.fencing_state.clone())),
-        Backend::Postgres(pg) => Box::new(postgres::PgLock::connect(pg, opts.lease_ttl, bound)?),
-    })
-}
-
-/// Opens the backend for a `--state` target (creating the directory or tables);
-/// `statuses` when endings other than success are recorded (a scheduler).
-pub fn open_store(
-    target: Backend,
-    statuses: bool,
-    lease_ttl: Duration,
-    bound: &Bound,
-) -> anyhow::Result<Box<dyn MarkerStore>> {
-    Ok(match target {
-        Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
-        Backend::Postgres(pg) => {
-            Box::new(postgres::PgStore::connect(pg, statuses, lease_ttl, bound)?)
-        }
-    })
-}
-
-/// Opens a `--state` target to read it only (a dry run): nothing is created, and what
-/// does not exist holds no record.
-pub fn open_store_read_only(
-    target: Backend,
-    bound: &Bound,
-) -> anyhow::Result<Box<dyn MarkerStore>> {
-    Ok(match target {
-        Backend::File(dir) => Box::new(file::FileStore::open(dir)?),
-        Backend::Postgres(pg) => Box::new(postgres::PgStore::connect_read_only(pg, bound)?),
-    })
 }

@@ -1,0 +1,176 @@
+//! What follows an attempt: the goal's tally, the classification and its per-rule
+//! retry limits, the attempt limit, `--max-time`, and the backoff or the wait the other
+//! side asked for decide whether to stop, retry after a sleep, or attempt again after
+//! a success the goal wants more of.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+
+use super::goal::{Pause, Step, Tally};
+use super::{Env, Next};
+use crate::domain::{Class, LimitKey, Policy, StopReason, Verdict, WaitHint, human};
+use crate::exec::{AttemptContext, AttemptReport};
+
+/// Turns a verdict limited to N retries into a permanent one past N.
+pub(super) fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, u32>) {
+    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else {
+        return;
+    };
+    let count = counts.entry(limit.key).or_insert(0);
+    *count += 1;
+    if *count > limit.max_retries {
+        verdict.class = Class::Permanent;
+        verdict.reason = format!(
+            "{}; already retried {} time{}",
+            verdict.reason,
+            limit.max_retries,
+            if limit.max_retries == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// What follows attempt `ctx.number`, which `report` tells of.
+pub(super) fn decide(
+    report: &AttemptReport,
+    ctx: &AttemptContext,
+    policy: &Policy,
+    env: &mut Env<'_>,
+    tally: &mut Tally,
+    previous_delay: &mut Option<Duration>,
+) -> Next {
+    if let Some(message) = &report.lock_lost {
+        return Next::Stop(StopReason::LockLost, message.clone());
+    }
+    if let Some(signal) = report.interrupted_by {
+        return Next::Stop(StopReason::Signal, format!("interrupted by {signal}"));
+    }
+    let retry = match tally.after(ctx.number, report.verdict.class, report.exit_code) {
+        Step::Reached(reason, message) => return Next::Stop(reason, message),
+        Step::Again { pause, progress } => {
+            return again(pause, progress, ctx, policy, env, tally, previous_delay);
+        }
+        Step::Failed { retry } => retry,
+    };
+    if report.verdict.class == Class::Permanent {
+        return Next::Stop(
+            StopReason::Permanent,
+            format!("permanent failure: {}", report.verdict.reason),
+        );
+    }
+    if report.budget_expired {
+        return Next::Stop(
+            StopReason::MaxTime,
+            budget_message(policy, "ran out during the last attempt"),
+        );
+    }
+    if policy.is_last(ctx.number) {
+        return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
+    }
+    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
+    let hint = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero());
+    if let Some(hint) = hint.filter(|_| !policy.ignore_wait_hints) {
+        return obey_hint(hint, retry, policy, left, env.jitter.rng());
+    }
+    let delay = policy
+        .schedule
+        .delay(retry, *previous_delay, env.jitter.rng());
+    *previous_delay = Some(delay);
+    match left {
+        Some(left) if delay >= left => {
+            Next::Stop(StopReason::MaxTime, too_little_left(policy, left, delay))
+        }
+        _ => Next::Sleep(delay),
+    }
+}
+
+/// A success the goal wants more of: the sleep before the next attempt, unless the
+/// limit or `--max-time` ends the run first.
+fn again(
+    pause: Pause,
+    progress: String,
+    ctx: &AttemptContext,
+    policy: &Policy,
+    env: &mut Env<'_>,
+    tally: &Tally,
+    previous_delay: &mut Option<Duration>,
+) -> Next {
+    if policy.is_last(ctx.number) {
+        return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
+    }
+    let delay = match pause {
+        Pause::Base => {
+            // A failure after this success backs off from the start again.
+            *previous_delay = None;
+            policy.schedule.base
+        }
+        Pause::Backoff(n) => {
+            let delay = policy.schedule.delay(n, *previous_delay, env.jitter.rng());
+            *previous_delay = Some(delay);
+            delay
+        }
+    };
+    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
+    match left {
+        Some(left) if delay >= left => {
+            let message = too_little_left(policy, left, delay) + &tally.shortfall();
+            Next::Stop(StopReason::MaxTime, message)
+        }
+        _ => Next::Again(delay, progress),
+    }
+}
+
+/// `stopped: the --max-time budget of 3s has 200ms left, less than the next 1s sleep`.
+pub(super) fn too_little_left(policy: &Policy, left: Duration, delay: Duration) -> String {
+    let detail = format!(
+        "has {} left, less than the next {} sleep",
+        human(left),
+        human(delay)
+    );
+    budget_message(policy, &detail)
+}
+
+/// Waits as long as the server asked, plus a spread so that clients told the
+/// same time do not come back in one wave; refuses waits past the caps.
+fn obey_hint(
+    hint: &WaitHint,
+    retry: u32,
+    policy: &Policy,
+    left: Option<Duration>,
+    rng: &mut ChaCha8Rng,
+) -> Next {
+    if hint.wait > policy.max_wait_hint {
+        return Next::Stop(
+            StopReason::RetryAfterTooLong,
+            format!(
+                "{} asked to wait {} ({}), longer than --max-retry-after {}",
+                hint.asked_by,
+                human(hint.wait),
+                hint.source,
+                human(policy.max_wait_hint)
+            ),
+        );
+    }
+    if let Some(left) = left.filter(|left| hint.wait >= *left) {
+        return Next::Stop(
+            StopReason::RetryAfterTooLong,
+            format!(
+                "{} asked to wait {} ({}), longer than the {} left of --max-time",
+                hint.asked_by,
+                human(hint.wait),
+                hint.source,
+                human(left)
+            ),
+        );
+    }
+    let delay = policy.schedule.after_wait(hint.wait, retry, rng);
+    Next::Sleep(left.map_or(delay, |left| {
+        delay.min(left.saturating_sub(Duration::from_millis(1)))
+    }))
+}
+
+pub(super) fn budget_message(policy: &Policy, detail: &str) -> String {
+    let budget = policy.max_time.map(human).unwrap_or_default();
+    format!("stopped: the --max-time budget of {budget} {detail}")
+}

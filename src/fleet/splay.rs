@@ -1,0 +1,72 @@
+//! `--splay`: a sleep of U(0, window) before the first attempt, so that runs a
+//! scheduler starts together do not reach the service together.
+
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::Stopped;
+use crate::domain::{ExitStatus, Signal, Stop, StopReason, human};
+use crate::engine::Sleeper;
+use crate::report;
+
+/// The `--splay` sleep: U(0, window), from its own stream of the run's seed so
+/// the jitter that follows is the same with or without it.
+pub fn splay_delay(window: Duration, seed: u64) -> Duration {
+    if window.is_zero() {
+        return Duration::ZERO;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(1);
+    let span = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(rng.random_range(0..=span))
+}
+
+/// Sleeps the splay of `window` (never past `--max-time`); a stopping signal ends it
+/// at once, and the run with it.
+pub(super) fn sleep(
+    window: Duration,
+    seed: u64,
+    max_time: Option<Duration>,
+    sleeper: &mut dyn Sleeper,
+) -> Result<(), Stopped> {
+    let mut delay = splay_delay(window, seed);
+    if let Some(max) = max_time {
+        delay = delay.min(max);
+    }
+    if delay.is_zero() {
+        return Ok(());
+    }
+    report::verbose(
+        1,
+        &format!(
+            "splay: sleeping {} before the first attempt (up to {}, --seed {seed})",
+            human(delay),
+            human(window)
+        ),
+    );
+    sleeper.sleep(delay, 1).map_err(|stop| {
+        let sig = match stop {
+            Stop::Signal(sig) => sig,
+            Stop::LockLost(_) => Signal::new(0),
+        };
+        let exit_code = ExitStatus::of_signal(sig);
+        let message = format!("stopped by {sig} during the --splay sleep; exit status {exit_code}");
+        Stopped::new(exit_code, StopReason::Signal, message)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seeded_splay_is_repeatable_and_within_its_window() {
+        let window = Duration::from_secs(2);
+        assert_eq!(splay_delay(window, 7), splay_delay(window, 7));
+        assert_ne!(splay_delay(window, 7), splay_delay(window, 8));
+        assert!((0..100).all(|seed| splay_delay(window, seed) <= window));
+        assert_eq!(splay_delay(Duration::ZERO, 7), Duration::ZERO);
+    }
+}

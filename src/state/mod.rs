@@ -1,0 +1,44 @@
+//! Where locks, `--once` markers, slot records and the fleet's budgets and circuits
+//! live: the storage layer, under `jobs` and `fleet`. It owns the grammar of a
+//! `--lock`/`--state` target ([`Backend`]), what a record holds and the errors callers
+//! decide on ([`NoAnswer`], [`Refused`], [`LockLost`], [`UnreadableRecord`]), the three
+//! store traits ([`Lock`], [`MarkerStore`], [`FleetStore`], with the rules every store
+//! applies to budget and circuit records), the factory that opens each for a target
+//! (`open`), and the [`Burst`] of calls that share a connection. Each backend is one
+//! folder behind those traits: `file/` (the checked state directory, flocks, fencing
+//! counters, JSON records) and `postgres/` (connections, leases, tables). Nothing
+//! outside this module names a backend; when to lock, record or consult a budget is
+//! `jobs`' and `fleet`'s.
+
+mod burst;
+mod errors;
+mod file;
+mod fleet;
+mod open;
+mod postgres;
+mod record;
+mod stores;
+mod target;
+
+pub use burst::{Burst, Patience, idle};
+pub use errors::{NoAnswer, Refused};
+pub use fleet::{
+    Admission, Answer, CircuitState, FleetStore, LATEST_MS, Spent, allows_retry, ms_since_epoch,
+    now_ms, show_time,
+};
+pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only};
+pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};
+pub use stores::{Lock, MarkerStore};
+pub use target::{
+    Backend, DEFAULT_LEASE_TTL, default_state, lease_ttl, lock_target, parse_lock_target,
+    parse_state_target, parse_target, state_target,
+};
+
+/// The readers of what the state directory holds (budget and circuit records, fencing
+/// counters, `--once` markers, marker file names), public for the property tests.
+pub mod readers {
+    pub use super::file::fencing::{Stored, parse_counter};
+    pub use super::file::fleet::{parse_budget, parse_circuit};
+    pub use super::file::key::{check_key, escape_key, key_from_file_name};
+    pub use super::file::lock::parse_marker;
+}
