@@ -379,13 +379,12 @@ mod tests {
         assert_eq!(pids(&[99]), Vec::<i32>::new());
     }
 
-    #[test]
-    fn a_tree_finds_what_left_its_group_through_its_parent() {
-        use std::process::Command;
-        // Not a subreaper here: the process that left the group is found through
-        // its parent, which is in the group.
-        let mut leader = Command::new("sh")
-            .args(["-c", "setsid sleep 30 & echo $!; wait"])
+    /// Starts `sh -c script` as the leader of its own group, and reads the PID of the
+    /// process that leaves it from the script's first line.
+    fn leader_and_escaped(script: &str) -> (std::process::Child, i32) {
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .process_group(0)
             .spawn()
@@ -396,7 +395,14 @@ mod tests {
             &mut line,
         )
         .unwrap();
-        let escaped: i32 = line.trim().parse().unwrap();
+        (leader, line.trim().parse().unwrap())
+    }
+
+    #[test]
+    fn a_tree_finds_what_left_its_group_through_its_parent() {
+        // Not a subreaper here: the process that left the group is found through
+        // its parent, which is in the group.
+        let (mut leader, escaped) = leader_and_escaped("setsid sleep 30 & echo $!; wait");
         let leader_pid = leader.id() as i32;
         let stat_of = |pid: i32| {
             let all = sys::processes().unwrap_or_default();
@@ -422,23 +428,10 @@ mod tests {
 
     #[test]
     fn what_left_the_group_stays_the_trees_once_seen_when_its_parent_is_gone() {
-        use std::process::Command;
         // Not a subreaper here: once its parent is gone, the process that left the group
         // belongs to init, and only having seen it before keeps it the tree's.
-        let mut leader = Command::new("sh")
-            .args(["-c", "setsid sh -c 'echo $$; exec sleep 30' & read go"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        let escaped: i32 = line.trim().parse().unwrap();
+        let (mut leader, escaped) =
+            leader_and_escaped("setsid sh -c 'echo $$; exec sleep 30' & read go");
         let tree = Tree::new(Pid::from_raw(leader.id() as i32), Before(Vec::new()));
         assert_eq!(tree.survey().escaped, [escaped], "seen through its parent");
         drop(leader.stdin.take());

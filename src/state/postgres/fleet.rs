@@ -156,6 +156,12 @@ fn tokens_after_sql(t: &str) -> String {
     )
 }
 
+/// A budget row's tokens as the rules read them: capped at the size ($2), and the full
+/// size when the stored value is out of range (fresh state).
+fn stored_tokens_sql() -> String {
+    format!("CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END")
+}
+
 fn cooldown_secs(c: &CircuitConfig) -> f64 {
     c.cooldown.as_secs_f64()
 }
@@ -199,9 +205,7 @@ impl FleetStore for PgFleet {
                  RETURNING tokens)
              SELECT spent.tokens, (SELECT tokens FROM old) FROM spent",
             fresh = tokens_after_sql("$2::float8"),
-            stored = tokens_after_sql(&format!(
-                "CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END"
-            )),
+            stored = tokens_after_sql(&stored_tokens_sql()),
         );
         let delta = if attempt.success { budget.ratio } else { -1.0 };
         let size = f64::from(budget.size);
@@ -236,9 +240,7 @@ impl FleetStore for PgFleet {
     ) -> anyhow::Result<Answer> {
         // One statement on the server's clock (now()): the row lock makes a second
         // claimant of the probe re-read the time the first one set.
-        let tokens = format!(
-            "CASE WHEN b.{TOKENS_VALID} THEN least(b.tokens, $2::float8) ELSE $2::float8 END"
-        );
+        let tokens = stored_tokens_sql();
         let sql = format!(
             "INSERT INTO {BUDGET_TABLE} AS b (name, tokens, last_retry_at)
              VALUES ($1::text, $2::float8, now())
