@@ -86,7 +86,7 @@ pub fn configure_name_lookup() {
     }
 }
 
-#[cfg_attr(feature = "portable-paths", allow(dead_code))]
+#[cfg(not(feature = "portable-paths"))]
 mod native {
     use std::fs;
     use std::io;

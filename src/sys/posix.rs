@@ -1,38 +1,54 @@
 //! What a system does without Linux's facilities, in plain POSIX: a pipe made close-on-exec
 //! in a second step, under a lock that every spawn takes, a writer thread for a shared
-//! pipe, the children of a process found in the process list, and no subreaper or
-//! parent-death signal. macOS takes all of it, FreeBSD the writer thread and the
-//! children, and a Linux build with the `portable-paths` feature all of it too.
-// Each system takes a different part (a Linux build without that feature only the fork
-// lock); all of it is unit-tested on Linux.
-#![allow(dead_code)]
+//! pipe (`posix/writer.rs`), the children of a process found in the process list, and no
+//! subreaper or parent-death signal.
+//!
+//! Which system takes what, and so where each item is compiled:
+//!
+//! | item | Linux | Linux, `portable-paths` | FreeBSD | macOS |
+//! |---|---|---|---|---|
+//! | the fork lock | yes | yes | yes | yes |
+//! | `pipe2` | yes | | yes | |
+//! | a pipe in two steps | | yes | | yes |
+//! | children from the process list | where `/proc/self/task/*/children` is missing | yes | yes | |
+//! | no subreaper, no parent-death signal | | yes | | yes |
+//! | the writer thread | | yes | yes | yes |
+//!
+//! The two-step pipe and the writer thread are compiled for unit tests everywhere.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockWriteGuard, mpsc};
-
-use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::Signal;
-use nix::unistd::{getpid, read, write};
+use std::os::fd::OwnedFd;
+use std::sync::{RwLock, RwLockWriteGuard};
 
 use super::PipeMode;
+
+#[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
+mod writer;
+#[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
+pub use writer::PipeWriter;
 
 /// Taken shared while a descriptor is made in two steps, and exclusively across a
 /// spawn: a fork never sees a descriptor that is not yet close-on-exec.
 static FORK: RwLock<()> = RwLock::new(());
 
 /// Held across a spawn (see `sys::fork_guard`).
-pub struct ForkGuard(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+pub struct ForkGuard {
+    _held: RwLockWriteGuard<'static, ()>,
+}
 
 pub fn fork_guard() -> ForkGuard {
-    ForkGuard(FORK.write().unwrap_or_else(|p| p.into_inner()))
+    ForkGuard {
+        _held: FORK.write().unwrap_or_else(|p| p.into_inner()),
+    }
 }
 
 /// `pipe2`: both ends made close-on-exec (and non-blocking) with the pipe.
-#[cfg(not(target_os = "macos"))]
+#[cfg(any(
+    target_os = "freebsd",
+    all(target_os = "linux", not(feature = "portable-paths"))
+))]
 pub fn pipe_in_one_step(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::OFlag;
     let flags = match mode {
         PipeMode::Blocking => OFlag::O_CLOEXEC,
         PipeMode::Nonblocking => OFlag::O_CLOEXEC | OFlag::O_NONBLOCK,
@@ -41,7 +57,9 @@ pub fn pipe_in_one_step(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// `pipe`, then FD_CLOEXEC (and O_NONBLOCK) on each end, with no fork in between.
+#[cfg(any(test, target_os = "macos", feature = "portable-paths"))]
 pub fn pipe_in_two_steps(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
     let _two_steps = FORK.read().unwrap_or_else(|p| p.into_inner());
     let (read_end, write_end) = nix::unistd::pipe()?;
     for end in [&read_end, &write_end] {
@@ -55,198 +73,41 @@ pub fn pipe_in_two_steps(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// retry's children, from the list of every process.
+#[cfg(not(target_os = "macos"))]
 pub fn children() -> Vec<i32> {
-    let me = getpid().as_raw();
+    let me = nix::unistd::getpid().as_raw();
     let all = super::processes().unwrap_or_default();
     all.iter().filter(|p| p.ppid == me).map(|p| p.pid).collect()
 }
 
-pub fn become_subreaper() -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "the system has none",
-    ))
-}
+/// Where there is no subreaper and no parent-death signal.
+#[cfg(any(target_os = "macos", feature = "portable-paths"))]
+mod orphans {
+    use std::io;
 
-/// No parent-death signal here.
-pub const PARENT_DEATH_SIGNAL: bool = false;
+    use nix::sys::signal::Signal;
 
-pub fn set_parent_death_signal(_sig: Signal) -> io::Result<()> {
-    Ok(())
-}
-
-/// A pipe's writer thread: it makes each blocking write while its callers wait in
-/// `poll` on a token pipe, which holds one byte exactly while no write is in flight.
-/// Taking the byte is the right to hand the thread one chunk; the thread puts it back
-/// when the chunk is written (or failed). A caller that stops waiting leaves its chunk
-/// to the thread: the next one is written after it, and whatever is still in flight
-/// when retry exits is lost with it. retry's stdout and stderr have one writer each for
-/// the life of the process, so chunks written to one go out in order.
-pub struct PipeWriter(Arc<Writer>);
-
-struct Writer {
-    token: OwnedFd,
-    chunks: mpsc::Sender<Vec<u8>>,
-    shared: Arc<Shared>,
-}
-
-/// What the thread and the callers share.
-struct Shared {
-    /// The token pipe's write end.
-    token: OwnedFd,
-    /// The first error of a write since a caller last looked.
-    error: Mutex<Option<Errno>>,
-}
-
-impl Shared {
-    fn put_token_back(&self) {
-        // Never full: it holds at most the one byte.
-        let _ = write(&self.token, &[0]);
+    pub fn become_subreaper() -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the system has none",
+        ))
     }
 
-    fn take_error(&self) -> Option<Errno> {
-        self.error.lock().unwrap_or_else(|p| p.into_inner()).take()
+    /// No parent-death signal here.
+    pub const PARENT_DEATH_SIGNAL: bool = false;
+
+    pub fn set_parent_death_signal(_sig: Signal) -> io::Result<()> {
+        Ok(())
     }
 }
-
-/// The writers of the standard descriptors, made on first use.
-static STANDARD: [OnceLock<Arc<Writer>>; 3] = [const { OnceLock::new() }; 3];
-
-impl PipeWriter {
-    /// The writer of `fd`: the one of a standard descriptor, or a new one.
-    pub fn new(fd: BorrowedFd<'_>) -> io::Result<PipeWriter> {
-        let Some(slot) = usize::try_from(fd.as_raw_fd())
-            .ok()
-            .and_then(|i| STANDARD.get(i))
-        else {
-            return Writer::new(fd).map(|w| PipeWriter(Arc::new(w)));
-        };
-        if let Some(writer) = slot.get() {
-            return Ok(PipeWriter(Arc::clone(writer)));
-        }
-        let writer = Arc::new(Writer::new(fd)?);
-        // Two threads that race here get the first one made; the other's ends unused.
-        Ok(PipeWriter(Arc::clone(slot.get_or_init(|| writer))))
-    }
-
-    pub fn try_write(&self, data: &[u8]) -> Result<usize, Errno> {
-        self.0.try_write(data)
-    }
-
-    pub fn room(&self) -> (BorrowedFd<'_>, PollFlags) {
-        self.0.room()
-    }
-
-    pub fn pending(&self) -> Result<bool, Errno> {
-        self.0.pending()
-    }
-}
-
-impl Writer {
-    /// A writer of its own for `fd` (a copy of it: the same open pipe), with a thread
-    /// that lives until the writer is dropped and its last chunk written.
-    fn new(fd: BorrowedFd<'_>) -> io::Result<Writer> {
-        let target = fd.try_clone_to_owned()?;
-        let (token, token_write) = super::pipe(PipeMode::Nonblocking)?;
-        write(&token_write, &[0])?;
-        let shared = Arc::new(Shared {
-            token: token_write,
-            error: Mutex::new(None),
-        });
-        let (chunks, queue) = mpsc::channel::<Vec<u8>>();
-        let theirs = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name(format!("fd{}-writer", fd.as_raw_fd()))
-            .spawn(move || {
-                for chunk in queue {
-                    if let Err(e) = write_blocking(target.as_fd(), &chunk) {
-                        let mut error = theirs.error.lock().unwrap_or_else(|p| p.into_inner());
-                        error.get_or_insert(e);
-                    }
-                    theirs.put_token_back();
-                }
-            })?;
-        Ok(Writer {
-            token,
-            chunks,
-            shared,
-        })
-    }
-
-    /// Hands all of `data` to the thread when no chunk is in flight; EAGAIN otherwise.
-    /// The error of an earlier chunk comes first.
-    fn try_write(&self, data: &[u8]) -> Result<usize, Errno> {
-        match read(self.token.as_fd(), &mut [0u8]) {
-            Ok(1) => {}
-            Ok(_) => return Err(Errno::EIO),
-            Err(e) => return Err(e),
-        }
-        if let Some(e) = self.shared.take_error() {
-            self.shared.put_token_back();
-            return Err(e);
-        }
-        if self.chunks.send(data.to_vec()).is_err() {
-            // The thread is gone (it cannot panic: only a failed spawn ends it early).
-            self.shared.put_token_back();
-            return Err(Errno::EIO);
-        }
-        Ok(data.len())
-    }
-
-    /// The token pipe: readable once no chunk is in flight.
-    fn room(&self) -> (BorrowedFd<'_>, PollFlags) {
-        (self.token.as_fd(), PollFlags::POLLIN)
-    }
-
-    fn pending(&self) -> Result<bool, Errno> {
-        let mut fds = [PollFd::new(self.token.as_fd(), PollFlags::POLLIN)];
-        let free = poll(&mut fds, PollTimeout::ZERO)? > 0;
-        match (free, self.shared.take_error()) {
-            (false, _) => Ok(true),
-            (true, Some(e)) => Err(e),
-            (true, None) => Ok(false),
-        }
-    }
-}
-
-/// Writes all of `data` to `fd`, waiting as long as it takes (on this thread alone). A
-/// pipe someone else made non-blocking is waited for in `poll`.
-fn write_blocking(fd: BorrowedFd<'_>, mut data: &[u8]) -> Result<(), Errno> {
-    while !data.is_empty() {
-        match write(fd, data) {
-            Ok(n) => data = &data[n..],
-            Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => {
-                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
-                match poll(&mut fds, PollTimeout::NONE) {
-                    Ok(_) | Err(Errno::EINTR) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
+#[cfg(any(target_os = "macos", feature = "portable-paths"))]
+pub use orphans::{PARENT_DEATH_SIGNAL, become_subreaper, set_parent_death_signal};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
-    use std::time::{Duration, Instant};
-
-    fn wait_until_settled(writer: &PipeWriter, within: Duration) -> Result<bool, Errno> {
-        let end = Instant::now() + within;
-        loop {
-            match writer.pending() {
-                Ok(true) if Instant::now() < end => {
-                    let (fd, events) = writer.room();
-                    let _ = poll(&mut [PollFd::new(fd, events)], PollTimeout::from(10u8));
-                }
-                other => return other,
-            }
-        }
-    }
+    use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 
     #[test]
     fn a_two_step_pipe_is_close_on_exec_and_non_blocking_when_asked() {
@@ -260,54 +121,5 @@ mod tests {
         let (r, _w) = pipe_in_two_steps(PipeMode::Blocking).unwrap();
         let fl = OFlag::from_bits_truncate(fcntl(&r, FcntlArg::F_GETFL).unwrap());
         assert!(!fl.contains(OFlag::O_NONBLOCK));
-    }
-
-    #[test]
-    fn the_writer_thread_writes_in_order_and_takes_one_chunk_at_a_time() {
-        let (reader, target) = nix::unistd::pipe().unwrap();
-        let writer = PipeWriter::new(target.as_fd()).unwrap();
-        // Larger than a pipe holds: the thread blocks until it is read.
-        let big = vec![b'a'; 1 << 20];
-        assert_eq!(writer.try_write(&big), Ok(big.len()));
-        assert_eq!(writer.try_write(b"b"), Err(Errno::EAGAIN), "one in flight");
-        assert_eq!(writer.pending(), Ok(true));
-        let reading = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            std::io::Read::read_to_end(&mut std::fs::File::from(reader), &mut all).unwrap();
-            all
-        });
-        assert_eq!(
-            wait_until_settled(&writer, Duration::from_secs(10)),
-            Ok(false)
-        );
-        assert_eq!(writer.try_write(b"end"), Ok(3));
-        assert_eq!(
-            wait_until_settled(&writer, Duration::from_secs(10)),
-            Ok(false)
-        );
-        drop((writer, target));
-        let all = reading.join().unwrap();
-        assert_eq!(all.len(), big.len() + 3);
-        assert!(all.ends_with(b"aend"));
-    }
-
-    #[test]
-    fn the_writer_thread_leaves_the_pipe_blocking_and_says_when_the_reader_is_gone() {
-        let (reader, target) = nix::unistd::pipe().unwrap();
-        let writer = PipeWriter::new(target.as_fd()).unwrap();
-        let fl = OFlag::from_bits_truncate(fcntl(&target, FcntlArg::F_GETFL).unwrap());
-        assert!(!fl.contains(OFlag::O_NONBLOCK), "{}", target.as_raw_fd());
-        drop(reader);
-        assert_eq!(writer.try_write(b"lost"), Ok(4));
-        assert_eq!(
-            wait_until_settled(&writer, Duration::from_secs(10)),
-            Err(Errno::EPIPE)
-        );
-        // Once: the next write meets the closed pipe for itself.
-        assert_eq!(writer.try_write(b"again"), Ok(5));
-        assert_eq!(
-            wait_until_settled(&writer, Duration::from_secs(10)),
-            Err(Errno::EPIPE)
-        );
     }
 }

@@ -7,8 +7,6 @@
 //! read. Dropping the server stops it and checks the number of requests if one
 //! was expected.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};

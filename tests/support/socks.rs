@@ -6,8 +6,6 @@
 //! `NxDomain` is a nameserver that knows no name, for a proxy name that must not
 //! resolve without asking anyone else.
 
-#![allow(dead_code)]
-
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
@@ -258,7 +256,6 @@ fn relay(client: TcpStream, upstream: TcpStream) -> std::io::Result<()> {
 /// A nameserver on `ip`:53 that answers every query with NXDOMAIN (RFC 1035 §4.1.1:
 /// the query's header and question, QR set, RCODE 3). Stops when dropped.
 pub struct NxDomain {
-    socket: Arc<UdpSocket>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     pub queries: Arc<Mutex<usize>>,
@@ -295,7 +292,6 @@ impl NxDomain {
             })
         };
         Some(NxDomain {
-            socket,
             stop,
             thread: Some(thread),
             queries,

@@ -11,13 +11,11 @@
 //! after it stalled, so a test can check that no further call is made on a connection
 //! that timed out.
 
-#![allow(dead_code)]
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Where a connection stops forwarding.
@@ -48,10 +46,6 @@ struct Shared {
     one: bool,
     /// Calls that reached a stalled connection after the one that stalled it.
     calls_after_stall: AtomicUsize,
-    /// Connections the proxy accepted.
-    connections: AtomicUsize,
-    /// The statement texts forwarded, for a test that wants to see them.
-    forwarded: Mutex<Vec<String>>,
 }
 
 impl Proxy {
@@ -76,8 +70,6 @@ impl Proxy {
                 one,
                 stalled: AtomicBool::new(false),
                 calls_after_stall: AtomicUsize::new(0),
-                connections: AtomicUsize::new(0),
-                forwarded: Mutex::new(Vec::new()),
             }),
         };
         let shared = Arc::clone(&proxy.shared);
@@ -86,7 +78,6 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
                     continue;
                 };
-                shared.connections.fetch_add(1, Ordering::SeqCst);
                 let shared = Arc::clone(&shared);
                 std::thread::spawn(move || relay(client, server, &shared));
             }
@@ -111,15 +102,6 @@ impl Proxy {
     /// Calls made on a stalled connection after the call that stalled it.
     pub fn calls_after_stall(&self) -> usize {
         self.shared.calls_after_stall.load(Ordering::SeqCst)
-    }
-
-    pub fn connections(&self) -> usize {
-        self.shared.connections.load(Ordering::SeqCst)
-    }
-
-    /// The statements forwarded so far.
-    pub fn forwarded(&self) -> Vec<String> {
-        self.shared.forwarded.lock().unwrap().clone()
     }
 }
 
@@ -194,9 +176,6 @@ fn relay(mut client: TcpStream, server: TcpStream, shared: &Arc<Shared>) {
             let sync_due = kind == b'P';
             drain_call(&mut client, sync_due, shared);
             continue;
-        }
-        if matches!(kind, b'Q' | b'P') {
-            shared.forwarded.lock().unwrap().push(text);
         }
         if server.write_all(&message).is_err() {
             return;
