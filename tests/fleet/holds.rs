@@ -146,6 +146,65 @@ both_ways! {
     }
 }
 
+/// Held runs whose asks queue on the budget row (another session keeps it locked, as a
+/// train of other runs' statements does on a busy server) claim the probe at most once
+/// per `--delay` of the times they get the row, however long each of them waited for it.
+fn probes_of_asks_queued_on_a_locked_row(pg: &crate::support::postgres::Postgres) {
+    let s = Scratch::new();
+    let (server, _) = service(Duration::from_secs(3600));
+    let state = pg.url("");
+    let first = run(&s, &held(&state, "5s", &["-a", "1", &server.url("/first")]));
+    assert_eq!(first.status, 22, "{}", first.stderr);
+    // Spent, with no probe due: the runs below are held and ask again and again.
+    let client = pg.client();
+    client.execute(
+        "UPDATE retry_budgets SET tokens = 0, last_retry_at = now() + interval '1 hour' WHERE name = 'api'",
+        &[],
+    );
+    let children: Vec<Child> = (0..6)
+        .map(|i| {
+            let url = server.url(&format!("/q/{i}"));
+            let extra = ["-a", "3", "--log-format", "json", &url];
+            spawn(&s, &held(&state, "6s", &extra))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    // A probe falls due, but the row stays locked for 1.5 s: the asks of that time queue.
+    client.batch_execute(
+        "BEGIN;
+         UPDATE retry_budgets SET last_retry_at = now() - interval '1 hour' WHERE name = 'api';
+         SELECT pg_sleep(1.5);
+         COMMIT",
+    );
+    let runs = wait_all(children);
+    for r in &runs {
+        assert_eq!(r.status, 22, "{}", r.stderr);
+    }
+    let mut probes: Vec<jiff::Timestamp> =
+        runs.iter().flat_map(|r| probe_times(&r.stderr)).collect();
+    probes.sort();
+    eprintln!("queued asks: {} probes claimed: {probes:?}", probes.len());
+    assert!(
+        !probes.is_empty(),
+        "a probe was claimed once the row was free"
+    );
+    for pair in probes.windows(2) {
+        let apart = pair[1].duration_since(pair[0]);
+        assert!(
+            apart >= jiff::SignedDuration::from_millis(DELAY.as_millis() as i64 - 30),
+            "probes {} and {} are {apart:?} apart",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+both_ways! {
+    fn asks_queued_on_a_locked_budget_row_claim_one_probe_per_delay(pg) {
+        probes_of_asks_queued_on_a_locked_row(&pg);
+    }
+}
+
 /// A run held by a budget that stays spent (its last retry stamped an hour ahead, so
 /// no probe is due): `--max-time` ends it as `--throttled exit` would, with the last
 /// attempt's status and report `budget`, having sent one attempt; SIGTERM while held

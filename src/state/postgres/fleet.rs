@@ -22,6 +22,7 @@ use super::schema::{self, Needs};
 use super::url::PgTarget;
 use crate::domain::{BudgetConfig, CircuitConfig};
 use crate::report;
+use crate::state::Burst;
 use crate::state::fleet::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
 use crate::wait::Bound;
 
@@ -238,25 +239,27 @@ impl FleetStore for PgFleet {
         probe_after: Duration,
         bound: &Bound,
     ) -> anyhow::Result<Answer> {
-        // One statement on the server's clock (now()): the row lock makes a second
-        // claimant of the probe re-read the time the first one set.
+        // The claim is made and timed after the row lock is taken (clock_timestamp(), not
+        // the statement's start, now()): runs queued on the row claim at least
+        // `probe_after` apart, however long each waited for it. A run that does not claim
+        // changes nothing and gets no row back; it reads the tokens in a statement of its
+        // own, whose snapshot sees the claim it waited behind.
+        let _burst = Burst::begin();
         let tokens = stored_tokens_sql();
-        let sql = format!(
+        let claim = format!(
             "INSERT INTO {BUDGET_TABLE} AS b (name, tokens, last_retry_at)
-             VALUES ($1::text, $2::float8, now())
-             ON CONFLICT (name) DO UPDATE SET
-                 last_retry_at = CASE WHEN {tokens} > $2::float8 / 2 OR b.last_retry_at IS NULL
-                         OR b.last_retry_at <= now() - make_interval(secs => $3::float8)
-                     THEN now() ELSE b.last_retry_at END,
-                 updated_at = now()
-             RETURNING {tokens}, b.last_retry_at = now()"
+             VALUES ($1::text, $2::float8, clock_timestamp())
+             ON CONFLICT (name) DO UPDATE SET last_retry_at = clock_timestamp(), updated_at = now()
+                 WHERE {tokens} > $2::float8 / 2 OR b.last_retry_at IS NULL
+                     OR b.last_retry_at <= clock_timestamp() - make_interval(secs => $3::float8)
+             RETURNING {tokens}"
         );
         let size = f64::from(budget.size);
         let interval = probe_after.as_secs_f64();
-        let rows = self
+        let claimed = self
             .db
             .query(
-                &sql,
+                &claim,
                 &[
                     (&budget.name, Type::TEXT),
                     (&size, Type::FLOAT8),
@@ -265,12 +268,27 @@ impl FleetStore for PgFleet {
                 bound,
             )
             .with_context(|| self.context())?;
-        let row = rows.first().context("no row")?;
-        let (tokens, let_through): (f64, bool) = (row.get(0), row.get(1));
+        if let Some(row) = claimed.first() {
+            let tokens: f64 = row.get(0);
+            return Ok(if allows_retry(tokens, budget.size) {
+                Answer::Allowed
+            } else {
+                Answer::Probe
+            });
+        }
+        let read = format!("SELECT {tokens} FROM {BUDGET_TABLE} AS b WHERE name = $1::text");
+        let rows = self
+            .db
+            .query(
+                &read,
+                &[(&budget.name, Type::TEXT), (&size, Type::FLOAT8)],
+                bound,
+            )
+            .with_context(|| self.context())?;
+        let tokens: f64 = rows.first().context("no row")?.get(0);
+        // Spent tokens may have come back between the two statements.
         Ok(if allows_retry(tokens, budget.size) {
             Answer::Allowed
-        } else if let_through {
-            Answer::Probe
         } else {
             Answer::Refused(tokens)
         })
