@@ -49,16 +49,32 @@ fn held(state: &str, max_time: &str, extra: &[&str]) -> Vec<String> {
     list
 }
 
-/// The times at which runs claimed a probe, from their JSON log lines.
-fn probe_times(stderr: &str) -> Vec<jiff::Timestamp> {
-    stderr
-        .lines()
+/// The times at which runs claimed a probe, from their JSON log lines, in order.
+fn probe_times<'a>(stderrs: impl Iterator<Item = &'a str>) -> Vec<jiff::Timestamp> {
+    let mut times: Vec<jiff::Timestamp> = stderrs
+        .flat_map(str::lines)
         .filter(|line| line.contains("this retry is the probe"))
         .map(|line| {
             let v: serde_json::Value = serde_json::from_str(line).expect("a JSON log line");
             parse_rfc3339(v["time"].as_str().expect("a time"))
         })
-        .collect()
+        .collect();
+    times.sort();
+    times
+}
+
+/// No two probes within one `--delay` (the log line follows the claim by a moment: a
+/// few ms of slack).
+fn assert_a_delay_apart(probes: &[jiff::Timestamp]) {
+    for pair in probes.windows(2) {
+        let apart = pair[1].duration_since(pair[0]);
+        assert!(
+            apart >= jiff::SignedDuration::from_millis(DELAY.as_millis() as i64 - 30),
+            "probes {} and {} are {apart:?} apart",
+            pair[0],
+            pair[1]
+        );
+    }
 }
 
 /// 20 runs through a 2.5 s outage with `--throttled wait`: every run succeeds after
@@ -102,9 +118,7 @@ fn crowd_through_an_outage(state: &str) {
     }
     let in_outage = requests.iter().filter(|r| r.at < up).count();
     let retries = in_outage - firsts;
-    let mut probes: Vec<jiff::Timestamp> =
-        runs.iter().flat_map(|r| probe_times(&r.stderr)).collect();
-    probes.sort();
+    let probes = probe_times(runs.iter().map(|r| r.stderr.as_str()));
     let intervals = (outage.as_millis() / DELAY.as_millis()) as usize + 1;
     eprintln!(
         "holds: {} requests in the outage ({firsts} first attempts, {retries} retries), {} probes claimed",
@@ -117,16 +131,7 @@ fn crowd_through_an_outage(state: &str) {
         "{} probes: {probes:?}",
         probes.len()
     );
-    for pair in probes.windows(2) {
-        let apart = pair[1].duration_since(pair[0]);
-        // The log line follows the claim by a moment: a few ms of slack.
-        assert!(
-            apart >= jiff::SignedDuration::from_millis(DELAY.as_millis() as i64 - 30),
-            "probes {} and {} are {apart:?} apart",
-            pair[0],
-            pair[1]
-        );
-    }
+    assert_a_delay_apart(&probes);
     // Without a budget 20 runs would send 60 or more retries in 2.5 s.
     assert!(
         retries <= 10 / 2 + 1 + intervals + 1,
@@ -180,23 +185,13 @@ fn probes_of_asks_queued_on_a_locked_row(pg: &crate::support::postgres::Postgres
     for r in &runs {
         assert_eq!(r.status, 22, "{}", r.stderr);
     }
-    let mut probes: Vec<jiff::Timestamp> =
-        runs.iter().flat_map(|r| probe_times(&r.stderr)).collect();
-    probes.sort();
+    let probes = probe_times(runs.iter().map(|r| r.stderr.as_str()));
     eprintln!("queued asks: {} probes claimed: {probes:?}", probes.len());
     assert!(
         !probes.is_empty(),
         "a probe was claimed once the row was free"
     );
-    for pair in probes.windows(2) {
-        let apart = pair[1].duration_since(pair[0]);
-        assert!(
-            apart >= jiff::SignedDuration::from_millis(DELAY.as_millis() as i64 - 30),
-            "probes {} and {} are {apart:?} apart",
-            pair[0],
-            pair[1]
-        );
-    }
+    assert_a_delay_apart(&probes);
 }
 
 both_ways! {
