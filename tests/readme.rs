@@ -525,14 +525,21 @@ fn option_tables_agree_with_help() {
                 wrong.push(format!("{name}: {flag} is not in --help"));
                 continue;
             };
-            let joined = entry.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+            let joined = entry
+                .join(" ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
             let shown = joined
                 .split_once("[default: ")
                 .and_then(|(_, d)| d.split_once(']'))
                 .map(|(d, _)| d.to_string());
             let column = header.iter().position(|h| h == "default");
             if let (Some(default), Some(at)) = (shown, column) {
-                let cell = cells.get(at).map(|c| c.replace('`', "")).unwrap_or_default();
+                let cell = cells
+                    .get(at)
+                    .map(|c| c.replace('`', ""))
+                    .unwrap_or_default();
                 if !cell.contains(&default) {
                     wrong.push(format!(
                         "{name}: {flag}: --help's default is {default:?}, the table says {cell:?}"
