@@ -5,7 +5,8 @@
 //! host the examples name to 127.0.0.2, and whose resolv.conf points at the test's own
 //! nameserver, which must hear no question at all. A block marked `sh dry-run-later`
 //! shows a flag still being built: its examples say SKIPPED until they parse, and then
-//! fail until the mark is removed. Besides: the README installs, tests and stays a
+//! fail until the mark is removed. A `crontab` block whose first line is `# NAME` is
+//! written as the file NAME beside every example, for `--crontab NAME` to read. Besides: the README installs, tests and stays a
 //! guide (about 400 lines, no machine's paths); CONTRIBUTING.md names the packages that
 //! `.ci/install-packages` installs; every option table agrees with `--help`; and every
 //! link between the README, CONTRIBUTING.md, BENCHMARKS.md and docs/ reaches a file and
@@ -247,6 +248,32 @@ fn shell_lines_split_as_sh_splits_them() {
     );
 }
 
+/// The files the documents show whole: a `crontab` block whose first line is
+/// `# NAME` is the file NAME, which an example such as `retry --crontab NAME` reads.
+fn shown_files(text: &str) -> Vec<(String, String)> {
+    blocks(text)
+        .into_iter()
+        .filter(|b| b.lang == "crontab")
+        .filter_map(|b| {
+            let name = b.lines.first()?.strip_prefix("# ")?.trim().to_string();
+            let plain = !name.is_empty() && !name.contains([' ', '/']);
+            plain.then(|| (name, b.lines.join("\n") + "\n"))
+        })
+        .collect()
+}
+
+#[test]
+fn crontab_blocks_named_in_their_first_line_are_files() {
+    let text = "```crontab\n# jobs.crontab\n0 3 * * * make-report\n```\n\n```crontab\n# every night\n0 3 * * * retry -- x\n```\n";
+    assert_eq!(
+        shown_files(text),
+        vec![(
+            "jobs.crontab".to_string(),
+            "# jobs.crontab\n0 3 * * * make-report\n".to_string()
+        )]
+    );
+}
+
 /// The README and every page of docs/, as (path, text).
 fn documents() -> Vec<(String, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -278,6 +305,10 @@ fn every_readme_example_parses_with_dry_run() {
         .iter()
         .flat_map(|(_, text)| examples(text, false))
         .collect();
+    let files: Vec<(String, String)> = documents()
+        .iter()
+        .flat_map(|(_, text)| shown_files(text))
+        .collect();
     // 27 when this was written: a change to the extraction must not lose them quietly.
     assert!(
         examples.len() >= 25,
@@ -305,6 +336,9 @@ fn every_readme_example_parses_with_dry_run() {
         .chain(later.iter().map(|a| (a, true)))
     {
         let dir = tempfile::tempdir().unwrap();
+        for (name, text) in &files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
         // The files an example reads at parse time (`-H @FILE`, `--json @FILE`, `-T FILE`),
         // made up.
         let uploads = args
