@@ -501,24 +501,49 @@ fn the_readme_is_a_short_guide_of_this_repository() {
     }
 }
 
-/// The help entry of `flag` in `--help`: its first line and those indented under it.
+/// The help entry of `flag` in `--help`: its first line and those under it, up to the
+/// next option (indented at most six columns) or heading (not indented).
 fn help_entry<'a>(help: &'a str, flag: &str) -> Option<Vec<&'a str>> {
     let lines: Vec<&str> = help.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let option = |l: &str| indent(l) <= 6 && l.trim_start().starts_with('-');
+    let heading = |l: &str| indent(l) == 0 && !l.is_empty();
     let starts = |l: &str| {
-        let l = l.trim_start();
-        l.starts_with('-') && l.split([' ', ',', '=', '[']).any(|w| w == flag)
+        option(l)
+            && l.trim_start()
+                .split([' ', ',', '=', '['])
+                .any(|w| w == flag)
     };
     let at = lines.iter().position(|l| starts(l))?;
     let rest = lines[at + 1..]
         .iter()
-        .take_while(|l| !l.trim_start().starts_with('-') && l.starts_with("  "))
+        .take_while(|l| !option(l) && !heading(l))
         .copied();
     Some(std::iter::once(lines[at]).chain(rest).collect())
 }
 
+/// The values a help entry lists (`- NAME:` lines, or `[possible values: …]`).
+fn possible_values(entry: &str) -> BTreeSet<String> {
+    let listed = entry
+        .split("\n")
+        .filter_map(|l| l.trim_start().strip_prefix("- "))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(name, _)| name.trim().to_string());
+    let inline = entry
+        .split_once("[possible values: ")
+        .and_then(|(_, v)| v.split_once(']'))
+        .map(|(v, _)| {
+            v.split(", ")
+                .map(|s| s.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    listed.chain(inline).collect()
+}
+
 /// Every table of options in the README and docs/ (a table whose first column is
-/// `option`) names options `--help` has, and where it has a `default` column, each
-/// default `--help` shows is the table's.
+/// `option`) names options `--help` has, with the values `--help` offers, and where it
+/// has a `default` column, each default `--help` shows is the table's.
 #[test]
 fn option_tables_agree_with_help() {
     let help = run(&["--help"]);
@@ -559,6 +584,21 @@ fn option_tables_agree_with_help() {
                 wrong.push(format!("{name}: {flag} is not in --help"));
                 continue;
             };
+            let values: Vec<String> = cells[0]
+                .replace('`', "")
+                .split_whitespace()
+                .nth(1)
+                .filter(|v| v.contains("\\|"))
+                .map(|v| v.split("\\|").map(str::to_string).collect())
+                .unwrap_or_default();
+            let offered = possible_values(&entry.join("\n"));
+            for value in &values {
+                if !offered.contains(value) {
+                    wrong.push(format!(
+                        "{name}: {flag}: --help offers no value {value:?} ({offered:?})"
+                    ));
+                }
+            }
             let joined = entry
                 .join(" ")
                 .split_whitespace()
