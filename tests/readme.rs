@@ -713,3 +713,74 @@ fn every_link_between_the_documents_reaches_a_file_and_a_heading() {
     assert!(checked >= 30, "only {checked} links found");
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
+
+/// The statuses in the first column of each table of a Markdown section, as the numbers
+/// (and `128+N`) they name.
+fn statuses_in(section: &str) -> BTreeSet<String> {
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" | ").next())
+        .flat_map(|cell| cell.split([' ', '/', ',']).map(str::to_string))
+        .filter(|w| w == "128+N" || (!w.is_empty() && w.chars().all(|c| c.is_ascii_digit())))
+        .collect()
+}
+
+/// docs/exit-status.md lists the statuses `--help` (and so the man page) lists, in both
+/// modes: neither can gain a status the other lacks.
+#[test]
+fn the_exit_status_page_agrees_with_help() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/exit-status.md")).unwrap();
+    let (command_mode, http_mode) = page.split_once("## In HTTP mode").unwrap();
+    let help = run(&["--help"]);
+    assert_eq!(help.status, 0, "{}", help.stderr);
+    let help = String::from_utf8(help.stdout).unwrap();
+    let section =
+        &help[help.find("\nExit status:\n").unwrap()..help.find("\nEnvironment:\n").unwrap()];
+    let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_, curl) = flat
+        .split_once(" HTTP mode curl's codes: ")
+        .expect("the HTTP row");
+    // Each row of --help's table starts two columns in: its status, then the meaning.
+    let help_statuses: BTreeSet<String> = section
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.trim().split("  ").next())
+        .flat_map(|s| s.split(", ").map(str::to_string).collect::<Vec<_>>())
+        .filter(|s| s != "HTTP mode")
+        .map(|s| {
+            if s == "N" {
+                "the command's status".to_string()
+            } else {
+                s
+            }
+        })
+        .collect();
+    let page_statuses: BTreeSet<String> = command_mode
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" | ").next())
+        .filter(|c| *c != "status" && !c.starts_with("---"))
+        .flat_map(|c| c.split(" / ").map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    assert_eq!(
+        page_statuses, help_statuses,
+        "docs/exit-status.md and --help list different statuses"
+    );
+    let curl_codes: BTreeSet<String> = curl
+        .split(", ")
+        .filter_map(|item| item.split(' ').next())
+        .filter(|w| w.parse::<u32>().is_ok())
+        .map(str::to_string)
+        .collect();
+    let mut http_statuses = statuses_in(http_mode);
+    // Success, retry's own error and a signal are the command mode's rows in --help.
+    for shared in ["0", "125", "128+N"] {
+        http_statuses.remove(shared);
+    }
+    assert_eq!(
+        http_statuses, curl_codes,
+        "docs/exit-status.md's HTTP table and --help's curl codes differ"
+    );
+}
