@@ -192,7 +192,7 @@ done
     echo
     "$ROOT/bench/storm.py" table "$LINES" "$CLIENTS" "$MAX_TIME" "${KEYS[@]}"
 } | tee "$WORK/storm.md"
-[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" "${SECTION:-storm}" "$WORK/storm.md" "$ROOT/BENCHMARKS.md" "$ROOT/README.md"
+[[ ${NO_DOCS:-} == 1 ]] || "$ROOT/bench/update-docs.py" "${SECTION:-storm}" "$WORK/storm.md" "$ROOT/BENCHMARKS.md" "$ROOT/docs/fleets.md"
 
 ((ROUNDS > 0)) || exit 0
 # Cost: ROUNDS updates of each kind against a state directory under $WORK, timed one

@@ -126,7 +126,7 @@ fn see_also_section() -> Roff {
         bold("timeout"),
         roman("(1), "),
         bold("flock"),
-        roman("(1); the README for the report schema and the classification tables ("),
+        roman("(1); docs/report.md for the report schema, docs/command-mode.md and docs/curl.md for the classification tables ("),
         italic("retry --dry-run"),
         roman(" prints the rules in force)."),
     ]);

@@ -1,4 +1,4 @@
-//! One run, as a sequence of named phases in the order the README gives: open the
+//! One run, as a sequence of named phases in the order docs/fleets.md gives: open the
 //! state, the splay, the gate (lock, `--once` check), the circuit's admission, the
 //! attempts, the record (the marker, then the budget's and circuit's updates), the
 //! hook, the release of the locks, the report. Each phase can end the run with its

@@ -77,21 +77,25 @@ fn piped_help_has_no_escape_codes() {
     }
 }
 
+/// The headings in the order both helps show them, and those `-h` shows too.
+const HEADINGS: &[(&str, bool)] = &[
+    ("Attempts and timing:", true),
+    ("Classification (command mode):", true),
+    ("Process handling (command mode):", false),
+    ("HTTP mode:", true),
+    ("Scheduled jobs:", true),
+    ("Output and reporting:", false),
+];
+
 #[test]
 fn help_groups_options_under_headings() {
     for flag in ["-h", "--help"] {
         let text = piped(&[flag], true);
-        let positions: Vec<usize> = [
-            "Attempts and timing:",
-            "Classification (command mode):",
-            "Process handling (command mode):",
-            "HTTP mode:",
-            "Scheduled jobs:",
-            "Output and reporting:",
-        ]
-        .iter()
-        .map(|h| text.find(h).unwrap_or_else(|| panic!("{flag} lacks {h}")))
-        .collect();
+        let positions: Vec<usize> = HEADINGS
+            .iter()
+            .filter(|(_, short)| *short || flag == "--help")
+            .map(|(h, _)| text.find(h).unwrap_or_else(|| panic!("{flag} lacks {h}")))
+            .collect();
         assert!(positions.is_sorted(), "{flag}: headings out of order");
     }
 }
@@ -112,13 +116,54 @@ fn short_help_is_the_summary() {
     let short = piped(&["-h"], true);
     let long = piped(&["--help"], true);
     assert!(
-        short.len() * 2 < long.len(),
-        "-h is not shorter than --help"
+        short.len() * 4 < long.len(),
+        "-h is not a summary of --help"
     );
-    assert!(short.contains("Run `retry --help` for details and examples."));
-    assert!(!short.contains("Examples:"));
-    let widest = short.lines().map(|l| l.chars().count()).max().unwrap();
-    assert!(widest <= 100, "-h has a {widest}-column line");
+    let flat = short.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("retry --help, man retry, and docs/"),
+        "-h does not say where the rest is:\n{short}"
+    );
+    let examples = &short[short.find("\nExamples:\n").expect("-h has examples")..];
+    let commands = examples
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  retry "))
+        .count();
+    assert_eq!(commands, 3, "-h has three examples:\n{examples}");
+    for option in [
+        "--attempts",
+        "--max-time",
+        "--retry-on-status",
+        "--lock",
+        "--once",
+    ] {
+        assert!(short.contains(option), "-h lacks {option}");
+    }
+    assert!(
+        !short.contains("--proto-redir"),
+        "-h lists curl's rare options"
+    );
+}
+
+/// `retry -h` fits one screen: at 80 columns, at most 50 lines, none wider.
+#[test]
+fn short_help_fits_one_screen_at_80_columns() {
+    let out = asking_for(&["-h"], true).env("COLUMNS", "80").run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 50,
+        "retry -h is {lines} lines at 80 columns:\n{text}"
+    );
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80 columns: {line:?}"
+        );
+    }
 }
 
 /// `--version` and `-V` print the same one line, as most tools do (`retry X.Y.Z`).

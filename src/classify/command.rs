@@ -1,6 +1,6 @@
 //! Command-mode classification: the command's own word (RETRY_CONTROL), the
-//! user's rules, then the profile, then the generic rules, first match wins (the
-//! README's "Command mode in detail"). A timed-out attempt is exit 124 to every
+//! user's rules, then the profile, then the generic rules, first match wins (docs/command-mode.md,
+//! "Classification"). A timed-out attempt is exit 124 to every
 //! rule that takes exit codes.
 //! `OutputWatch` is what the output streams are scanned with; it records facts,
 //! and `CommandRules::classify` turns facts and the way the attempt ended into a

@@ -192,6 +192,59 @@ pub const EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The options `retry -h` shows, by clap id: those most runs need, one screen's worth.
+/// Every other option is shown by `--help` and the man page only.
+pub const SHORT_HELP: &[&str] = &[
+    "attempts",
+    "delay",
+    "timeout",
+    "max_time",
+    "stop_on",
+    "retry_on",
+    "retry_on_status",
+    "lock",
+    "once",
+    "state",
+    "schedule",
+    "quiet",
+    "verbose",
+    "dry_run",
+];
+
+/// What `retry -h` ends with: three examples, and where the rest is.
+pub const SHORT_AFTER_HELP: &str = "\
+Examples:
+  retry -a 10 --max-time 2m -- ./deploy.sh
+  retry -X POST --idempotency-key auto -d @order.json https://api.example/orders
+  retry --lock /run/lock/report.lock --once \"report-$(date +%F)\" -- make-report
+
+A URL takes curl's options: -X, -H, -d, -o, -f, -L, -u, --retry and more.
+Everything else: retry --help, man retry, and docs/ in retry's source.";
+
+/// Options `retry -h` shows under another heading than `--help` does (`None`: beside
+/// -h and -V), so that one screen holds fewer headings.
+const SHORT_HEADINGS: &[(&str, Option<&str>)] = &[
+    ("schedule", Some(super::JOBS)),
+    ("quiet", None),
+    ("verbose", None),
+    ("dry_run", None),
+];
+
+/// `cmd` as `retry -h` shows it: only the options of [`SHORT_HELP`], then the examples.
+pub fn short(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|arg| {
+        let id = arg.get_id().as_str();
+        let shown = SHORT_HELP.contains(&id);
+        let heading = SHORT_HEADINGS.iter().find(|(of, _)| *of == id);
+        let arg = arg.hide_short_help(!shown);
+        match heading {
+            Some((_, heading)) => arg.help_heading(*heading),
+            None => arg,
+        }
+    })
+    .after_help(SHORT_AFTER_HELP)
+}
+
 /// The widest `--help` is laid out for, as clap's `max_term_width` says.
 pub const MAX_WIDTH: usize = 100;
 
@@ -340,6 +393,18 @@ mod tests {
             text,
             "  retry \\\n    --on-give-up 'cat > spool' \\\n    -- ./job\n"
         );
+    }
+
+    #[test]
+    fn every_option_of_short_help_exists() {
+        use clap::CommandFactory;
+        let cmd = crate::cli::Cli::command();
+        let ids = SHORT_HELP
+            .iter()
+            .chain(SHORT_HEADINGS.iter().map(|(id, _)| id));
+        for id in ids {
+            assert!(cmd.get_arguments().any(|a| a.get_id() == *id), "{id}");
+        }
     }
 
     #[test]

@@ -52,7 +52,7 @@ const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
 #[command(
     name = "retry",
     version,
-    about = "Run a command or an HTTP request, retrying only the failures another attempt could fix",
+    about = "Run a command or HTTP request, retrying only failures another attempt could fix",
     long_about = "Run a command or an HTTP request, retrying only the failures that another \
                   attempt could fix: transient failures are retried with jittered exponential \
                   backoff (or as long as the server's Retry-After says), permanent ones stop \
@@ -749,6 +749,8 @@ where
         cmd = cmd
             .term_width(width)
             .after_long_help(help::after_long_help(width));
+    } else if args.iter().skip(1).any(asks_short_help) {
+        cmd = help::short(cmd).term_width(help::width());
     }
     let args = curl_words::refuse_unknown_options(&mut cmd, args)?;
     let mut matches = cmd.try_get_matches_from_mut(args)?;
@@ -770,6 +772,13 @@ where
     std::mem::forget(cmd);
     std::mem::forget(matches);
     Ok(cli)
+}
+
+/// Whether an argument may be `-h`, alone or in a group of short flags (`-vh`); a
+/// false yes only trims a help that is not shown.
+fn asks_short_help(arg: &OsString) -> bool {
+    let arg = arg.to_string_lossy();
+    arg.starts_with('-') && !arg.starts_with("--") && arg.contains('h')
 }
 
 #[cfg(test)]
