@@ -114,3 +114,70 @@ fn refusals_name_the_flag_that_was_meant() {
     assert!(stderr.starts_with("retry: --retry-on: "), "{stderr}");
     assert!(stderr.contains("--retry-on-status"), "{stderr}");
 }
+
+// ---- A target that reads as a URL retry does not take as one ----
+
+#[test]
+fn an_address_without_its_scheme_is_told_of_http() {
+    for target in [
+        "example.com",
+        "example.com/x",
+        "localhost:8080",
+        "127.0.0.1:8080/ok",
+    ] {
+        let out = retry().args(["-a", "1", target]).run();
+        assert_eq!(out.status, 127, "{target}: {}", out.stderr);
+        let said = format!(
+            "{target}: command not found; did you mean http://{target}? only http:// and https:// select HTTP mode"
+        );
+        assert!(out.stderr.contains(&said), "{target}: {}", out.stderr);
+        // With an HTTP option the refusal says it too, before anything runs.
+        let out = retry().args(["-o", "out", target]).run();
+        assert_eq!(out.status, 125, "{target}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .starts_with("retry: -o/--output: an option of HTTP mode")
+                && out
+                    .stderr
+                    .contains(&format!("did you mean http://{target}?"))
+                && out.stderr.trim_end().lines().count() == 1,
+            "{target}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn other_schemes_are_told_http_mode_speaks_only_http() {
+    for target in [
+        "ftp://127.0.0.1/x",
+        "file:///etc/hosts",
+        "ws://127.0.0.1:9/",
+    ] {
+        let out = retry().args(["-a", "1", target]).run();
+        assert_eq!(out.status, 127, "{target}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("HTTP mode speaks only HTTP"),
+            "{target}: {}",
+            out.stderr
+        );
+        let out = retry().args(["-H", "X-A: 1", target]).run();
+        assert_eq!(out.status, 125, "{target}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("HTTP mode speaks only HTTP"),
+            "{target}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_command_that_exists_or_a_script_gets_no_url_hint() {
+    // A script name is not an address, and a command on PATH is run as one.
+    let out = retry().args(["-a", "1", "deploy.sh"]).run();
+    assert_eq!(out.status, 127);
+    assert!(!out.stderr.contains("http://"), "{}", out.stderr);
+    let out = retry().args(["-o", "out", "true"]).run();
+    assert_eq!(out.status, 125);
+    assert!(!out.stderr.contains("http://"), "{}", out.stderr);
+}

@@ -12,7 +12,7 @@ use clap::{ArgMatches, Command};
 
 use crate::cli::spellings::{self, Place, When};
 use crate::cli::{Cli, Mode, mode_of};
-use crate::domain::{BackoffKind, JitterKind};
+use crate::domain::{BackoffKind, JitterKind, url_hint};
 
 /// A curl option retry does not support, and what to use instead.
 struct Unsupported {
@@ -552,11 +552,26 @@ pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap
         [init @ .., last] => (format!("{} and {last}", init.join(", ")), "options"),
         [] => unreachable!(),
     };
+    let hint = match mode {
+        Mode::Command if !on_path(first) => url_hint(&first.to_string_lossy()),
+        _ => None,
+    };
+    let tail = hint.unwrap_or_else(|| "nothing is ever silently ignored".into());
     Err(usage_error(format!(
-        "{names}: {what} of {}, but {target} selects {}; nothing is ever silently ignored",
+        "{names}: {what} of {}, but {target} selects {}; {tail}",
         other.name(),
         mode.name()
     )))
+}
+
+/// Whether `name` is a command: a path to a file, or a file in a directory of PATH.
+fn on_path(name: &OsString) -> bool {
+    let path = std::path::Path::new(name);
+    if name.to_string_lossy().contains('/') {
+        return path.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|dirs| std::env::split_paths(&dirs).any(|dir| dir.join(name).is_file()))
 }
 
 /// Turns curl's spellings into retry's settings, and checks what only makes
