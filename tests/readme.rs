@@ -122,14 +122,15 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
     commands
 }
 
-/// `retry`'s arguments in a simple command, if it runs retry with an option.
+/// `retry`'s arguments in a simple command, if it runs retry with an option (and not
+/// only `--version`, which prints it and runs nothing).
 fn retry_args(words: &[String]) -> Option<Vec<String>> {
     let at = words
         .iter()
         .position(|w| w == "retry" || w.ends_with("/retry"))?;
     let rest = &words[at + 1..];
     rest.first()
-        .filter(|w| w.starts_with('-'))
+        .filter(|w| w.starts_with('-') && rest != ["--version"])
         .map(|_| rest.to_vec())
 }
 
