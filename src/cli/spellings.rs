@@ -157,6 +157,22 @@ pub const SPELLINGS: &[Spelling] = &[
     ),
     row(
         NICK,
+        "--timeout_minutes",
+        "timeout_minutes",
+        "-t Nm",
+        When::Always,
+        "10",
+    ),
+    row(
+        NICK,
+        "--retry_wait_seconds",
+        "retry_wait_seconds",
+        "--delay Ns --backoff constant -j none",
+        When::Always,
+        "10",
+    ),
+    row(
+        NICK,
         "--new_command_on_retry",
         "new_command_on_retry",
         "a command that reads RETRY_ATTEMPT (1, then 2, ...)",
