@@ -240,18 +240,20 @@ fn unknown_option(cmd: &Command, seen: &Seen, place: Place) -> clap::Error {
         ));
     }
     let row = UNSUPPORTED.iter().find(|r| r.names.contains(&name));
-    let message = match (row, similar(cmd, name)) {
-        (Some(r), _) if r.instead.is_empty() => format!(
+    let message = match row {
+        Some(r) if r.instead.is_empty() => format!(
             "{name}{within}: a curl option ({}) that retry does not support; there is no equivalent",
             r.names.join(", ")
         ),
-        (Some(r), _) => format!(
+        Some(r) => format!(
             "{name}{within}: a curl option ({}) that retry does not support; instead: {}",
             r.names.join(", "),
             r.instead
         ),
-        (None, Some(near)) => format!("{name}{within}: unknown option; did you mean {near}?"),
-        (None, None) => format!("{name}{within}: unknown option; retry --help lists the options"),
+        None => match similar(cmd, name) {
+            Some(near) => format!("{name}{within}: unknown option; did you mean {near}?"),
+            None => format!("{name}{within}: unknown option; retry --help lists the options"),
+        },
     };
     usage_error(message)
 }
@@ -281,18 +283,24 @@ fn other_tool_words(
     for seen in walked.seen.iter().filter(|s| s.known) {
         let arg = cmd
             .get_arguments()
-            .find(|a| label(a).split('/').any(|n| n == seen.name));
+            .find(|a| match seen.name.strip_prefix("--") {
+                Some(long) => a.get_long() == Some(long),
+                None => seen.name.strip_prefix('-').and_then(|s| s.chars().next()) == a.get_short(),
+            });
         let Some(arg) = arg else { continue };
         let http_only = !place.http && mode_of(arg) == Some(Mode::Http);
-        let why = match target {
-            Some(t) => format!("the command '{}' selects command mode", t.to_string_lossy()),
-            None => "no URL is given".into(),
+        let what = || {
+            let why = match target {
+                Some(t) => format!("the command '{}' selects command mode", t.to_string_lossy()),
+                None => "no URL is given".into(),
+            };
+            format!("{}: an option of HTTP mode, but {why}", label(arg))
         };
-        let what = format!("{}: an option of HTTP mode, but {why}", label(arg));
         if http_only && seen.name == "--retry" {
             if let Some(n) = seen.value.as_deref().and_then(|v| v.parse::<u64>().ok()) {
                 return Err(usage_error(format!(
-                    "{what}; curl's --retry {n} is -a {} here ({n} retries after the first attempt)",
+                    "{}; curl's --retry {n} is -a {} here ({n} retries after the first attempt)",
+                    what(),
                     n + 1
                 )));
             }
@@ -301,7 +309,11 @@ fn other_tool_words(
             continue;
         };
         if http_only {
-            return Err(usage_error(format!("{what}; {}", spellings::advice(row))));
+            return Err(usage_error(format!(
+                "{}; {}",
+                what(),
+                spellings::advice(row)
+            )));
         }
         if row.when == When::Always {
             let value = seen.value.as_deref().unwrap_or_default();
