@@ -74,6 +74,14 @@ fn letters_of_curl_are_curl_s_where_another_tool_s_do_not_apply() {
         assert_eq!(out.status, 125);
         assert!(out.stderr.contains(curl), "{flag}: {}", out.stderr);
     }
+    // Before a URL, -w next to --lock is curl's --write-out, taken as such.
+    let scratch = Scratch::new();
+    let lock = scratch.path("lock");
+    let out = retry()
+        .args(["--dry-run", "--lock", lock.to_str().unwrap()])
+        .args(["-w", "%{http_code}", "http://127.0.0.1:9/"])
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
     // retry's own -j KIND is not recur's.
     let stderr = refused(&["-j", "sideways"]);
     assert!(!stderr.contains("recur"), "{stderr}");
