@@ -1,17 +1,25 @@
 # fish completion for retry, written from the clap definition in src/cli.rs (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (complete -C). Nothing for a URL or after it.
+# then that command's own completion (complete -C). After a URL, retry's options again
+# (curl's habit), and nothing for a second operand.
 
 # Prints where the target starts among the line's tokens (1 is retry), or fails while
-# the current token is still one of retry's options or an option's value.
+# the current token is still one of retry's options or an option's value. Options may
+# follow a URL, as curl takes them: the scan goes on past it, and a second operand (or
+# -- after it) makes the URL the target again, for which nothing is offered.
 function __retry_target_start
     set -l tokens (commandline -opc)
     set -l i 2
+    set -l url
     while test $i -le (count $tokens)
         switch $tokens[$i]
             case --
-                echo (math $i + 1)
+                if set -q url[1]
+                    echo $url
+                else
+                    echo (math $i + 1)
+                end
                 return 0
             case '--*=*'
             case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--delays' '--consecutive' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--success-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--proto' '--proto-redir' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--upload-file' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--job' '--catch-up' '--catch-up-window' '--overlap' '--tz' '--metrics-listen' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--throttled' '--splay' '--log-format' '--report'
@@ -25,15 +33,28 @@ function __retry_target_start
                     set i (math $i + 1)
                 end
             case '*'
-                echo $i
-                return 0
+                if not set -q url[1]; and string match -qir '^https?://' -- $tokens[$i]
+                    set url $i
+                else if set -q url[1]
+                    echo $url
+                    return 0
+                else
+                    echo $i
+                    return 0
+                end
         end
         set i (math $i + 1)
     end
     # The loop stopped on the current token, not on the value of an option before it.
-    if test $i -eq (math (count $tokens) + 1); and not string match -q -- '-*' (commandline -ct)
-        echo $i
-        return 0
+    set -l current (commandline -ct)
+    if test $i -eq (math (count $tokens) + 1); and not string match -q -- '-*' $current
+        if not set -q url[1]
+            echo $i
+            return 0
+        else if test -n "$current"
+            echo $url
+            return 0
+        end
     end
     return 1
 end
@@ -58,7 +79,7 @@ function __retry_complete_target
     if test $start -le (count $tokens)
         set target $tokens[$start..-1]
     end
-    # A URL is the whole target: no file names for it, nothing after it.
+    # A URL is the whole target: no file names for it.
     if set -q target[1]; and string match -qr '^https?://' -- $target[1]
         return
     end

@@ -68,6 +68,9 @@ fn man_page() -> anyhow::Result<Vec<u8>> {
     let man = Man::new(Cli::command()).manual("User Commands");
     let mut out = Vec::new();
     man.render_title(&mut out)?;
+    // No hyphenation: an option's name is never broken across lines, so searching the
+    // pager for --max-delay finds every mention (its hyphens are \-, no break point).
+    Roff::new().control("nh", []).to_writer(&mut out)?;
     man.render_name_section(&mut out)?;
     man.render_synopsis_section(&mut out)?;
     man.render_description_section(&mut out)?;
@@ -101,7 +104,12 @@ fn tagged_section(title: &str, rows: &[(&str, &str)]) -> Roff {
     roff
 }
 
-/// Each example as an unfilled command line followed by what it does.
+/// The columns a man page's example line may take at 80 columns: man indents the
+/// section's text by 7 and `.RS 4` by 4 more.
+const EXAMPLE_WIDTH: usize = 80 - 7 - 4;
+
+/// Each example as an unfilled command line followed by what it does; a long one is
+/// broken between shell words with a ` \` (as `--help` breaks it), so it fits 80 columns.
 fn examples_section() -> Roff {
     let mut roff = Roff::new();
     roff.control("SH", ["EXAMPLES"]);
@@ -109,10 +117,12 @@ fn examples_section() -> Roff {
         roff.control("PP", [])
             .text([roman(*what)])
             .control("RS", ["4"])
-            .control("nf", [])
-            .text([bold(*command)])
-            .control("fi", [])
-            .control("RE", []);
+            .control("nf", []);
+        // wrap_command starts its lines with two spaces that .RS stands for here.
+        for line in cli::help::wrap_command(command, EXAMPLE_WIDTH + 2).lines() {
+            roff.text([bold(line.strip_prefix("  ").unwrap_or(line))]);
+        }
+        roff.control("fi", []).control("RE", []);
     }
     roff
 }

@@ -38,6 +38,9 @@ pub use io::record_closed_stdout;
 /// which every command and hook it starts gets back.
 pub use signals::record_inherited as record_inherited_signals;
 
+/// Other tools' spellings of retry's options, public for the test that tries each.
+pub use cli::spellings::{SPELLINGS, Spelling, When};
+
 /// The parsers of outside input (flag values, lock and state targets, marker file
 /// names, state records, HTTP header lines and wait headers), public for the
 /// property tests.

@@ -381,9 +381,40 @@ fn the_commands_words_never_get_retrys_options() {
 }
 
 #[test]
-fn nothing_follows_a_url() {
+fn options_follow_a_url_and_nothing_else_does() {
+    // Options after the URL, as curl takes them (README, "Usage").
     for line in [
         "retry http://127.0.0.1:8080/x --ver",
+        "retry -s HTTPS://127.0.0.1/x -o out --ver",
+        "retry -a 3 http://127.0.0.1/ -H 'X-A: 1' --ver",
+    ] {
+        in_every_shell(line, |shell, words| {
+            let mut words = words.to_vec();
+            words.sort();
+            assert_eq!(words, ["--verbose", "--version"], "{shell:?} {line:?}");
+        });
+    }
+    in_every_shell("retry http://127.0.0.1/x --jitter ", |shell, words| {
+        assert!(has(words, "decorrelated"), "{shell:?}: {words:?}");
+    });
+    let fx = Fixture::new();
+    let line = format!(
+        "retry http://127.0.0.1/x -o {}",
+        fx.path("report-h").display()
+    );
+    in_every_shell(&line, |shell, words| {
+        // zsh's _files offers the part after the last slash.
+        assert!(
+            words.iter().any(|w| w.ends_with("report-here.json")),
+            "{shell:?}: {words:?}"
+        );
+    });
+    // A second operand, or anything after -- (where the URL is a command's word), gets
+    // nothing: one run is one request.
+    for line in [
+        "retry http://127.0.0.1/x gitf",
+        "retry http://127.0.0.1/x -s gitf",
+        "retry http://127.0.0.1/x -- gitf",
         "retry -- https://127.0.0.1/ -",
     ] {
         in_every_shell(line, |shell, words| {

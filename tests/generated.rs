@@ -88,4 +88,36 @@ fn man_page_renders() {
     ] {
         assert!(text.contains(heading), "rendered page lacks {heading}");
     }
+    // Every line fits 80 columns, the examples' too (a long one continues after ` \`).
+    let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(
+        wide.is_empty(),
+        "lines past 80 columns:\n{}",
+        wide.join("\n")
+    );
+    // No word is hyphenated across lines, and searching the pager for an option finds
+    // every mention of it: as many as the page's source has.
+    assert!(
+        !text.contains('\u{2010}'),
+        "a word is hyphenated across lines"
+    );
+    let source = String::from_utf8(generated("man"))
+        .unwrap()
+        .replace("\\-", "-");
+    let mut cmd = <retry::Cli as clap::CommandFactory>::command();
+    cmd.build();
+    for long in cmd.get_arguments().filter_map(|a| a.get_long()) {
+        let mention = |text: &str| {
+            let name = regex::escape(&format!("--{long}"));
+            regex::Regex::new(&format!("(^|[^a-z0-9-]){name}($|[^a-z0-9-])"))
+                .unwrap()
+                .find_iter(text)
+                .count()
+        };
+        let (written, found) = (mention(&source), mention(&text));
+        assert_eq!(
+            found, written,
+            "--{long}: {found} found in the rendered page, {written} in its source"
+        );
+    }
 }

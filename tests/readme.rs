@@ -131,7 +131,8 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
     commands
 }
 
-/// `retry`'s arguments in a simple command, if it runs retry with an option.
+/// `retry`'s arguments in a simple command, if it runs retry with an option (and not
+/// only `--version`, which prints it and runs nothing).
 fn retry_args(words: &[String]) -> Option<Vec<String>> {
     let at = words
         .iter()
@@ -142,7 +143,7 @@ fn retry_args(words: &[String]) -> Option<Vec<String>> {
         return None;
     }
     rest.first()
-        .filter(|w| w.starts_with('-'))
+        .filter(|w| w.starts_with('-') && rest != ["--version"])
         .map(|_| rest.to_vec())
 }
 

@@ -58,3 +58,4 @@ mod readme;
 mod schedule;
 mod schedule_ops;
 mod tools;
+mod words;

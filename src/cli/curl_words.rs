@@ -6,12 +6,13 @@
 
 use std::ffi::OsString;
 
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
+use crate::cli::spellings::{self, Place, When};
 use crate::cli::{Cli, Mode, mode_of};
-use crate::domain::{BackoffKind, JitterKind};
+use crate::domain::{BackoffKind, JitterKind, url_hint};
 
 /// A curl option retry does not support, and what to use instead.
 struct Unsupported {
@@ -223,14 +224,21 @@ fn usage_error(message: String) -> clap::Error {
     clap::Error::raw(ErrorKind::ArgumentConflict, format!("{message}\n"))
 }
 
-/// The message for an option neither retry nor the table knows. `shown` is the
+/// The message for an option neither retry nor the tables know. `shown` is the
 /// word as typed, with its group (`-fsZ`) when the option was one letter of it.
-fn unknown_option(name: &str, shown: &str) -> clap::Error {
+fn unknown_option(cmd: &Command, seen: &Seen, place: Place) -> clap::Error {
+    let (name, shown) = (seen.name.as_str(), seen.word.as_str());
     let within = if shown == name {
         String::new()
     } else {
         format!(" (in {shown})")
     };
+    if let Some(spelling) = spellings::find(name, seen.value.as_deref(), place) {
+        return usage_error(format!(
+            "{name}{within}: unknown option; {}",
+            spellings::advice(spelling)
+        ));
+    }
     let row = UNSUPPORTED.iter().find(|r| r.names.contains(&name));
     let message = match row {
         Some(r) if r.instead.is_empty() => format!(
@@ -242,17 +250,81 @@ fn unknown_option(name: &str, shown: &str) -> clap::Error {
             r.names.join(", "),
             r.instead
         ),
-        None => format!("{name}{within}: unknown option; retry --help lists the options"),
+        None => match similar(cmd, name) {
+            Some(near) => format!("{name}{within}: unknown option; did you mean {near}?"),
+            None => format!("{name}{within}: unknown option; retry --help lists the options"),
+        },
     };
     usage_error(message)
 }
 
-/// Where a walk over options stopped.
-struct Walked {
-    /// The index of the first operand (or of `--`), or the end of the words.
-    end: usize,
-    /// The last word was an option that takes a value, and none followed.
-    wants_value: Option<String>,
+/// The option clap finds nearest to the unknown long `name`, by its own similarity.
+fn similar(cmd: &Command, name: &str) -> Option<String> {
+    if !name.starts_with("--") {
+        return None;
+    }
+    let err = cmd.clone().try_get_matches_from(["retry", name]).err()?;
+    match err.get(ContextKind::SuggestedArg)? {
+        ContextValue::String(s) => Some(s.clone()),
+        ContextValue::Strings(list) => list.first().cloned(),
+        _ => None,
+    }
+}
+
+/// An option of HTTP mode typed before a command, or a value retry refuses, where
+/// another tool's spelling is meant: curl's `--retry N` (`-a N+1`), flock's `-w N`
+/// next to `--lock`, GNU timeout's `-s SIG`, recur's `-d DUR` and `-j MIN,MAX`.
+fn other_tool_words(
+    cmd: &Command,
+    walked: &Walked,
+    place: Place,
+    target: Option<&OsString>,
+) -> Result<(), clap::Error> {
+    for seen in walked.seen.iter().filter(|s| s.known) {
+        let arg = cmd
+            .get_arguments()
+            .find(|a| match seen.name.strip_prefix("--") {
+                Some(long) => a.get_long() == Some(long),
+                None => seen.name.strip_prefix('-').and_then(|s| s.chars().next()) == a.get_short(),
+            });
+        let Some(arg) = arg else { continue };
+        let http_only = !place.http && mode_of(arg) == Some(Mode::Http);
+        let what = || {
+            let why = match target {
+                Some(t) => format!("the command '{}' selects command mode", t.to_string_lossy()),
+                None => "no URL is given".into(),
+            };
+            format!("{}: an option of HTTP mode, but {why}", label(arg))
+        };
+        if http_only && seen.name == "--retry" {
+            if let Some(n) = seen.value.as_deref().and_then(|v| v.parse::<u64>().ok()) {
+                return Err(usage_error(format!(
+                    "{}; curl's --retry {n} is -a {} here ({n} retries after the first attempt)",
+                    what(),
+                    n + 1
+                )));
+            }
+        }
+        let Some(row) = spellings::find(&seen.name, seen.value.as_deref(), place) else {
+            continue;
+        };
+        if http_only {
+            return Err(usage_error(format!(
+                "{}; {}",
+                what(),
+                spellings::advice(row)
+            )));
+        }
+        if row.when == When::Always {
+            let value = seen.value.as_deref().unwrap_or_default();
+            return Err(usage_error(format!(
+                "{}: '{value}' is not accepted; {}",
+                seen.name,
+                spellings::advice(row)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Walks the options before the target and refuses any that retry does not know,
@@ -263,7 +335,15 @@ pub fn refuse_unknown_options(
     args: Vec<OsString>,
 ) -> Result<Vec<OsString>, clap::Error> {
     cmd.build();
-    let first = 1 + walk(cmd, &args[1..])?.end;
+    let walked = walk(cmd, &args[1..]);
+    let first = 1 + walked.end;
+    let target = match args.get(first) {
+        Some(dash) if dash == "--" => args.get(first + 1),
+        other => other,
+    };
+    let place = place_of(&walked, target);
+    refuse_unknown(cmd, &walked, place)?;
+    other_tool_words(cmd, &walked, place, target)?;
     match args.get(first) {
         Some(url) if target_mode(url) == Mode::Http => options_after_url(cmd, args, first),
         _ => Ok(args),
@@ -278,7 +358,15 @@ fn options_after_url(
     url_at: usize,
 ) -> Result<Vec<OsString>, clap::Error> {
     let after = &args[url_at + 1..];
-    let walked = walk(cmd, after)?;
+    let walked = walk(cmd, after);
+    refuse_unknown(
+        cmd,
+        &walked,
+        Place {
+            http: true,
+            lock: false,
+        },
+    )?;
     if let Some(flag) = walked.wants_value {
         return Err(usage_error(format!(
             "{flag}: needs a value; retry --help says what it takes"
@@ -301,30 +389,60 @@ fn options_after_url(
     Ok(out)
 }
 
-/// Walks `words` while they are options (with their values), refusing unknown ones.
-fn walk(cmd: &Command, words: &[OsString]) -> Result<Walked, clap::Error> {
+/// Where a walk over options stopped, and what it saw.
+struct Walked {
+    /// The index of the first operand (or of `--`), or the end of the words.
+    end: usize,
+    /// The last word was an option that takes a value, and none followed.
+    wants_value: Option<String>,
+    /// Each option, in order.
+    seen: Vec<Seen>,
+}
+
+/// An option as a walk met it.
+struct Seen {
+    /// `-w`, `--tries`: the option's name as typed, without a value.
+    name: String,
+    /// The word it was in (`-fsZ`, `--tries=3`).
+    word: String,
+    /// Its value: after `=`, the rest of a short group, or the next word.
+    value: Option<String>,
+    /// retry takes it.
+    known: bool,
+}
+
+/// Walks `words` while they are options (with their values). An option retry does not
+/// know is taken as a flag without a value; the caller refuses the first one, once the
+/// whole walk has said where it stands (before a URL? next to `--lock`?).
+fn walk(cmd: &Command, words: &[OsString]) -> Walked {
     let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
     let mut i = 0;
     let mut wants_value = None;
-    while let Some(word) = words.get(i).map(|w| w.to_string_lossy()) {
+    let mut seen = Vec::new();
+    while let Some(word) = words.get(i).map(|w| w.to_string_lossy().into_owned()) {
         if word == "--" || !word.starts_with('-') || word == "-" {
             break;
         }
         i += 1;
+        let next = words.get(i).map(|w| w.to_string_lossy().into_owned());
         let needs_next = if let Some(long) = word.strip_prefix("--") {
             let (name, inline) = match long.split_once('=') {
-                Some((name, _)) => (name, true),
-                None => (long, false),
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (long, None),
             };
             let arg = cmd.get_arguments().find(|a| {
                 a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
             });
-            match arg {
-                Some(arg) => (takes_value(arg) && !inline).then(|| label(arg)),
-                None => return Err(unknown_option(&format!("--{name}"), &word)),
-            }
+            let wants = arg.filter(|a| takes_value(a) && inline.is_none());
+            seen.push(Seen {
+                name: format!("--{name}"),
+                word: word.clone(),
+                value: inline.or_else(|| next.clone().filter(|_| arg.is_none() || wants.is_some())),
+                known: arg.is_some(),
+            });
+            wants.map(label)
         } else {
-            short_group(cmd, &word)?
+            short_group(cmd, &word, next.as_deref(), &mut seen)
         };
         if let Some(flag) = needs_next {
             if i == words.len() {
@@ -333,15 +451,37 @@ fn walk(cmd: &Command, words: &[OsString]) -> Result<Walked, clap::Error> {
             i += 1;
         }
     }
-    Ok(Walked {
+    Walked {
         end: i.min(words.len()),
         wants_value,
-    })
+        seen,
+    }
 }
 
-/// A group of short options (`-fsSL`, `-o-`): whether its last option takes the next
-/// word as its value (named, if so).
-fn short_group(cmd: &Command, word: &str) -> Result<Option<String>, clap::Error> {
+/// Where the walked options stand: before a URL, next to `--lock`.
+fn place_of(walked: &Walked, target: Option<&OsString>) -> Place {
+    Place {
+        http: target.is_some_and(|t| target_mode(t) == Mode::Http),
+        lock: walked.seen.iter().any(|s| s.name == "--lock"),
+    }
+}
+
+/// The first option retry does not know, refused.
+fn refuse_unknown(cmd: &Command, walked: &Walked, place: Place) -> Result<(), clap::Error> {
+    match walked.seen.iter().find(|s| !s.known) {
+        Some(seen) => Err(unknown_option(cmd, seen, place)),
+        None => Ok(()),
+    }
+}
+
+/// A group of short options (`-fsSL`, `-o-`), each letter added to `seen`: whether
+/// its last option takes the next word as its value (named, if so).
+fn short_group(
+    cmd: &Command,
+    word: &str,
+    next: Option<&str>,
+    seen: &mut Vec<Seen>,
+) -> Option<String> {
     let letters: Vec<char> = word[1..].chars().collect();
     for (i, letter) in letters.iter().enumerate() {
         let found = cmd.get_arguments().find(|a| {
@@ -349,15 +489,24 @@ fn short_group(cmd: &Command, word: &str) -> Result<Option<String>, clap::Error>
                 || a.get_all_short_aliases()
                     .is_some_and(|v| v.contains(letter))
         });
-        let Some(arg) = found else {
-            return Err(unknown_option(&format!("-{letter}"), word));
-        };
-        if arg.get_action().takes_values() {
+        let rest: String = letters[i + 1..].iter().collect();
+        let last = rest.is_empty();
+        let value = if last { next } else { Some(rest.as_str()) };
+        let takes = found.is_some_and(|a| a.get_action().takes_values());
+        seen.push(Seen {
+            name: format!("-{letter}"),
+            word: word.to_string(),
+            value: (takes || found.is_none())
+                .then(|| value.map(str::to_string))
+                .flatten(),
+            known: found.is_some(),
+        });
+        if takes {
             // The rest of the word is the value; without a rest, the next word is.
-            return Ok((i + 1 == letters.len()).then(|| label(arg)));
+            return last.then(|| label(found.unwrap()));
         }
     }
-    Ok(None)
+    None
 }
 
 /// "-o/--output", as the option is named in messages.
@@ -415,11 +564,26 @@ pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap
         [init @ .., last] => (format!("{} and {last}", init.join(", ")), "options"),
         [] => unreachable!(),
     };
+    let hint = match mode {
+        Mode::Command if !on_path(first) => url_hint(&first.to_string_lossy()),
+        _ => None,
+    };
+    let tail = hint.unwrap_or_else(|| "nothing is ever silently ignored".into());
     Err(usage_error(format!(
-        "{names}: {what} of {}, but {target} selects {}; nothing is ever silently ignored",
+        "{names}: {what} of {}, but {target} selects {}; {tail}",
         other.name(),
         mode.name()
     )))
+}
+
+/// Whether `name` is a command: a path to a file, or a file in a directory of PATH.
+fn on_path(name: &OsString) -> bool {
+    let path = std::path::Path::new(name);
+    if name.to_string_lossy().contains('/') {
+        return path.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|dirs| std::env::split_paths(&dirs).any(|dir| dir.join(name).is_file()))
 }
 
 /// Turns curl's spellings into retry's settings, and checks what only makes

@@ -296,7 +296,7 @@ fn wrap(text: &str, first: &str, rest: &str, width: usize) -> String {
 /// A command line, broken between shell words (quotes kept whole, an option kept with
 /// its value) with a ` \` at the end of each line but the last, so that it can still
 /// be pasted into a shell.
-fn wrap_command(command: &str, width: usize) -> String {
+pub fn wrap_command(command: &str, width: usize) -> String {
     let mut units: Vec<String> = Vec::new();
     let mut words = shell_words(command).into_iter().peekable();
     while let Some(word) = words.next() {

@@ -2,14 +2,15 @@
 //! and the shell completions, and the parse that runs before `config`. Beside it:
 //! `help` (the prose of `--help` and the man page), `values` (retry's value parsers,
 //! which return the types the program takes), `modes` (which options belong to one
-//! mode), `curl` (curl's value parsers) and `curl_words` (curl's refused options and
-//! aliases). A bad value is refused here, before anything runs; checking the flags
+//! mode), `curl` (curl's value parsers), `curl_words` (curl's refused options and
+//! aliases) and `spellings` (other tools' words for retry's options). A bad value is refused here, before anything runs; checking the flags
 //! against each other is `config`'s job.
 
 pub mod curl;
 pub mod curl_words;
 pub mod help;
 mod modes;
+pub mod spellings;
 pub mod usage;
 mod values;
 
@@ -29,8 +30,9 @@ use crate::state::{self, Backend};
 use curl::{DataArg, ResolveEntry};
 pub use modes::{Mode, mode_of};
 use values::{
-    MethodParser, continue_value, fleet_name_value, header_name_value, hook_value, job_name_value,
-    key_value, lease_ttl_value, metrics_listen_value, once_key_value, regex_value,
+    MethodParser, continue_value, exit_codes_value, fleet_name_value, header_name_value,
+    hook_value, job_name_value, key_value, lease_ttl_value, metrics_listen_value, once_key_value,
+    regex_value,
 };
 
 const TIMING: &str = "Attempts and timing";
@@ -156,14 +158,14 @@ pub struct Cli {
     ///
     /// An attempt stopped by --timeout counts as exit 124: --stop-on 124 makes timeouts
     /// permanent.
-    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = exit_codes_value("--stop-on"), help_heading = CLASSIFY)]
     pub stop_on: Option<CodeSet>,
 
     /// Exit codes that are retried; every other non-zero exit becomes permanent, e.g. 75
     ///
     /// An attempt stopped by --timeout counts as exit 124: it is retried only when LIST
     /// names 124.
-    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::exit_codes, help_heading = CLASSIFY)]
+    #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = exit_codes_value("--retry-on"), help_heading = CLASSIFY)]
     pub retry_on: Option<CodeSet>,
 
     /// Exit codes that count as success, e.g. 0,1 for grep

@@ -13,6 +13,33 @@ pub fn lease_ttl_value(text: &str) -> Result<Duration, String> {
     crate::state::lease_ttl(parse::duration(text)?)
 }
 
+/// `--retry-on` and `--stop-on`: exit codes; an HTTP status among them is refused
+/// naming the flag for statuses (`--retry-on-status`, `--stop-on-status`).
+pub fn exit_codes_value(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<parse::CodeSet, String> + Clone {
+    move |text| {
+        parse::exit_codes(text).map_err(|why| {
+            let is_status = |item: &&str| {
+                item.split('-').all(|n| {
+                    n.trim()
+                        .parse::<u32>()
+                        .is_ok_and(|n| (100..=599).contains(&n))
+                })
+            };
+            let statuses: Vec<&str> = text.split(',').map(str::trim).filter(is_status).collect();
+            if statuses.is_empty() {
+                why
+            } else {
+                format!(
+                    "{why}; for HTTP statuses use {flag}-status {}",
+                    statuses.join(",")
+                )
+            }
+        })
+    }
+}
+
 /// A hook's shell command: run with `sh -c`, so any non-blank text.
 pub fn hook_value(text: &str) -> Result<String, String> {
     if text.trim().is_empty() {

@@ -106,6 +106,69 @@ impl Protocols {
     }
 }
 
+/// What to say of a command that was not found but reads as a URL retry would not
+/// take as one: another scheme (`ftp://…`), or an address without its scheme
+/// (`example.com/x`, `localhost:8080`, `127.0.0.1:8080/ok`). Text only: no name is
+/// ever resolved.
+pub fn url_hint(target: &str) -> Option<String> {
+    if let Some((scheme, _)) = target.split_once("://") {
+        let scheme_like = !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        return scheme_like.then(|| {
+            format!(
+                "{scheme}:// is not HTTP, and HTTP mode speaks only HTTP: only http:// and https:// URLs are requests"
+            )
+        });
+    }
+    address_like(target).then(|| {
+        format!("did you mean http://{target}? only http:// and https:// select HTTP mode")
+    })
+}
+
+/// File name endings that make `name.ext` a script, not a host.
+const SCRIPT_ENDINGS: &[&str] = &[
+    "sh", "bash", "py", "pl", "rb", "js", "jar", "exe", "bat", "ps1", "php", "lua", "tcl",
+];
+
+/// `HOST[:PORT][/PATH]`, where HOST is a dotted name, an IPv4 address, `[IPv6]` or
+/// `localhost`; another single-label host needs a port.
+fn address_like(target: &str) -> bool {
+    if target.starts_with(['/', '.', '-']) || target.contains(char::is_whitespace) {
+        return false;
+    }
+    let (authority, path) = match target.find(['/', '?']) {
+        Some(at) => (&target[..at], Some(&target[at..])),
+        None => (target, None),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(':') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    if port.is_some_and(|p| p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    let label_ok = |l: &&str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let ipv4 = labels.len() == 4 && labels.iter().all(|l| l.parse::<u8>().is_ok());
+    let ipv6 = host.starts_with('[') && host.ends_with(']') && host.len() > 2;
+    let last = labels.last().copied().unwrap_or_default();
+    let named = labels.len() >= 2
+        && labels.iter().all(label_ok)
+        && last.len() >= 2
+        && last.bytes().all(|b| b.is_ascii_alphabetic())
+        && (port.is_some() || path.is_some() || !SCRIPT_ENDINGS.contains(&last));
+    // A single label with a path is as likely a relative path (`build/run`).
+    let local = host.eq_ignore_ascii_case("localhost") && (port.is_some() || path.is_some());
+    let single = labels.len() == 1 && label_ok(&host) && port.is_some();
+    ipv4 || ipv6 || named || local || single
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +220,50 @@ mod tests {
         let redirect = Protocols::ALL.and(HTTPS_ONLY);
         assert!(redirect.allows("https") && !redirect.allows("http"));
         assert!(!Protocols::ALL.allows("ftp"));
+    }
+
+    #[test]
+    fn addresses_without_a_scheme_are_told_of_http() {
+        for target in [
+            "example.com",
+            "example.com/x",
+            "localhost:8080",
+            "localhost:8080/health",
+            "127.0.0.1:8080/ok",
+            "127.0.0.1",
+            "[::1]:8080/x",
+            "api.example.com:443",
+        ] {
+            let hint = url_hint(target).unwrap_or_default();
+            assert!(
+                hint.starts_with(&format!("did you mean http://{target}?")),
+                "{target}: {hint}"
+            );
+        }
+        for target in [
+            "true",
+            "deploy.sh",
+            "./x.com",
+            "/usr/bin/env",
+            "make",
+            "a b.com",
+            "x:y",
+            "localhost",
+            "v1.2",
+            "build/run",
+        ] {
+            assert_eq!(url_hint(target), None, "{target}");
+        }
+    }
+
+    #[test]
+    fn other_schemes_are_told_http_mode_speaks_only_http() {
+        for target in ["ftp://example.com/x", "file:///etc/hosts", "ws://h:1/"] {
+            let hint = url_hint(target).unwrap();
+            assert!(
+                hint.contains("HTTP mode speaks only HTTP"),
+                "{target}: {hint}"
+            );
+        }
     }
 }

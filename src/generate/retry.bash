@@ -1,8 +1,8 @@
 # bash completion for retry, written from the clap definition in src/cli.rs (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (through bash-completion when loaded). Nothing
-# for a URL or after it.
+# then that command's own completion (through bash-completion when loaded). After a
+# URL, retry's options again (curl's habit), and nothing for a second operand.
 
 # The words up to the cursor with the pieces bash splits at '=' and ':' joined again:
 # _retry_words, and _retry_starts (each joined word's index in COMP_WORDS).
@@ -37,15 +37,17 @@ _retry_short_waits() {
 
 # Sets _retry_target to the index in _retry_words where the target starts (-1 while
 # the current word is still retry's), and _retry_option to the option whose value is
-# being completed, if any.
+# being completed, if any. Options may follow a URL, as curl takes them: the scan goes
+# on past it, and a second operand (or -- after it) makes the URL the target again, for
+# which nothing is offered.
 _retry_scan() {
-    local last=$((${#_retry_words[@]} - 1)) i=1 word
+    local last=$((${#_retry_words[@]} - 1)) i=1 word url=
     _retry_target=-1 _retry_option=
     while ((i < last)); do
         word=${_retry_words[i]}
         case $word in
         --)
-            _retry_target=$((i + 1))
+            _retry_target=${url:-$((i + 1))}
             return
             ;;
         --*=*) ;;
@@ -53,8 +55,12 @@ _retry_scan() {
         --*) ;;
         -?*) _retry_short_waits "$word" && ((i++)) ;;
         *)
-            _retry_target=$i
-            return
+            if [[ -z $url && ( ${word,,} == http://* || ${word,,} == https://* ) ]]; then
+                url=$i
+            else
+                _retry_target=${url:-$i}
+                return
+            fi
             ;;
         esac
         ((i++))
@@ -65,8 +71,10 @@ _retry_scan() {
         [[ $_retry_option == --* ]] || _retry_option=-${_retry_option: -1}
     elif [[ $word == --?*=* ]]; then
         _retry_option=${word%%=*}
-    elif [[ $word != -* ]]; then
+    elif [[ -z $url && $word != -* ]]; then
         _retry_target=$last
+    elif [[ $url && $word && $word != -* ]]; then
+        _retry_target=$url
     fi
 }
 
@@ -117,7 +125,7 @@ _retry_command_offset() {
 _retry_complete_target() {
     local first=${_retry_words[_retry_target]} start=${_retry_starts[_retry_target]}
     if [[ $first == http://* || $first == https://* ]]; then
-        return # a URL is the whole target: no file names for it, nothing after it
+        return # a URL is the whole target: no file names for it
     fi
     if declare -F _comp_command_offset >/dev/null; then
         _comp_command_offset "$start"

@@ -25,7 +25,7 @@ use crate::classify::{
     profiles::Profile,
 };
 use crate::config::{CommandConfig, RunInfo};
-use crate::domain::{Class, ExitStatus, Outcome};
+use crate::domain::{Class, ExitStatus, Outcome, url_hint};
 use crate::exec::{AttemptContext, AttemptReport, Description, Executor, procs};
 use crate::io::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
 use crate::spool;
@@ -331,7 +331,10 @@ impl CommandExecutor {
             },
             (_, io::ErrorKind::NotFound) => CommandEnd::NotRunnable {
                 code: ExitStatus::NOT_FOUND,
-                message: format!("{name}: command not found"),
+                message: match url_hint(&name) {
+                    Some(hint) => format!("{name}: command not found; {hint}"),
+                    None => format!("{name}: command not found"),
+                },
             },
             (_, io::ErrorKind::PermissionDenied) => CommandEnd::NotRunnable {
                 code: ExitStatus::NOT_EXECUTABLE,
