@@ -3,17 +3,28 @@
 //! `retry: ` and exits 125). clap's multi-line messages, with their `error:` prefix,
 //! usage block and "For more information" tail, never reach the user.
 
+use std::ffi::OsString;
+
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Command, CommandFactory};
+use clap::{Arg, Command, CommandFactory};
 
 use super::Cli;
 use super::curl_words::label;
+use crate::domain::one_line;
 
-/// The one line for `err`, without the `retry: ` prefix.
-pub fn line(err: &clap::Error) -> String {
+/// The one line for `err`, without the `retry: ` prefix; `args` are the words it
+/// was parsed from (the program's name first), which say how the flag was typed.
+pub fn line(err: &clap::Error, args: &[OsString]) -> String {
     let cmd = Cli::command();
-    let arg = context(err, ContextKind::InvalidArg).map(|shown| flag(&cmd, &shown));
     let value = context(err, ContextKind::InvalidValue).unwrap_or_default();
+    let typed = Typed {
+        args,
+        value: &value,
+    };
+    let arg = context(err, ContextKind::InvalidArg).map(|shown| flag(&cmd, &shown, &typed));
+    if err.kind() == ErrorKind::InvalidUtf8 {
+        return invalid_utf8(&cmd, args);
+    }
     let (flag, problem) = match (err.kind(), arg) {
         (ErrorKind::ValueValidation, Some(flag)) => {
             let why = std::error::Error::source(err).map_or(String::new(), |e| e.to_string());
@@ -31,7 +42,7 @@ pub fn line(err: &clap::Error) -> String {
                 format!("'{value}' is not accepted; expected one of {valid}"),
             )
         }
-        (ErrorKind::ArgumentConflict, Some(flag)) => (flag, conflict(err, &cmd)),
+        (ErrorKind::ArgumentConflict, Some(flag)) => (flag, conflict(err, &cmd, &typed)),
         (ErrorKind::MissingRequiredArgument, Some(flag)) if flag == OPERAND => (
             flag,
             "missing; give a command (retry [OPTIONS] [--] COMMAND [ARG]...) or a URL".into(),
@@ -44,7 +55,6 @@ pub fn line(err: &clap::Error) -> String {
             flag,
             "unknown option; retry --help lists the options".into(),
         ),
-        (ErrorKind::InvalidUtf8, Some(flag)) => (flag, "not valid UTF-8".into()),
         (_, Some(flag)) => (flag, rendered(err)),
         (_, None) => return rendered(err),
     };
@@ -54,9 +64,9 @@ pub fn line(err: &clap::Error) -> String {
 /// A value a parser refused, as `what is wrong; what it accepts`, whoever wrote the
 /// parser's message (retry's own say both; clap's built-in ones say only what is wrong).
 fn validation(flag: &str, value: &str, why: &str) -> String {
-    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    let why = why.trim();
     if why.contains("; ") {
-        return why;
+        return why.to_string();
     }
     let shown = if value.is_empty() {
         "an empty value".to_string()
@@ -71,9 +81,9 @@ fn validation(flag: &str, value: &str, why: &str) -> String {
 }
 
 /// Two options that exclude each other, or one given twice.
-fn conflict(err: &clap::Error, cmd: &Command) -> String {
-    let given = context(err, ContextKind::InvalidArg).map(|shown| flag(cmd, &shown));
-    match context(err, ContextKind::PriorArg).map(|shown| flag(cmd, &shown)) {
+fn conflict(err: &clap::Error, cmd: &Command, typed: &Typed<'_>) -> String {
+    let given = context(err, ContextKind::InvalidArg).map(|shown| flag(cmd, &shown, typed));
+    match context(err, ContextKind::PriorArg).map(|shown| flag(cmd, &shown, typed)) {
         Some(prior) if Some(&prior) != given.as_ref() => {
             format!("cannot be used with {prior}; give one of them")
         }
@@ -98,8 +108,9 @@ fn context(err: &clap::Error, kind: ContextKind) -> Option<String> {
     }
 }
 
-/// "-a/--attempts" for clap's "--attempts <N>"; the operand as `COMMAND|URL`.
-fn flag(cmd: &Command, shown: &str) -> String {
+/// "-a/--attempts" for clap's "--attempts <N>", or the alias the user typed (`-m` for
+/// `-t/--timeout`); the operand as `COMMAND|URL`.
+fn flag(cmd: &Command, shown: &str, typed: &Typed<'_>) -> String {
     let word = shown.split([' ', '=']).next().unwrap_or(shown);
     let word = word.trim_end_matches('.');
     let found = cmd.get_arguments().find(|a| {
@@ -110,10 +121,131 @@ fn flag(cmd: &Command, shown: &str) -> String {
                 .is_some_and(|s| s.chars().count() == 1 && a.get_short() == s.chars().next())
     });
     match found {
-        Some(arg) if !arg.is_positional() => label(arg),
+        Some(arg) if !arg.is_positional() => typed.alias_of(arg).unwrap_or_else(|| label(arg)),
         _ if word.starts_with('-') => word.to_string(),
         _ => OPERAND.into(),
     }
+}
+
+/// The words of the command line, and the value clap refused, if any.
+struct Typed<'a> {
+    args: &'a [OsString],
+    value: &'a str,
+}
+
+impl Typed<'_> {
+    /// The alias of `arg` the user typed (its own short or long name is said as
+    /// `label` says it): the last such word before `--`, one carrying the refused
+    /// value first.
+    fn alias_of(&self, arg: &Arg) -> Option<String> {
+        let own = [
+            arg.get_short().map(|s| format!("-{s}")),
+            arg.get_long().map(|l| format!("--{l}")),
+        ];
+        let given = self.given(arg);
+        let carrying = given
+            .iter()
+            .rev()
+            .find(|(_, value)| *value == Some(self.value));
+        let (spelled, _) = carrying.or(given.last())?;
+        (!own.contains(&Some(spelled.clone()))).then(|| spelled.clone())
+    }
+
+    /// Each word before `--` that names `arg`, with the value it carries or the next word.
+    fn given(&self, arg: &Arg) -> Vec<(String, Option<&str>)> {
+        let shorts: Vec<char> = arg.get_short_and_visible_aliases().unwrap_or_default();
+        let shorts = [shorts, arg.get_all_short_aliases().unwrap_or_default()].concat();
+        let longs = [
+            arg.get_long().into_iter().collect(),
+            arg.get_all_aliases().unwrap_or_default(),
+        ]
+        .concat();
+        let words: Vec<Option<&str>> = self.args.iter().skip(1).map(|w| w.to_str()).collect();
+        let mut found = Vec::new();
+        for (i, word) in words.iter().enumerate() {
+            let Some(word) = *word else { continue };
+            if word == "--" {
+                break;
+            }
+            let next = words.get(i + 1).copied().flatten();
+            if let Some(long) = word.strip_prefix("--") {
+                let (name, attached) = match long.split_once('=') {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (long, next),
+                };
+                if longs.contains(&name) {
+                    found.push((format!("--{name}"), attached));
+                }
+            } else if let Some(short) = word.strip_prefix('-') {
+                let mut chars = short.chars();
+                if let Some(c) = chars.next().filter(|c| shorts.contains(c)) {
+                    let rest = chars.as_str();
+                    found.push((
+                        format!("-{c}"),
+                        if rest.is_empty() { next } else { Some(rest) },
+                    ));
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Which argument held invalid UTF-8: the option whose value it is (attached, or the
+/// word before it), else the word's position.
+fn invalid_utf8(cmd: &Command, args: &[OsString]) -> String {
+    let Some(at) = (1..args.len()).find(|&i| args[i].to_str().is_none()) else {
+        return "an argument is not valid UTF-8; give it as UTF-8 text".into();
+    };
+    let word = args[at].to_string_lossy();
+    let before = || {
+        let word = args[at - 1].to_str().filter(|_| at > 1)?;
+        option_named(cmd, word).filter(|(_, attached)| !attached)
+    };
+    match option_named(cmd, &word)
+        .filter(|(_, attached)| *attached)
+        .or_else(before)
+    {
+        Some((flag, _)) => {
+            format!("{flag}: the value is not valid UTF-8; this option takes UTF-8 text")
+        }
+        None => format!(
+            "argument {at} ('{}'): not valid UTF-8; give it as UTF-8 text",
+            one_line(&word)
+        ),
+    }
+}
+
+/// The option that `word` names as typed (`--long`, `--long=VALUE`, `-s`, `-sVALUE`),
+/// if it takes a value, and whether the value is in the word.
+fn option_named(cmd: &Command, word: &str) -> Option<(String, bool)> {
+    let (name, attached) = match word.strip_prefix("--") {
+        Some(long) => match long.split_once('=') {
+            Some((name, _)) => (format!("--{name}"), true),
+            None => (word.to_string(), false),
+        },
+        None => {
+            let short = word.strip_prefix('-')?.chars().next()?;
+            (format!("-{short}"), word.len() > 1 + short.len_utf8())
+        }
+    };
+    let names = |a: &Arg| {
+        let longs = [
+            a.get_long().into_iter().collect(),
+            a.get_all_aliases().unwrap_or_default(),
+        ];
+        let shorts = [
+            a.get_short_and_visible_aliases().unwrap_or_default(),
+            a.get_all_short_aliases().unwrap_or_default(),
+        ];
+        let longs = longs.concat().into_iter().map(|l| format!("--{l}"));
+        let shorts = shorts.concat().into_iter().map(|s| format!("-{s}"));
+        longs.chain(shorts).any(|n| n == name)
+    };
+    cmd.get_arguments()
+        .find(|a| !a.is_positional() && names(a))
+        .filter(|a| a.get_action().takes_values())
+        .map(|_| (name, attached))
 }
 
 /// How the operand is named in messages.
@@ -137,7 +269,8 @@ mod tests {
     fn refusal(args: &[&str]) -> String {
         let mut all = vec!["retry"];
         all.extend_from_slice(args);
-        line(&crate::cli::parse(all).unwrap_err())
+        let words: Vec<OsString> = all.iter().map(OsString::from).collect();
+        line(&crate::cli::parse(all).unwrap_err(), &words)
     }
 
     #[test]

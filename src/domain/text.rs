@@ -1,8 +1,10 @@
 //! How values are shown to people, the same everywhere: a duration briefly (`human`),
 //! a URL without its user information (`redact_url`), a command line with the words
-//! that need it quoted (`command_line`), and times as RFC 3339 text, written and read
+//! that need it quoted (`command_line`), any text on one line with its control
+//! characters escaped (`one_line`), and times as RFC 3339 text, written and read
 //! through jiff (`rfc3339_millis`, `rfc3339_seconds`, `parse_rfc3339`).
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use jiff::Timestamp;
@@ -45,6 +47,24 @@ pub fn redact_url(text: &str) -> String {
         Some(at) => format!("{}***{}", &text[..scheme_end], &rest[at..]),
         None => text.to_string(),
     }
+}
+
+/// `text` with every control character escaped as Rust writes it (a newline is `\n`,
+/// ESC is `\u{1b}`): what reaches a terminal or a log is one line and never a raw
+/// escape sequence, whatever value a message echoes.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_debug());
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
 }
 
 /// Renders argv for a human: words with spaces or quotes are single-quoted.
@@ -107,6 +127,16 @@ mod tests {
             at(253_402_300_800_000),
             "9999-12-31T23:59:59.999Z",
             "at the edge"
+        );
+    }
+
+    #[test]
+    fn control_characters_are_escaped_onto_one_line() {
+        assert_eq!(one_line("plain text, ünïcode"), "plain text, ünïcode");
+        assert_eq!(one_line("a\nb\r\t\0"), r"a\nb\r\t\0");
+        assert_eq!(
+            one_line("\x1b[31mred\x7f\u{85}"),
+            r"\u{1b}[31mred\u{7f}\u{85}"
         );
     }
 
