@@ -221,7 +221,7 @@ impl FileFleet {
         };
         let (value, result) = change(stored, &file)?;
         write_record(&file, &serde_json::to_vec(&value)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .with_context(|| format!("--state: cannot write {}", path.display()))?;
         Ok(result)
     }
 
