@@ -580,6 +580,33 @@ fn a_write_that_fails_for_want_of_space_names_the_flag_whose_file_it_is() {
     assert!(!report.exists(), "a partial report was left");
 }
 
+/// The scheduler says the job's first start was recorded only once it was: on a full
+/// device it says why it could not be, naming --state, and nothing runs.
+#[test]
+fn a_first_start_that_cannot_be_written_is_never_said_to_be_recorded() {
+    let Some(fs) = Tmpfs::mount("size=64k") else {
+        return;
+    };
+    let s = Scratch::new();
+    let state = fs.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let full = support::Invocation::of("sh")
+        .args(&fill(&fs.path().join("fill"))[1..])
+        .run();
+    assert_eq!(full.status, 0, "{}", full.stderr);
+    let marker = s.p("ran");
+    let r = retry()
+        .args(["--schedule", "* * * * *", "--job", "j", "--state"])
+        .arg(&state)
+        .args(["--", "touch", &marker])
+        .run();
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    r.assert_stderr_has("cannot record the first start of job j");
+    assert_full_device_line(&r, "--state");
+    r.assert_stderr_lacks("recorded as");
+    assert!(!PathBuf::from(&marker).exists(), "a slot ran");
+}
+
 #[test]
 fn a_huge_attempt_limit_makes_a_short_dry_run() {
     let mut cmd = retry();
