@@ -16,15 +16,15 @@ use crate::domain::one_line;
 /// was parsed from (the program's name first), which say how the flag was typed.
 pub fn line(err: &clap::Error, args: &[OsString]) -> String {
     let cmd = Cli::command();
+    if err.kind() == ErrorKind::InvalidUtf8 {
+        return invalid_utf8(&cmd, args);
+    }
     let value = context(err, ContextKind::InvalidValue).unwrap_or_default();
     let typed = Typed {
         args,
         value: &value,
     };
     let arg = context(err, ContextKind::InvalidArg).map(|shown| flag(&cmd, &shown, &typed));
-    if err.kind() == ErrorKind::InvalidUtf8 {
-        return invalid_utf8(&cmd, args);
-    }
     let (flag, problem) = match (err.kind(), arg) {
         (ErrorKind::ValueValidation, Some(flag)) => {
             let why = std::error::Error::source(err).map_or(String::new(), |e| e.to_string());
@@ -135,60 +135,61 @@ struct Typed<'a> {
 
 impl Typed<'_> {
     /// The alias of `arg` the user typed (its own short or long name is said as
-    /// `label` says it): the last such word before `--`, one carrying the refused
-    /// value first.
+    /// `label` says it): the last word before `--` that names it, one carrying the
+    /// refused value first.
     fn alias_of(&self, arg: &Arg) -> Option<String> {
+        let names = spellings(arg);
+        let words: Vec<Option<&str>> = self.args.iter().skip(1).map(|w| w.to_str()).collect();
+        let given: Vec<(String, Option<&str>)> = words
+            .iter()
+            .take_while(|w| **w != Some("--"))
+            .enumerate()
+            .filter_map(|(i, word)| {
+                let (name, attached) = split_option(word.as_deref()?)?;
+                let value = attached.or_else(|| words.get(i + 1).copied().flatten());
+                names.contains(&name).then_some((name, value))
+            })
+            .collect();
+        let carrying = given.iter().rev().find(|(_, v)| *v == Some(self.value));
+        let (spelled, _) = carrying.or(given.last())?;
         let own = [
             arg.get_short().map(|s| format!("-{s}")),
             arg.get_long().map(|l| format!("--{l}")),
         ];
-        let given = self.given(arg);
-        let carrying = given
-            .iter()
-            .rev()
-            .find(|(_, value)| *value == Some(self.value));
-        let (spelled, _) = carrying.or(given.last())?;
         (!own.contains(&Some(spelled.clone()))).then(|| spelled.clone())
     }
+}
 
-    /// Each word before `--` that names `arg`, with the value it carries or the next word.
-    fn given(&self, arg: &Arg) -> Vec<(String, Option<&str>)> {
-        let shorts: Vec<char> = arg.get_short_and_visible_aliases().unwrap_or_default();
-        let shorts = [shorts, arg.get_all_short_aliases().unwrap_or_default()].concat();
-        let longs = [
-            arg.get_long().into_iter().collect(),
-            arg.get_all_aliases().unwrap_or_default(),
-        ]
-        .concat();
-        let words: Vec<Option<&str>> = self.args.iter().skip(1).map(|w| w.to_str()).collect();
-        let mut found = Vec::new();
-        for (i, word) in words.iter().enumerate() {
-            let Some(word) = *word else { continue };
-            if word == "--" {
-                break;
-            }
-            let next = words.get(i + 1).copied().flatten();
-            if let Some(long) = word.strip_prefix("--") {
-                let (name, attached) = match long.split_once('=') {
-                    Some((name, value)) => (name, Some(value)),
-                    None => (long, next),
-                };
-                if longs.contains(&name) {
-                    found.push((format!("--{name}"), attached));
-                }
-            } else if let Some(short) = word.strip_prefix('-') {
-                let mut chars = short.chars();
-                if let Some(c) = chars.next().filter(|c| shorts.contains(c)) {
-                    let rest = chars.as_str();
-                    found.push((
-                        format!("-{c}"),
-                        if rest.is_empty() { next } else { Some(rest) },
-                    ));
-                }
-            }
-        }
-        found
+/// Every way to name `arg` on the command line: `--long`, its aliases, `-s` and its
+/// short aliases.
+fn spellings(arg: &Arg) -> Vec<String> {
+    let longs = [
+        arg.get_long().into_iter().collect(),
+        arg.get_all_aliases().unwrap_or_default(),
+    ];
+    let shorts = [
+        arg.get_short_and_visible_aliases().unwrap_or_default(),
+        arg.get_all_short_aliases().unwrap_or_default(),
+    ];
+    let longs = longs.concat().into_iter().map(|l| format!("--{l}"));
+    longs
+        .chain(shorts.concat().into_iter().map(|s| format!("-{s}")))
+        .collect()
+}
+
+/// A word that names an option, as its name (`--long`, `-s`) and the value attached to
+/// it (`--long=VALUE`, `-sVALUE`), if any.
+fn split_option(word: &str) -> Option<(String, Option<&str>)> {
+    if let Some(long) = word.strip_prefix("--").filter(|l| !l.is_empty()) {
+        return Some(match long.split_once('=') {
+            Some((name, value)) => (format!("--{name}"), Some(value)),
+            None => (word.to_string(), None),
+        });
     }
+    let mut chars = word.strip_prefix('-')?.chars();
+    let short = chars.next()?;
+    let rest = chars.as_str();
+    Some((format!("-{short}"), (!rest.is_empty()).then_some(rest)))
 }
 
 /// Which argument held invalid UTF-8: the option whose value it is (attached, or the
@@ -198,14 +199,19 @@ fn invalid_utf8(cmd: &Command, args: &[OsString]) -> String {
         return "an argument is not valid UTF-8; give it as UTF-8 text".into();
     };
     let word = args[at].to_string_lossy();
-    let before = || {
-        let word = args[at - 1].to_str().filter(|_| at > 1)?;
-        option_named(cmd, word).filter(|(_, attached)| !attached)
+    let taking_value = |name: &str| {
+        let found = cmd
+            .get_arguments()
+            .find(|a| !a.is_positional() && spellings(a).iter().any(|n| n == name));
+        found.is_some_and(|a| a.get_action().takes_values())
     };
-    match option_named(cmd, &word)
-        .filter(|(_, attached)| *attached)
-        .or_else(before)
-    {
+    let attached =
+        split_option(&word).filter(|(name, value)| value.is_some() && taking_value(name));
+    let before = || {
+        let before = args[at - 1].to_str().filter(|_| at > 1)?;
+        split_option(before).filter(|(name, value)| value.is_none() && taking_value(name))
+    };
+    match attached.or_else(before) {
         Some((flag, _)) => {
             format!("{flag}: the value is not valid UTF-8; this option takes UTF-8 text")
         }
@@ -214,38 +220,6 @@ fn invalid_utf8(cmd: &Command, args: &[OsString]) -> String {
             one_line(&word)
         ),
     }
-}
-
-/// The option that `word` names as typed (`--long`, `--long=VALUE`, `-s`, `-sVALUE`),
-/// if it takes a value, and whether the value is in the word.
-fn option_named(cmd: &Command, word: &str) -> Option<(String, bool)> {
-    let (name, attached) = match word.strip_prefix("--") {
-        Some(long) => match long.split_once('=') {
-            Some((name, _)) => (format!("--{name}"), true),
-            None => (word.to_string(), false),
-        },
-        None => {
-            let short = word.strip_prefix('-')?.chars().next()?;
-            (format!("-{short}"), word.len() > 1 + short.len_utf8())
-        }
-    };
-    let names = |a: &Arg| {
-        let longs = [
-            a.get_long().into_iter().collect(),
-            a.get_all_aliases().unwrap_or_default(),
-        ];
-        let shorts = [
-            a.get_short_and_visible_aliases().unwrap_or_default(),
-            a.get_all_short_aliases().unwrap_or_default(),
-        ];
-        let longs = longs.concat().into_iter().map(|l| format!("--{l}"));
-        let shorts = shorts.concat().into_iter().map(|s| format!("-{s}"));
-        longs.chain(shorts).any(|n| n == name)
-    };
-    cmd.get_arguments()
-        .find(|a| !a.is_positional() && names(a))
-        .filter(|a| a.get_action().takes_values())
-        .map(|_| (name, attached))
 }
 
 /// How the operand is named in messages.
@@ -299,6 +273,40 @@ mod tests {
             "--delay: given more than once; give it once"
         );
         assert!(refusal(&[]).starts_with("COMMAND|URL: missing"));
+    }
+
+    #[test]
+    fn a_flag_is_named_as_typed_when_it_is_an_alias() {
+        assert!(refusal(&["-m", "abc", "true"]).starts_with("-m: 'abc' is not a duration"));
+        assert!(refusal(&["-mabc", "true"]).starts_with("-m: 'abc'"));
+        assert!(refusal(&["-t", "x", "true"]).starts_with("-t/--timeout: 'x'"));
+        assert!(refusal(&["--timeout=x", "true"]).starts_with("-t/--timeout: 'x'"));
+    }
+
+    #[test]
+    fn invalid_utf8_names_its_option_or_its_position() {
+        use std::os::unix::ffi::OsStringExt;
+        let line_for = |args: &[&[u8]]| {
+            let mut words = vec![OsString::from("retry")];
+            words.extend(args.iter().map(|a| OsString::from_vec(a.to_vec())));
+            line(&crate::cli::parse(words.clone()).unwrap_err(), &words)
+        };
+        let bad: &[u8] = b"\xff";
+        let option = "the value is not valid UTF-8";
+        assert!(line_for(&[b"--delay", bad, b"true"]).starts_with(&format!("--delay: {option}")));
+        assert!(line_for(&[b"--delay=\xff", b"true"]).starts_with(&format!("--delay: {option}")));
+        assert!(line_for(&[b"-t\xff", b"true"]).starts_with(&format!("-t: {option}")));
+        assert_eq!(
+            invalid_utf8(
+                &Cli::command(),
+                &[
+                    "retry".into(),
+                    "-v".into(),
+                    OsString::from_vec(bad.to_vec())
+                ]
+            ),
+            "argument 2 ('\u{fffd}'): not valid UTF-8; give it as UTF-8 text"
+        );
     }
 
     #[test]
