@@ -51,6 +51,17 @@ fn echoed_values_are_escaped_in_every_line() {
             out.stderr
         );
     }
+    // The dry run's lines too: the target is one line, nothing raw on stdout.
+    let url = "http://127.0.0.1:9/a\x1b[2J\nb";
+    for args in [["--dry-run", "--", name], ["--dry-run", "-g", url]] {
+        let out = retry().args(args).run();
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        let text = out.stdout_text();
+        assert!(!text.contains('\x1b'), "{text}");
+        let line = text.lines().find(|l| l.starts_with("target:")).unwrap();
+        let one = line.ends_with(r"\u{1b}[2J\ncommand") || line.ends_with(r"\u{1b}[2J\nb");
+        assert!(one, "{line}");
+    }
 }
 
 /// Circuit `c` in the state directory `state`, opened by one failed run.

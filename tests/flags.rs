@@ -228,6 +228,10 @@ fn refusals_name_the_argument_as_typed_and_echo_values_escaped() {
             vec!["--jitter".into(), "a\nb\x1b[2J".into(), "--".into()],
             r"retry: -j/--jitter: 'a\nb\u{1b}[2J' is not",
         ),
+        (
+            vec!["-g".into(), "no-such\x1b[2J\ncommand".into()],
+            r"retry: -g/--globoff: an option of HTTP mode, but the command 'no-such\u{1b}[2J\ncommand'",
+        ),
     ];
     for (args, says) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -254,11 +254,12 @@ fn color_wanted() -> bool {
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
-/// A command line as one line of text, for messages and the dry run.
+/// A command line as one line of text, for messages and the dry run (its words'
+/// control characters escaped).
 pub fn display_argv(argv: &[std::ffi::OsString]) -> String {
     let words: Vec<String> = argv
         .iter()
-        .map(|a| a.to_string_lossy().into_owned())
+        .map(|a| crate::domain::one_line(&a.to_string_lossy()).into_owned())
         .collect();
     words.join(" ")
 }

@@ -67,7 +67,8 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
-/// Renders argv for a human: words with spaces or quotes are single-quoted.
+/// Renders argv for a human on one line: words with spaces or quotes are
+/// single-quoted, and control characters in them escaped (`one_line`).
 pub fn command_line(argv: &[String]) -> String {
     let quote = |a: &String| {
         let plain = !a.is_empty()
@@ -76,7 +77,7 @@ pub fn command_line(argv: &[String]) -> String {
         if plain {
             a.clone()
         } else {
-            format!("'{}'", a.replace('\'', r"'\''"))
+            format!("'{}'", one_line(&a.replace('\'', r"'\''")))
         }
     };
     argv.iter().map(quote).collect::<Vec<_>>().join(" ")
@@ -144,6 +145,8 @@ mod tests {
     fn command_lines_quote_what_needs_it() {
         let argv = ["sh", "-c", "echo it's done", ""].map(String::from);
         assert_eq!(command_line(&argv), r"sh -c 'echo it'\''s done' ''");
+        let argv = ["printf", "\x1b[2J\n"].map(String::from);
+        assert_eq!(command_line(&argv), r"printf '\u{1b}[2J\n'");
     }
 
     #[test]
