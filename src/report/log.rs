@@ -487,6 +487,7 @@ mod tests {
     #[test]
     fn github_messages_are_escaped() {
         assert_eq!(github_escape("50%\nnext"), "50%25%0Anext");
+        assert_eq!(github_escape("a\x1b[2J\tb"), r"a\u{1b}[2J\tb");
     }
 
     #[test]
