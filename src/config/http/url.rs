@@ -1,8 +1,8 @@
 //! The target URL as curl reads it: parsed once (a malformed one, one with
-//! whitespace or a control character included, is left to the attempt, exit 3), refused when it holds curl's glob characters without `-g`
-//! (curl would expand `[1-3]` and `{a,b}` into several transfers, which retry does
-//! not do), given `-G`'s query and, for `-T FILE`, the file's name as curl 7.88
-//! appends it.
+//! whitespace or a control character included, is left to the attempt, exit 3),
+//! refused when it holds curl's glob characters without `-g` (curl would expand
+//! `[1-3]` and `{a,b}` into several transfers, which retry does not do), given `-G`'s
+//! query and, for `-T FILE`, the file's name as curl 7.88 appends it.
 
 use std::path::Path;
 
