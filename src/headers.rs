@@ -60,8 +60,11 @@ pub fn http_date(value: &str) -> Option<SystemTime> {
             .any(|form| civil.strftime(form).to_string() == value);
         (exact && civil.year() >= 1970).then_some(civil)
     })?;
-    let at = civil.to_zoned(jiff::tz::TimeZone::UTC).ok()?;
-    Some(SystemTime::from(at.timestamp()))
+    // From the epoch on the civil calendar: jiff's timestamps end a day before year
+    // 9999 does, and a date up to 9999-12-31 23:59:59 is still a date (a wait too long).
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let since = Duration::try_from(civil.duration_since(epoch)).ok()?;
+    UNIX_EPOCH.checked_add(since)
 }
 
 /// Digits only (RFC 9110's `1*DIGIT`), clamped to [`MAX_WAIT`]; `None` otherwise.
@@ -323,6 +326,17 @@ mod tests {
         }
         // The weekday must still fit the date.
         assert_eq!(http_date("Mon, 6 Nov 1994 08:49:37 UTC"), None);
+    }
+
+    #[test]
+    fn dates_up_to_the_last_second_of_year_9999_are_read() {
+        let last = UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+        assert_eq!(http_date("Fri, 31 Dec 9999 23:59:59 GMT"), Some(last));
+        assert_eq!(http_date("Fri Dec 31 23:59:59 9999"), Some(last));
+        assert_eq!(
+            retry_after("Fri, 31 Dec 9999 23:59:59 GMT", at(RFC_EXAMPLE)),
+            Some(MAX_WAIT)
+        );
     }
 
     #[test]

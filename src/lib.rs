@@ -96,9 +96,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match cli::parse(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match cli::parse(args.iter().cloned()) {
         Ok(cli) => cli,
-        Err(err) => return clap_exit(err),
+        Err(err) => return clap_exit(err, &args),
     };
     if let Some(kind) = cli.generate {
         return match generate::write(kind) {
@@ -115,8 +116,8 @@ where
 }
 
 /// Help and version go to stdout with status 0; every other clap error is one line
-/// in retry's own style and 125.
-fn clap_exit(err: clap::Error) -> ExitStatus {
+/// in retry's own style (its control characters escaped, as every line's are) and 125.
+fn clap_exit(err: clap::Error, args: &[OsString]) -> ExitStatus {
     use clap::error::ErrorKind;
     use std::io::Write;
     match err.kind() {
@@ -125,8 +126,8 @@ fn clap_exit(err: clap::Error) -> ExitStatus {
             ExitStatus::SUCCESS
         }
         _ => {
-            let line = cli::usage::line(&err);
-            let _ = writeln!(std::io::stderr(), "retry: {line}");
+            let line = cli::usage::line(&err, args);
+            let _ = writeln!(std::io::stderr(), "retry: {}", domain::one_line(&line));
             ExitStatus::USAGE
         }
     }

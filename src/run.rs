@@ -425,7 +425,9 @@ fn finish_report(
     summary: &RunSummary,
 ) -> anyhow::Result<()> {
     match to {
-        Some(ReportTo::File(path)) => report::write_report(path, header, summary),
+        Some(ReportTo::File(path)) => {
+            report::write_report(path, header, summary).map_err(|e| e.context("--report"))
+        }
         Some(ReportTo::Stderr) => {
             report::report_to_stderr(header, summary);
             Ok(())

@@ -21,6 +21,49 @@ fn the_last_line_names_the_last_failures_cause_also_with_quiet() {
     }
 }
 
+/// A value a line echoes (here the name of a command not found) has its control
+/// characters escaped in every line, -v's and the JSON log's included: each line is
+/// one line, and no escape sequence reaches the terminal.
+#[test]
+fn echoed_values_are_escaped_in_every_line() {
+    let name = "no-such\x1b[2J\ncommand";
+    for flags in [&["-v"][..], &["-q"], &["--log-format", "json", "-v"]] {
+        let out = retry().args(flags).args(["-a", "2", "--", name]).run();
+        assert_eq!(out.status, 127, "{flags:?}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains(['\x1b', '\r']),
+            "{flags:?}: {}",
+            out.stderr
+        );
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        let about: Vec<&&str> = lines.iter().filter(|l| l.contains("no-such")).collect();
+        assert!(!about.is_empty(), "{flags:?}: {}", out.stderr);
+        for line in about {
+            let escaped = line.contains(r"no-such\u{1b}[2J\ncommand")
+                || line.contains(r"no-such\u001b[2J\ncommand");
+            assert!(escaped, "{flags:?}: {line}");
+        }
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("retry: ") || l.starts_with('{')),
+            "{}",
+            out.stderr
+        );
+    }
+    // The dry run's lines too: the target is one line, nothing raw on stdout.
+    let url = "http://127.0.0.1:9/a\x1b[2J\nb";
+    for args in [["--dry-run", "--", name], ["--dry-run", "-g", url]] {
+        let out = retry().args(args).run();
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        let text = out.stdout_text();
+        assert!(!text.contains('\x1b'), "{text}");
+        let line = text.lines().find(|l| l.starts_with("target:")).unwrap();
+        let one = line.ends_with(r"\u{1b}[2J\ncommand") || line.ends_with(r"\u{1b}[2J\nb");
+        assert!(one, "{line}");
+    }
+}
+
 /// Circuit `c` in the state directory `state`, opened by one failed run.
 fn on_circuit(state: &str) -> [&str; 6] {
     [

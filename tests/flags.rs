@@ -174,6 +174,8 @@ const REFUSALS: &[(&[&str], &str)] = &[
     (&["--schedule", "* * * * * *", "true"], "--schedule"),
     (&["--proto", "=htps", "http://127.0.0.1:9/"], "--proto"),
     (&[], "COMMAND|URL"),
+    (&["-m", "abc", "true"], "-m"),
+    (&["-mabc", "true"], "-m"),
 ];
 
 /// One style for every refusal: `retry: FLAG: what is wrong; what instead`, one line,
@@ -193,6 +195,63 @@ fn every_refusal_is_one_line_naming_the_flag_first() {
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// A value with invalid UTF-8 is refused naming the option it was given to, or its
+/// position; a value with control characters is echoed escaped, on one line.
+#[test]
+fn refusals_name_the_argument_as_typed_and_echo_values_escaped() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let bad = || OsString::from_vec(b"\xffsoon".to_vec());
+    let joined = || OsString::from_vec(b"--delay=\xff".to_vec());
+    let server = Server::script(vec![Reply::ok("sent")]).expect_hits(0);
+    let url = server.url("/");
+    let cases: Vec<(Vec<OsString>, &str)> = vec![
+        (
+            vec!["--delay".into(), bad(), "--".into()],
+            "retry: --delay: the value is not valid UTF-8",
+        ),
+        (
+            vec![joined(), "--".into()],
+            "retry: --delay: the value is not valid UTF-8",
+        ),
+        (
+            vec!["-t".into(), bad(), "--".into()],
+            "retry: -t: the value is not valid UTF-8",
+        ),
+        (
+            vec!["-d".into(), bad(), url.clone().into()],
+            "retry: -d: the value is not valid UTF-8",
+        ),
+        (
+            vec!["--jitter".into(), "a\nb\x1b[2J".into(), "--".into()],
+            r"retry: -j/--jitter: 'a\nb\u{1b}[2J' is not",
+        ),
+        (
+            vec!["-g".into(), "no-such\x1b[2J\ncommand".into()],
+            r"retry: -g/--globoff: an option of HTTP mode, but the command 'no-such\u{1b}[2J\ncommand'",
+        ),
+    ];
+    for (args, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let mut cmd = retry();
+        cmd.args(&args).env("NO_COLOR", "1");
+        if args.last().is_some_and(|a| a == "--") {
+            cmd.arg("touch").arg(&marker);
+        }
+        let out = cmd.run();
+        assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.starts_with(says), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(
+            !out.stderr.trim_end().contains(['\n', '\x1b']),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(!marker.exists(), "{args:?}: the command ran");
+    }
 }
 
 // ---- Options that belong to one mode, and curl options retry does not take ----

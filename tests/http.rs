@@ -582,6 +582,94 @@ fn a_malformed_url_exits_3_without_retrying() {
     r.assert_stderr_lacks("attempt 2");
 }
 
+/// The lines of `stderr`, each checked to hold no raw control character.
+fn escaped_lines(stderr: &str) -> Vec<&str> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    for line in &lines {
+        assert!(
+            !line.chars().any(char::is_control),
+            "a raw control character: {line:?}"
+        );
+        assert!(
+            line.starts_with("retry: "),
+            "not one of retry's lines: {line:?}"
+        );
+    }
+    lines
+}
+
+#[test]
+fn a_url_with_whitespace_or_a_control_character_is_refused_unsent_like_curl() {
+    crate::support::curl::require_curl();
+    let server = Server::script(vec![Reply::ok("sent")]).expect_hits(0);
+    for tail in [
+        "/a b",
+        "/a\r\nX-Injected: 1",
+        "/a\tb",
+        "/a\x1bb",
+        "/\x7f",
+        "/ ",
+    ] {
+        let url = server.url(tail);
+        let curl = std::process::Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", &url])
+            .output()
+            .expect("run curl");
+        assert_eq!(curl.status.code(), Some(3), "curl refuses {url:?}");
+        let r = run(&fast(&["-a", "3", &url]));
+        assert_eq!(r.status, 3, "{url:?}: {}", r.stderr);
+        assert_eq!(r.stdout, b"", "{url:?}");
+        let lines = escaped_lines(&r.stderr);
+        assert_eq!(
+            lines.len(),
+            2,
+            "{url:?}: one attempt, one last line: {}",
+            r.stderr
+        );
+        assert!(
+            lines[1].contains("URL rejected: malformed input"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(server.hits(), 0, "nothing was sent");
+}
+
+#[test]
+fn a_proxy_url_with_a_control_character_is_refused_before_anything_is_sent() {
+    let server = Server::script(vec![Reply::ok("sent")]).expect_hits(0);
+    let proxy = format!("http://127.0.0.1:{}\n", server.port());
+    let r = run(&fast(&["-x", &proxy, &server.url("/")]));
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    let lines = escaped_lines(&r.stderr);
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    assert!(lines[0].starts_with("retry: -x/--proxy: "), "{}", r.stderr);
+    assert!(
+        lines[0].contains(r"\n'"),
+        "the value shown escaped: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_retry_after_date_in_year_9999_is_read_and_too_long_for_the_run() {
+    let date = "Fri, 31 Dec 9999 23:59:59 GMT";
+    let server =
+        Server::script(vec![Reply::status(503).header("Retry-After", date)]).expect_hits(1);
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let path = report.path().to_str().unwrap();
+    let r = run(&fast(&["--report", path, &server.url("/")]));
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(5), "{:?}", r.elapsed);
+    r.assert_stderr_has(&format!("Retry-After: {date}"));
+    r.assert_stderr_lacks("malformed");
+    let doc = read_json(report.path());
+    assert_eq!(
+        doc["result"]["stopped_because"], "retry_after_too_long",
+        "{doc}"
+    );
+}
+
 #[test]
 fn report_carries_status_retry_after_and_key() {
     let server = Server::script(vec![

@@ -235,6 +235,18 @@ mod lock_and_state_targets {
         }
 
         #[test]
+        fn lock_names_with_a_control_character_are_refused_saying_what_is_accepted(
+            before in "[a-z]{0,8}", control in "[\\x00-\\x1f\\x7f]", after in "[a-z]{0,8}",
+        ) {
+            let name = format!("{before}{control}{after}");
+            let encoded: String = name.bytes().map(|b| format!("%{b:02X}")).collect();
+            for lock in [format!("/tmp/{name}.lock"), format!("postgres://u@h/db#{encoded}")] {
+                let msg = jobs::parse_lock_target(&lock).expect_err("a control character");
+                prop_assert!(msg.starts_with("--lock: ") && msg.contains("expected"), "{}", msg);
+            }
+        }
+
+        #[test]
         fn postgres_targets_round_trip(
             user in word(), host in "[a-z][a-z0-9.-]{0,15}", port in 1u16..,
             db in word(), name in "[a-zA-Z0-9_-]{1,20}",

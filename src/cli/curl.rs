@@ -182,6 +182,12 @@ pub struct ProxyUrl {
 /// `-x URL`: http://, https://, socks4://, socks4a://, socks5:// or socks5h://, or
 /// HOST[:PORT] (http:// is assumed, as curl does).
 pub fn proxy_value(text: &str) -> Result<ProxyUrl, String> {
+    if let Some((at, c)) = url_blemish(text) {
+        return Err(format!(
+            "'{text}' holds {c:?} at byte {at}; expected a proxy URL without whitespace or \
+             control characters, as curl takes it"
+        ));
+    }
     let full = if text.contains("://") {
         text.to_string()
     } else {
@@ -200,6 +206,15 @@ pub fn proxy_value(text: &str) -> Result<ProxyUrl, String> {
         return Err(format!("'{text}': no host; {accepts}"));
     }
     Ok(ProxyUrl { url, shown: full })
+}
+
+/// The first byte curl's URL parser refuses (whitespace, a control character: any
+/// byte up to space, and DEL), with its offset: such a URL is refused, never cleaned
+/// up and sent, as the URL parser of reqwest would.
+pub fn url_blemish(text: &str) -> Option<(usize, char)> {
+    text.bytes()
+        .position(|b| b <= b' ' || b == 0x7f)
+        .map(|at| (at, char::from(text.as_bytes()[at])))
 }
 
 /// `--noproxy LIST`: comma-separated host names, domains, addresses or `*`.

@@ -220,7 +220,9 @@ const UNSUPPORTED: &[Unsupported] = &[
     row(&["-M", "--manual"], "retry --help, or man retry"),
 ];
 
+/// Escaped here (`one_line`): clap would drop an escape sequence a value holds.
 fn usage_error(message: String) -> clap::Error {
+    let message = crate::domain::one_line(&message);
     clap::Error::raw(ErrorKind::ArgumentConflict, format!("{message}\n"))
 }
 

@@ -3,17 +3,28 @@
 //! `retry: ` and exits 125). clap's multi-line messages, with their `error:` prefix,
 //! usage block and "For more information" tail, never reach the user.
 
+use std::ffi::OsString;
+
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{Command, CommandFactory};
+use clap::{Arg, Command, CommandFactory};
 
 use super::Cli;
 use super::curl_words::label;
+use crate::domain::one_line;
 
-/// The one line for `err`, without the `retry: ` prefix.
-pub fn line(err: &clap::Error) -> String {
+/// The one line for `err`, without the `retry: ` prefix; `args` are the words it
+/// was parsed from (the program's name first), which say how the flag was typed.
+pub fn line(err: &clap::Error, args: &[OsString]) -> String {
     let cmd = Cli::command();
-    let arg = context(err, ContextKind::InvalidArg).map(|shown| flag(&cmd, &shown));
+    if err.kind() == ErrorKind::InvalidUtf8 {
+        return invalid_utf8(&cmd, args);
+    }
     let value = context(err, ContextKind::InvalidValue).unwrap_or_default();
+    let typed = Typed {
+        args,
+        value: &value,
+    };
+    let arg = context(err, ContextKind::InvalidArg).map(|shown| flag(&cmd, &shown, &typed));
     let (flag, problem) = match (err.kind(), arg) {
         (ErrorKind::ValueValidation, Some(flag)) => {
             let why = std::error::Error::source(err).map_or(String::new(), |e| e.to_string());
@@ -31,7 +42,7 @@ pub fn line(err: &clap::Error) -> String {
                 format!("'{value}' is not accepted; expected one of {valid}"),
             )
         }
-        (ErrorKind::ArgumentConflict, Some(flag)) => (flag, conflict(err, &cmd)),
+        (ErrorKind::ArgumentConflict, Some(flag)) => (flag, conflict(err, &cmd, &typed)),
         (ErrorKind::MissingRequiredArgument, Some(flag)) if flag == OPERAND => (
             flag,
             "missing; give a command (retry [OPTIONS] [--] COMMAND [ARG]...) or a URL".into(),
@@ -44,7 +55,6 @@ pub fn line(err: &clap::Error) -> String {
             flag,
             "unknown option; retry --help lists the options".into(),
         ),
-        (ErrorKind::InvalidUtf8, Some(flag)) => (flag, "not valid UTF-8".into()),
         (_, Some(flag)) => (flag, rendered(err)),
         (_, None) => return rendered(err),
     };
@@ -54,9 +64,9 @@ pub fn line(err: &clap::Error) -> String {
 /// A value a parser refused, as `what is wrong; what it accepts`, whoever wrote the
 /// parser's message (retry's own say both; clap's built-in ones say only what is wrong).
 fn validation(flag: &str, value: &str, why: &str) -> String {
-    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    let why = why.trim();
     if why.contains("; ") {
-        return why;
+        return why.to_string();
     }
     let shown = if value.is_empty() {
         "an empty value".to_string()
@@ -71,9 +81,9 @@ fn validation(flag: &str, value: &str, why: &str) -> String {
 }
 
 /// Two options that exclude each other, or one given twice.
-fn conflict(err: &clap::Error, cmd: &Command) -> String {
-    let given = context(err, ContextKind::InvalidArg).map(|shown| flag(cmd, &shown));
-    match context(err, ContextKind::PriorArg).map(|shown| flag(cmd, &shown)) {
+fn conflict(err: &clap::Error, cmd: &Command, typed: &Typed<'_>) -> String {
+    let given = context(err, ContextKind::InvalidArg).map(|shown| flag(cmd, &shown, typed));
+    match context(err, ContextKind::PriorArg).map(|shown| flag(cmd, &shown, typed)) {
         Some(prior) if Some(&prior) != given.as_ref() => {
             format!("cannot be used with {prior}; give one of them")
         }
@@ -98,8 +108,9 @@ fn context(err: &clap::Error, kind: ContextKind) -> Option<String> {
     }
 }
 
-/// "-a/--attempts" for clap's "--attempts <N>"; the operand as `COMMAND|URL`.
-fn flag(cmd: &Command, shown: &str) -> String {
+/// "-a/--attempts" for clap's "--attempts <N>", or the alias the user typed (`-m` for
+/// `-t/--timeout`); the operand as `COMMAND|URL`.
+fn flag(cmd: &Command, shown: &str, typed: &Typed<'_>) -> String {
     let word = shown.split([' ', '=']).next().unwrap_or(shown);
     let word = word.trim_end_matches('.');
     let found = cmd.get_arguments().find(|a| {
@@ -110,9 +121,104 @@ fn flag(cmd: &Command, shown: &str) -> String {
                 .is_some_and(|s| s.chars().count() == 1 && a.get_short() == s.chars().next())
     });
     match found {
-        Some(arg) if !arg.is_positional() => label(arg),
+        Some(arg) if !arg.is_positional() => typed.alias_of(arg).unwrap_or_else(|| label(arg)),
         _ if word.starts_with('-') => word.to_string(),
         _ => OPERAND.into(),
+    }
+}
+
+/// The words of the command line, and the value clap refused, if any.
+struct Typed<'a> {
+    args: &'a [OsString],
+    value: &'a str,
+}
+
+impl Typed<'_> {
+    /// The alias of `arg` the user typed (its own short or long name is said as
+    /// `label` says it): the last word before `--` that names it, one carrying the
+    /// refused value first.
+    fn alias_of(&self, arg: &Arg) -> Option<String> {
+        let names = spellings(arg);
+        let words: Vec<Option<&str>> = self.args.iter().skip(1).map(|w| w.to_str()).collect();
+        let given: Vec<(String, Option<&str>)> = words
+            .iter()
+            .take_while(|w| **w != Some("--"))
+            .enumerate()
+            .filter_map(|(i, word)| {
+                let (name, attached) = split_option(word.as_deref()?)?;
+                let value = attached.or_else(|| words.get(i + 1).copied().flatten());
+                names.contains(&name).then_some((name, value))
+            })
+            .collect();
+        let carrying = given.iter().rev().find(|(_, v)| *v == Some(self.value));
+        let (spelled, _) = carrying.or(given.last())?;
+        let own = [
+            arg.get_short().map(|s| format!("-{s}")),
+            arg.get_long().map(|l| format!("--{l}")),
+        ];
+        (!own.contains(&Some(spelled.clone()))).then(|| spelled.clone())
+    }
+}
+
+/// Every way to name `arg` on the command line: `--long`, its aliases, `-s` and its
+/// short aliases.
+fn spellings(arg: &Arg) -> Vec<String> {
+    let longs = [
+        arg.get_long().into_iter().collect(),
+        arg.get_all_aliases().unwrap_or_default(),
+    ];
+    let shorts = [
+        arg.get_short_and_visible_aliases().unwrap_or_default(),
+        arg.get_all_short_aliases().unwrap_or_default(),
+    ];
+    let longs = longs.concat().into_iter().map(|l| format!("--{l}"));
+    longs
+        .chain(shorts.concat().into_iter().map(|s| format!("-{s}")))
+        .collect()
+}
+
+/// A word that names an option, as its name (`--long`, `-s`) and the value attached to
+/// it (`--long=VALUE`, `-sVALUE`), if any.
+fn split_option(word: &str) -> Option<(String, Option<&str>)> {
+    if let Some(long) = word.strip_prefix("--").filter(|l| !l.is_empty()) {
+        return Some(match long.split_once('=') {
+            Some((name, value)) => (format!("--{name}"), Some(value)),
+            None => (word.to_string(), None),
+        });
+    }
+    let mut chars = word.strip_prefix('-')?.chars();
+    let short = chars.next()?;
+    let rest = chars.as_str();
+    Some((format!("-{short}"), (!rest.is_empty()).then_some(rest)))
+}
+
+/// Which argument held invalid UTF-8: the option whose value it is (attached, or the
+/// word before it), else the word's position.
+fn invalid_utf8(cmd: &Command, args: &[OsString]) -> String {
+    let Some(at) = (1..args.len()).find(|&i| args[i].to_str().is_none()) else {
+        return "an argument is not valid UTF-8; give it as UTF-8 text".into();
+    };
+    let word = args[at].to_string_lossy();
+    let taking_value = |name: &str| {
+        let found = cmd
+            .get_arguments()
+            .find(|a| !a.is_positional() && spellings(a).iter().any(|n| n == name));
+        found.is_some_and(|a| a.get_action().takes_values())
+    };
+    let attached =
+        split_option(&word).filter(|(name, value)| value.is_some() && taking_value(name));
+    let before = || {
+        let before = args[at - 1].to_str().filter(|_| at > 1)?;
+        split_option(before).filter(|(name, value)| value.is_none() && taking_value(name))
+    };
+    match attached.or_else(before) {
+        Some((flag, _)) => {
+            format!("{flag}: the value is not valid UTF-8; this option takes UTF-8 text")
+        }
+        None => format!(
+            "argument {at} ('{}'): not valid UTF-8; give it as UTF-8 text",
+            one_line(&word)
+        ),
     }
 }
 
@@ -137,7 +243,8 @@ mod tests {
     fn refusal(args: &[&str]) -> String {
         let mut all = vec!["retry"];
         all.extend_from_slice(args);
-        line(&crate::cli::parse(all).unwrap_err())
+        let words: Vec<OsString> = all.iter().map(OsString::from).collect();
+        line(&crate::cli::parse(all).unwrap_err(), &words)
     }
 
     #[test]
@@ -166,6 +273,40 @@ mod tests {
             "--delay: given more than once; give it once"
         );
         assert!(refusal(&[]).starts_with("COMMAND|URL: missing"));
+    }
+
+    #[test]
+    fn a_flag_is_named_as_typed_when_it_is_an_alias() {
+        assert!(refusal(&["-m", "abc", "true"]).starts_with("-m: 'abc' is not a duration"));
+        assert!(refusal(&["-mabc", "true"]).starts_with("-m: 'abc'"));
+        assert!(refusal(&["-t", "x", "true"]).starts_with("-t/--timeout: 'x'"));
+        assert!(refusal(&["--timeout=x", "true"]).starts_with("-t/--timeout: 'x'"));
+    }
+
+    #[test]
+    fn invalid_utf8_names_its_option_or_its_position() {
+        use std::os::unix::ffi::OsStringExt;
+        let line_for = |args: &[&[u8]]| {
+            let mut words = vec![OsString::from("retry")];
+            words.extend(args.iter().map(|a| OsString::from_vec(a.to_vec())));
+            line(&crate::cli::parse(words.clone()).unwrap_err(), &words)
+        };
+        let bad: &[u8] = b"\xff";
+        let option = "the value is not valid UTF-8";
+        assert!(line_for(&[b"--delay", bad, b"true"]).starts_with(&format!("--delay: {option}")));
+        assert!(line_for(&[b"--delay=\xff", b"true"]).starts_with(&format!("--delay: {option}")));
+        assert!(line_for(&[b"-t\xff", b"true"]).starts_with(&format!("-t: {option}")));
+        assert_eq!(
+            invalid_utf8(
+                &Cli::command(),
+                &[
+                    "retry".into(),
+                    "-v".into(),
+                    OsString::from_vec(bad.to_vec())
+                ]
+            ),
+            "argument 2 ('\u{fffd}'): not valid UTF-8; give it as UTF-8 text"
+        );
     }
 
     #[test]

@@ -207,12 +207,26 @@ impl TargetConfig {
     }
 }
 
-/// RETRY_DEPTH as inherited; anything unreadable counts as the top level.
+/// The deepest nesting level RETRY_DEPTH is read as.
+const MAX_DEPTH: u32 = 1000;
+
+/// RETRY_DEPTH as inherited; anything but a level from 0 to [`MAX_DEPTH`] counts as
+/// the top level, with a warning.
 fn inherited_depth() -> u32 {
-    std::env::var("RETRY_DEPTH")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    let Some(given) = std::env::var_os("RETRY_DEPTH") else {
+        return 0;
+    };
+    let level = given.to_str().and_then(|v| v.trim().parse().ok());
+    match level.filter(|level| *level <= MAX_DEPTH) {
+        Some(level) => level,
+        None => {
+            crate::report::notice(&format!(
+                "warning: RETRY_DEPTH '{}' is not a nesting level (0 to {MAX_DEPTH}); counting it as 0",
+                given.to_string_lossy()
+            ));
+            0
+        }
+    }
 }
 
 /// Logging, read first so that errors in the rest of the flags are logged as asked.
@@ -240,11 +254,12 @@ fn color_wanted() -> bool {
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
-/// A command line as one line of text, for messages and the dry run.
+/// A command line as one line of text, for messages and the dry run (its words'
+/// control characters escaped).
 pub fn display_argv(argv: &[std::ffi::OsString]) -> String {
     let words: Vec<String> = argv
         .iter()
-        .map(|a| a.to_string_lossy().into_owned())
+        .map(|a| crate::domain::one_line(&a.to_string_lossy()).into_owned())
         .collect();
     words.join(" ")
 }

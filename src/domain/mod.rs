@@ -29,4 +29,6 @@ pub use policy::{Goal, Policy, of_limit};
 pub use protocols::{Protocols, url_hint};
 pub use status::{ExitStatus, Signal};
 pub use stop::{Interrupted, OutputLost, Stop};
-pub use text::{command_line, human, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds};
+pub use text::{
+    command_line, human, one_line, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds,
+};

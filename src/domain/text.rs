@@ -1,8 +1,10 @@
 //! How values are shown to people, the same everywhere: a duration briefly (`human`),
 //! a URL without its user information (`redact_url`), a command line with the words
-//! that need it quoted (`command_line`), and times as RFC 3339 text, written and read
+//! that need it quoted (`command_line`), any text on one line with its control
+//! characters escaped (`one_line`), and times as RFC 3339 text, written and read
 //! through jiff (`rfc3339_millis`, `rfc3339_seconds`, `parse_rfc3339`).
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use jiff::Timestamp;
@@ -47,7 +49,26 @@ pub fn redact_url(text: &str) -> String {
     }
 }
 
-/// Renders argv for a human: words with spaces or quotes are single-quoted.
+/// `text` with every control character escaped as Rust writes it (a newline is `\n`,
+/// ESC is `\u{1b}`): what reaches a terminal or a log is one line and never a raw
+/// escape sequence, whatever value a message echoes.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_debug());
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// Renders argv for a human on one line: words with spaces or quotes are
+/// single-quoted, and control characters in them escaped (`one_line`).
 pub fn command_line(argv: &[String]) -> String {
     let quote = |a: &String| {
         let plain = !a.is_empty()
@@ -56,7 +77,7 @@ pub fn command_line(argv: &[String]) -> String {
         if plain {
             a.clone()
         } else {
-            format!("'{}'", a.replace('\'', r"'\''"))
+            format!("'{}'", one_line(&a.replace('\'', r"'\''")))
         }
     };
     argv.iter().map(quote).collect::<Vec<_>>().join(" ")
@@ -111,9 +132,21 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_are_escaped_onto_one_line() {
+        assert_eq!(one_line("plain text, ünïcode"), "plain text, ünïcode");
+        assert_eq!(one_line("a\nb\r\t\0"), r"a\nb\r\t\0");
+        assert_eq!(
+            one_line("\x1b[31mred\x7f\u{85}"),
+            r"\u{1b}[31mred\u{7f}\u{85}"
+        );
+    }
+
+    #[test]
     fn command_lines_quote_what_needs_it() {
         let argv = ["sh", "-c", "echo it's done", ""].map(String::from);
         assert_eq!(command_line(&argv), r"sh -c 'echo it'\''s done' ''");
+        let argv = ["printf", "\x1b[2J\n"].map(String::from);
+        assert_eq!(command_line(&argv), r"printf '\u{1b}[2J\n'");
     }
 
     #[test]

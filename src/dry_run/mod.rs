@@ -13,7 +13,7 @@ use jiff::Timestamp;
 
 use crate::config::fleet::FleetConfig;
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
-use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, rfc3339_seconds};
+use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, one_line, rfc3339_seconds};
 use crate::schedule::World;
 use crate::state::{self, Backend, CircuitState};
 use crate::wait::Bound;
@@ -36,6 +36,15 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
     );
     text += &jobs(&config.jobs);
     text += &fleet(&config.fleet, config.seed, config.run.nested);
+    // Each line's control characters escaped, as in every line retry writes: a value
+    // it echoes (a command's word, a URL) cannot break a line or reach the terminal raw.
+    let text: String = text
+        .split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!("{}\n", one_line(body)),
+            None => one_line(line).into_owned(),
+        })
+        .collect();
     // A stdout that cannot take the text (a full device, a closed pipe) is retry's
     // own error, with the operating system's reason.
     let mut out = std::io::stdout().lock();

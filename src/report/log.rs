@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{
     AttemptRecord, Class, Event, Events, Hold, LogConfig, RunSummary, StopReason, human, of_limit,
-    rfc3339_millis,
+    one_line, rfc3339_millis,
 };
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -46,6 +46,9 @@ pub fn config() -> &'static LogConfig {
     CONFIG.get_or_init(LogConfig::default)
 }
 
+/// Every message goes out here: a text line with its control characters escaped
+/// (`one_line`), so a value it echoes can neither break it nor reach the terminal
+/// raw; JSON escapes them itself.
 fn emit(level: &str, message: &str, fields: Value) {
     let cfg = config();
     if cfg.json {
@@ -53,8 +56,13 @@ fn emit(level: &str, message: &str, fields: Value) {
         merge(&mut line, fields);
         write_json(line);
     } else {
-        let _ = writeln!(std::io::stderr().lock(), "{}{message}", prefix(cfg));
+        write_text(cfg, &one_line(message));
     }
+}
+
+/// A text line whose values are escaped already (and which may carry `paint`'s colours).
+fn write_text(cfg: &LogConfig, shown: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{}{shown}", prefix(cfg));
 }
 
 /// Writes one JSON line: `"time"` first, then `line`'s members and the slot, if any.
@@ -134,7 +142,7 @@ pub fn slot_event(notice: bool, text: &str, event: &str, fields: Value) {
         merge(&mut line, fields);
         write_json(line);
     } else {
-        let _ = writeln!(std::io::stderr().lock(), "{}{text}", prefix(cfg));
+        write_text(cfg, &one_line(text));
     }
 }
 
@@ -156,11 +164,14 @@ fn paint(class: Class, text: &str) -> String {
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-/// Escapes a GitHub Actions workflow-command message.
+/// Escapes a GitHub Actions workflow-command message (its line breaks as the runner
+/// reads them, any other control character as every line escapes it).
 fn github_escape(text: &str) -> String {
-    text.replace('%', "%25")
+    let escaped = text
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    one_line(&escaped).into_owned()
 }
 
 fn github(kind: &str, message: &str) {
@@ -186,13 +197,19 @@ pub struct Logger {
 }
 
 impl Logger {
-    fn attempt_line(record: &AttemptRecord, limit: u32) -> String {
+    /// The line of a failed attempt, its values escaped (`painted`: the class in colour).
+    fn attempt_line(record: &AttemptRecord, limit: u32, painted: bool) -> String {
+        let class = record.class.as_str();
         format!(
             "attempt {} failed: {} ({}: {})",
             of_limit(record.number, limit),
-            record.outcome.describe(),
-            paint(record.class, record.class.as_str()),
-            record.reason
+            one_line(&record.outcome.describe()),
+            if painted {
+                paint(record.class, class)
+            } else {
+                class.to_string()
+            },
+            one_line(&record.reason)
         )
     }
 
@@ -234,10 +251,14 @@ impl Events for Logger {
                 limit,
                 next,
             } => {
-                let mut line = Self::attempt_line(record, limit);
-                if let Some(delay) = next {
-                    line.push_str(&format!("; next attempt in {}", human(delay)));
-                    github("warning", &line);
+                let next = next
+                    .map(|delay| format!("; next attempt in {}", human(delay)))
+                    .unwrap_or_default();
+                if !next.is_empty() {
+                    github(
+                        "warning",
+                        &(Self::attempt_line(record, limit, false) + &next),
+                    );
                 }
                 if cfg.level < 0 {
                     return;
@@ -245,7 +266,7 @@ impl Events for Logger {
                 if cfg.json {
                     self.json_event("attempt_failed", attempt_json(record, limit));
                 } else {
-                    emit("info", &line, Value::Null);
+                    write_text(&cfg, &(Self::attempt_line(record, limit, true) + &next));
                 }
             }
             Event::Succeeded {
@@ -270,9 +291,10 @@ impl Events for Logger {
                         paint(Class::Success, "succeeded")
                     );
                     if let Some((delay, progress)) = next {
+                        let progress = one_line(progress);
                         text.push_str(&format!(" ({progress}); next attempt in {}", human(delay)));
                     }
-                    emit("info", &text, Value::Null);
+                    write_text(&cfg, &text);
                 }
             }
             Event::Held {
@@ -465,6 +487,7 @@ mod tests {
     #[test]
     fn github_messages_are_escaped() {
         assert_eq!(github_escape("50%\nnext"), "50%25%0Anext");
+        assert_eq!(github_escape("a\x1b[2J\tb"), r"a\u{1b}[2J\tb");
     }
 
     #[test]

@@ -11,12 +11,13 @@ mod outcome;
 mod world;
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
 use crate::config::{Config, ScheduleConfig};
 use crate::cron::Zone;
-use crate::domain::{CatchUp, ExitStatus, Overlap, Signal, parse_rfc3339, rfc3339_seconds};
+use crate::domain::{CatchUp, ExitStatus, Overlap, Signal, human, parse_rfc3339, rfc3339_seconds};
 use crate::report;
 
 use metrics::Metrics;
@@ -238,29 +239,50 @@ impl Running<'_> {
                 )));
             };
             world.tally(Tally::Next(next));
+            // Past `next` already: the scheduler's own call (a prune) stalled that long.
+            let stalled = world.now().duration_since(next);
             world.sleep_until(next)?;
             // The slots up to the wake-up are dealt with; settle handles those that came since.
-            cursor = self.on_time(world, cursor)?;
+            cursor = self.on_time(world, cursor, stalled)?;
         }
     }
 
     /// After a wake-up: one slot due runs; more than one means a pause (a suspended
-    /// host, a clock step), and they are caught up from state.
+    /// host, a clock step, or, when `stalled` is positive, the scheduler's own call
+    /// that ran that long past the slot), and they are caught up from state.
     /// Returns the time of the wake-up, up to which every slot is dealt with.
-    fn on_time(&self, world: &mut dyn World, cursor: Slot) -> Result<Slot, Signal> {
+    fn on_time(
+        &self,
+        world: &mut dyn World,
+        cursor: Slot,
+        stalled: SignedDuration,
+    ) -> Result<Slot, Signal> {
         let now = world.now();
         let due = self.config.cron.slots_between(cursor, now, MAX_SLOTS);
-        self.run_due(world, &due)?;
+        self.run_due(world, &due, stalled)?;
         Ok(now.max(cursor))
     }
 
-    fn run_due(&self, world: &mut dyn World, due: &[Slot]) -> Result<(), Signal> {
+    fn run_due(
+        &self,
+        world: &mut dyn World,
+        due: &[Slot],
+        stalled: SignedDuration,
+    ) -> Result<(), Signal> {
         match due {
             [] => Ok(()),
             [slot] => stop_on(world.run_slot(*slot)),
             _ => {
+                let why = match Duration::try_from(stalled) {
+                    Ok(late) if !late.is_zero() => format!(
+                        "this scheduler's own call to the state stalled, ending {} after the \
+                         first of them",
+                        human(late)
+                    ),
+                    _ => "the host was suspended or the clock stepped".into(),
+                };
                 world.say(&format!(
-                    "{} slots came due at once (the host was suspended or the clock stepped); catching up from state",
+                    "{} slots came due at once ({why}); catching up from state",
                     due.len()
                 ));
                 match world.handled() {

@@ -54,6 +54,9 @@ struct Fake {
     stop_after: usize,
     /// A suspend: at this wake-up the clock jumps to the second time.
     jump: Option<(Slot, Slot)>,
+    /// A stalled call: the first prune after the one at start takes this long.
+    prune_stall: Option<jiff::SignedDuration>,
+    prunes: usize,
 }
 
 impl Fake {
@@ -79,6 +82,8 @@ impl Fake {
             said: Vec::new(),
             stop_after,
             jump: None,
+            prune_stall: None,
+            prunes: 0,
         }
     }
 
@@ -124,7 +129,12 @@ impl World for Fake {
         self.skipped.push(slot);
         self.records.insert(slot);
     }
-    fn prune(&mut self, _before: Slot) {}
+    fn prune(&mut self, _before: Slot) {
+        self.prunes += 1;
+        if let Some(stall) = self.prune_stall.filter(|_| self.prunes == 2) {
+            self.now += stall;
+        }
+    }
     fn say(&mut self, message: &str) {
         self.said.push(message.to_string());
     }
@@ -297,7 +307,41 @@ fn a_suspended_host_catches_up_from_state_on_waking() {
         world.ran,
         vec![t("2026-01-01T04:00:00Z"), t("2026-01-01T05:00:00Z")]
     );
-    assert!(world.said.iter().any(|s| s.contains("came due at once")));
+    let said = world.said.iter().find(|s| s.contains("came due at once"));
+    assert!(
+        said.is_some_and(|s| s.contains("the host was suspended")),
+        "{:?}",
+        world.said
+    );
+}
+
+#[test]
+fn slots_missed_while_the_schedulers_own_call_stalled_are_not_blamed_on_the_host() {
+    let cfg = config("*/10 * * * *", CatchUp::Latest, Overlap::Skip, 24 * 3600);
+    let mut world = Fake::new("2026-01-01T00:05:00Z", HashSet::new(), 9);
+    // The hourly prune after 01:10's run stalls until 01:45: 01:20 to 01:40 come due at once.
+    world.prune_stall = Some(jiff::SignedDuration::from_mins(35));
+    run(&cfg, &mut world);
+    assert!(
+        world.ran.contains(&t("2026-01-01T01:40:00Z")),
+        "{:?}",
+        world.ran
+    );
+    assert!(
+        !world.ran.contains(&t("2026-01-01T01:20:00Z")),
+        "{:?}",
+        world.ran
+    );
+    let said = world.said.iter().find(|s| s.contains("came due at once"));
+    assert_eq!(
+        said.map(String::as_str),
+        Some(
+            "3 slots came due at once (this scheduler's own call to the state stalled, ending \
+             25m after the first of them); catching up from state"
+        ),
+        "{:?}",
+        world.said
+    );
 }
 
 #[test]

@@ -181,21 +181,31 @@ impl World for SystemWorld<'_> {
             },
             Ok(found) => Ok(found),
         };
-        match found {
+        // Said once the record is written (a write that fails is the error instead).
+        let (warning, written) = match found {
             Ok(Some(done)) => match parse_rfc3339(&done.succeeded_at) {
                 Some(first) => return Ok(whole_second(first)),
-                None => report::notice(&format!(
-                    "warning: the first-start record of job {job} ({}) cannot be read ({}); replacing it with {shown}",
-                    done.place, done.succeeded_at
-                )),
+                None => (
+                    true,
+                    format!(
+                        "warning: the first-start record of job {job} ({}) could not be read ({}); replaced it with {shown}",
+                        done.place, done.succeeded_at
+                    ),
+                ),
             },
-            Err(why) => report::notice(&format!(
-                "warning: the first-start record of job {job} cannot be read ({why}); replacing it with {shown}"
-            )),
-            Ok(None) => report::info(&format!(
-                "first start of job {job}: recorded as {shown}; slots before it are never caught up"
-            )),
-        }
+            Err(why) => (
+                true,
+                format!(
+                    "warning: the first-start record of job {job} could not be read ({why}); replaced it with {shown}"
+                ),
+            ),
+            Ok(None) => (
+                false,
+                format!(
+                    "first start of job {job}: recorded as {shown}; slots before it are never caught up"
+                ),
+            ),
+        };
         let marker = Marker {
             key,
             // Only a success replaces a record, and an unreadable one must be replaced.
@@ -215,6 +225,11 @@ impl World for SystemWorld<'_> {
                 store.describe()
             )
         })?;
+        if warning {
+            report::notice(&written);
+        } else {
+            report::info(&written);
+        }
         Ok(second)
     }
 

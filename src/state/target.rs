@@ -108,9 +108,53 @@ pub fn lock_target(text: &str) -> Result<Backend, String> {
             "{} is a directory path; expected a lock file path",
             path.display()
         )),
-        _ => Ok(target),
+        Backend::Postgres(pg) => {
+            let name = pg.name.as_deref().unwrap_or_default();
+            refuse_controls(name, "#NAME").and_then(|()| refuse_long(name, "#NAME"))
+        }
+        // Control characters nowhere in the path; the length limit on the file's name.
+        Backend::File(path) => refuse_controls(text, "path").and_then(|()| {
+            refuse_long(
+                &path.file_name().unwrap_or_default().to_string_lossy(),
+                "file name",
+            )
+        }),
+    }
+    .map(|()| target)
+}
+
+/// Lock names follow a `--once` key's rules: no control characters (a name is shown in
+/// messages and logs), at most [`LOCK_NAME_MAX`] bytes.
+fn lock_name_accepts() -> String {
+    format!(
+        "expected a lock path without control characters, its file name (or #NAME) at most \
+         {LOCK_NAME_MAX} bytes"
+    )
+}
+
+fn refuse_controls(name: &str, what: &str) -> Result<(), String> {
+    match name.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "the lock {what} '{name}' holds {c:?}; {}",
+            lock_name_accepts()
+        )),
+        None => Ok(()),
     }
 }
+
+fn refuse_long(name: &str, what: &str) -> Result<(), String> {
+    if name.len() > LOCK_NAME_MAX {
+        return Err(format!(
+            "the lock {what} is {} bytes long; {}",
+            name.len(),
+            lock_name_accepts()
+        ));
+    }
+    Ok(())
+}
+
+/// The longest lock name, as for a `--once` key.
+const LOCK_NAME_MAX: usize = 200;
 
 /// `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`; the error
 /// names no flag (clap names it).

@@ -71,6 +71,33 @@ fn nested_retry_makes_one_attempt_and_says_so_once() {
 }
 
 #[test]
+fn a_retry_depth_that_is_no_nesting_level_is_one_warning_and_counts_as_the_top() {
+    for given in ["x", "-1", "1.5", "4294967296", "1\n\x1b[2J", ""] {
+        let s = Scratch::new();
+        let job = exits(&s, &[1, 1, 0]);
+        let r = retry()
+            .args(fast(&["-a", "3", &job]))
+            .env("RETRY_DEPTH", given)
+            .run();
+        assert_eq!(
+            (r.status, s.count("count")),
+            (0, 3),
+            "{given:?}: {}",
+            r.stderr
+        );
+        let warnings: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.contains("RETRY_DEPTH"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{given:?}: {}", r.stderr);
+        assert!(warnings[0].contains("counting it as 0"), "{}", r.stderr);
+        assert!(!r.stderr.contains('\x1b'), "escaped: {}", r.stderr);
+        r.assert_stderr_lacks("inside another retry");
+    }
+}
+
+#[test]
 fn retry_inside_retry_does_not_multiply_attempts() {
     let s = Scratch::new();
     let job = exits(&s, &[1]);

@@ -495,6 +495,118 @@ fn unwritable_report_output_and_state_targets_are_refused_before_anything_runs()
     refuses_before_running("--state", &ro.path().join("state"), reason);
 }
 
+/// `sh -c` words that fill the device `file` is on (then succeed).
+fn fill(file: &Path) -> Vec<String> {
+    let script = "cat /dev/zero > \"$1\" 2>/dev/null; true";
+    ["sh", "-c", script, "sh"]
+        .map(String::from)
+        .into_iter()
+        .chain([file.display().to_string()])
+        .collect()
+}
+
+/// The one line of a write refused for want of space: the flag whose file it is first,
+/// the system's reason after.
+#[track_caller]
+fn assert_full_device_line(r: &support::Run, flag: &str) {
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("No space left on device"));
+    let line = line.unwrap_or_else(|| panic!("no line gives the reason: {}", r.stderr));
+    assert!(
+        line.contains(&format!("{flag}: cannot write")),
+        "{flag} named: {line}"
+    );
+}
+
+#[test]
+fn a_write_that_fails_for_want_of_space_names_the_flag_whose_file_it_is() {
+    let Some(fs) = Tmpfs::mount("size=64k") else {
+        return;
+    };
+    let s = Scratch::new();
+    let (state, filler) = (fs.path().join("state"), fs.path().join("fill"));
+    let state_arg = state.to_str().unwrap();
+
+    // The fencing counter of a lock, written before the command would run.
+    std::fs::create_dir(&state).unwrap();
+    let full = support::Invocation::of("sh")
+        .args(&fill(&filler)[1..])
+        .run();
+    assert_eq!(full.status, 0, "{}", full.stderr);
+    let marker = s.p("ran");
+    let lock = s.p("job.lock");
+    let r = retry()
+        .args([
+            "--lock", &lock, "--state", state_arg, "--", "touch", &marker,
+        ])
+        .run();
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert_full_device_line(&r, "--state");
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        !PathBuf::from(&marker).exists(),
+        "the command ran without its fencing token"
+    );
+    std::fs::remove_file(&filler).unwrap();
+
+    // A --once marker, after a command that filled the device.
+    let r = retry()
+        .args(["--once", "k", "--state", state_arg, "--"])
+        .args(fill(&filler))
+        .run();
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert_full_device_line(&r, "--state");
+    let markers: Vec<_> = std::fs::read_dir(&state)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        !markers.iter().any(|n| n.to_string_lossy().starts_with('k')),
+        "{markers:?}"
+    );
+    std::fs::remove_file(&filler).unwrap();
+
+    // The --report file, after a command that filled the device.
+    let report = fs.path().join("r.json");
+    let r = retry()
+        .args(["--report", report.to_str().unwrap(), "--"])
+        .args(fill(&filler))
+        .run();
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    assert_full_device_line(&r, "--report");
+    assert!(!report.exists(), "a partial report was left");
+}
+
+/// The scheduler says the job's first start was recorded only once it was: on a full
+/// device it says why it could not be, naming --state, and nothing runs.
+#[test]
+fn a_first_start_that_cannot_be_written_is_never_said_to_be_recorded() {
+    let Some(fs) = Tmpfs::mount("size=64k") else {
+        return;
+    };
+    let s = Scratch::new();
+    let state = fs.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let full = support::Invocation::of("sh")
+        .args(&fill(&fs.path().join("fill"))[1..])
+        .run();
+    assert_eq!(full.status, 0, "{}", full.stderr);
+    let marker = s.p("ran");
+    let r = retry()
+        .args(["--schedule", "* * * * *", "--job", "j", "--state"])
+        .arg(&state)
+        .args(["--", "touch", &marker])
+        .run();
+    assert_eq!(r.status, 125, "{}", r.stderr);
+    r.assert_stderr_has("cannot record the first start of job j");
+    assert_full_device_line(&r, "--state");
+    r.assert_stderr_lacks("recorded as");
+    assert!(!PathBuf::from(&marker).exists(), "a slot ran");
+}
+
 #[test]
 fn a_huge_attempt_limit_makes_a_short_dry_run() {
     let mut cmd = retry();

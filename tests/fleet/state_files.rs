@@ -1,7 +1,7 @@
 //! Budget and circuit files under faults: a flock on a state file held by another
 //! process (util-linux `flock`) ends with `--max-time`, with a signal within a second
 //! and after the store's own limit; records that cannot be read (a circuit open
-//! past year 9999, negative or NaN tokens) count as fresh state with one warning, in
+//! past year 9999, negative or NaN tokens, an empty file) count as fresh state with one warning, in
 //! files and in PostgreSQL rows.
 
 use std::path::{Path, PathBuf};
@@ -212,6 +212,9 @@ fn records_that_cannot_be_read_count_as_fresh_state_with_one_warning() {
         (&budget, r#"{"tokens":-5.0,"size":10}"#),
         (&budget, r#"{"tokens":1e300,"size":10}"#),
         (&budget, "[]"),
+        // Cut short (a full disk, a crash): read as fresh state, and said so.
+        (&circuit, ""),
+        (&budget, ""),
     ] {
         std::fs::write(file, text).unwrap();
         let _ = std::fs::remove_file(s.path("attempts"));

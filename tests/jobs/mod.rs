@@ -745,6 +745,41 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
     out.assert_stderr_has("bytes after escaping");
 }
 
+#[test]
+fn lock_names_follow_the_rules_of_once_keys_and_are_refused_before_anything_runs() {
+    let dir = Dir::new();
+    let long = "n".repeat(201);
+    let pg = "postgres://u@127.0.0.1:1/db";
+    let cases = [
+        (dir.path("a\nb.lock").display().to_string(), r"a\nb.lock"),
+        (
+            dir.path("a\x1b[2Jb.lock").display().to_string(),
+            r"\u{1b}[2J",
+        ),
+        (dir.path(&long).display().to_string(), "201 bytes"),
+        (format!("{pg}#nightly%0Areport"), r"nightly\nreport"),
+        (format!("{pg}#%1B[2J"), r"\u{1b}[2J"),
+        (format!("{pg}#{long}"), "201 bytes"),
+    ];
+    for (lock, shown) in cases {
+        let out = dir.locked(&lock).args(dir.work(0.0)).run();
+        assert_eq!(out.status, 125, "{lock:?}: {}", out.stderr);
+        let line = out.stderr.trim_end();
+        assert!(line.starts_with("retry: --lock: "), "{lock:?}: {line}");
+        assert!(
+            !line.contains(['\n', '\x1b']),
+            "one line, escaped: {line:?}"
+        );
+        assert!(line.contains(shown), "{lock:?}: {line}");
+        assert_eq!(dir.count(), 0, "{lock:?}: nothing ran");
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.tmp.path()).unwrap().collect();
+    assert!(made.is_empty(), "no lock file was made: {made:?}");
+    // 200 bytes is within the limit.
+    let fits = dir.path(&"n".repeat(200));
+    dir.assert_does_the_work(&mut dir.locked(&fits), 1, "a 200-byte lock file name");
+}
+
 mod capacity;
 mod fencing;
 mod leases;

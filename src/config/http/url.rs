@@ -1,17 +1,27 @@
-//! The target URL as curl reads it: parsed once (a malformed one is left to the
-//! attempt, exit 3), refused when it holds curl's glob characters without `-g`
-//! (curl would expand `[1-3]` and `{a,b}` into several transfers, which retry does
-//! not do), given `-G`'s query and, for `-T FILE`, the file's name as curl 7.88
-//! appends it.
+//! The target URL as curl reads it: parsed once (a malformed one, one with
+//! whitespace or a control character included, is left to the attempt, exit 3),
+//! refused when it holds curl's glob characters without `-g` (curl would expand
+//! `[1-3]` and `{a,b}` into several transfers, which retry does not do), given `-G`'s
+//! query and, for `-T FILE`, the file's name as curl 7.88 appends it.
 
 use std::path::Path;
 
 use reqwest::Url;
 
+use crate::cli::curl::url_blemish;
+use crate::domain::redact_url;
+
 /// curl's URL globbing: ranges and lists (curl(1), "URL").
 const GLOB_CHARS: [char; 4] = ['[', ']', '{', '}'];
 
 pub fn parse(url: &str) -> Result<Url, String> {
+    if let Some((at, c)) = url_blemish(url) {
+        // curl 7.88's words for it (exit 3): the URL is never cleaned up and sent.
+        return Err(format!(
+            "URL rejected: malformed input: '{}' holds {c:?} at byte {at}",
+            redact_url(url)
+        ));
+    }
     let parsed = Url::parse(url).map_err(|e| format!("malformed URL '{url}': {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!(

@@ -26,7 +26,7 @@ use crate::config::{
     RunInfo, http::Destination, http::HttpConfig, http::HttpVersion, http::OutputOptions,
     http::Payload, http::Request,
 };
-use crate::domain::{Class, ExitStatus, Outcome, Protocols, Signal, human};
+use crate::domain::{Class, ExitStatus, Outcome, Protocols, Signal, human, one_line, redact_url};
 use crate::exec::{AttemptContext, AttemptReport, Description, Executor};
 use crate::{report, signals};
 
@@ -83,7 +83,7 @@ impl HttpExecutor {
                 spec.method,
                 spec.url
                     .as_ref()
-                    .map_or_else(|_| crate::domain::redact_url(&config.url), display_url)
+                    .map_or_else(|_| one_line(&redact_url(&config.url)).into(), display_url)
             ),
             client,
             curl_notes: client::describe(&config.client, spec.shown_user.as_deref()),
@@ -112,7 +112,7 @@ impl HttpExecutor {
     fn rules(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Err(e) = &self.spec.url {
-            out.push(format!("{e}: permanent (exit 3)"));
+            out.push(format!("{}: permanent (exit 3)", one_line(e)));
         }
         out.extend(self.rules.describe());
         out.push(format!(

@@ -209,7 +209,7 @@ impl StateDir {
         let written = file
             .write_all(contents)
             .and_then(|()| file.sync_all())
-            .with_context(|| format!("cannot write {}", self.join(&temp).display()))
+            .with_context(|| format!("--state: cannot write {}", self.join(&temp).display()))
             .and_then(|()| {
                 renameat(&self.fd, temp.as_str(), &self.fd, name)
                     .with_context(|| format!("cannot rename into {}", self.join(name).display()))

@@ -205,9 +205,13 @@ impl FileFleet {
         let file_name = record_name(name);
         let path = dir.join(&file_name);
         let _held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
+        // A record made just now is fresh state; one found empty was cut short.
+        let existed = dir.identity(&file_name)?.is_some();
         let (mut file, relinked) = own_record(dir, &file_name)?;
         let stored = if relinked {
             self.warn_linked(kind, path.clone());
+            None
+        } else if !existed {
             None
         } else {
             let mut text = Vec::with_capacity(RECORD);
@@ -217,7 +221,7 @@ impl FileFleet {
         };
         let (value, result) = change(stored, &file)?;
         write_record(&file, &serde_json::to_vec(&value)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .with_context(|| format!("--state: cannot write {}", path.display()))?;
         Ok(result)
     }
 
@@ -270,9 +274,14 @@ impl FileFleet {
     }
 
     /// A record's value; one that cannot be read is fresh state, with one warning,
-    /// so that it cannot wedge every later run.
+    /// so that it cannot wedge every later run. Every record read here was there
+    /// before, so an empty one was cut short (a full disk, a crash) and is warned of too.
     fn parse<T: Record>(&mut self, kind: Kind, path: PathBuf, text: &[u8]) -> Option<T> {
-        match parse_record(text) {
+        let read = match parse_record(text) {
+            Ok(None) => Err("it is empty".to_string()),
+            read => read,
+        };
+        match read {
             Ok(value) => value,
             Err(why) => {
                 let message = format!(
