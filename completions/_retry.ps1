@@ -67,7 +67,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--dump-header', '--dump-header', [CompletionResultType]::ParameterName, 'Write the final response headers to FILE (- for stdout)')
             [CompletionResult]::new('--retry', '--retry', [CompletionResultType]::ParameterName, 'curl''s: N retries, the same as -a N+1')
             [CompletionResult]::new('--retry-delay', '--retry-delay', [CompletionResultType]::ParameterName, 'curl''s: sleep exactly SECONDS before each retry (--delay S --backoff constant -j none)')
-            [CompletionResult]::new('--retry-max-time', '--retry-max-time', [CompletionResultType]::ParameterName, 'curl''s: the same as --max-time SECONDS')
+            [CompletionResult]::new('--retry-max-time', '--retry-max-time', [CompletionResultType]::ParameterName, 'curl''s: no retry starts once SECONDS have passed since the first attempt started')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'With -o, resume a body cut off mid-way (only -C -)')
             [CompletionResult]::new('--continue-at', '--continue-at', [CompletionResultType]::ParameterName, 'With -o, resume a body cut off mid-way (only -C -)')
             [CompletionResult]::new('-u', '-u', [CompletionResultType]::ParameterName, 'Basic authentication; the password is shown as *** everywhere')

@@ -64,7 +64,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --dump-header 'Write the final response headers to FILE (- for stdout)'
             cand --retry 'curl''s: N retries, the same as -a N+1'
             cand --retry-delay 'curl''s: sleep exactly SECONDS before each retry (--delay S --backoff constant -j none)'
-            cand --retry-max-time 'curl''s: the same as --max-time SECONDS'
+            cand --retry-max-time 'curl''s: no retry starts once SECONDS have passed since the first attempt started'
             cand -C 'With -o, resume a body cut off mid-way (only -C -)'
             cand --continue-at 'With -o, resume a body cut off mid-way (only -C -)'
             cand -u 'Basic authentication; the password is shown as *** everywhere'

@@ -122,7 +122,7 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -s 'D' -l 'dump-heade
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'O' -l 'remote-name' -d '-o with the URL\'s last path segment as FILE'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry' -x -d 'curl\'s: N retries, the same as -a N+1'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-delay' -x -d 'curl\'s: sleep exactly SECONDS before each retry (--delay S --backoff constant -j none)'
-complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-max-time' -x -d 'curl\'s: the same as --max-time SECONDS'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-max-time' -x -d 'curl\'s: no retry starts once SECONDS have passed since the first attempt started'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-connrefused' -d 'Accepted: a refused connection is always retried'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-all-errors' -d 'Every failure is transient, 4xx included, if the request is safe to repeat'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'C' -l 'continue-at' -x -d 'With -o, resume a body cut off mid-way (only -C -)'

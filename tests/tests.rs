@@ -57,4 +57,5 @@ mod props;
 mod readme;
 mod schedule;
 mod schedule_ops;
+mod side_by_side;
 mod tools;

@@ -352,9 +352,11 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with_all = ["delay", "backoff"], value_parser = parse::duration, help_heading = CURL)]
     pub retry_delay: Option<Duration>,
 
-    /// curl's: the same as --max-time SECONDS
+    /// curl's: no retry starts once SECONDS have passed since the first attempt started
     ///
-    /// 0 means no budget, as in curl. Given with --max-time it is refused.
+    /// As in curl, an attempt in flight is not cut: it may run past the limit (-t/-m
+    /// limit an attempt, --max-time the whole run). A sleep that would end past it is
+    /// not started. 0 means no limit, as in curl. Given with --max-time it is refused.
     #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with = "max_time", value_parser = parse::duration, help_heading = CURL)]
     pub retry_max_time: Option<Duration>,
 

@@ -22,6 +22,8 @@ pub fn from_cli(cli: &Cli, nested: bool) -> anyhow::Result<Policy> {
         attempts: if nested { 1 } else { cli.attempts },
         timeout: cli.timeout,
         max_time: cli.max_time,
+        // curl's 0 is no limit.
+        retry_window: cli.retry_max_time.filter(|d| !d.is_zero()),
         schedule: schedule(cli)?,
         max_wait_hint: cli.max_retry_after,
         ignore_wait_hints: cli.ignore_retry_after,
