@@ -17,8 +17,10 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--factor", "1"),
     ("--jitter", "lots"),
     ("-j", "half"),
-    ("--timeout", "0"),
+    ("--timeout", "-1"),
     ("-t", "5 parsecs"),
+    ("--signal", "SIGFOO"),
+    ("--signal", "99"),
     ("--max-time", "1e400"),
     ("--seed", "abc"),
     ("--profile", "svn"),
@@ -210,6 +212,8 @@ const COMMAND_ONLY: &[&str] = &[
     "hold-stdout",
     "hold-stderr",
     "kill-after",
+    "signal",
+    "preserve-status",
 ];
 
 /// Options of both modes; every other option is a request option (HTTP mode).
@@ -290,6 +294,8 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("hold-stdout", &["--hold-stdout"]),
     ("hold-stderr", &["--hold-stderr"]),
     ("kill-after", &["--kill-after", "1s"]),
+    ("signal", &["--signal", "INT"]),
+    ("preserve-status", &["--preserve-status"]),
     ("request", &["-X", "GET"]),
     ("header", &["-H", "X-Test: 1"]),
     ("data", &["-d", "a=b"]),

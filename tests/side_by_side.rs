@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::support::http_server::{Reply, Server};
-use crate::support::{Invocation, run};
+use crate::support::{Invocation, Run, run};
 
 /// curl's `--retry-max-time` never cuts the request in flight: a reply after 3s to a
 /// limit of 2s is a success, for curl and for retry alike.
@@ -58,4 +58,111 @@ fn retry_max_time_starts_no_retry_after_the_limit_like_curl() {
         "{}",
         dry.stdout_text()
     );
+}
+
+/// The real GNU timeout's exit status and output for `args`, and retry's for
+/// `-a 1 OWN -- COMMAND`.
+fn beside_timeout(timeout_args: &[&str], own: &[&str], script: &str) -> (Run, Run) {
+    let mut theirs = timeout_args.to_vec();
+    theirs.extend(["sh", "-c", script]);
+    let gnu = Invocation::of("timeout").args(&theirs).run();
+    let mut ours = vec!["-a", "1"];
+    ours.extend_from_slice(own);
+    ours.extend(["--", "sh", "-c", script]);
+    (gnu, run(&ours))
+}
+
+/// `--signal INT` sends SIGINT at the limit, as `timeout -s INT` does, and the
+/// attempt is still a timeout (124).
+#[test]
+fn signal_sends_the_named_signal_like_gnu_timeout() {
+    let script =
+        "trap 'echo got INT; exit 3' INT; trap 'echo got TERM; exit 4' TERM; sleep 5 & wait";
+    let (gnu, ours) = beside_timeout(&["-s", "INT", "1"], &["-t", "1", "--signal", "INT"], script);
+    assert_eq!(gnu.status, 124);
+    assert_eq!(
+        (ours.status, ours.stdout_text()),
+        (gnu.status, gnu.stdout_text())
+    );
+    assert_eq!(ours.stdout_text(), "got INT\n");
+    let (gnu, ours) = beside_timeout(
+        &["--preserve-status", "-s", "INT", "1"],
+        &["-t", "1", "--signal", "SIGINT", "--preserve-status"],
+        script,
+    );
+    assert_eq!((ours.status, gnu.status), (3, 3), "{}", ours.stderr);
+}
+
+/// `--preserve-status`: a timed-out attempt exits with its own status, 128+15 for one
+/// SIGTERM ended, as `timeout --preserve-status`; exit code rules still see 124.
+#[test]
+fn preserve_status_exits_with_the_attempts_own_status_like_gnu_timeout() {
+    let (gnu, ours) = beside_timeout(
+        &["--preserve-status", "1"],
+        &["-t", "1", "--preserve-status"],
+        "sleep 5",
+    );
+    assert_eq!((ours.status, gnu.status), (143, 143), "{}", ours.stderr);
+    let stopped = run(&[
+        "-a",
+        "3",
+        "--delay",
+        "1ms",
+        "-t",
+        "200ms",
+        "--preserve-status",
+        "--stop-on",
+        "124",
+        "--",
+        "sleep",
+        "5",
+    ]);
+    assert_eq!(stopped.status, 143, "{}", stopped.stderr);
+    stopped.assert_stderr_has("exit status 124 is in --stop-on");
+    stopped.assert_stderr_lacks("attempt 2/3");
+}
+
+/// `-t 0` and `-m 0` are no limit, as `timeout 0` is.
+#[test]
+fn a_zero_timeout_is_no_limit_like_gnu_timeout() {
+    let script = "sleep 1; echo done; exit 4";
+    let (gnu, ours) = beside_timeout(&["0"], &["-t", "0"], script);
+    assert_eq!((gnu.status, gnu.stdout_text()), (4, "done\n".to_string()));
+    assert_eq!(
+        (ours.status, ours.stdout_text()),
+        (gnu.status, gnu.stdout_text())
+    );
+    let (_, curl_word) = beside_timeout(&["0"], &["-m", "0"], script);
+    assert_eq!(curl_word.status, 4, "{}", curl_word.stderr);
+}
+
+/// An attempt that ignores SIGTERM and needs --kill-after's SIGKILL exits 137, as
+/// `timeout -k` does; the log names the limit and the kill, never their sum.
+#[test]
+fn an_attempt_killed_after_the_limit_exits_137_like_gnu_timeout() {
+    let script = "trap '' TERM; sleep 5";
+    let (gnu, ours) = beside_timeout(&["-k", "1", "1"], &["-t", "1", "--kill-after", "1"], script);
+    assert_eq!((ours.status, gnu.status), (137, 137), "{}", ours.stderr);
+    ours.assert_stderr_has("timed out after 1s, killed 1s later");
+    ours.assert_stderr_lacks("after 2s");
+    // To the exit code rules it is a timeout: --stop-on 124 stops at once.
+    let stopped = run(&[
+        "-a",
+        "3",
+        "--delay",
+        "1ms",
+        "-t",
+        "300ms",
+        "--kill-after",
+        "300ms",
+        "--stop-on",
+        "124",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(stopped.status, 137, "{}", stopped.stderr);
+    stopped.assert_stderr_has("exit status 124 is in --stop-on");
+    stopped.assert_stderr_lacks("attempt 2/3");
 }

@@ -30,7 +30,7 @@ use curl::{DataArg, ResolveEntry};
 pub use modes::{Mode, mode_of};
 use values::{
     MethodParser, continue_value, fleet_name_value, header_name_value, hook_value, job_name_value,
-    key_value, lease_ttl_value, metrics_listen_value, once_key_value, regex_value,
+    key_value, lease_ttl_value, metrics_listen_value, once_key_value, regex_value, signal_value,
 };
 
 const TIMING: &str = "Attempts and timing";
@@ -128,8 +128,9 @@ pub struct Cli {
     /// In command mode the process group, and the processes that left it, get SIGTERM, then
     /// SIGKILL after --kill-after; if it was the last attempt, retry exits 124.
     ///
-    /// -m is curl's spelling of the same limit (curl's per-transfer --max-time).
-    #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    /// -m is curl's spelling of the same limit (curl's per-transfer --max-time). 0 means
+    /// no limit, as `timeout 0` and curl's -m 0.
+    #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
     /// Wall-clock budget for the attempts and the waits before and between them
@@ -210,8 +211,23 @@ pub struct Cli {
     pub hold_stderr: bool,
 
     /// After --timeout's SIGTERM, wait this long before SIGKILL
+    ///
+    /// An attempt that needed the SIGKILL exits 137, as timeout(1) does (to exit code rules
+    /// it is still a timeout, 124); the log says "timed out after 1s, killed 5s later".
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
     pub kill_after: Duration,
+
+    /// The signal --timeout sends first, e.g. --signal INT (GNU timeout's -s)
+    ///
+    /// A name (INT, SIGINT) or number. SIGCONT follows it, and SIGKILL after --kill-after.
+    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = signal_value, help_heading = PROCESS)]
+    pub signal: nix::sys::signal::Signal,
+
+    /// A timed-out attempt exits with its own status (128+N for signal N), not 124
+    ///
+    /// As GNU timeout's --preserve-status. Exit code rules still see 124.
+    #[arg(long, help_heading = PROCESS)]
+    pub preserve_status: bool,
 
     /// HTTP method; default GET, or POST when a body is given (PUT with -T)
     ///

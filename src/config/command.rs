@@ -21,6 +21,10 @@ pub struct CommandConfig {
     pub hold_stdout: bool,
     pub hold_stderr: bool,
     pub kill_after: Duration,
+    /// `--signal`: what `--timeout` sends first.
+    pub timeout_signal: nix::sys::signal::Signal,
+    /// `--preserve-status`: a timed-out attempt's own status instead of 124.
+    pub preserve_status: bool,
 }
 
 /// What command mode's rules are built from: the exit code lists (`--stop-on`,
@@ -54,6 +58,8 @@ impl CommandConfig {
             hold_stdout: cli.hold_stdout,
             hold_stderr: cli.hold_stderr,
             kill_after: cli.kill_after,
+            timeout_signal: cli.signal,
+            preserve_status: cli.preserve_status,
             argv: cli.target,
         }
     }

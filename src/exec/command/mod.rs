@@ -47,6 +47,9 @@ pub struct CommandExecutor {
     holding: Holding,
     held: HeldOutput,
     kill_after: Duration,
+    /// `--signal`: what the time limit sends first.
+    timeout_signal: nix::sys::signal::Signal,
+    preserve_status: bool,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
     /// we are in its foreground.
@@ -96,6 +99,8 @@ impl CommandExecutor {
             },
             held: HeldOutput::default(),
             kill_after: config.kill_after,
+            timeout_signal: config.timeout_signal,
+            preserve_status: config.preserve_status,
             info: info.clone(),
             foreground,
             stop_patterns,
@@ -229,7 +234,10 @@ impl CommandExecutor {
         if let Some(sig) = supervised.interrupted_by {
             verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &sig.name())]);
         }
-        let (outcome, exit_code) = outcome(end, supervised.ran);
+        let (outcome, exit_code) = match (end, ctx.timeout) {
+            (CommandEnd::TimedOut, Some(limit)) => self.timed_out(limit, supervised),
+            _ => outcome(end, supervised.ran),
+        };
         // A failed attempt never reports success to the caller, even when the command exited 0.
         let exit_code = if exit_code.is_success() && verdict.class != Class::Success {
             ExitStatus::FAILURE
@@ -245,6 +253,23 @@ impl CommandExecutor {
         report.interrupted_by = supervised.interrupted_by;
         report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
         report
+    }
+
+    /// An attempt the time limit `limit` stopped: 124 as timeout(1) exits, its own status
+    /// under `--preserve-status`, and 137 when `--kill-after`'s SIGKILL was needed.
+    fn timed_out(&self, limit: Duration, supervised: &Supervised) -> (Outcome, ExitStatus) {
+        let own = supervised.own_status.unwrap_or(ExitStatus::TIMEOUT);
+        let killed = own.signal() == Some(crate::domain::Signal::new(nix::libc::SIGKILL));
+        let status = if self.preserve_status || killed {
+            own
+        } else {
+            ExitStatus::TIMEOUT
+        };
+        let outcome = Outcome::Timeout {
+            after_ms: limit.as_millis() as u64,
+            killed_after_ms: supervised.killed_later.map(|d| d.as_millis() as u64),
+        };
+        (outcome, status)
     }
 
     /// The attempt's process: argv, the RETRY_* variables, and its descriptors.
@@ -357,6 +382,7 @@ fn outcome(end: &CommandEnd, ran: Duration) -> (Outcome, ExitStatus) {
         CommandEnd::TimedOut => (
             Outcome::Timeout {
                 after_ms: ran.as_millis() as u64,
+                killed_after_ms: None,
             },
             ExitStatus::TIMEOUT,
         ),
@@ -428,6 +454,7 @@ impl Executor for CommandExecutor {
         let tree = procs::Tree::new(pid, before);
         let supervised = Supervisor {
             tree: &tree,
+            timeout_signal: self.timeout_signal,
             kill_after: self.kill_after,
             signal_grace: self.kill_after,
             foreground: self.foreground,

@@ -368,8 +368,14 @@ impl HttpExecutor {
             Ended::TimedOut => {
                 let (verdict, exit_code) = self.rules.transport(Transport::Timeout);
                 let after_ms = started.elapsed().as_millis() as u64;
-                let mut report =
-                    AttemptReport::new(Outcome::Timeout { after_ms }, verdict, exit_code);
+                let mut report = AttemptReport::new(
+                    Outcome::Timeout {
+                        after_ms,
+                        killed_after_ms: None,
+                    },
+                    verdict,
+                    exit_code,
+                );
                 report.budget_expired = ctx.timeout_is_budget;
                 report
             }
