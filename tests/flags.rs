@@ -205,9 +205,6 @@ const COMMAND_ONLY: &[&str] = &[
     "stop-on",
     "retry-on",
     "success-on",
-    "stop-on-output",
-    "retry-on-output",
-    "success-on-output",
     "stdin",
     "hold-stdout",
     "hold-stderr",
@@ -265,6 +262,9 @@ const BOTH: &[&str] = &[
     "dry-run",
     "idempotency-key",
     "max-retry-after",
+    "stop-on-output",
+    "retry-on-output",
+    "success-on-output",
 ];
 
 /// A valid use of each option, by long name; `{dir}` is the run's own directory.

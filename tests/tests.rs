@@ -35,6 +35,7 @@
 
 mod support;
 
+mod body_rules;
 mod command;
 mod completion;
 mod curl_edges;

@@ -78,6 +78,13 @@ pub struct OutputRules {
     pub success: Vec<Regex>,
 }
 
+impl OutputRules {
+    /// Whether any pattern is given.
+    pub fn any(&self) -> bool {
+        !(self.stop.is_empty() && self.retry.is_empty() && self.success.is_empty())
+    }
+}
+
 impl OutputWatch {
     pub fn new(rules: OutputRules, profile: &Profile) -> Result<Self, regex::Error> {
         let patterns = profile.phrase_patterns();
@@ -96,6 +103,23 @@ impl OutputWatch {
             status: profile.status_pattern.map(Regex::new).transpose()?,
             phrases,
         })
+    }
+
+    /// The output rules for `--dry-run`, in the order they are checked; `lines` says
+    /// whose lines they match.
+    pub fn describe(&self, lines: &str) -> Vec<String> {
+        let rows = [
+            (&self.stop, "--stop-on-output", "permanent"),
+            (&self.retry, "--retry-on-output", "transient"),
+            (&self.success, "--success-on-output", "success"),
+        ];
+        rows.iter()
+            .flat_map(|(patterns, flag, class)| {
+                patterns.iter().map(move |p| {
+                    format!("a line of {lines} matches {flag} {:?}: {class}", p.as_str())
+                })
+            })
+            .collect()
     }
 
     pub fn reads_stdout(&self) -> bool {
@@ -141,6 +165,25 @@ impl OutputWatch {
     }
 }
 
+/// Rules 1, 2 and 2a: what the output rules make of the lines seen, first match wins;
+/// `None` when none matched. HTTP mode applies the same to a response body's lines.
+pub fn output_verdict(facts: &OutputFacts) -> Option<Verdict> {
+    if let Some(line) = &facts.stop_match {
+        return Some(Verdict::permanent(format!(
+            "output matched --stop-on-output: {line:?}"
+        )));
+    }
+    if let Some(line) = &facts.retry_match {
+        return Some(Verdict::transient(format!(
+            "output matched --retry-on-output: {line:?}"
+        )));
+    }
+    let line = facts.success_match.as_ref()?;
+    Some(Verdict::success(format!(
+        "output matched --success-on-output: {line:?}"
+    )))
+}
+
 /// The rules in force for a command run.
 #[derive(Clone, Debug)]
 pub struct CommandRules {
@@ -170,14 +213,8 @@ impl CommandRules {
         if let Some(directive) = &facts.control {
             return directive.verdict();
         }
-        if let Some(line) = &facts.stop_match {
-            return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));
-        }
-        if let Some(line) = &facts.retry_match {
-            return Verdict::transient(format!("output matched --retry-on-output: {line:?}"));
-        }
-        if let Some(line) = &facts.success_match {
-            return Verdict::success(format!("output matched --success-on-output: {line:?}"));
+        if let Some(verdict) = output_verdict(facts) {
+            return verdict;
         }
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),

@@ -174,21 +174,23 @@ pub struct Cli {
     /// An output line matching REGEX makes the attempt a permanent failure (repeatable)
     ///
     /// Lines of stdout and stderr are checked; this rule comes first. Output still streams
-    /// live and in order.
+    /// live and in order. In HTTP mode the response body's lines (its first MiB, decoded)
+    /// are checked, and a body a rule made a failure is never written.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub stop_on_output: Vec<regex::bytes::Regex>,
 
     /// An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)
     ///
     /// Lines of stdout and stderr are checked after --stop-on-output and before the exit
-    /// code rules.
+    /// code rules. In HTTP mode the response body's lines, before the status rules, e.g.
+    /// --retry-on-output ThrottlingException.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub retry_on_output: Vec<regex::bytes::Regex>,
 
     /// An output line matching REGEX makes the attempt a success, whatever its exit (repeatable)
     ///
     /// Checked after --retry-on-output and before the exit code rules, e.g.
-    /// --success-on-output '^Already up to date'.
+    /// --success-on-output '^Already up to date'. In HTTP mode the response body's lines.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub success_on_output: Vec<regex::bytes::Regex>,
 
