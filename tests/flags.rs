@@ -163,6 +163,7 @@ const REFUSALS: &[(&[&str], &str)] = &[
     (&["--trace", "t", "http://127.0.0.1:9/"], "--trace"),
     (&["-fsSLZ", "http://127.0.0.1:9/"], "-Z (in -fsSLZ)"),
     (&["-o", "x", "true"], "-o/--output"),
+    (&["--retry-on-status", "503", "true"], "--retry-on-status"),
     (&["http://127.0.0.1:9/", "-o"], "-o/--output"),
     (
         &["http://127.0.0.1:9/", "http://127.0.0.1:9/b"],
@@ -265,6 +266,8 @@ const BOTH: &[&str] = &[
     "stop-on-output",
     "retry-on-output",
     "success-on-output",
+    "retry-on-status",
+    "stop-on-status",
 ];
 
 /// A valid use of each option, by long name; `{dir}` is the run's own directory.
@@ -537,6 +540,19 @@ fn run_in(mode: Mode, args: &[&str], server: Option<&Server>) -> Refusal {
     }
 }
 
+/// Samples of options of both modes that command mode takes only with more: a status
+/// list judges the status a tool prints, so it needs a profile that reads one.
+const IN_COMMAND_MODE: &[(&str, &[&str])] = &[
+    (
+        "retry-on-status",
+        &["--retry-on-status", "503", "--profile", "curl"],
+    ),
+    (
+        "stop-on-status",
+        &["--stop-on-status", "404", "--profile", "curl"],
+    ),
+];
+
 fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
     let own = if COMMAND_ONLY.contains(&long) {
         vec![Mode::Command]
@@ -547,6 +563,10 @@ fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
     };
     let mut failures = Vec::new();
     for mode in [Mode::Command, Mode::Http] {
+        let sample = match IN_COMMAND_MODE.iter().find(|(name, _)| *name == long) {
+            Some((_, own)) if mode == Mode::Command => own,
+            _ => sample,
+        };
         let Refusal {
             status,
             stderr,

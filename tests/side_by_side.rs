@@ -166,3 +166,60 @@ fn an_attempt_killed_after_the_limit_exits_137_like_gnu_timeout() {
     stopped.assert_stderr_has("exit status 124 is in --stop-on");
     stopped.assert_stderr_lacks("attempt 2/3");
 }
+
+/// `--retry-on-status 503 -- curl -fsS URL`: the status real curl prints with -f
+/// decides: a 503 is retried, a 404 (or a 502, not listed) is not.
+#[test]
+fn retry_on_status_judges_the_status_curl_prints() {
+    let busy = Server::script(vec![Reply::status(503), Reply::ok("up\n")]).expect_hits(2);
+    let url = busy.url("/");
+    let r = run(&[
+        "--delay",
+        "1ms",
+        "--retry-on-status",
+        "503",
+        "--",
+        "curl",
+        "-fsS",
+        &url,
+    ]);
+    assert_eq!(
+        (r.status, r.stdout_text().as_str()),
+        (0, "up\n"),
+        "{}",
+        r.stderr
+    );
+    r.assert_stderr_has("HTTP 503 is in --retry-on-status");
+    for status in [404, 502] {
+        let gone = Server::script(vec![Reply::status(status)]).expect_hits(1);
+        let url = gone.url("/");
+        let r = run(&[
+            "--delay",
+            "1ms",
+            "--retry-on-status",
+            "503",
+            "--",
+            "curl",
+            "-fsS",
+            &url,
+        ]);
+        assert_eq!(r.status, 22, "{}", r.stderr);
+        r.assert_stderr_has(&format!("HTTP {status} is not in --retry-on-status"));
+    }
+    let stopped = Server::script(vec![Reply::status(503)]).expect_hits(1);
+    let url = stopped.url("/");
+    let r = run(&[
+        "--delay",
+        "1ms",
+        "--stop-on-status",
+        "503",
+        "--",
+        "curl",
+        "-fsS",
+        &url,
+    ]);
+    assert_eq!(r.status, 22, "{}", r.stderr);
+    let refused = run(&["--retry-on-status", "503", "--", "sh", "-c", "exit 1"]);
+    assert_eq!(refused.status, 125, "{}", refused.stderr);
+    refused.assert_stderr_has("--retry-on-status: in command mode");
+}

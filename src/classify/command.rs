@@ -10,6 +10,7 @@ use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
 use super::control::Directive;
 use super::endings;
+use super::http;
 use super::profiles::{self, Otherwise, Profile, Row, Then, When};
 use crate::domain::{Class, ExitStatus, Signal, Verdict};
 use crate::parse::CodeSet;
@@ -190,6 +191,10 @@ pub struct CommandRules {
     pub stop_on: Option<CodeSet>,
     pub retry_on: Option<CodeSet>,
     pub success_on: Option<CodeSet>,
+    /// `--stop-on-status`, `--retry-on-status`: for the HTTP status the profile's tool
+    /// printed (curl -f), before the status table.
+    pub stop_on_status: Option<CodeSet>,
+    pub retry_on_status: Option<CodeSet>,
     pub profile: &'static Profile,
 }
 
@@ -281,7 +286,11 @@ impl CommandRules {
             .iter()
             .find(|r| profiles::codes_contain(r.codes, code))
             .expect("generic rules cover 0..=255");
-        row_verdict(row, code, facts)
+        row_verdict(row, code, facts, self.status_lists())
+    }
+
+    fn status_lists(&self) -> (Option<&CodeSet>, Option<&CodeSet>) {
+        (self.stop_on_status.as_ref(), self.retry_on_status.as_ref())
     }
 
     fn profile_verdict(&self, code: ExitStatus, facts: &OutputFacts) -> Option<Verdict> {
@@ -291,7 +300,7 @@ impl CommandRules {
             .iter()
             .find(|row| profiles::codes_contain(row.codes, code) && condition_holds(row, facts));
         match matched {
-            Some(row) => Some(row_verdict(row, code, facts)),
+            Some(row) => Some(row_verdict(row, code, facts, self.status_lists())),
             None if profile.otherwise == Otherwise::Permanent => Some(Verdict::permanent(format!(
                 "{}: exit status {code} is not a temporary failure",
                 profile.name
@@ -301,13 +310,20 @@ impl CommandRules {
     }
 }
 
-/// The verdict of the row that matched `code`, with what stderr showed.
-fn row_verdict(row: &Row, code: ExitStatus, facts: &OutputFacts) -> Verdict {
+/// The verdict of the row that matched `code`, with what stderr showed; a status shown
+/// goes to the user's status `lists` before the table.
+fn row_verdict(
+    row: &Row,
+    code: ExitStatus,
+    facts: &OutputFacts,
+    lists: (Option<&CodeSet>, Option<&CodeSet>),
+) -> Verdict {
     let mut reason = with_code(row.why, code);
     let shown = facts.status.filter(|_| !matches!(row.when, When::Always));
     match (row.then, shown) {
         (Then::StatusTable, Some(status)) => {
-            let by_table = profiles::shown_status(status);
+            let by_table = http::listed_status(status, lists)
+                .unwrap_or_else(|| profiles::shown_status(status));
             reason.push_str(&format!(", stderr shows {}", by_table.reason));
             return Verdict::new(by_table.class, reason).limited(by_table.limit);
         }
@@ -362,6 +378,8 @@ mod tests {
             stop_on: None,
             retry_on: None,
             success_on: None,
+            stop_on_status: None,
+            retry_on_status: None,
             profile,
         }
     }

@@ -293,10 +293,15 @@ pub struct Cli {
     pub retry_unsafe: bool,
 
     /// HTTP statuses that are retried (overrides the built-in classes)
+    ///
+    /// Every other status >= 400 is permanent. In command mode, the status curl -f (or
+    /// wget, git) prints on stderr, e.g. --retry-on-status 503 -- curl -fsS URL.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
     pub retry_on_status: Option<CodeSet>,
 
     /// HTTP statuses that stop at once (overrides the built-in classes)
+    ///
+    /// In command mode, the status curl -f (or wget, git) prints on stderr.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
     pub stop_on_status: Option<CodeSet>,
 

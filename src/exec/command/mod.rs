@@ -89,6 +89,8 @@ impl CommandExecutor {
                 stop_on: inputs.stop_on,
                 retry_on: inputs.retry_on,
                 success_on: inputs.success_on,
+                stop_on_status: inputs.stop_on_status,
+                retry_on_status: inputs.retry_on_status,
                 profile,
             },
             watch: needs_watch.then(|| Arc::new(watch)),
@@ -138,6 +140,18 @@ impl CommandExecutor {
         if let Some(s) = &self.rules.retry_on {
             out.push(format!(
                 "exit status in --retry-on {s}: transient; any other non-zero exit: permanent"
+            ));
+        }
+        if let Some(s) = &self.rules.stop_on_status {
+            out.push(format!(
+                "{}'s failure showing an HTTP status in --stop-on-status {s}: permanent",
+                self.rules.profile.name
+            ));
+        }
+        if let Some(s) = &self.rules.retry_on_status {
+            out.push(format!(
+                "{}'s failure showing an HTTP status in --retry-on-status {s}: transient; any other status >= 400: permanent",
+                self.rules.profile.name
             ));
         }
         if let Some(s) = &self.rules.success_on {
