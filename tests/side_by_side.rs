@@ -223,3 +223,66 @@ fn retry_on_status_judges_the_status_curl_prints() {
     assert_eq!(refused.status, 125, "{}", refused.stderr);
     refused.assert_stderr_has("--retry-on-status: in command mode");
 }
+
+/// Serves BODY whole, or from byte N for `Range: bytes=N-`, with a strong ETag.
+fn ranges(body: &'static [u8]) -> Server {
+    Server::handler(move |request, _| {
+        let from = request
+            .header("range")
+            .and_then(|r| r.strip_prefix("bytes="))
+            .and_then(|r| r.strip_suffix('-'))
+            .and_then(|n| n.parse::<usize>().ok());
+        match from {
+            Some(from) if from < body.len() => {
+                let range = format!("bytes {from}-{}/{}", body.len() - 1, body.len());
+                Reply::status(206)
+                    .header("ETag", "\"v1\"")
+                    .header("Content-Range", &range)
+                    .body(&body[from..])
+            }
+            _ => Reply::status(200).header("ETag", "\"v1\"").body(body),
+        }
+    })
+}
+
+/// `-C - -o FILE` with FILE already there asks for the rest from its length on the
+/// first attempt and completes it, as curl does.
+#[test]
+fn continue_at_resumes_an_existing_file_like_curl() {
+    const BODY: &[u8] = b"0123456789abcdefghij\n";
+    let s = crate::support::Scratch::new();
+    let mut finished = Vec::new();
+    for program in ["curl", "retry"] {
+        let server = ranges(BODY);
+        let out = s.path(&format!("{program}.out"));
+        std::fs::write(&out, &BODY[..8]).unwrap();
+        let out_text = out.to_string_lossy().into_owned();
+        let url = server.url("/file");
+        let args = ["-sS", "-C", "-", "-o", out_text.as_str(), url.as_str()];
+        let r = match program {
+            "curl" => Invocation::of("curl").args(args).run(),
+            _ => run(&args),
+        };
+        assert_eq!(r.status, 0, "{program}: {}", r.stderr);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1, "{program}");
+        assert_eq!(requests[0].header("range"), Some("bytes=8-"), "{program}");
+        finished.push(std::fs::read(&out).unwrap());
+    }
+    assert_eq!(finished[0], BODY);
+    assert_eq!(finished[1], BODY);
+}
+
+/// A server that ignores the range sends the whole body: retry writes it whole, never
+/// glued to what was there.
+#[test]
+fn continue_at_on_an_existing_file_takes_a_whole_body_whole() {
+    let s = crate::support::Scratch::new();
+    let out = s.path("out");
+    std::fs::write(&out, b"old!").unwrap();
+    let server = Server::script(vec![Reply::ok("new body\n")]);
+    let r = run(&["-C", "-", "-o", &out.to_string_lossy(), &server.url("/")]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), b"new body\n");
+    assert_eq!(server.requests()[0].header("range"), Some("bytes=4-"));
+}

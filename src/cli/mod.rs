@@ -400,8 +400,9 @@ pub struct Cli {
     /// the Last-Modified of the response that began it). A 206 is appended only when it
     /// carries that validator and its Content-Range runs from the end of the part to the
     /// length the first response declared; anything else fetches the whole body again. A
-    /// response without a validator or a length is not resumed. FILE appears only when
-    /// complete and exactly as long as declared.
+    /// response without a validator or a length is not resumed. A FILE already there is
+    /// resumed from on the first attempt, as curl does (Range from its length, no If-Range).
+    /// FILE appears only when complete and exactly as long as declared.
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----

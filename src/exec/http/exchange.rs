@@ -255,9 +255,10 @@ impl Exchange<'_> {
             .request(hop.method.clone(), hop.url.clone())
             .headers(headers);
         if let Some(rest) = asked {
-            request = request
-                .header(RANGE, format!("bytes={}-", rest.from))
-                .header(IF_RANGE, rest.validator.clone());
+            request = request.header(RANGE, format!("bytes={}-", rest.from));
+            if let Some(validator) = &rest.validator {
+                request = request.header(IF_RANGE, validator.clone());
+            }
         }
         match &hop.body {
             Some(Payload::Bytes(bytes)) => request = request.body(bytes.clone()),

@@ -343,6 +343,11 @@ impl HttpExecutor {
             return Ok(self.transport_report(Transport::UnsupportedProtocol, message));
         }
         self.log_request(&url);
+        if let (1, Some(resume)) = (ctx.number, &self.resume) {
+            resume.adopt(&self.destination).map_err(|e| {
+                anyhow::anyhow!("-C/--continue-at: cannot read the -o file to resume from: {e}")
+            })?;
+        }
         let exchange = Exchange {
             client: &self.client,
             spec: &self.spec,
