@@ -286,3 +286,60 @@ fn continue_at_on_an_existing_file_takes_a_whole_body_whole() {
     assert_eq!(std::fs::read(&out).unwrap(), b"new body\n");
     assert_eq!(server.requests()[0].header("range"), Some("bytes=4-"));
 }
+
+/// `--lock DIR` locks the directory itself, as `flock DIR` does: each excludes the
+/// other, both ways, and the lock is free again once its holder is gone.
+#[test]
+fn a_directory_lock_excludes_flock_and_is_excluded_by_it() {
+    use crate::support::{retry, wait_for_file, wait_for_run};
+    let s = crate::support::Scratch::new();
+    let dir = s.path("locked-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let ready = s.path("flock-ready");
+    let mut holder = std::process::Command::new("flock")
+        .arg(&dir)
+        .args([
+            "sh",
+            "-c",
+            &format!("echo > '{}'; sleep 2", ready.display()),
+        ])
+        .spawn()
+        .expect("run flock(1) from util-linux");
+    wait_for_file(&ready, Duration::from_secs(5));
+    let busy = run(&[
+        "--lock",
+        &dir.to_string_lossy(),
+        "--busy-exit",
+        "3",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        busy.status, 3,
+        "flock(1) holds the directory: {}",
+        busy.stderr
+    );
+    holder.wait().unwrap();
+    let ours_ready = s.path("retry-ready");
+    let ours = retry()
+        .args(["--lock", &dir.to_string_lossy(), "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!("echo > '{}'; sleep 2", ours_ready.display()),
+        ])
+        .start();
+    wait_for_file(&ours_ready, Duration::from_secs(5));
+    let theirs = std::process::Command::new("flock")
+        .args(["-n", "-E", "7"])
+        .arg(&dir)
+        .arg("true")
+        .status()
+        .unwrap();
+    assert_eq!(theirs.code(), Some(7), "retry holds the directory");
+    let done = wait_for_run(ours);
+    assert_eq!(done.status, 0, "{}", done.stderr);
+    let free = run(&["--lock", &dir.to_string_lossy(), "--", "true"]);
+    assert_eq!(free.status, 0, "{}", free.stderr);
+    assert!(dir.is_dir(), "the directory is left as it was");
+}

@@ -552,6 +552,8 @@ pub struct Cli {
     pub unix_socket: Option<PathBuf>,
     // ---- end of curl request options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
+    ///
+    /// A directory is locked itself, as flock(1) locks one.
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, value_parser = state::lock_target, help_heading = JOBS)]
     pub lock: Option<Backend>,
 
