@@ -24,7 +24,7 @@ fn a_body_that_says_busy_is_retried_and_only_the_final_body_is_written() {
         .run();
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "status\nok\n");
-    r.assert_stderr_has("the body matched --retry-on-output: \"busy\"");
+    r.assert_stderr_has("--retry-on-output matched 'busy' in the body");
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn stop_and_success_rules_override_the_status() {
         .run();
     assert_eq!(r.status, 22, "{}", r.stderr);
     assert!(r.stdout.is_empty());
-    r.assert_stderr_has("the body matched --stop-on-output");
+    r.assert_stderr_has("--stop-on-output matched '{\"errors\": [\"boom\"]}' in the body");
     let accepted =
         Server::script(vec![Reply::status(503).body(b"maintenance: ok to skip\n")]).expect_hits(1);
     let r = retry()

@@ -167,22 +167,18 @@ impl OutputWatch {
 }
 
 /// Rules 1, 2 and 2a: what the output rules make of the lines seen, first match wins;
-/// `None` when none matched. HTTP mode applies the same to a response body's lines.
-pub fn output_verdict(facts: &OutputFacts) -> Option<Verdict> {
+/// `None` when none matched. HTTP mode applies the same to a response body's lines;
+/// `place` says where the line was (`""`, or `" in the body"`).
+pub fn output_verdict(facts: &OutputFacts, place: &str) -> Option<Verdict> {
+    let said = |flag: &str, line: &str| format!("{flag} matched '{line}'{place}");
     if let Some(line) = &facts.stop_match {
-        return Some(Verdict::permanent(format!(
-            "output matched --stop-on-output: {line:?}"
-        )));
+        return Some(Verdict::permanent(said("--stop-on-output", line)));
     }
     if let Some(line) = &facts.retry_match {
-        return Some(Verdict::transient(format!(
-            "output matched --retry-on-output: {line:?}"
-        )));
+        return Some(Verdict::transient(said("--retry-on-output", line)));
     }
     let line = facts.success_match.as_ref()?;
-    Some(Verdict::success(format!(
-        "output matched --success-on-output: {line:?}"
-    )))
+    Some(Verdict::success(said("--success-on-output", line)))
 }
 
 /// The rules in force for a command run.
@@ -218,7 +214,7 @@ impl CommandRules {
         if let Some(directive) = &facts.control {
             return directive.verdict();
         }
-        if let Some(verdict) = output_verdict(facts) {
+        if let Some(verdict) = output_verdict(facts, "") {
             return verdict;
         }
         match end {

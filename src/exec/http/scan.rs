@@ -58,10 +58,7 @@ impl<'w> BodyScan<'w> {
             ..
         } = &mut self;
         lines.finish(|line| watch.observe(line, Stream::Stdout, facts));
-        output_verdict(&self.facts).map(|v| Verdict {
-            reason: v.reason.replacen("output matched", "the body matched", 1),
-            ..v
-        })
+        output_verdict(&self.facts, " in the body")
     }
 }
 
@@ -91,7 +88,7 @@ mod tests {
         assert!(
             verdict
                 .reason
-                .starts_with("the body matched --retry-on-output")
+                .starts_with("--retry-on-output matched 'busy' in the body")
         );
         let mut late = BodyScan::new(&w, 8);
         late.feed(&vec![b'x'; SCANNED]);
