@@ -343,3 +343,77 @@ fn a_directory_lock_excludes_flock_and_is_excluded_by_it() {
     assert_eq!(free.status, 0, "{}", free.stderr);
     assert!(dir.is_dir(), "the directory is left as it was");
 }
+
+/// The order headers are sent in, as README's table of differences from curl says:
+/// the same set, `Host` first and `-H` in the order given, the rest as listed there.
+#[test]
+fn header_order_is_what_the_readme_says_beside_curl() {
+    let args = |url: &str| {
+        [
+            "-s",
+            "-H",
+            "X-B: 1",
+            "-H",
+            "X-A: 2",
+            "-u",
+            "a:b",
+            "-d",
+            "x=1",
+            "-b",
+            "c=1",
+            "-e",
+            "http://r.test/",
+            url,
+        ]
+        .map(str::to_string)
+    };
+    let order = |program: &str| {
+        let server = Server::script(vec![Reply::ok("")]);
+        let url = server.url("/p");
+        let r = match program {
+            "curl" => Invocation::of("curl").args(args(&url)).run(),
+            _ => run(&args(&url).each_ref().map(String::as_str)),
+        };
+        assert_eq!(r.status, 0, "{program}: {}", r.stderr);
+        let request = server.requests().remove(0);
+        request
+            .headers
+            .iter()
+            .map(|(name, _)| name.to_ascii_lowercase())
+            .collect::<Vec<_>>()
+    };
+    let curl = order("curl");
+    let ours = order("retry");
+    let names = |list: &str| list.split(' ').map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        curl,
+        names(
+            "host authorization user-agent accept referer cookie x-b x-a content-length content-type"
+        )
+    );
+    assert_eq!(
+        ours,
+        names(
+            "host user-agent content-type referer cookie authorization x-b x-a accept content-length"
+        )
+    );
+    // The README, or the page of docs/ its differences from curl moved to.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    pages.extend(
+        std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path()),
+    );
+    let text: String = pages
+        .iter()
+        .filter_map(|page| std::fs::read_to_string(page).ok())
+        .collect();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| header order |"))
+        .expect("the docs list header order among the differences from curl");
+    let said = "`Host`, `User-Agent`, `Content-Type`, `Referer`, `Cookie`, `Authorization`, \
+                the `-H` headers, then `Accept` and `Content-Length`";
+    assert!(row.contains(said), "{row}");
+}
