@@ -91,6 +91,12 @@ fn signal_sends_the_named_signal_like_gnu_timeout() {
         script,
     );
     assert_eq!((ours.status, gnu.status), (3, 3), "{}", ours.stderr);
+    let dry = run(&["--dry-run", "-t", "1", "--signal", "INT", "--", "true"]);
+    assert!(
+        dry.stdout_text().contains("SIGINT (--signal)"),
+        "{}",
+        dry.stdout_text()
+    );
 }
 
 /// `--preserve-status`: a timed-out attempt exits with its own status, 128+15 for one

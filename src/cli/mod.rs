@@ -28,9 +28,10 @@ use crate::parse::{self, CodeSet};
 use crate::state::{self, Backend};
 use curl::{DataArg, ResolveEntry};
 pub use modes::{Mode, mode_of};
+pub use values::signal_value;
 use values::{
     MethodParser, continue_value, fleet_name_value, header_name_value, hook_value, job_name_value,
-    key_value, lease_ttl_value, metrics_listen_value, once_key_value, regex_value, signal_value,
+    key_value, lease_ttl_value, metrics_listen_value, once_key_value, regex_value,
 };
 
 const TIMING: &str = "Attempts and timing";

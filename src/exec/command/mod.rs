@@ -204,10 +204,23 @@ impl CommandExecutor {
         } else {
             profile.source
         };
-        vec![
+        let mut notes = vec![
             format!("profile:     {} ({picked})", profile.name),
             format!("stdin:       {}", self.stdin.describe()),
-        ]
+        ];
+        if self.timeout_signal != nix::sys::signal::Signal::SIGTERM || self.preserve_status {
+            let status = if self.preserve_status {
+                "its own status (--preserve-status)"
+            } else {
+                "124"
+            };
+            notes.push(format!(
+                "time limit:  {} (--signal), SIGKILL {} later; a timed-out attempt exits {status}, 137 if the SIGKILL was needed",
+                self.timeout_signal.as_str(),
+                crate::domain::human(self.kill_after)
+            ));
+        }
+        notes
     }
 
     /// The child's stdout or stderr: a temporary file when the stream is held but not
