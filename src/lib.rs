@@ -45,6 +45,7 @@ pub use cli::spellings::{SPELLINGS, Spelling, When};
 /// names, state records, HTTP header lines and wait headers), public for the
 /// property tests.
 pub mod parsers {
+    pub use crate::cli::signal_value as signal;
     pub use crate::parse::{attempts, duration, exit_codes, factor, positive_duration, statuses};
 
     /// `--lock` and `--state` targets, and `--once` marker file names.

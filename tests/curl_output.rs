@@ -337,16 +337,7 @@ fn retry_all_errors_does_not_repeat_a_post_without_a_key() {
 #[test]
 fn retry_family_is_retrys_own_schedule() {
     let url = "http://127.0.0.1:9/";
-    let curl_words = run(&[
-        "--dry-run",
-        "--retry",
-        "3",
-        "--retry-delay",
-        "2",
-        "--retry-max-time",
-        "30",
-        url,
-    ]);
+    let curl_words = run(&["--dry-run", "--retry", "3", "--retry-delay", "2", url]);
     let own_words = run(&[
         "--dry-run",
         "-a",
@@ -357,8 +348,6 @@ fn retry_family_is_retrys_own_schedule() {
         "constant",
         "-j",
         "none",
-        "--max-time",
-        "30",
         url,
     ]);
     assert_eq!(curl_words.status, 0);

@@ -64,6 +64,46 @@ fn echoed_values_are_escaped_in_every_line() {
     }
 }
 
+/// When a rule made an exit 0 a failure, the final line names the rule, with -q and in
+/// the GitHub annotation alike.
+#[test]
+fn the_last_line_names_the_rule_that_made_an_exit_0_a_failure() {
+    let expected = "gave up after 2 attempts: exit status 1 (the command exited 0, but \
+                    --retry-on-output matched 'busy')";
+    for quiet in [&[][..], &["-q"][..]] {
+        let out = retry()
+            .env("GITHUB_ACTIONS", "true")
+            .args(quiet)
+            .args(["-a", "2", "--delay", "1ms", "--retry-on-output", "busy"])
+            .args(["--", "echo", "busy"])
+            .run();
+        assert_eq!(out.status, 1, "{}", out.stderr);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert!(
+            lines.contains(&format!("::error title=retry::{expected}").as_str()),
+            "{quiet:?}: {}",
+            out.stderr
+        );
+        assert_eq!(
+            lines.last().copied(),
+            Some(format!("retry: {expected}").as_str()),
+            "{quiet:?}: {}",
+            out.stderr
+        );
+    }
+    let stopped = retry()
+        .args(["-a", "2", "--stop-on-output", "busy", "--", "echo", "busy"])
+        .run();
+    assert_eq!(
+        stopped.stderr.lines().last(),
+        Some(
+            "retry: permanent failure: --stop-on-output matched 'busy': exit status 1 (the command exited 0)"
+        ),
+        "{}",
+        stopped.stderr
+    );
+}
+
 /// Circuit `c` in the state directory `state`, opened by one failed run.
 fn on_circuit(state: &str) -> [&str; 6] {
     [

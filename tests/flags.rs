@@ -17,8 +17,10 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--factor", "1"),
     ("--jitter", "lots"),
     ("-j", "half"),
-    ("--timeout", "0"),
+    ("--timeout", "-1"),
     ("-t", "5 parsecs"),
+    ("--signal", "SIGFOO"),
+    ("--signal", "99"),
     ("--max-time", "1e400"),
     ("--seed", "abc"),
     ("--profile", "svn"),
@@ -161,6 +163,7 @@ const REFUSALS: &[(&[&str], &str)] = &[
     (&["--trace", "t", "http://127.0.0.1:9/"], "--trace"),
     (&["-fsSLZ", "http://127.0.0.1:9/"], "-Z (in -fsSLZ)"),
     (&["-o", "x", "true"], "-o/--output"),
+    (&["--retry-on-status", "503", "true"], "--retry-on-status"),
     (&["http://127.0.0.1:9/", "-o"], "-o/--output"),
     (
         &["http://127.0.0.1:9/", "http://127.0.0.1:9/b"],
@@ -262,13 +265,12 @@ const COMMAND_ONLY: &[&str] = &[
     "stop-on",
     "retry-on",
     "success-on",
-    "stop-on-output",
-    "retry-on-output",
-    "success-on-output",
     "stdin",
     "hold-stdout",
     "hold-stderr",
     "kill-after",
+    "signal",
+    "preserve-status",
 ];
 
 /// Options of both modes; every other option is a request option (HTTP mode).
@@ -320,6 +322,11 @@ const BOTH: &[&str] = &[
     "dry-run",
     "idempotency-key",
     "max-retry-after",
+    "stop-on-output",
+    "retry-on-output",
+    "success-on-output",
+    "retry-on-status",
+    "stop-on-status",
 ];
 
 /// A valid use of each option, by long name; `{dir}` is the run's own directory.
@@ -349,6 +356,8 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("hold-stdout", &["--hold-stdout"]),
     ("hold-stderr", &["--hold-stderr"]),
     ("kill-after", &["--kill-after", "1s"]),
+    ("signal", &["--signal", "INT"]),
+    ("preserve-status", &["--preserve-status"]),
     ("request", &["-X", "GET"]),
     ("header", &["-H", "X-Test: 1"]),
     ("data", &["-d", "a=b"]),
@@ -590,6 +599,19 @@ fn run_in(mode: Mode, args: &[&str], server: Option<&Server>) -> Refusal {
     }
 }
 
+/// Samples of options of both modes that command mode takes only with more: a status
+/// list judges the status a tool prints, so it needs a profile that reads one.
+const IN_COMMAND_MODE: &[(&str, &[&str])] = &[
+    (
+        "retry-on-status",
+        &["--retry-on-status", "503", "--profile", "curl"],
+    ),
+    (
+        "stop-on-status",
+        &["--stop-on-status", "404", "--profile", "curl"],
+    ),
+];
+
 fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
     let own = if COMMAND_ONLY.contains(&long) {
         vec![Mode::Command]
@@ -600,6 +622,10 @@ fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
     };
     let mut failures = Vec::new();
     for mode in [Mode::Command, Mode::Http] {
+        let sample = match IN_COMMAND_MODE.iter().find(|(name, _)| *name == long) {
+            Some((_, own)) if mode == Mode::Command => own,
+            _ => sample,
+        };
         let Refusal {
             status,
             stderr,

@@ -177,6 +177,25 @@ proptest! {
     }
 
     #[test]
+    fn signal_never_panics_and_explains_refusals(text in prop_oneof![
+        value_text(),
+        "(SIG|sig)?[A-Za-z]{1,6}",
+    ]) {
+        if let Err(msg) = parse::signal(&text) {
+            prop_assert!(msg.contains("expected a name such as TERM"), "{}", msg);
+        }
+    }
+
+    #[test]
+    fn signal_names_and_numbers_round_trip(n in 1i32..=31) {
+        let sig = nix::sys::signal::Signal::try_from(n).unwrap();
+        let short = sig.as_str().trim_start_matches("SIG");
+        for text in [sig.as_str().to_string(), short.to_ascii_lowercase(), n.to_string()] {
+            prop_assert_eq!(parse::signal(&text), Ok(sig));
+        }
+    }
+
+    #[test]
     fn factor_outside_the_range_is_refused(f in prop_oneof![-1e9f64..=1.0, 1000.0001f64..1e300]) {
         prop_assert!(parse::factor(&f.to_string()).is_err());
     }

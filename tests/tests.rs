@@ -35,6 +35,7 @@
 
 mod support;
 
+mod body_rules;
 mod command;
 mod completion;
 mod curl_edges;
@@ -57,5 +58,6 @@ mod props;
 mod readme;
 mod schedule;
 mod schedule_ops;
+mod side_by_side;
 mod tools;
 mod words;

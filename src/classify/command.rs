@@ -10,6 +10,7 @@ use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
 
 use super::control::Directive;
 use super::endings;
+use super::http;
 use super::profiles::{self, Otherwise, Profile, Row, Then, When};
 use crate::domain::{Class, ExitStatus, Signal, Verdict};
 use crate::parse::CodeSet;
@@ -78,6 +79,13 @@ pub struct OutputRules {
     pub success: Vec<Regex>,
 }
 
+impl OutputRules {
+    /// Whether any pattern is given.
+    pub fn any(&self) -> bool {
+        !(self.stop.is_empty() && self.retry.is_empty() && self.success.is_empty())
+    }
+}
+
 impl OutputWatch {
     pub fn new(rules: OutputRules, profile: &Profile) -> Result<Self, regex::Error> {
         let patterns = profile.phrase_patterns();
@@ -96,6 +104,23 @@ impl OutputWatch {
             status: profile.status_pattern.map(Regex::new).transpose()?,
             phrases,
         })
+    }
+
+    /// The output rules for `--dry-run`, in the order they are checked; `lines` says
+    /// whose lines they match.
+    pub fn describe(&self, lines: &str) -> Vec<String> {
+        let rows = [
+            (&self.stop, "--stop-on-output", "permanent"),
+            (&self.retry, "--retry-on-output", "transient"),
+            (&self.success, "--success-on-output", "success"),
+        ];
+        rows.iter()
+            .flat_map(|(patterns, flag, class)| {
+                patterns.iter().map(move |p| {
+                    format!("a line of {lines} matches {flag} {:?}: {class}", p.as_str())
+                })
+            })
+            .collect()
     }
 
     pub fn reads_stdout(&self) -> bool {
@@ -141,12 +166,31 @@ impl OutputWatch {
     }
 }
 
+/// Rules 1, 2 and 2a: what the output rules make of the lines seen, first match wins;
+/// `None` when none matched. HTTP mode applies the same to a response body's lines;
+/// `place` says where the line was (`""`, or `" in the body"`).
+pub fn output_verdict(facts: &OutputFacts, place: &str) -> Option<Verdict> {
+    let said = |flag: &str, line: &str| format!("{flag} matched '{line}'{place}");
+    if let Some(line) = &facts.stop_match {
+        return Some(Verdict::permanent(said("--stop-on-output", line)));
+    }
+    if let Some(line) = &facts.retry_match {
+        return Some(Verdict::transient(said("--retry-on-output", line)));
+    }
+    let line = facts.success_match.as_ref()?;
+    Some(Verdict::success(said("--success-on-output", line)))
+}
+
 /// The rules in force for a command run.
 #[derive(Clone, Debug)]
 pub struct CommandRules {
     pub stop_on: Option<CodeSet>,
     pub retry_on: Option<CodeSet>,
     pub success_on: Option<CodeSet>,
+    /// `--stop-on-status`, `--retry-on-status`: for the HTTP status the profile's tool
+    /// printed (curl -f), before the status table.
+    pub stop_on_status: Option<CodeSet>,
+    pub retry_on_status: Option<CodeSet>,
     pub profile: &'static Profile,
 }
 
@@ -170,14 +214,8 @@ impl CommandRules {
         if let Some(directive) = &facts.control {
             return directive.verdict();
         }
-        if let Some(line) = &facts.stop_match {
-            return Verdict::permanent(format!("output matched --stop-on-output: {line:?}"));
-        }
-        if let Some(line) = &facts.retry_match {
-            return Verdict::transient(format!("output matched --retry-on-output: {line:?}"));
-        }
-        if let Some(line) = &facts.success_match {
-            return Verdict::success(format!("output matched --success-on-output: {line:?}"));
+        if let Some(verdict) = output_verdict(facts, "") {
+            return verdict;
         }
         match end {
             CommandEnd::Exited(code) => self.classify_exit(*code, facts),
@@ -244,7 +282,11 @@ impl CommandRules {
             .iter()
             .find(|r| profiles::codes_contain(r.codes, code))
             .expect("generic rules cover 0..=255");
-        row_verdict(row, code, facts)
+        row_verdict(row, code, facts, self.status_lists())
+    }
+
+    fn status_lists(&self) -> (Option<&CodeSet>, Option<&CodeSet>) {
+        (self.stop_on_status.as_ref(), self.retry_on_status.as_ref())
     }
 
     fn profile_verdict(&self, code: ExitStatus, facts: &OutputFacts) -> Option<Verdict> {
@@ -254,7 +296,7 @@ impl CommandRules {
             .iter()
             .find(|row| profiles::codes_contain(row.codes, code) && condition_holds(row, facts));
         match matched {
-            Some(row) => Some(row_verdict(row, code, facts)),
+            Some(row) => Some(row_verdict(row, code, facts, self.status_lists())),
             None if profile.otherwise == Otherwise::Permanent => Some(Verdict::permanent(format!(
                 "{}: exit status {code} is not a temporary failure",
                 profile.name
@@ -264,13 +306,20 @@ impl CommandRules {
     }
 }
 
-/// The verdict of the row that matched `code`, with what stderr showed.
-fn row_verdict(row: &Row, code: ExitStatus, facts: &OutputFacts) -> Verdict {
+/// The verdict of the row that matched `code`, with what stderr showed; a status shown
+/// goes to the user's status `lists` before the table.
+fn row_verdict(
+    row: &Row,
+    code: ExitStatus,
+    facts: &OutputFacts,
+    lists: (Option<&CodeSet>, Option<&CodeSet>),
+) -> Verdict {
     let mut reason = with_code(row.why, code);
     let shown = facts.status.filter(|_| !matches!(row.when, When::Always));
     match (row.then, shown) {
         (Then::StatusTable, Some(status)) => {
-            let by_table = profiles::shown_status(status);
+            let by_table = http::listed_status(status, lists)
+                .unwrap_or_else(|| profiles::shown_status(status));
             reason.push_str(&format!(", stderr shows {}", by_table.reason));
             return Verdict::new(by_table.class, reason).limited(by_table.limit);
         }
@@ -325,6 +374,8 @@ mod tests {
             stop_on: None,
             retry_on: None,
             success_on: None,
+            stop_on_status: None,
+            retry_on_status: None,
             profile,
         }
     }

@@ -558,6 +558,28 @@ pub struct StatusFacts {
 }
 
 /// The HTTP rules in force for one run.
+/// `--stop-on-status` and `--retry-on-status` (in that order) for `status`; `None` when
+/// neither decides. Command mode applies them to the status a tool prints (curl -f).
+pub fn listed_status(
+    status: u16,
+    (stop_on, retry_on): (Option<&CodeSet>, Option<&CodeSet>),
+) -> Option<Verdict> {
+    let code = u32::from(status);
+    if stop_on.is_some_and(|s| s.contains(code)) {
+        return Some(Verdict::permanent(format!(
+            "HTTP {status} is in --stop-on-status"
+        )));
+    }
+    let set = retry_on?;
+    if set.contains(code) {
+        return Some(Verdict::transient(format!(
+            "HTTP {status} is in --retry-on-status"
+        )));
+    }
+    (status >= 400)
+        .then(|| Verdict::permanent(format!("HTTP {status} is not in --retry-on-status")))
+}
+
 #[derive(Clone, Debug)]
 pub struct HttpRules {
     pub retry_on_status: Option<CodeSet>,
@@ -596,21 +618,9 @@ impl HttpRules {
 
     fn status_class(&self, facts: &StatusFacts) -> Verdict {
         let status = facts.status;
-        let code = u32::from(status);
-        if self
-            .stop_on_status
-            .as_ref()
-            .is_some_and(|s| s.contains(code))
-        {
-            return Verdict::permanent(format!("HTTP {status} is in --stop-on-status"));
-        }
-        if let Some(set) = &self.retry_on_status {
-            if set.contains(code) {
-                return Verdict::transient(format!("HTTP {status} is in --retry-on-status"));
-            }
-            if status >= 400 {
-                return Verdict::permanent(format!("HTTP {status} is not in --retry-on-status"));
-            }
+        let lists = (self.stop_on_status.as_ref(), self.retry_on_status.as_ref());
+        if let Some(verdict) = listed_status(status, lists) {
+            return verdict;
         }
         match status_row(facts) {
             Some(row) => row.verdict(status),

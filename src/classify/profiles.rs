@@ -393,6 +393,13 @@ pub fn describe_generic() -> Vec<String> {
         .collect()
 }
 
+impl Profile {
+    /// Whether a row hands an HTTP status the tool printed to the status table.
+    pub fn shows_status(&self) -> bool {
+        self.rows.iter().any(|row| row.then == Then::StatusTable)
+    }
+}
+
 /// The profile for `--profile NAME`, or for the command's base name under `auto`.
 pub fn pick(name: ProfileName, program: &std::ffi::OsStr) -> &'static Profile {
     match name {

@@ -602,9 +602,6 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
             cli.jitter = JitterKind::None;
         }
     }
-    if let Some(budget) = cli.retry_max_time.filter(|d| !d.is_zero()) {
-        cli.max_time = Some(budget);
-    }
     // `-sv` is `-v`, as in curl: the verbose lines are what was asked for.
     if cli.silent && cli.verbose == 0 {
         let level = if cli.show_error { 1 } else { 2 };

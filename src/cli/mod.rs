@@ -29,6 +29,7 @@ use crate::parse::{self, CodeSet};
 use crate::state::{self, Backend};
 use curl::{DataArg, ResolveEntry};
 pub use modes::{Mode, mode_of};
+pub use values::signal_value;
 use values::{
     MethodParser, continue_value, exit_codes_value, fleet_name_value, header_name_value,
     hook_value, job_name_value, key_value, lease_ttl_value, metrics_listen_value, once_key_value,
@@ -130,8 +131,9 @@ pub struct Cli {
     /// In command mode the process group, and the processes that left it, get SIGTERM, then
     /// SIGKILL after --kill-after; if it was the last attempt, retry exits 124.
     ///
-    /// -m is curl's spelling of the same limit (curl's per-transfer --max-time).
-    #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::positive_duration, help_heading = TIMING)]
+    /// -m is curl's spelling of the same limit (curl's per-transfer --max-time). 0 means
+    /// no limit, as `timeout 0` and curl's -m 0.
+    #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
     /// Wall-clock budget for the attempts and the waits before and between them
@@ -175,21 +177,23 @@ pub struct Cli {
     /// An output line matching REGEX makes the attempt a permanent failure (repeatable)
     ///
     /// Lines of stdout and stderr are checked; this rule comes first. Output still streams
-    /// live and in order.
+    /// live and in order. In HTTP mode the response body's lines (its first MiB, decoded)
+    /// are checked, and a body a rule made a failure is never written.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub stop_on_output: Vec<regex::bytes::Regex>,
 
     /// An output line matching REGEX makes the attempt transient, even on exit 0 (repeatable)
     ///
     /// Lines of stdout and stderr are checked after --stop-on-output and before the exit
-    /// code rules.
+    /// code rules. In HTTP mode the response body's lines, before the status rules, e.g.
+    /// --retry-on-output ThrottlingException.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub retry_on_output: Vec<regex::bytes::Regex>,
 
     /// An output line matching REGEX makes the attempt a success, whatever its exit (repeatable)
     ///
     /// Checked after --retry-on-output and before the exit code rules, e.g.
-    /// --success-on-output '^Already up to date'.
+    /// --success-on-output '^Already up to date'. In HTTP mode the response body's lines.
     #[arg(long, value_name = "REGEX", value_parser = regex_value, help_heading = CLASSIFY)]
     pub success_on_output: Vec<regex::bytes::Regex>,
 
@@ -212,8 +216,23 @@ pub struct Cli {
     pub hold_stderr: bool,
 
     /// After --timeout's SIGTERM, wait this long before SIGKILL
+    ///
+    /// An attempt that needed the SIGKILL exits 137, as timeout(1) does (to exit code rules
+    /// it is still a timeout, 124); the log says "timed out after 1s, killed 5s later".
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "5s", value_parser = parse::duration, help_heading = PROCESS)]
     pub kill_after: Duration,
+
+    /// The signal --timeout sends first, e.g. --signal INT (GNU timeout's -s)
+    ///
+    /// A name (INT, SIGINT) or number. SIGCONT follows it, and SIGKILL after --kill-after.
+    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = signal_value, help_heading = PROCESS)]
+    pub signal: nix::sys::signal::Signal,
+
+    /// A timed-out attempt exits with its own status (128+N for signal N), not 124
+    ///
+    /// As GNU timeout's --preserve-status. Exit code rules still see 124.
+    #[arg(long, help_heading = PROCESS)]
+    pub preserve_status: bool,
 
     /// HTTP method; default GET, or POST when a body is given (PUT with -T)
     ///
@@ -277,10 +296,15 @@ pub struct Cli {
     pub retry_unsafe: bool,
 
     /// HTTP statuses that are retried (overrides the built-in classes)
+    ///
+    /// Every other status >= 400 is permanent. In command mode, the status curl -f (or
+    /// wget, git) prints on stderr, e.g. --retry-on-status 503 -- curl -fsS URL.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
     pub retry_on_status: Option<CodeSet>,
 
     /// HTTP statuses that stop at once (overrides the built-in classes)
+    ///
+    /// In command mode, the status curl -f (or wget, git) prints on stderr.
     #[arg(allow_hyphen_values = true, long, value_name = "LIST", value_parser = parse::statuses, help_heading = HTTP)]
     pub stop_on_status: Option<CodeSet>,
 
@@ -354,9 +378,11 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with_all = ["delay", "backoff"], value_parser = parse::duration, help_heading = CURL)]
     pub retry_delay: Option<Duration>,
 
-    /// curl's: the same as --max-time SECONDS
+    /// curl's: no retry starts once SECONDS have passed since the first attempt started
     ///
-    /// 0 means no budget, as in curl. Given with --max-time it is refused.
+    /// As in curl, an attempt in flight is not cut: it may run past the limit (-t/-m
+    /// limit an attempt, --max-time the whole run). A sleep that would end past it is
+    /// not started. 0 means no limit, as in curl. Given with --max-time it is refused.
     #[arg(allow_hyphen_values = true, long, value_name = "SECONDS", conflicts_with = "max_time", value_parser = parse::duration, help_heading = CURL)]
     pub retry_max_time: Option<Duration>,
 
@@ -377,8 +403,9 @@ pub struct Cli {
     /// the Last-Modified of the response that began it). A 206 is appended only when it
     /// carries that validator and its Content-Range runs from the end of the part to the
     /// length the first response declared; anything else fetches the whole body again. A
-    /// response without a validator or a length is not resumed. FILE appears only when
-    /// complete and exactly as long as declared.
+    /// response without a validator or a length is not resumed. A FILE already there is
+    /// resumed from on the first attempt, as curl does (Range from its length, no If-Range).
+    /// FILE appears only when complete and exactly as long as declared.
     #[arg(short = 'C', long, value_name = "-", allow_hyphen_values = true, value_parser = continue_value, help_heading = CURL)]
     pub continue_at: Option<String>,
     // ---- end of curl output options ----
@@ -528,6 +555,8 @@ pub struct Cli {
     pub unix_socket: Option<PathBuf>,
     // ---- end of curl request options ----
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
+    ///
+    /// A directory is locked itself, as flock(1) locks one.
     #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, value_parser = state::lock_target, help_heading = JOBS)]
     pub lock: Option<Backend>,
 

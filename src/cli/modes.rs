@@ -19,9 +19,18 @@ impl Mode {
     }
 }
 
-/// Options of both modes that sit under the HTTP heading (docs/internals.md, "Options
-/// that belong to one mode").
-const BOTH_MODES: &[&str] = &["idempotency_key", "max_retry_after"];
+/// Options of both modes that sit under a heading of one mode (docs/internals.md,
+/// "Options that belong to one mode"): in HTTP mode the output rules match the body, in
+/// command mode the status lists judge the status curl -f prints.
+const BOTH_MODES: &[&str] = &[
+    "idempotency_key",
+    "max_retry_after",
+    "stop_on_output",
+    "retry_on_output",
+    "success_on_output",
+    "retry_on_status",
+    "stop_on_status",
+];
 
 /// The one mode an option belongs to, from its help heading; `None` for both.
 pub fn mode_of(arg: &clap::Arg) -> Option<Mode> {

@@ -20,6 +20,7 @@ pub use self::request::{ACCEPT_ENCODINGS, Request};
 pub use self::upload::Payload;
 pub use self::write_out::{Piece, WriteOut};
 use super::KeyChoice;
+use crate::classify::command::OutputRules;
 use crate::cli::Cli;
 use crate::parse::CodeSet;
 
@@ -35,6 +36,9 @@ pub struct HttpConfig {
     pub retry_unsafe: bool,
     /// `--retry-all-errors`: every failure is transient if the request is safe to repeat.
     pub retry_all_errors: bool,
+    /// `--stop-on-output`, `--retry-on-output`, `--success-on-output`: matched against
+    /// the lines of a response body.
+    pub body_rules: OutputRules,
     /// `-o FILE` (or `-O`), checked; stdout without it.
     pub destination: Destination,
     pub output: OutputOptions,
@@ -52,6 +56,18 @@ impl HttpConfig {
         let output = OutputOptions::from_cli(&cli)?;
         let request = Request::from_cli(&cli, &url, key)?;
         let client = ClientSettings::from_cli(&cli, request.url.as_ref().ok())?;
+        let body_rules = OutputRules {
+            stop: cli.stop_on_output.clone(),
+            retry: cli.retry_on_output.clone(),
+            success: cli.success_on_output.clone(),
+        };
+        if output.resume && body_rules.any() {
+            anyhow::bail!(
+                "-C/--continue-at: cannot be used with --stop-on-output, --retry-on-output or \
+                 --success-on-output: a resumed body arrives in parts, and the rules judge a \
+                 whole one; drop -C - or the output rule"
+            );
+        }
         Ok(HttpConfig {
             url,
             request,
@@ -59,6 +75,7 @@ impl HttpConfig {
             stop_on_status: cli.stop_on_status.clone(),
             retry_unsafe: cli.retry_unsafe,
             retry_all_errors: cli.retry_all_errors,
+            body_rules,
             destination,
             output,
             include: cli.include,

@@ -191,7 +191,7 @@ impl TargetConfig {
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return Ok(TargetConfig::Command(Box::new(CommandConfig::from_cli(
                 cli,
-            ))));
+            )?)));
         }
         if let Some(extra) = cli.target.get(1) {
             anyhow::bail!(

@@ -20,8 +20,11 @@ pub fn from_cli(cli: &Cli, nested: bool) -> anyhow::Result<Policy> {
     Ok(Policy {
         // Only one layer retries: inside another retry, make one attempt and let it decide.
         attempts: if nested { 1 } else { cli.attempts },
-        timeout: cli.timeout,
+        // 0 is no limit, as `timeout 0` and curl's -m 0.
+        timeout: cli.timeout.filter(|d| !d.is_zero()),
         max_time: cli.max_time,
+        // curl's 0 is no limit.
+        retry_window: cli.retry_max_time.filter(|d| !d.is_zero()),
         schedule: schedule(cli)?,
         max_wait_hint: cli.max_retry_after,
         ignore_wait_hints: cli.ignore_retry_after,

@@ -107,6 +107,10 @@ pub enum Outcome {
     },
     Timeout {
         after_ms: u64,
+        /// The time limit's signal was not enough: `--kill-after`'s SIGKILL ended the
+        /// attempt this long after it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        killed_after_ms: Option<u64>,
     },
     NotRunnable {
         code: ExitStatus,
@@ -138,11 +142,14 @@ impl Outcome {
         match self {
             Outcome::Exit { code } => format!("exit status {code}"),
             Outcome::Signal { name, .. } => format!("killed by {name}"),
-            Outcome::Timeout { after_ms } => {
-                format!(
-                    "timed out after {}",
-                    human(Duration::from_millis(*after_ms))
-                )
+            Outcome::Timeout {
+                after_ms,
+                killed_after_ms,
+            } => {
+                let ms = |ms: u64| human(Duration::from_millis(ms));
+                let killed =
+                    killed_after_ms.map_or(String::new(), |k| format!(", killed {} later", ms(k)));
+                format!("timed out after {}{killed}", ms(*after_ms))
             }
             Outcome::NotRunnable { error, .. } | Outcome::NoResources { error } => error.clone(),
             Outcome::Http { status } => format!("HTTP {status}"),

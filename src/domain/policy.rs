@@ -12,6 +12,9 @@ pub struct Policy {
     pub attempts: u32,
     pub timeout: Option<Duration>,
     pub max_time: Option<Duration>,
+    /// curl's `--retry-max-time`: no attempt starts once this much has passed since the
+    /// first one started; an attempt in flight is never cut by it.
+    pub retry_window: Option<Duration>,
     pub schedule: Schedule,
     /// Longest server-requested wait to obey (`--max-retry-after`).
     pub max_wait_hint: Duration,
@@ -45,6 +48,7 @@ impl Default for Policy {
             attempts: 5,
             timeout: None,
             max_time: None,
+            retry_window: None,
             schedule: Schedule::default(),
             max_wait_hint: Duration::from_secs(300),
             ignore_wait_hints: false,

@@ -39,6 +39,14 @@ pub fn render(
         policy.timeout.map_or("none".into(), human),
         policy.max_time.map_or("none".into(), human)
     );
+    if let Some(window) = policy.retry_window {
+        let _ = writeln!(
+            out,
+            "retries:     none starts {} after the first attempt started (--retry-max-time); \
+             an attempt in flight is not cut",
+            human(window)
+        );
+    }
     if policy.ignore_wait_hints {
         let asked = if is_http {
             "Retry-After, RateLimit-Reset"

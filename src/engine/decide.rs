@@ -31,11 +31,54 @@ pub(super) fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, 
     }
 }
 
-/// What follows attempt `ctx.number`, which `report` tells of.
+/// The latest time an attempt may start, on the run's clock, and the flag that sets it:
+/// `--max-time`, or curl's `--retry-max-time` counted from the first attempt's start.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StartBy {
+    pub at: Duration,
+    pub flag: &'static str,
+    pub budget: Duration,
+}
+
+impl StartBy {
+    /// The sooner of `--max-time` and `--retry-max-time` (`first` is when attempt 1 started).
+    pub fn of(policy: &Policy, first: Duration) -> Option<StartBy> {
+        let max_time = policy.max_time.map(|budget| StartBy {
+            at: budget,
+            flag: "--max-time",
+            budget,
+        });
+        let window = policy.retry_window.map(|budget| StartBy {
+            at: first.saturating_add(budget),
+            flag: "--retry-max-time",
+            budget,
+        });
+        match (max_time, window) {
+            (Some(a), Some(b)) => Some(if b.at < a.at { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn left(&self, now: Duration) -> Duration {
+        self.at.saturating_sub(now)
+    }
+
+    /// `stopped: the --max-time budget of 3s ran out while waiting to retry`.
+    pub fn message(&self, detail: &str) -> String {
+        format!(
+            "stopped: the {} budget of {} {detail}",
+            self.flag,
+            human(self.budget)
+        )
+    }
+}
+
+/// What follows attempt `ctx.number`, which `report` tells of; no attempt starts past `start_by`.
 pub(super) fn decide(
     report: &AttemptReport,
     ctx: &AttemptContext,
     policy: &Policy,
+    start_by: Option<StartBy>,
     env: &mut Env<'_>,
     tally: &mut Tally,
     previous_delay: &mut Option<Duration>,
@@ -49,7 +92,8 @@ pub(super) fn decide(
     let retry = match tally.after(ctx.number, report.verdict.class, report.exit_code) {
         Step::Reached(reason, message) => return Next::Stop(reason, message),
         Step::Again { pause, progress } => {
-            return again(pause, progress, ctx, policy, env, tally, previous_delay);
+            let step = (pause, progress);
+            return again(step, ctx, policy, start_by, env, tally, previous_delay);
         }
         Step::Failed { retry } => retry,
     };
@@ -68,7 +112,8 @@ pub(super) fn decide(
     if policy.is_last(ctx.number) {
         return Next::Stop(StopReason::Attempts, tally.out_of_attempts(ctx.number));
     }
-    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
+    let now = env.clock.now();
+    let left = start_by.map(|s| (s, s.left(now)));
     let hint = report.wait_hint.as_ref().filter(|h| !h.wait.is_zero());
     if let Some(hint) = hint.filter(|_| !policy.ignore_wait_hints) {
         return obey_hint(hint, retry, policy, left, env.jitter.rng());
@@ -78,8 +123,8 @@ pub(super) fn decide(
         .delay(retry, *previous_delay, env.jitter.rng());
     *previous_delay = Some(delay);
     match left {
-        Some(left) if delay >= left => {
-            Next::Stop(StopReason::MaxTime, too_little_left(policy, left, delay))
+        Some((by, left)) if delay >= left => {
+            Next::Stop(StopReason::MaxTime, too_little_left(by, left, delay))
         }
         _ => Next::Sleep(delay),
     }
@@ -88,10 +133,10 @@ pub(super) fn decide(
 /// A success the goal wants more of: the sleep before the next attempt, unless the
 /// limit or `--max-time` ends the run first.
 fn again(
-    pause: Pause,
-    progress: String,
+    (pause, progress): (Pause, String),
     ctx: &AttemptContext,
     policy: &Policy,
+    start_by: Option<StartBy>,
     env: &mut Env<'_>,
     tally: &Tally,
     previous_delay: &mut Option<Duration>,
@@ -111,10 +156,10 @@ fn again(
             delay
         }
     };
-    let left = policy.max_time.map(|d| d.saturating_sub(env.clock.now()));
-    match left {
-        Some(left) if delay >= left => {
-            let message = too_little_left(policy, left, delay) + &tally.shortfall();
+    let now = env.clock.now();
+    match start_by.map(|s| (s, s.left(now))) {
+        Some((by, left)) if delay >= left => {
+            let message = too_little_left(by, left, delay) + &tally.shortfall();
             Next::Stop(StopReason::MaxTime, message)
         }
         _ => Next::Again(delay, progress),
@@ -122,13 +167,13 @@ fn again(
 }
 
 /// `stopped: the --max-time budget of 3s has 200ms left, less than the next 1s sleep`.
-pub(super) fn too_little_left(policy: &Policy, left: Duration, delay: Duration) -> String {
+pub(super) fn too_little_left(by: StartBy, left: Duration, delay: Duration) -> String {
     let detail = format!(
         "has {} left, less than the next {} sleep",
         human(left),
         human(delay)
     );
-    budget_message(policy, &detail)
+    by.message(&detail)
 }
 
 /// Waits as long as the server asked, plus a spread so that clients told the
@@ -137,7 +182,7 @@ fn obey_hint(
     hint: &WaitHint,
     retry: u32,
     policy: &Policy,
-    left: Option<Duration>,
+    left: Option<(StartBy, Duration)>,
     rng: &mut ChaCha8Rng,
 ) -> Next {
     if hint.wait > policy.max_wait_hint {
@@ -152,25 +197,26 @@ fn obey_hint(
             ),
         );
     }
-    if let Some(left) = left.filter(|left| hint.wait >= *left) {
+    if let Some((by, left)) = left.filter(|(_, left)| hint.wait >= *left) {
         return Next::Stop(
             StopReason::RetryAfterTooLong,
             format!(
-                "{} asked to wait {} ({}), longer than the {} left of --max-time",
+                "{} asked to wait {} ({}), longer than the {} left of {}",
                 hint.asked_by,
                 human(hint.wait),
                 hint.source,
-                human(left)
+                human(left),
+                by.flag
             ),
         );
     }
     let delay = policy.schedule.after_wait(hint.wait, retry, rng);
-    Next::Sleep(left.map_or(delay, |left| {
+    Next::Sleep(left.map_or(delay, |(_, left)| {
         delay.min(left.saturating_sub(Duration::from_millis(1)))
     }))
 }
 
-pub(super) fn budget_message(policy: &Policy, detail: &str) -> String {
+fn budget_message(policy: &Policy, detail: &str) -> String {
     let budget = policy.max_time.map(human).unwrap_or_default();
     format!("stopped: the --max-time budget of {budget} {detail}")
 }

@@ -77,6 +77,8 @@ struct Loop<'p> {
     /// from the distribution this retry's delay came from.
     drawn_after: Option<Duration>,
     tally: Tally,
+    /// When the first attempt started, on the run's clock (`--retry-max-time` counts from it).
+    first_started: Option<Duration>,
 }
 
 impl<'p> Loop<'p> {
@@ -89,6 +91,7 @@ impl<'p> Loop<'p> {
             previous_delay: None,
             drawn_after: None,
             tally: Tally::new(policy.goal),
+            first_started: None,
         }
     }
 
@@ -103,6 +106,7 @@ impl<'p> Loop<'p> {
         let policy = self.policy;
         // The clock counts from the run's start: what ran before the loop is already spent.
         let now = env.clock.now();
+        self.first_started.get_or_insert(now);
         let budget_left = policy.max_time.map(|d| d.saturating_sub(now));
         let ctx = AttemptContext {
             number,
@@ -125,6 +129,7 @@ impl<'p> Loop<'p> {
             &report,
             &ctx,
             policy,
+            self.start_by(),
             env,
             &mut self.tally,
             &mut self.previous_delay,
@@ -133,6 +138,11 @@ impl<'p> Loop<'p> {
         self.records
             .push(record_of(number, (started_at, duration), &report, &next));
         Ok((report, next))
+    }
+
+    /// The latest time the next attempt may start.
+    fn start_by(&self) -> Option<decide::StartBy> {
+        decide::StartBy::of(self.policy, self.first_started.unwrap_or_default())
     }
 
     /// A failure retried after `delay`: the sleep with `--on-retry` beside it, then
@@ -145,6 +155,7 @@ impl<'p> Loop<'p> {
         delay: Duration,
     ) -> Result<(), End> {
         let (policy, deadline) = (self.policy, self.policy.max_time);
+        let start_by = self.start_by();
         let record = self.records.last().expect("the attempt is recorded");
         env.events.event(Event::AttemptFailed {
             record,
@@ -160,14 +171,14 @@ impl<'p> Loop<'p> {
         };
         let sleep_ends = env.clock.now() + delay;
         sleep_with_hook(env, &facts, record.number + 1).map_err(stopped_while_sleeping)?;
-        if deadline.is_some_and(|d| env.clock.now() >= d) {
-            // The sleep ends before --max-time; what runs past it is the hook.
-            let during = if deadline.is_some_and(|d| sleep_ends < d) {
+        if let Some(by) = start_by.filter(|by| env.clock.now() >= by.at) {
+            // The sleep ends before the budget; what runs past it is the hook.
+            let during = if sleep_ends < by.at {
                 "ran out during the --on-retry hook"
             } else {
                 "ran out while waiting to retry"
             };
-            let message = decide::budget_message(policy, during);
+            let message = by.message(during);
             return Err((report.exit_code, StopReason::MaxTime, message));
         }
         let asked = budget::Asked {
@@ -198,9 +209,8 @@ impl<'p> Loop<'p> {
         env.sleeper
             .sleep(delay, record.number.saturating_add(1))
             .map_err(stopped_while_sleeping)?;
-        if policy.max_time.is_some_and(|d| env.clock.now() >= d) {
-            let message =
-                decide::budget_message(policy, "ran out while waiting for the next attempt");
+        if let Some(by) = self.start_by().filter(|by| env.clock.now() >= by.at) {
+            let message = by.message("ran out while waiting for the next attempt");
             let message = format!("{message}{}", tally.shortfall());
             return Err((tally.short_exit(), StopReason::MaxTime, message));
         }

@@ -208,6 +208,25 @@ fn max_time_cuts_timeouts_and_refuses_late_sleeps() {
 }
 
 #[test]
+fn retry_max_time_never_cuts_an_attempt_and_starts_none_past_it() {
+    let mut p = policy(10, JitterKind::None);
+    p.retry_window = Some(Duration::from_millis(3500));
+    let mut h = Harness::new(vec![fail(1)]);
+    let s = h.run(&p);
+    // Three attempts and two sleeps take 3.3s: the next 4s sleep would end past 3.5s.
+    assert_eq!(
+        (s.stopped_because, s.attempts.len(), s.exit_code.code()),
+        (StopReason::MaxTime, 3, 1)
+    );
+    assert!(h.exec.seen.iter().all(|c| c.timeout.is_none()));
+    assert!(
+        s.message.contains("--retry-max-time budget of 3.5s"),
+        "{}",
+        s.message
+    );
+}
+
+#[test]
 fn budget_cut_is_told_apart_from_timeout() {
     let secs = |s| Some(Duration::from_secs(s));
     assert!(!budget_limits(secs(1), None));

@@ -231,7 +231,12 @@ impl Tree {
     /// now (a stopped one acts on SIGTERM only once continued), and SIGKILL at
     /// `kill_at`, or at an earlier deadline already set.
     pub fn terminate(&self, kill_at: Instant) {
-        self.send(&[Signal::SIGTERM, Signal::SIGCONT]);
+        self.terminate_with(Signal::SIGTERM, kill_at);
+    }
+
+    /// As [`terminate`](Tree::terminate), with `sig` in place of SIGTERM (`--signal`).
+    pub fn terminate_with(&self, sig: Signal, kill_at: Instant) {
+        self.send(&[sig, Signal::SIGCONT]);
         self.kill_by(kill_at);
     }
 

@@ -148,6 +148,29 @@ fn pump(
     })
 }
 
+/// Lines of a stream that arrives in chunks, split as a command's output is (on `\n` or
+/// `\r`, the first 64 KiB of a line): HTTP mode scans a response body with it.
+#[derive(Default)]
+pub struct Lines {
+    line: Vec<u8>,
+    overlong: bool,
+}
+
+impl Lines {
+    /// Hands `each` every line `chunk` completes.
+    pub fn feed(&mut self, chunk: &[u8], each: impl FnMut(&[u8])) {
+        scan(chunk, &mut self.line, &mut self.overlong, each);
+    }
+
+    /// Hands `each` the last line, if the stream did not end with a line break.
+    pub fn finish(&mut self, mut each: impl FnMut(&[u8])) {
+        if !self.line.is_empty() {
+            each(&self.line);
+        }
+        self.line.clear();
+    }
+}
+
 /// Splits `chunk` into lines (on `\n` or `\r`), carrying a partial line over.
 fn scan(chunk: &[u8], line: &mut Vec<u8>, overlong: &mut bool, mut each: impl FnMut(&[u8])) {
     for piece in chunk.split_inclusive(|&b| b == b'\n' || b == b'\r') {

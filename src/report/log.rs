@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::domain::{
-    AttemptRecord, Class, Event, Events, Hold, LogConfig, RunSummary, StopReason, human, of_limit,
-    one_line, rfc3339_millis,
+    AttemptRecord, Class, Event, Events, Hold, LogConfig, Outcome, RunSummary, StopReason, human,
+    of_limit, one_line, rfc3339_millis,
 };
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -359,12 +359,32 @@ impl Events for Logger {
 /// nothing the stop message already says.
 fn last_cause(summary: &RunSummary) -> Option<String> {
     let last = summary.attempts.last()?;
+    if let Some(ended) = ended_well_by_itself(last) {
+        // A rule made it a failure: name the rule, unless the message already does.
+        if summary.message.contains(&last.reason) {
+            return Some(ended);
+        }
+        return Some(format!("{ended}, but {}", last.reason));
+    }
     let mut cause = last.outcome.describe();
     if cause == format!("exit status {}", summary.exit_code) {
         cause = last.reason.clone();
     }
     let said = cause.is_empty() || summary.message.contains(&cause);
     (!said).then_some(cause)
+}
+
+/// How a failed attempt ended when that alone would have been a success (exit 0, an
+/// HTTP status below 400): a rule made it a failure.
+fn ended_well_by_itself(last: &AttemptRecord) -> Option<String> {
+    if last.class == Class::Success {
+        return None;
+    }
+    match &last.outcome {
+        Outcome::Exit { code } if code.is_success() => Some("the command exited 0".into()),
+        Outcome::Http { status } if *status < 400 => Some(format!("HTTP {status}")),
+        _ => None,
+    }
 }
 
 /// The last line of a run that did not succeed: why it stopped, the exit status and

@@ -61,7 +61,7 @@ impl Backend {
 }
 
 /// What `--lock` and `--state` accept, for error messages.
-const LOCK_ACCEPTS: &str = "expected a file path or postgres://USER@HOST:PORT/DB#NAME";
+const LOCK_ACCEPTS: &str = "expected a file or directory path or postgres://USER@HOST:PORT/DB#NAME";
 const STATE_ACCEPTS: &str = "expected a directory or postgres://USER@HOST:PORT/DB";
 
 /// Parses a lock or state target. Pure and total: every input gives `Ok` or `Err`.
@@ -103,10 +103,6 @@ pub fn lock_target(text: &str) -> Result<Backend, String> {
     match &target {
         Backend::Postgres(pg) if pg.name.is_none() => Err(format!(
             "{pg} names no lock; add #NAME, e.g. {pg}#nightly-report"
-        )),
-        Backend::File(path) if text.ends_with('/') => Err(format!(
-            "{} is a directory path; expected a lock file path",
-            path.display()
         )),
         Backend::Postgres(pg) => {
             let name = pg.name.as_deref().unwrap_or_default();
@@ -249,7 +245,10 @@ mod tests {
         assert!(parse_lock_target("postgres://u@h/db#job").is_ok());
         assert_refused(parse_state_target("postgres://u@h/db#job"), "--state", &[]);
         assert!(parse_state_target("postgres://u@h/db").is_ok());
-        assert_refused(parse_lock_target("/tmp/dir/"), "--lock", &["directory"]);
+        assert!(
+            parse_lock_target("/tmp/dir/").is_ok(),
+            "a directory is locked, as by flock(1)"
+        );
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn usage_errors_are_125_and_name_the_flag() {
         (vec!["--retry-on", "1-x", &job], "--retry-on"),
         (vec!["--stop-on", "300", &job], "--stop-on"),
         (vec!["--stop-on-output", "(", &job], "--stop-on-output"),
-        (vec!["--timeout", "0", &job], "--timeout"),
+        (vec!["--timeout", "-1", &job], "--timeout"),
         (vec!["--no-such-flag", &job], "--no-such-flag"),
     ] {
         let r = run(&bad);

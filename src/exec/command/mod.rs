@@ -47,6 +47,9 @@ pub struct CommandExecutor {
     holding: Holding,
     held: HeldOutput,
     kill_after: Duration,
+    /// `--signal`: what the time limit sends first.
+    timeout_signal: nix::sys::signal::Signal,
+    preserve_status: bool,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
     /// we are in its foreground.
@@ -86,6 +89,8 @@ impl CommandExecutor {
                 stop_on: inputs.stop_on,
                 retry_on: inputs.retry_on,
                 success_on: inputs.success_on,
+                stop_on_status: inputs.stop_on_status,
+                retry_on_status: inputs.retry_on_status,
                 profile,
             },
             watch: needs_watch.then(|| Arc::new(watch)),
@@ -96,6 +101,8 @@ impl CommandExecutor {
             },
             held: HeldOutput::default(),
             kill_after: config.kill_after,
+            timeout_signal: config.timeout_signal,
+            preserve_status: config.preserve_status,
             info: info.clone(),
             foreground,
             stop_patterns,
@@ -133,6 +140,18 @@ impl CommandExecutor {
         if let Some(s) = &self.rules.retry_on {
             out.push(format!(
                 "exit status in --retry-on {s}: transient; any other non-zero exit: permanent"
+            ));
+        }
+        if let Some(s) = &self.rules.stop_on_status {
+            out.push(format!(
+                "{}'s failure showing an HTTP status in --stop-on-status {s}: permanent",
+                self.rules.profile.name
+            ));
+        }
+        if let Some(s) = &self.rules.retry_on_status {
+            out.push(format!(
+                "{}'s failure showing an HTTP status in --retry-on-status {s}: transient; any other status >= 400: permanent",
+                self.rules.profile.name
             ));
         }
         if let Some(s) = &self.rules.success_on {
@@ -185,10 +204,23 @@ impl CommandExecutor {
         } else {
             profile.source
         };
-        vec![
+        let mut notes = vec![
             format!("profile:     {} ({picked})", profile.name),
             format!("stdin:       {}", self.stdin.describe()),
-        ]
+        ];
+        if self.timeout_signal != nix::sys::signal::Signal::SIGTERM || self.preserve_status {
+            let status = if self.preserve_status {
+                "its own status (--preserve-status)"
+            } else {
+                "124"
+            };
+            notes.push(format!(
+                "time limit:  {} (--signal), SIGKILL {} later; a timed-out attempt exits {status}, 137 if the SIGKILL was needed",
+                self.timeout_signal.as_str(),
+                crate::domain::human(self.kill_after)
+            ));
+        }
+        notes
     }
 
     /// The child's stdout or stderr: a temporary file when the stream is held but not
@@ -229,7 +261,10 @@ impl CommandExecutor {
         if let Some(sig) = supervised.interrupted_by {
             verdict = endings::INTERRUPTED_COMMAND.verdict(&[("signal", &sig.name())]);
         }
-        let (outcome, exit_code) = outcome(end, supervised.ran);
+        let (outcome, exit_code) = match (end, ctx.timeout) {
+            (CommandEnd::TimedOut, Some(limit)) => self.timed_out(limit, supervised),
+            _ => outcome(end, supervised.ran),
+        };
         // A failed attempt never reports success to the caller, even when the command exited 0.
         let exit_code = if exit_code.is_success() && verdict.class != Class::Success {
             ExitStatus::FAILURE
@@ -245,6 +280,23 @@ impl CommandExecutor {
         report.interrupted_by = supervised.interrupted_by;
         report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
         report
+    }
+
+    /// An attempt the time limit `limit` stopped: 124 as timeout(1) exits, its own status
+    /// under `--preserve-status`, and 137 when `--kill-after`'s SIGKILL was needed.
+    fn timed_out(&self, limit: Duration, supervised: &Supervised) -> (Outcome, ExitStatus) {
+        let own = supervised.own_status.unwrap_or(ExitStatus::TIMEOUT);
+        let killed = own.signal() == Some(crate::domain::Signal::new(nix::libc::SIGKILL));
+        let status = if self.preserve_status || killed {
+            own
+        } else {
+            ExitStatus::TIMEOUT
+        };
+        let outcome = Outcome::Timeout {
+            after_ms: limit.as_millis() as u64,
+            killed_after_ms: supervised.killed_later.map(|d| d.as_millis() as u64),
+        };
+        (outcome, status)
     }
 
     /// The attempt's process: argv, the RETRY_* variables, and its descriptors.
@@ -360,6 +412,7 @@ fn outcome(end: &CommandEnd, ran: Duration) -> (Outcome, ExitStatus) {
         CommandEnd::TimedOut => (
             Outcome::Timeout {
                 after_ms: ran.as_millis() as u64,
+                killed_after_ms: None,
             },
             ExitStatus::TIMEOUT,
         ),
@@ -431,6 +484,7 @@ impl Executor for CommandExecutor {
         let tree = procs::Tree::new(pid, before);
         let supervised = Supervisor {
             tree: &tree,
+            timeout_signal: self.timeout_signal,
             kill_after: self.kill_after,
             signal_grace: self.kill_after,
             foreground: self.foreground,

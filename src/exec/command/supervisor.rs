@@ -27,6 +27,11 @@ pub(crate) struct Supervised {
     /// The run's lock was lost while the process ran, and it was ended for that.
     pub lock_lost: bool,
     pub ran: Duration,
+    /// A timed-out process's own status (its exit code, or 128+N for signal N), which
+    /// `--preserve-status` exits with.
+    pub own_status: Option<ExitStatus>,
+    /// How long after the timeout's signal the SIGKILL of `--kill-after` ended it.
+    pub killed_later: Option<Duration>,
 }
 
 /// Waits for one attempt's (or hook's) main process, enforcing its time limit,
@@ -36,6 +41,8 @@ pub(crate) struct Supervised {
 /// one deadline: the earliest that any cause set.
 pub(crate) struct Supervisor<'a> {
     pub tree: &'a Tree,
+    /// What the time limit sends first (`--signal`, SIGTERM unless given).
+    pub timeout_signal: Signal,
     pub kill_after: Duration,
     /// How long a process that got retry's stopping signal has before SIGKILL.
     pub signal_grace: Duration,
@@ -57,6 +64,8 @@ pub(crate) fn lost_lock_grace(kill_after: Duration) -> Duration {
 #[derive(Default)]
 struct Seen {
     timed_out: bool,
+    /// When the time limit's signal went, and the SIGKILL it set was due.
+    timed_out_at: Option<(Instant, Option<Instant>)>,
     forwarded: Option<domain::Signal>,
     faulted: bool,
     lock_lost: bool,
@@ -71,10 +80,17 @@ impl Supervisor<'_> {
         loop {
             match waitpid(pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED)) {
                 Ok(WaitStatus::Exited(_, code)) => {
-                    let end = CommandEnd::Exited(ExitStatus::from_wait(code));
-                    return Ok(self.ended(end, &seen, start));
+                    let code = ExitStatus::from_wait(code);
+                    // Stopped by the time limit however it ended: exit 124 to every rule.
+                    let end = if seen.timed_out {
+                        CommandEnd::TimedOut
+                    } else {
+                        CommandEnd::Exited(code)
+                    };
+                    return Ok(self.ended(end, &seen, start, (code, false)));
                 }
                 Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    let killed = sig == Signal::SIGKILL;
                     let sig = domain::Signal::new(sig as i32);
                     let end = if seen.timed_out {
                         CommandEnd::TimedOut
@@ -89,7 +105,8 @@ impl Supervisor<'_> {
                     if typed {
                         seen.forwarded = Some(sig);
                     }
-                    return Ok(self.ended(end, &seen, start));
+                    let own = (ExitStatus::of_signal(sig), killed);
+                    return Ok(self.ended(end, &seen, start, own));
                 }
                 Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
                 Ok(_) => {}
@@ -134,7 +151,9 @@ impl Supervisor<'_> {
         let stopping = seen.lock_lost || seen.forwarded.is_some();
         if !seen.timed_out && !stopping && deadline.is_some_and(|d| now >= d) {
             seen.timed_out = true;
-            self.tree.terminate(now + self.kill_after);
+            self.tree
+                .terminate_with(self.timeout_signal, now + self.kill_after);
+            seen.timed_out_at = Some((now, self.tree.kill_at()));
         }
         self.tree.escalate(now);
         [deadline.filter(|_| !seen.timed_out), self.tree.kill_at()]
@@ -146,13 +165,29 @@ impl Supervisor<'_> {
             .clamp(Duration::from_millis(1), Duration::from_secs(1))
     }
 
-    fn ended(&self, end: CommandEnd, seen: &Seen, start: Instant) -> Supervised {
+    /// `own` is the process's status as a shell sees it, and whether SIGKILL ended it.
+    fn ended(
+        &self,
+        end: CommandEnd,
+        seen: &Seen,
+        start: Instant,
+        (own, killed): (ExitStatus, bool),
+    ) -> Supervised {
+        // A SIGKILL the time limit's escalation sent, not one --signal KILL sent at once.
+        let killed_later = match seen.timed_out_at {
+            Some((at, Some(kill_at))) if killed && self.timeout_signal != Signal::SIGKILL => {
+                Some(kill_at.saturating_duration_since(at))
+            }
+            _ => None,
+        };
         Supervised {
             end,
             timed_out: seen.timed_out,
             interrupted_by: seen.forwarded,
             lock_lost: seen.lock_lost,
             ran: start.elapsed(),
+            own_status: seen.timed_out.then_some(own),
+            killed_later,
         }
     }
 
@@ -188,6 +223,7 @@ mod tests {
         let tree = Tree::new(Pid::from_raw(pid), procs::Before::now());
         let supervised = Supervisor {
             tree: &tree,
+            timeout_signal: Signal::SIGTERM,
             kill_after: Duration::from_millis(10),
             signal_grace: Duration::from_millis(10),
             foreground: false,

@@ -15,7 +15,9 @@ use super::output::{Body, HeldResponse};
 use super::redirect::{Follow, Hop};
 use super::request::{describe_headers, display_url, with_host_first};
 use super::resume::{Asked, Resume};
+use super::scan::BodyScan;
 use super::writeout::Transfer;
+use crate::classify::command::OutputWatch;
 use crate::classify::{http::HttpRules, http::Transport, wait};
 use crate::config::{http::Destination, http::Payload, http::Request};
 use crate::domain::{Class, Verdict, WaitHint, human};
@@ -57,6 +59,8 @@ pub struct Exchange<'a> {
     pub transfer: &'a RefCell<Transfer>,
     /// Send `Host` first (HTTP/1.1; HTTP/2 carries the host as `:authority`).
     pub host_first: bool,
+    /// The output rules, when given: every body is read and its lines judged.
+    pub body_watch: Option<&'a OutputWatch>,
 }
 
 impl Exchange<'_> {
@@ -83,21 +87,19 @@ impl Exchange<'_> {
                 report::verbose(1, &note)
             });
         let verdict = self.rules.status(&facts);
-        let held = if verdict.class == Class::Success {
-            match self.receive(&mut response, &heads, appending).await {
-                Ok(body) => HeldResponse::Body(body),
-                Err(failure) => return failure,
+        let judged = match self.body_watch {
+            Some(watch) => {
+                self.judge_body(&mut response, &heads, watch, verdict, status)
+                    .await
             }
-        } else if self.fail_with_body && status >= 400 {
-            match self.receive(&mut response, &heads, false).await {
-                Ok(body) => HeldResponse::FailedBody(body),
-                Err(failure) => return failure,
+            None => {
+                self.hold(&mut response, &heads, appending, verdict, status)
+                    .await
             }
-        } else {
-            HeldResponse::Failed {
-                status,
-                excerpt: read_excerpt(&mut response).await,
-            }
+        };
+        let (verdict, held) = match judged {
+            Ok(judged) => judged,
+            Err(failure) => return failure,
         };
         let hint = hint.filter(|_| verdict.class == Class::Transient);
         if let Some(hint) = &hint {
@@ -116,6 +118,59 @@ impl Exchange<'_> {
             hint,
             held,
         }
+    }
+
+    /// The body held as the status's verdict says: the whole of a success (or of a
+    /// failure, for --fail-with-body), the start of any other failure.
+    async fn hold(
+        &self,
+        response: &mut Response,
+        heads: &[u8],
+        appending: bool,
+        verdict: Verdict,
+        status: u16,
+    ) -> Result<(Verdict, HeldResponse), Attempted> {
+        let held = if verdict.class == Class::Success {
+            HeldResponse::Body(self.receive(response, heads, appending, None).await?)
+        } else if self.fail_with_body && status >= 400 {
+            HeldResponse::FailedBody(self.receive(response, heads, false, None).await?)
+        } else {
+            HeldResponse::Failed {
+                status,
+                excerpt: read_excerpt(response).await,
+            }
+        };
+        Ok((verdict, held))
+    }
+
+    /// Under the output rules: every body is read whole and its lines judged, as a
+    /// command's output is; a rule that matched overrides the status's verdict, and a
+    /// body judged a failure is held only as an excerpt (or whole, for --fail-with-body).
+    async fn judge_body(
+        &self,
+        response: &mut Response,
+        heads: &[u8],
+        watch: &OutputWatch,
+        by_status: Verdict,
+        status: u16,
+    ) -> Result<(Verdict, HeldResponse), Attempted> {
+        let mut scan = BodyScan::new(watch, EXCERPT_BYTES);
+        let body = self
+            .receive(response, heads, false, Some(&mut scan))
+            .await?;
+        let start = std::mem::take(&mut scan.start);
+        let verdict = scan.verdict().unwrap_or(by_status);
+        let held = if verdict.class == Class::Success {
+            HeldResponse::Body(body)
+        } else if self.fail_with_body && status >= 400 {
+            HeldResponse::FailedBody(body)
+        } else {
+            HeldResponse::Failed {
+                status,
+                excerpt: output::excerpt(&start, EXCERPT_CHARS),
+            }
+        };
+        Ok((verdict, held))
     }
 
     /// Whether the answer to a request for the rest may be appended: anything but a
@@ -200,9 +255,10 @@ impl Exchange<'_> {
             .request(hop.method.clone(), hop.url.clone())
             .headers(headers);
         if let Some(rest) = asked {
-            request = request
-                .header(RANGE, format!("bytes={}-", rest.from))
-                .header(IF_RANGE, rest.validator.clone());
+            request = request.header(RANGE, format!("bytes={}-", rest.from));
+            if let Some(validator) = &rest.validator {
+                request = request.header(IF_RANGE, validator.clone());
+            }
         }
         match &hop.body {
             Some(Payload::Bytes(bytes)) => request = request.body(bytes.clone()),
@@ -234,6 +290,7 @@ impl Exchange<'_> {
         response: &mut Response,
         heads: &[u8],
         appending: bool,
+        mut scan: Option<&mut BodyScan<'_>>,
     ) -> Result<Body, Attempted> {
         // A spool that cannot spill is retry's own failure; a file that cannot be written is curl's 23.
         let local =
@@ -273,6 +330,9 @@ impl Exchange<'_> {
                 }
             };
             self.transfer.borrow_mut().size_download += chunk.len() as u64;
+            if let Some(scan) = scan.as_deref_mut() {
+                scan.feed(&chunk);
+            }
             match (&mut body, resume) {
                 (Some(body), _) => body.write(&chunk).map_err(local)?,
                 (None, Some(resume)) => resume.write(&chunk).map_err(local)?,

@@ -13,6 +13,7 @@ mod output;
 mod redirect;
 mod request;
 mod resume;
+mod scan;
 mod tls;
 mod writeout;
 
@@ -21,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use reqwest::Url;
 
+use crate::classify::command::OutputWatch;
+use crate::classify::profiles;
 use crate::classify::{endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, wait};
 use crate::config::{
     RunInfo, http::Destination, http::HttpConfig, http::HttpVersion, http::OutputOptions,
@@ -62,12 +65,19 @@ pub struct HttpExecutor {
     curl_notes: Vec<String>,
     /// `Host` goes first: every request but HTTP/2 with prior knowledge may be HTTP/1.1.
     host_first: bool,
+    /// The output rules, matched against each response body's lines.
+    body_watch: Option<OutputWatch>,
 }
 
 impl HttpExecutor {
     /// Builds the client on this thread's runtime; `info` holds the run's idempotency key.
     pub fn new(config: HttpConfig, info: &RunInfo) -> anyhow::Result<Self> {
         let rules = rules(&config);
+        let body_watch = config
+            .body_rules
+            .any()
+            .then(|| OutputWatch::new(config.body_rules.clone(), &profiles::GENERIC))
+            .transpose()?;
         let spec = config.request.with_run_key(&info.idempotency_key)?;
         // reqwest is built without a default crypto provider; another part of
         // the program may have installed it already, which is just as good.
@@ -99,6 +109,7 @@ impl HttpExecutor {
             output: Box::new(config.output),
             transfer: Box::default(),
             ending: (ExitStatus::SUCCESS, String::new(), 0),
+            body_watch,
             host_first: !matches!(
                 config.client.version,
                 HttpVersion::Http2 {
@@ -113,6 +124,9 @@ impl HttpExecutor {
         let mut out = Vec::new();
         if let Err(e) = &self.spec.url {
             out.push(format!("{}: permanent (exit 3)", one_line(e)));
+        }
+        if let Some(watch) = &self.body_watch {
+            out.extend(watch.describe("the response body (its first MiB)"));
         }
         out.extend(self.rules.describe());
         out.push(format!(
@@ -329,6 +343,11 @@ impl HttpExecutor {
             return Ok(self.transport_report(Transport::UnsupportedProtocol, message));
         }
         self.log_request(&url);
+        if let (1, Some(resume)) = (ctx.number, &self.resume) {
+            resume.adopt(&self.destination).map_err(|e| {
+                anyhow::anyhow!("-C/--continue-at: cannot read the -o file to resume from: {e}")
+            })?;
+        }
         let exchange = Exchange {
             client: &self.client,
             spec: &self.spec,
@@ -341,6 +360,7 @@ impl HttpExecutor {
             resume: self.resume.as_ref(),
             transfer: &self.transfer,
             host_first: self.host_first,
+            body_watch: self.body_watch.as_ref(),
         };
         let started = Instant::now();
         let ended = crate::wait::runtime().block_on(attempt_within(exchange, ctx.timeout));
@@ -368,8 +388,14 @@ impl HttpExecutor {
             Ended::TimedOut => {
                 let (verdict, exit_code) = self.rules.transport(Transport::Timeout);
                 let after_ms = started.elapsed().as_millis() as u64;
-                let mut report =
-                    AttemptReport::new(Outcome::Timeout { after_ms }, verdict, exit_code);
+                let mut report = AttemptReport::new(
+                    Outcome::Timeout {
+                        after_ms,
+                        killed_after_ms: None,
+                    },
+                    verdict,
+                    exit_code,
+                );
                 report.budget_expired = ctx.timeout_is_budget;
                 report
             }

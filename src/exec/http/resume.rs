@@ -36,13 +36,16 @@ struct Partial {
     validator: Option<Validator>,
     /// The first response's declared length: what the whole body must come to.
     total: Option<u64>,
+    /// The part is an `-o` file that was there before the run: nothing says what
+    /// version it is, so the rest is asked for without If-Range, as curl asks.
+    existing: bool,
 }
 
 /// What a request for the rest asks for.
 pub struct Asked {
     pub from: u64,
-    /// What If-Range carries.
-    pub validator: HeaderValue,
+    /// What If-Range carries; none for a file that was there before the run.
+    pub validator: Option<HeaderValue>,
 }
 
 /// The part kept between attempts. Lives in the executor, so an attempt stopped
@@ -53,25 +56,70 @@ pub struct Resume {
 }
 
 impl Resume {
+    /// Takes an `-o` file that is there before the first attempt as the part received,
+    /// as curl's `-C -` does: a copy beside it is completed, and put in its place only whole.
+    pub fn adopt(&self, destination: &Destination) -> io::Result<()> {
+        let Destination::File { path, .. } = destination else {
+            return Ok(());
+        };
+        let mut existing = match std::fs::File::open(path) {
+            Ok(file) if file.metadata()?.is_file() && file.metadata()?.len() > 0 => file,
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let Body::File(mut file) = super::output::holder(destination)? else {
+            return Ok(());
+        };
+        let len = io::copy(&mut existing, &mut file)?;
+        report::verbose(
+            1,
+            &format!(
+                "resuming: {} has {len} bytes; asking for the rest",
+                path.display()
+            ),
+        );
+        *self.slot.borrow_mut() = Some(Partial {
+            file,
+            len,
+            validator: None,
+            total: None,
+            existing: true,
+        });
+        Ok(())
+    }
+
     /// The rest to ask for, when a part is kept that can be checked and completed.
     pub fn range(&self) -> Option<Asked> {
         let slot = self.slot.borrow();
         let part = slot.as_ref()?;
+        if part.existing {
+            return Some(Asked {
+                from: part.len,
+                validator: None,
+            });
+        }
         let total = part.total?;
         (part.len > 0 && part.len < total).then_some(())?;
         Some(Asked {
             from: part.len,
-            validator: part.validator.as_ref()?.value.clone(),
+            validator: Some(part.validator.as_ref()?.value.clone()),
         })
     }
 
     /// Whether `response` to a request for the rest is exactly that rest of the
     /// same version; says why not at `-v`.
     pub fn fits(&self, response: &Response, asked: &Asked) -> bool {
-        let slot = self.slot.borrow();
-        let Some(part) = slot.as_ref() else {
+        let mut slot = self.slot.borrow_mut();
+        let Some(part) = slot.as_mut() else {
             return false;
         };
+        if part.existing {
+            // The 206 names the total; from here on it is checked as any kept part.
+            let headers = response.headers();
+            part.total = content_range(headers).map(|(_, _, total)| total);
+            part.validator = validator(headers);
+        }
         let why_not = mismatch(part, response.headers(), asked.from);
         if let Some(why) = &why_not {
             report::verbose(
@@ -105,6 +153,9 @@ impl Resume {
                     self.len()
                 ),
             );
+            if let Some(part) = self.slot.borrow_mut().as_mut() {
+                part.existing = false;
+            }
             return Ok(());
         }
         let Body::File(file) = super::output::holder(destination)? else {
@@ -116,6 +167,7 @@ impl Resume {
             len: 0,
             validator: validator(headers),
             total: number(headers, CONTENT_LENGTH),
+            existing: false,
         });
         Ok(())
     }
@@ -157,7 +209,9 @@ fn mismatch(part: &Partial, headers: &HeaderMap, from: u64) -> Option<String> {
     let (Some(validator), Some(total)) = (&part.validator, part.total) else {
         return Some("nothing to check it against".into());
     };
-    if headers.get(&validator.header) != Some(&validator.value) {
+    // A file there before the run has no validator of its own: the 206 gives the one
+    // later attempts send.
+    if !part.existing && headers.get(&validator.header) != Some(&validator.value) {
         let got = headers.get(&validator.header).map_or("none".into(), |v| {
             String::from_utf8_lossy(v.as_bytes()).into_owned()
         });

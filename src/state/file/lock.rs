@@ -8,7 +8,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::SystemTime;
@@ -118,7 +118,8 @@ impl FileLock {
 }
 
 /// Opens (creating) a `--lock` file. One created by another user may be read-only to
-/// us; flock works on it all the same.
+/// us; flock works on it all the same. A directory is opened read-only, as flock(1)
+/// opens one, and locked itself.
 fn open_lock_file(path: &Path) -> anyhow::Result<File> {
     let opened = OpenOptions::new()
         .read(true)
@@ -127,6 +128,10 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
         .truncate(false)
         .open(path);
     let opened = match opened {
+        Err(e) if e.kind() == ErrorKind::IsADirectory => OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_DIRECTORY)
+            .open(path),
         Err(e)
             if matches!(
                 e.kind(),
@@ -137,11 +142,7 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
         }
         other => other,
     };
-    let file = opened.with_context(|| format!("cannot open lock file {}", path.display()))?;
-    if file.metadata()?.is_dir() {
-        anyhow::bail!("{} is a directory, not a lock file", path.display());
-    }
-    Ok(file)
+    opened.with_context(|| format!("cannot open lock file {}", path.display()))
 }
 
 impl Lock for FileLock {
