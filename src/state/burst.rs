@@ -3,13 +3,13 @@
 //! so that none stays open while a command, a hook, a sleep, a hold or a lock wait's
 //! pause runs ([`idle`]); a call made outside any burst is a burst of its own. A burst
 //! also says how long a call that the server refuses for want of capacity asks again
-//! ([`Patience`]).
+//! ([`Patience`]). What each store keeps open, and how it is found again, is the store's
+//! own: it hands the burst only a way to close it ([`KeptOpen`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
+use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
-
-use super::postgres;
 
 /// How long a call that the server refuses for want of capacity asks again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -115,9 +115,34 @@ pub fn idle<T>(wait: impl FnOnce() -> T) -> T {
     out
 }
 
+/// What a networked store keeps open between the calls of a burst (a connection).
+pub(in crate::state) trait KeptOpen {
+    /// Closes it; the next call opens it again.
+    fn close(&self);
+}
+
+thread_local! {
+    /// What this thread's stores keep open, as they told [`keep_open`].
+    static KEPT: RefCell<Vec<Weak<dyn KeptOpen>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Closes `kept` whenever this thread's outermost burst ends or a wait begins, for as
+/// long as its store holds it.
+pub(in crate::state) fn keep_open(kept: Weak<dyn KeptOpen>) {
+    KEPT.with_borrow_mut(|all| {
+        all.retain(|k| k.strong_count() > 0);
+        all.push(kept);
+    });
+}
+
 /// Closes what each networked store keeps open for a burst.
 fn close_idle() {
-    postgres::db::close_all();
+    // Upgraded first: closing may drop the last holder, which must find `KEPT` free.
+    let kept: Vec<Rc<dyn KeptOpen>> =
+        KEPT.with_borrow(|all| all.iter().filter_map(Weak::upgrade).collect());
+    for open in kept {
+        open.close();
+    }
 }
 
 #[cfg(test)]

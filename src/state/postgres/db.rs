@@ -33,7 +33,7 @@ use super::tls::tls_config;
 use super::url::{PgTarget, SslMode};
 use crate::domain::{Interrupted, Stop, human};
 use crate::report;
-use crate::state::burst::{self, Patience};
+use crate::state::burst::{self, KeptOpen, Patience};
 use crate::state::{NoAnswer, Refused};
 use crate::wait::{self, Bound, Ended, Pauses};
 
@@ -448,15 +448,6 @@ thread_local! {
     static OPEN: RefCell<HashMap<String, Weak<Db>>> = RefCell::new(HashMap::new());
 }
 
-/// Closes every connection of this thread.
-pub(in crate::state) fn close_all() {
-    let open: Vec<Rc<Db>> =
-        OPEN.with(|open| open.borrow().values().filter_map(Weak::upgrade).collect());
-    for db in open {
-        db.close();
-    }
-}
-
 impl Db {
     /// This thread's connection to `target`'s server (opened by the first call).
     pub fn open(target: &PgTarget) -> Rc<Db> {
@@ -471,6 +462,7 @@ impl Db {
                 key: key.clone(),
             });
             open.insert(key, Rc::downgrade(&db));
+            burst::keep_open(Rc::<Db>::downgrade(&db));
             db
         })
     }
@@ -517,7 +509,9 @@ impl Db {
     fn is_open(&self) -> bool {
         self.conn.try_borrow().map_or(true, |c| c.live.is_some())
     }
+}
 
+impl KeptOpen for Db {
     fn close(&self) {
         if let Ok(mut conn) = self.conn.try_borrow_mut() {
             wait::runtime().block_on(conn.close());
