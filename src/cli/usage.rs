@@ -98,7 +98,7 @@ fn context(err: &clap::Error, kind: ContextKind) -> Option<String> {
     }
 }
 
-/// "-a/--attempts" for clap's "--attempts <N>"; the operand as `COMMAND|URL`.
+/// "-a/--attempts" for clap's `--attempts <N>`; the operand as `COMMAND|URL`.
 fn flag(cmd: &Command, shown: &str) -> String {
     let word = shown.split([' ', '=']).next().unwrap_or(shown);
     let word = word.trim_end_matches('.');

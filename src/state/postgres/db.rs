@@ -437,7 +437,7 @@ impl Drop for Turn<'_> {
 
 /// The synchronous face of a connection for the run's thread: one per server and
 /// thread, shared by the lock, the markers and the fleet state, on the thread's runtime
-/// (`wait::runtime`). It is open only during a burst (see [`Burst`](crate::state::Burst)).
+/// ([`wait::runtime`]). It is open only during a burst (see [`Burst`](crate::state::Burst)).
 pub struct Db {
     conn: RefCell<Conn>,
     key: String,
