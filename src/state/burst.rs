@@ -177,4 +177,36 @@ mod tests {
         assert_eq!(soon.deadline(began, timeout), Some(began + timeout));
         assert_eq!(Patience::None.deadline(began, timeout), None);
     }
+
+    /// Counts how often a burst closed it.
+    struct Counted(Cell<u32>);
+
+    impl KeptOpen for Counted {
+        fn close(&self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    #[test]
+    fn what_a_store_keeps_open_is_closed_by_the_outermost_burst_and_a_wait_while_it_is_held() {
+        let kept = Rc::new(Counted(Cell::new(0)));
+        keep_open(Rc::<Counted>::downgrade(&kept));
+        {
+            let _outer = Burst::begin();
+            drop(Burst::begin());
+            assert_eq!(kept.0.get(), 0, "an inner burst closes nothing");
+            idle(|| ());
+            assert_eq!(kept.0.get(), 1, "a wait closes it");
+        }
+        assert_eq!(kept.0.get(), 2, "so does the outermost burst's end");
+        drop(kept);
+        drop(Burst::begin());
+        assert_eq!(
+            KEPT.with_borrow(Vec::len),
+            1,
+            "a dropped one is only forgotten later"
+        );
+        keep_open(Rc::<Counted>::downgrade(&Rc::new(Counted(Cell::new(0)))));
+        assert_eq!(KEPT.with_borrow(Vec::len), 1, "when another is kept");
+    }
 }
