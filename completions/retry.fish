@@ -1,4 +1,4 @@
-# fish completion for retry, written from the clap definition in src/cli.rs (do not
+# fish completion for retry, written from the clap definition in src/cli/ (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
 # then that command's own completion (complete -C). After a URL, retry's options again

@@ -2,7 +2,7 @@
 //! they cannot drift from `--help`. The man page's EXIT STATUS, ENVIRONMENT and
 //! EXAMPLES sections come from the same tables as `--help`'s epilogue (`cli`); the
 //! committed copies in `completions/` and `man/` are checked by `tests/generated.rs`.
-//! bash, zsh and fish completions are written by `completion`, which knows where the
+//! bash, zsh and fish completions are written by [`completion`], which knows where the
 //! target starts; elvish and PowerShell come from clap_complete.
 
 mod completion;

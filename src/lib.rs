@@ -49,7 +49,7 @@ pub mod parsers {
     pub use crate::parse::{attempts, duration, exit_codes, factor, positive_duration, statuses};
 
     /// `--lock` and `--state` targets, and `--once` marker file names.
-    pub mod jobs {
+    pub mod state {
         pub use crate::state::readers::{check_key, escape_key, key_from_file_name};
         pub use crate::state::{Backend, parse_lock_target, parse_state_target, parse_target};
     }

@@ -1,4 +1,4 @@
-//! The binary: it makes the process fit for `retry::run` (the standard descriptors
+//! The binary: it makes the process fit for [`retry::run`](retry::run) (the standard descriptors
 //! open, the inherited signals recorded, SIGPIPE ignored, a panic made exit 125),
 //! hands it the arguments and exits with the status it returns. Nothing else.
 

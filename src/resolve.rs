@@ -1,7 +1,7 @@
 //! Host names to addresses as the system resolves them under `hosts: files dns`, for
 //! HTTP targets, proxies and PostgreSQL hosts alike: the C library's `getaddrinfo`, and
 //! with glibc its NSS `hosts` database set to `files dns` whatever /etc/nsswitch.conf
-//! says (`sys::configure_name_lookup`; other systems' resolvers as they are set), so a name in
+//! says ([`sys::configure_name_lookup`](crate::sys::configure_name_lookup); other systems' resolvers as they are set), so a name in
 //! /etc/hosts is answered from there alone and other names go to the nameservers of
 //! /etc/resolv.conf with its `search`, `ndots`, `timeout`, `attempts` and `rotate`, in
 //! RFC 6724 order (and /etc/gai.conf's), as `getent ahosts` shows them.
@@ -11,7 +11,7 @@
 //! cannot be interrupted: it runs on a thread of its own, and a lookup that its caller
 //! stops waiting for (a deadline, a signal) is abandoned; the thread ends when glibc's
 //! own timeouts end it, or with the process. Bounding the wait is the caller's (see
-//! `wait::within`); `localhost` and `*.localhost` not listed in /etc/hosts are loopback
+//! [`wait::within`](crate::wait::within())); `localhost` and `*.localhost` not listed in /etc/hosts are loopback
 //! here (RFC 6761) rather than a question to a nameserver.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

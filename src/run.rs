@@ -398,7 +398,7 @@ fn final_report(
 }
 
 /// Says why a run ended before (or after) its attempts, as the run's last line; a
-/// scheduled slot says it in its own end line instead (`schedule::outcome`).
+/// scheduled slot says it in its own end line instead (the `outcome` module of [`crate::schedule`]).
 fn last_word(slot: Option<&SlotRun>, message: &str) {
     if slot.is_none() {
         report::notice(message);

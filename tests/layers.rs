@@ -1,20 +1,26 @@
-//! The crate's layers point one way. The module graph of `src/` is built from the
-//! source text: a folder or a file directly under `src/` is one module, an edge is a
-//! `crate::X` path in one module naming another (in `use crate::{a, b::c}` groups, each
-//! item of the group), and test code (`#[cfg(test)]` items, `tests.rs` files),
-//! comments and string literals are left out. The graph must have no cycle, and the
-//! bottom layers, `domain` and `sys`, must import nothing of the crate; only `sys` (and
-//! `main`) names an operating system or C library (`target_os`, `target_env`). Beside it:
-//! clap's `Cli` stays in `cli/`, `config/`, `generate`, `main` and `lib`; only the
-//! storage layer, `state/`, names a backend (a folder under `src/state/`, a variant of
-//! its `Backend`, or a crate only a backend uses, such as `tokio_postgres`); and the time
-//! libraries retry no longer uses (chrono, httpdate) stay out of Cargo.toml.
+//! The crate's layers point one way, at every depth. Each file under `src/` is read as
+//! Rust tokens (proc-macro2's lexer: comments are gone, strings are literals) and is one
+//! module (`state/postgres/db.rs` is `state::postgres::db`, a `mod.rs` is its folder's);
+//! its `crate::`, `super::` and `self::` paths, in code and inside macros (each item of
+//! a `{…}` group), are its imports, `#[cfg(test)]` items and `tests.rs` files left out.
+//! An import counts between the two sibling modules whose subtrees hold the importer
+//! and the imported (the top-level modules, or two files of one folder), and these
+//! edges must have no cycle. The top-level modules import only downward in the table of
+//! CONTRIBUTING.md ("The layers of `src/`"), whose bottom layers, `domain` and `sys`,
+//! import nothing of the crate. Beside it: only `sys` (and `main`) names an operating
+//! system or C library (`target_os`, `target_env`); clap's `Cli` stays in `cli/`,
+//! `config/`, `generate`, `main` and `lib`; only the storage layer, `state/`, names a
+//! backend (a folder under `src/state/`, a variant of its `Backend`, or a crate only a
+//! backend uses, such as `tokio_postgres`); and the time libraries retry no longer uses
+//! (chrono, httpdate) stay out of Cargo.toml.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Modules and the modules each one imports.
+use proc_macro2::{Delimiter, Group, Spacing, TokenStream, TokenTree};
+
+/// Modules (`a::b`) and the sibling modules each one imports.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// Where `Cli`, clap's definition, may be named.
@@ -30,16 +36,42 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// One file of `src/`: its module's path and its tokens.
+struct Source {
+    file: PathBuf,
+    module: Vec<String>,
+    tokens: TokenStream,
+}
+
+impl Source {
+    fn top(&self) -> &str {
+        &self.module[0]
+    }
+
+    /// A module of tests (`tests.rs`), whose imports are no layer's.
+    fn is_tests(&self) -> bool {
+        self.file.file_name().is_some_and(|n| n == "tests.rs")
+    }
+}
+
 #[test]
-fn the_module_graph_of_src_has_no_cycle_and_domain_is_the_bottom() {
-    let graph = graph(&src_modules());
-    let drawn = draw(&graph);
+fn no_modules_of_src_import_each_other_in_a_cycle_at_any_depth() {
+    let graph = graph(&sources(&manifest_dir().join("src")));
     if let Some(cycle) = find_cycle(&graph) {
+        let folder = parent(&cycle[0]);
         panic!(
-            "the modules of src/ import each other in a cycle: {}\n\n{drawn}",
-            cycle.join(" -> ")
+            "modules of src/ import each other in a cycle: {}\n\n{}",
+            cycle.join(" -> "),
+            draw(&graph, folder)
         );
     }
+}
+
+#[test]
+fn the_top_level_modules_import_only_downward_in_contributing_s_table() {
+    let graph = graph(&sources(&manifest_dir().join("src")));
+    let table = layer_table(&read(&manifest_dir().join("CONTRIBUTING.md")));
+    let drawn = draw(&graph, "");
     for bottom in ["domain", "sys"] {
         let imports = &graph[bottom];
         assert!(
@@ -47,19 +79,31 @@ fn the_module_graph_of_src_has_no_cycle_and_domain_is_the_bottom() {
             "{bottom} is a bottom layer and imports nothing of the crate, but imports {imports:?}\n\n{drawn}"
         );
     }
+    let rank = |module: &str| {
+        table.iter().position(|m| m == module).unwrap_or_else(|| {
+            panic!("src/{module} is in no row of CONTRIBUTING.md's layer table {table:?}")
+        })
+    };
+    let upward: Vec<String> = graph
+        .iter()
+        .filter(|(module, _)| parent(module).is_empty())
+        .flat_map(|(module, imports)| imports.iter().map(move |i| (module, i)))
+        .filter(|(module, import)| rank(import) > rank(module))
+        .map(|(module, import)| format!("{module} -> {import}"))
+        .collect();
+    assert!(
+        upward.is_empty(),
+        "imports up CONTRIBUTING.md's layer table (a module imports only the rows above \
+         its own, or what comes before it in its row): {upward:?}\n\n{drawn}"
+    );
 }
 
 #[test]
 fn only_sys_names_a_system() {
-    let strays: Vec<String> = src_modules()
-        .into_iter()
-        .filter(|(module, _)| module != "sys" && module != "main")
-        .flat_map(|(_, files)| files)
-        .filter(|file| {
-            identifiers(&code_only(&read(file))).any(|w| w == "target_os" || w == "target_env")
-        })
-        .map(|file| file.display().to_string())
-        .collect();
+    let strays = files_naming(
+        |s| !["sys", "main"].contains(&s.top()),
+        |word| word == "target_os" || word == "target_env",
+    );
     assert!(
         strays.is_empty(),
         "a system is named outside src/sys: {strays:?}; put what differs there, behind one face"
@@ -68,13 +112,7 @@ fn only_sys_names_a_system() {
 
 #[test]
 fn clap_s_cli_stays_with_the_command_line() {
-    let strays: Vec<String> = src_modules()
-        .into_iter()
-        .filter(|(module, _)| !CLI_MAY_APPEAR_IN.contains(&module.as_str()))
-        .flat_map(|(_, files)| files)
-        .filter(|file| identifiers(&code_only(&read(file))).any(|word| word == "Cli"))
-        .map(|file| file.display().to_string())
-        .collect();
+    let strays = files_naming(|s| !CLI_MAY_APPEAR_IN.contains(&s.top()), |w| w == "Cli");
     assert!(
         strays.is_empty(),
         "`Cli` is named outside {CLI_MAY_APPEAR_IN:?}: {strays:?}; nothing after `config` sees clap"
@@ -84,12 +122,13 @@ fn clap_s_cli_stays_with_the_command_line() {
 #[test]
 fn only_the_storage_layer_names_a_backend() {
     let src = manifest_dir().join("src");
-    let backends = Backends::of(&src.join(STORAGE));
+    let sources = sources(&src);
+    let backends = Backends::of(&src, &sources);
     assert!(
         backends.modules.contains(&"postgres".to_string()) && backends.variants.len() >= 2,
         "the backends of src/{STORAGE}/ are not where this test looks for them: {backends:?}"
     );
-    let strays = backend_names_outside_storage(&modules(&src), &backends);
+    let strays = backend_names_outside_storage(&sources, &backends);
     assert!(
         strays.is_empty(),
         "only src/{STORAGE}/ names a backend (its modules {:?}, the variants {:?} of Backend, \
@@ -102,10 +141,22 @@ fn only_the_storage_layer_names_a_backend() {
 }
 
 #[test]
+fn the_time_libraries_retry_left_stay_out_of_cargo_toml() {
+    let manifest = read(&manifest_dir().join("Cargo.toml"));
+    for line in manifest.lines() {
+        let key = line.split(['=', '#']).next().unwrap_or_default().trim();
+        let key = key.trim_start_matches('[').trim_end_matches(']');
+        let key = key.rsplit('.').next().unwrap_or(key);
+        assert!(
+            !GONE.contains(&key),
+            "Cargo.toml names {key}: jiff is the one time library (humantime for durations)\n{line}"
+        );
+    }
+}
+
+#[test]
 fn a_backend_is_found_by_its_module_variant_or_crate_in_code_only() {
-    let tree = tempfile::tempdir().unwrap();
-    let src = tree.path().join("src");
-    let files: &[(&str, &str)] = &[
+    let src = tree(&[
         (
             "state/mod.rs",
             "mod file;\nmod redis;\npub enum Backend {\n    File(PathBuf),\n    #[doc = \"x\"]\n    Redis { url: String },\n}\n",
@@ -130,18 +181,14 @@ fn a_backend_is_found_by_its_module_variant_or_crate_in_code_only() {
             "d.rs",
             "use crate::state :: file :: fencing;\nuse crate::state::Backend::*;\n",
         ),
-    ];
-    for (path, text) in files {
-        let path = src.join(path);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
-    let backends = Backends::of(&src.join(STORAGE));
+    ]);
+    let sources = sources(src.path());
+    let backends = Backends::of(src.path(), &sources);
     assert_eq!(backends.modules, ["file", "redis"]);
     assert_eq!(backends.variants, ["File", "Redis"]);
-    let found: Vec<String> = backend_names_outside_storage(&modules(&src), &backends)
+    let found: Vec<String> = backend_names_outside_storage(&sources, &backends)
         .iter()
-        .map(|line| line.replace(&format!("{}/", src.display()), ""))
+        .map(|line| line.replace(&format!("{}/", src.path().display()), ""))
         .collect();
     assert_eq!(
         found,
@@ -155,24 +202,8 @@ fn a_backend_is_found_by_its_module_variant_or_crate_in_code_only() {
 }
 
 #[test]
-fn the_time_libraries_retry_left_stay_out_of_cargo_toml() {
-    let manifest = read(&manifest_dir().join("Cargo.toml"));
-    for line in manifest.lines() {
-        let key = line.split(['=', '#']).next().unwrap_or_default().trim();
-        let key = key.trim_start_matches('[').trim_end_matches(']');
-        let key = key.rsplit('.').next().unwrap_or(key);
-        assert!(
-            !GONE.contains(&key),
-            "Cargo.toml names {key}: jiff is the one time library (humantime for durations)\n{line}"
-        );
-    }
-}
-
-#[test]
-fn the_graph_is_read_from_paths_in_code_only() {
-    let tree = tempfile::tempdir().unwrap();
-    let src = tree.path().join("src");
-    let files: &[(&str, &str)] = &[
+fn the_graph_is_read_from_paths_in_code_at_every_depth() {
+    let src = tree(&[
         ("lib.rs", "mod a;\nmod b;\nmod c;\nuse crate::a::thing;\n"),
         (
             "a.rs",
@@ -180,224 +211,104 @@ fn the_graph_is_read_from_paths_in_code_only() {
         ),
         (
             "b/mod.rs",
-            "pub mod inner;\n#[cfg(test)]\nmod tests {\n    use crate::a;\n}\n",
+            "pub mod inner;\nmod one;\nmod two;\npub use two::Two;\n#[cfg(test)]\nmod tests {\n    use crate::a;\n}\n",
         ),
         (
             "b/inner.rs",
-            "pub fn g() { crate::c::h(); }\n/* crate::a /* nested */ */\n",
+            "pub fn g() { crate::c::h(); crate::b::Two::new(); }\n/* crate::a /* nested */ */\n",
         ),
+        (
+            "b/one.rs",
+            "use super::two::x;\nfn f() { format!(\"{}\", super::inner::g()); }\n",
+        ),
+        ("b/two.rs", "pub(in crate::b) fn x() {}\n"),
         ("b/tests.rs", "use crate::a;\n"),
         (
             "c.rs",
-            "#[cfg(test)]\nuse crate::a;\npub fn h() { let r = r#\"crate::a\"#; let l: &'static str = \"\"; }\n",
+            "#[cfg(test)]\nuse crate::a;\nimpl C {\n    #[cfg(test)]\n    fn t() { crate::a::f() }\n}\npub fn h() { let r = r#\"crate::a\"#; let l: &'static str = \"\"; }\n",
         ),
-    ];
-    for (path, text) in files {
-        let path = src.join(path);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
-    let graph = graph(&modules(&src));
+    ]);
+    let graph = graph(&sources(src.path()));
     let edges: Vec<(&str, &str)> = graph
         .iter()
         .flat_map(|(from, to)| to.iter().map(move |t| (from.as_str(), t.as_str())))
         .collect();
-    assert_eq!(edges, [("a", "b"), ("a", "c"), ("b", "c"), ("lib", "a")]);
+    assert_eq!(
+        edges,
+        [
+            ("a", "b"),
+            ("a", "c"),
+            ("b", "c"),
+            ("b::inner", "b::two"),
+            ("b::one", "b::inner"),
+            ("b::one", "b::two"),
+            ("lib", "a")
+        ]
+    );
     assert_eq!(find_cycle(&graph), None);
-    let mut cyclic = graph.clone();
-    cyclic.get_mut("c").unwrap().insert("a".into());
-    let cycle = find_cycle(&cyclic).expect("a -> c -> a");
-    assert_eq!(cycle.first(), cycle.last());
-    assert!(cycle.contains(&"a".to_string()) && cycle.contains(&"c".to_string()));
-    let drawn = draw(&graph);
+    let drawn = draw(&graph, "");
     assert!(drawn.contains("layer 0: c"), "{drawn}");
     assert!(drawn.contains("a -> b c"), "{drawn}");
+    assert!(!drawn.contains("inner"), "one folder drawn: {drawn}");
+
+    fs::write(src.path().join("b/two.rs"), "use super::one::y;\n").unwrap();
+    let cycle = find_cycle(&graph_of(src.path())).expect("b::one -> b::two -> b::one");
+    assert_eq!(cycle.first(), cycle.last());
+    assert!(cycle.contains(&"b::one".to_string()) && cycle.contains(&"b::two".to_string()));
 }
 
-/// What names a backend outside the storage layer: a folder under it (a backend's
-/// module), a variant of its `Backend`, or one of [`BACKEND_CRATES`].
-#[derive(Debug)]
-struct Backends {
-    modules: Vec<String>,
-    variants: Vec<String>,
+#[test]
+fn the_layer_table_is_read_row_by_row_in_order() {
+    let contributing = "## The layers of `src/`\n\n| layer | modules | what |\n|---|---|---|\n\
+                        | bottom | `domain`, `sys` | `x` |\n| top | `run`, then `main` | y |\n\n\
+                        | other | `table` |\n";
+    assert_eq!(layer_table(contributing), ["domain", "sys", "run", "main"]);
 }
 
-impl Backends {
-    /// The backends of the storage layer at `storage`: its folders, and the variants of
-    /// the `enum Backend` its files define.
-    fn of(storage: &Path) -> Backends {
-        let mut modules: Vec<String> = fs::read_dir(storage)
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .filter(|path| path.is_dir())
-            .filter_map(|path| Some(path.file_name()?.to_str()?.to_string()))
-            .collect();
-        modules.sort();
-        let variants = rust_files(storage)
-            .iter()
-            .flat_map(|file| enum_variants(&code_only(&read(file)), "Backend"))
-            .collect();
-        Backends { modules, variants }
+fn graph_of(src: &Path) -> Graph {
+    graph(&sources(src))
+}
+
+/// A tree of `src/` files made for a test.
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tree = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = tree.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
     }
-}
-
-/// The variants of `enum NAME` in `code`, in order.
-fn enum_variants(code: &str, name: &str) -> Vec<String> {
-    let tokens = tokens(code);
-    let Some(at) = tokens
-        .windows(3)
-        .position(|w| w[0] == "enum" && w[1] == name && w[2] == "{")
-    else {
-        return Vec::new();
-    };
-    let mut variants = Vec::new();
-    let (mut depth, mut expect) = (0, true);
-    for token in &tokens[at + 3..] {
-        match *token {
-            "{" | "(" | "[" => depth += 1,
-            "}" if depth == 0 => break,
-            "}" | ")" | "]" => depth -= 1,
-            "," if depth == 0 => expect = true,
-            "#" => {}
-            word if depth == 0 && expect && is_identifier(word) => {
-                variants.push(word.to_string());
-                expect = false;
-            }
-            _ => {}
-        }
-    }
-    variants
-}
-
-/// Each file outside the storage layer that names a backend, with what it names:
-/// `src/a.rs: state::postgres, tokio_postgres`.
-fn backend_names_outside_storage(
-    modules: &BTreeMap<String, Vec<PathBuf>>,
-    backends: &Backends,
-) -> Vec<String> {
-    let mut found = Vec::new();
-    for (module, files) in modules {
-        if module == STORAGE {
-            continue;
-        }
-        for file in files {
-            let names = backend_names(&code_only(&read(file)), backends);
-            if !names.is_empty() {
-                found.push(format!("{}: {}", file.display(), names.join(", ")));
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
-/// What `code` names of a backend, in order: a backend crate, `state::MODULE` and
-/// `Backend::VARIANT` paths (each item of a `{…}` group after them, and a glob).
-fn backend_names(code: &str, backends: &Backends) -> Vec<String> {
-    let tokens = tokens(code);
-    let mut names = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        if BACKEND_CRATES.contains(token) {
-            names.push(token.to_string());
-            continue;
-        }
-        let named = match *token {
-            STORAGE => &backends.modules,
-            "Backend" => &backends.variants,
-            _ => continue,
-        };
-        if tokens.get(i + 1) != Some(&"::") {
-            continue;
-        }
-        let items = match tokens.get(i + 2) {
-            Some(&"{") => group_items(&tokens[i + 3..]),
-            Some(item) => vec![*item],
-            None => Vec::new(),
-        };
-        for item in items {
-            let glob = item == "*" && *token == "Backend";
-            if glob || named.iter().any(|n| n == item) {
-                names.push(format!("{token}::{item}"));
-            }
-        }
-    }
-    names
-}
-
-/// The first token of each top-level item of the `{…}` group whose inside `tokens`
-/// starts.
-fn group_items<'a>(tokens: &[&'a str]) -> Vec<&'a str> {
-    let (mut items, mut depth, mut expect) = (Vec::new(), 0, true);
-    for token in tokens {
-        match *token {
-            "{" => depth += 1,
-            "}" if depth == 0 => break,
-            "}" => depth -= 1,
-            "," if depth == 0 => expect = true,
-            item if depth == 0 && expect => {
-                items.push(item);
-                expect = false;
-            }
-            _ => {}
-        }
-    }
-    items
-}
-
-/// The tokens of `code`: identifiers, `::`, and every other character but whitespace.
-fn tokens(code: &str) -> Vec<&str> {
-    let mut tokens = Vec::new();
-    let mut rest = code;
-    while let Some(c) = rest.chars().next() {
-        let len = if c.is_alphanumeric() || c == '_' {
-            rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len())
-        } else if rest.starts_with("::") {
-            2
-        } else {
-            c.len_utf8()
-        };
-        if !c.is_whitespace() {
-            tokens.push(&rest[..len]);
-        }
-        rest = &rest[len..];
-    }
-    tokens
-}
-
-fn is_identifier(word: &str) -> bool {
-    word.chars()
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_')
-}
-
-fn src_modules() -> BTreeMap<String, Vec<PathBuf>> {
-    modules(&manifest_dir().join("src"))
+    tree
 }
 
 fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// Each top-level module of `src` and its files: `X.rs`, and every `.rs` file below `X/`.
-fn modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
-    let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for entry in fs::read_dir(src).unwrap() {
-        let path = entry.unwrap().path();
-        let Some(name) = path
-            .file_stem()
-            .and_then(|n| n.to_str())
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        if path.is_dir() {
-            modules.entry(name).or_default().extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            modules.entry(name).or_default().push(path);
-        }
-    }
-    modules
+/// Every `.rs` file under `src`, as tokens, with its module's path.
+fn sources(src: &Path) -> Vec<Source> {
+    let mut sources: Vec<Source> = rust_files(src)
+        .into_iter()
+        .map(|file| {
+            let relative = file.strip_prefix(src).unwrap().with_extension("");
+            let mut module: Vec<String> = relative
+                .iter()
+                .map(|part| part.to_string_lossy().into_owned())
+                .collect();
+            if module.len() > 1 && module.last().is_some_and(|m| m == "mod") {
+                module.pop();
+            }
+            let tokens = read(&file)
+                .parse()
+                .unwrap_or_else(|e| panic!("{} is not Rust: {e:?}", file.display()));
+            Source {
+                file,
+                module,
+                tokens,
+            }
+        })
+        .collect();
+    sources.sort_by(|a, b| a.file.cmp(&b.file));
+    sources
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -413,277 +324,359 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The edges between `modules`, from the `crate::` paths in their code.
-fn graph(modules: &BTreeMap<String, Vec<PathBuf>>) -> Graph {
-    let mut graph = Graph::new();
-    for (module, files) in modules {
-        let targets = graph.entry(module.clone()).or_default();
-        for file in files {
-            // A `tests.rs` is a module of tests.
-            if file.file_name().is_some_and(|n| n == "tests.rs") {
-                continue;
+/// The files of `src/` that `kept` keeps and that name a `word` in code (test code
+/// included).
+fn files_naming(kept: impl Fn(&Source) -> bool, word: impl Fn(&str) -> bool) -> Vec<String> {
+    sources(&manifest_dir().join("src"))
+        .iter()
+        .filter(|source| kept(source))
+        .filter(|source| {
+            paths(source.tokens.clone())
+                .iter()
+                .flatten()
+                .any(|w| word(w))
+        })
+        .map(|source| source.file.display().to_string())
+        .collect()
+}
+
+/// The imports between sibling modules: every module (`a::b`) with the siblings whose
+/// subtrees its subtree's code names. An item a module re-exports from a child of its
+/// own (`pub use burst::Burst` in `state`) counts as the child's.
+fn graph(sources: &[Source]) -> Graph {
+    let modules: BTreeSet<&[String]> = sources.iter().map(|s| s.module.as_slice()).collect();
+    let mut graph: Graph = modules
+        .iter()
+        .map(|m| (m.join("::"), BTreeSet::new()))
+        .collect();
+    let code: Vec<(&Source, Vec<Vec<String>>)> = sources
+        .iter()
+        .filter(|s| !s.is_tests())
+        .map(|s| (s, paths(without_test_items(s.tokens.clone()))))
+        .collect();
+    let mut children_items = BTreeMap::new();
+    for (source, paths) in &code {
+        for path in paths.iter().filter(|p| p.len() > 1) {
+            let child = [source.module.as_slice(), &path[..1]].concat();
+            if modules.contains(child.as_slice()) {
+                children_items.insert((source.module.clone(), path[path.len() - 1].clone()), child);
             }
-            let code = without_test_items(&code_only(&read(file)));
-            for target in crate_paths(&code) {
-                if target != *module && modules.contains_key(&target) {
-                    targets.insert(target);
+        }
+    }
+    for (source, paths) in &code {
+        for named in paths.iter().filter_map(|p| absolute(&source.module, p)) {
+            // The module named is the longest prefix of the path that is one.
+            let Some(mut target) = (1..=named.len())
+                .rev()
+                .map(|n| named[..n].to_vec())
+                .find(|prefix| modules.contains(prefix.as_slice()))
+            else {
+                continue;
+            };
+            if let Some(item) = named.get(target.len()) {
+                if let Some(child) = children_items.get(&(target.clone(), item.clone())) {
+                    target = child.clone();
                 }
+            }
+            if let Some((from, to)) = siblings(&source.module, &target) {
+                graph.entry(from).or_default().insert(to);
             }
         }
     }
     graph
 }
 
-/// `source` with comments, string literals and character literals blanked out, so
-/// that a path in them counts for nothing.
-fn code_only(source: &str) -> String {
-    let chars: Vec<char> = source.chars().collect();
-    let mut out = String::with_capacity(source.len());
-    let mut i = 0;
-    while i < chars.len() {
-        let rest = &chars[i..];
-        let skipped = if rest.starts_with(&['/', '/']) {
-            rest.iter().position(|c| *c == '\n').unwrap_or(rest.len())
-        } else if rest.starts_with(&['/', '*']) {
-            block_comment(rest)
-        } else if let Some(len) = raw_string(rest) {
-            len
-        } else if rest[0] == '"' || rest.starts_with(&['b', '"']) {
-            quoted(rest, '"')
-        } else if rest[0] == '\'' {
-            char_literal(rest).unwrap_or(0)
-        } else {
-            0
-        };
-        if skipped == 0 {
-            out.push(chars[i]);
-            i += 1;
-        } else {
-            // Lines are kept, so that a line-based reader could still count them.
-            out.extend(
-                rest[..skipped]
-                    .iter()
-                    .map(|c| if *c == '\n' { '\n' } else { ' ' }),
-            );
-            i += skipped;
-        }
-    }
-    out
-}
-
-/// The length of a (nested) block comment at the start of `s`.
-fn block_comment(s: &[char]) -> usize {
-    let (mut depth, mut i) = (0, 0);
-    while i < s.len() {
-        if s[i..].starts_with(&['/', '*']) {
-            depth += 1;
-            i += 2;
-        } else if s[i..].starts_with(&['*', '/']) {
-            depth -= 1;
-            i += 2;
-            if depth == 0 {
-                return i;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    s.len()
-}
-
-/// The length of a raw string literal (`r"…"`, `r#"…"#`, `br"…"`) at the start of `s`.
-fn raw_string(s: &[char]) -> Option<usize> {
-    let start = match s {
-        ['r', '"' | '#', ..] => 1,
-        ['b', 'r', '"' | '#', ..] => 2,
+/// `path` from the crate's root, when it is a `crate::`, `super::` or `self::` path in
+/// `module`.
+fn absolute(module: &[String], path: &[String]) -> Option<Vec<String>> {
+    let mut base = match path.first()?.as_str() {
+        "crate" => Vec::new(),
+        "super" | "self" => module.to_vec(),
         _ => return None,
     };
-    let hashes = s[start..].iter().take_while(|c| **c == '#').count();
-    if s.get(start + hashes) != Some(&'"') {
+    let mut rest = &path[1..];
+    if path[0] == "super" {
+        base.pop();
+        while rest.first().is_some_and(|s| s == "super") {
+            base.pop();
+            rest = &rest[1..];
+        }
+    }
+    base.extend(rest.iter().filter(|s| *s != "self").cloned());
+    Some(base)
+}
+
+/// The two sibling modules whose subtrees hold `from` and `to`; none when one holds
+/// the other.
+fn siblings(from: &[String], to: &[String]) -> Option<(String, String)> {
+    let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+    if common == from.len() || common == to.len() {
         return None;
     }
-    let body = start + hashes + 1;
-    (body..s.len())
-        .find(|&i| {
-            s[i] == '"'
-                && s[i + 1..]
-                    .iter()
-                    .take(hashes)
-                    .filter(|c| **c == '#')
-                    .count()
-                    == hashes
-        })
-        .map(|end| end + 1 + hashes)
-        .or(Some(s.len()))
+    Some((from[..=common].join("::"), to[..=common].join("::")))
 }
 
-/// The length of a literal quoted by `quote` (escapes honoured) at the start of `s`.
-fn quoted(s: &[char], quote: char) -> usize {
-    let mut i = s.iter().position(|c| *c == quote).unwrap_or(0) + 1;
-    while i < s.len() {
-        match s[i] {
-            '\\' => i += 2,
-            c if c == quote => return i + 1,
-            _ => i += 1,
-        }
-    }
-    s.len()
+/// The folder a module sits in, `""` for the top.
+fn parent(module: &str) -> &str {
+    module.rsplit_once("::").map_or("", |(folder, _)| folder)
 }
 
-/// The length of a character literal at the start of `s` (`'x'`, `'\n'`, `'\u{1F600}'`);
-/// `None` for a lifetime (`'a`).
-fn char_literal(s: &[char]) -> Option<usize> {
-    match s {
-        ['\'', '\\', ..] => Some(quoted(s, '\'')),
-        ['\'', _, '\'', ..] => Some(3),
-        _ => None,
-    }
-}
-
-/// `code` without the items `#[cfg(test)]` marks: a `mod tests { … }`, a `use`, a function.
-fn without_test_items(code: &str) -> String {
-    const MARK: &str = "#[cfg(test)]";
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(at) = rest.find(MARK) {
-        out.push_str(&rest[..at]);
-        let item = &rest[at + MARK.len()..];
-        rest = &item[item_end(item)..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Where the item at the start of `code` ends: after its `;`, or after the block its
-/// first `{` opens, whichever comes first (a `;` inside brackets, as in `[u8; 4]`, does
-/// not end it).
-fn item_end(code: &str) -> usize {
-    let mut depth = 0;
-    for (i, c) in code.char_indices() {
-        match c {
-            ';' if depth == 0 => return i + 1,
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' => depth -= 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
+/// `tokens` without the items `#[cfg(test)]` marks (a `mod tests { … }`, a `use`, a
+/// function in an `impl`), at any depth.
+fn without_test_items(tokens: TokenStream) -> TokenStream {
+    let mut out = Vec::new();
+    let mut tokens = tokens.into_iter().peekable();
+    while let Some(token) = tokens.next() {
+        match token {
+            TokenTree::Punct(p) if p.as_char() == '#' && is_cfg_test(tokens.peek()) => {
+                // The item ends at its `;` or with its block.
+                for token in tokens.by_ref() {
+                    match token {
+                        TokenTree::Punct(p) if p.as_char() == ';' => break,
+                        TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => break,
+                        _ => {}
+                    }
                 }
             }
-            _ => {}
+            TokenTree::Group(g) => out.push(TokenTree::Group(Group::new(
+                g.delimiter(),
+                without_test_items(g.stream()),
+            ))),
+            token => out.push(token),
         }
     }
-    code.len()
+    out.into_iter().collect()
 }
 
-/// The first segment of every `crate::` path in `code`, each item of a `crate::{…}` group.
-fn crate_paths(code: &str) -> Vec<String> {
+fn is_cfg_test(attribute: Option<&TokenTree>) -> bool {
+    matches!(attribute, Some(TokenTree::Group(g))
+        if g.delimiter() == Delimiter::Bracket && g.stream().to_string().replace(' ', "") == "cfg(test)")
+}
+
+/// Every path in `tokens`, in order, inside groups and macros too: `a::b::c` as its
+/// segments, each item of a `{…}` group after `::` as a path of its own, a glob as `*`.
+/// A lone identifier is a path of one segment.
+fn paths(tokens: TokenStream) -> Vec<Vec<String>> {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(at) = code[from..].find("crate::") {
-        let start = from + at;
-        from = start + "crate::".len();
-        let before = code[..start].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let after = &code[from..];
-        if let Some(group) = after.strip_prefix('{') {
-            let len = item_end(&format!("{{{group}"));
-            for item in top_level_items(&group[..len.saturating_sub(2)]) {
-                found.extend(identifiers(item).next().map(str::to_string));
+    let mut at = 0;
+    while at < tokens.len() {
+        match &tokens[at] {
+            TokenTree::Ident(_) => at = path_at(&tokens, at, Vec::new(), &mut found),
+            TokenTree::Group(g) => {
+                found.extend(paths(g.stream()));
+                at += 1;
             }
-        } else {
-            found.extend(identifiers(after).next().map(str::to_string));
+            _ => at += 1,
         }
     }
     found
 }
 
-/// The comma-separated items of a `{…}` group's inside, nested groups kept whole.
-fn top_level_items(group: &str) -> Vec<&str> {
-    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
-    for (i, c) in group.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(&group[start..i]);
-                start = i + 1;
+/// Reads the path that `prefix` began and goes on at `tokens[at]` into `found`; where
+/// it ends.
+fn path_at(
+    tokens: &[TokenTree],
+    mut at: usize,
+    mut path: Vec<String>,
+    found: &mut Vec<Vec<String>>,
+) -> usize {
+    loop {
+        match tokens.get(at) {
+            Some(TokenTree::Ident(segment)) => path.push(segment.to_string()),
+            Some(TokenTree::Punct(p)) if p.as_char() == '*' => path.push("*".into()),
+            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
+                let items: Vec<TokenTree> = g.stream().into_iter().collect();
+                for item in items.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','))
+                {
+                    path_at(item, 0, path.clone(), found);
+                }
+                return at + 1;
             }
-            _ => {}
+            _ => {
+                found.extend((!path.is_empty()).then_some(path));
+                return at;
+            }
+        }
+        at += 1;
+        match (tokens.get(at), tokens.get(at + 1)) {
+            (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':' =>
+            {
+                at += 2
+            }
+            _ => {
+                found.push(path);
+                return at;
+            }
         }
     }
-    items.push(&group[start..]);
-    items
 }
 
-/// The identifiers of `code`, in order.
-fn identifiers(code: &str) -> impl Iterator<Item = &str> {
-    code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|word| {
-            word.chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || c == '_')
+/// The top-level modules in the order of CONTRIBUTING.md's layer table: row by row,
+/// each row's modules as it lists them.
+fn layer_table(contributing: &str) -> Vec<String> {
+    let section = contributing
+        .split("## The layers of `src/`")
+        .nth(1)
+        .expect("CONTRIBUTING.md has a section \"The layers of `src/`\"");
+    let rows = section
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2);
+    rows.flat_map(|row| {
+        let modules = row.split('|').nth(2).unwrap_or_default();
+        modules
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    })
+    .collect()
+}
+
+/// What names a backend outside the storage layer: a folder under it (a backend's
+/// module), a variant of its `Backend`, or one of [`BACKEND_CRATES`].
+#[derive(Debug)]
+struct Backends {
+    modules: Vec<String>,
+    variants: Vec<String>,
+}
+
+impl Backends {
+    /// The backends of the storage layer under `src`: its folders, and the variants of
+    /// the `enum Backend` its files define.
+    fn of(src: &Path, sources: &[Source]) -> Backends {
+        let mut modules: Vec<String> = fs::read_dir(src.join(STORAGE))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir())
+            .filter_map(|path| Some(path.file_name()?.to_str()?.to_string()))
+            .collect();
+        modules.sort();
+        let variants = sources
+            .iter()
+            .filter(|s| s.top() == STORAGE)
+            .flat_map(|s| enum_variants(s.tokens.clone(), "Backend"))
+            .collect();
+        Backends { modules, variants }
+    }
+}
+
+/// The variants of `enum NAME` in `tokens`, in order.
+fn enum_variants(tokens: TokenStream, name: &str) -> Vec<String> {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let body = tokens.windows(3).find_map(|w| match w {
+        [
+            TokenTree::Ident(e),
+            TokenTree::Ident(n),
+            TokenTree::Group(body),
+        ] if e == "enum" && n == name && body.delimiter() == Delimiter::Brace => {
+            Some(body.stream().into_iter().collect::<Vec<_>>())
+        }
+        _ => None,
+    });
+    let body = body.unwrap_or_default();
+    body.split(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ','))
+        // A variant's first identifier outside its attributes' brackets is its name.
+        .filter_map(|variant| {
+            variant.iter().find_map(|t| match t {
+                TokenTree::Ident(i) => Some(i.to_string()),
+                _ => None,
+            })
         })
+        .collect()
+}
+
+/// Each file outside the storage layer that names a backend, with what it names:
+/// `src/a.rs: state::postgres, tokio_postgres`.
+fn backend_names_outside_storage(sources: &[Source], backends: &Backends) -> Vec<String> {
+    let mut found: Vec<String> = sources
+        .iter()
+        .filter(|source| source.top() != STORAGE)
+        .filter_map(|source| {
+            let names = backend_names(source.tokens.clone(), backends);
+            (!names.is_empty()).then(|| format!("{}: {}", source.file.display(), names.join(", ")))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// What `tokens` name of a backend, in order: a backend crate, `state::MODULE` and
+/// `Backend::VARIANT` paths (or a glob of `Backend`).
+fn backend_names(tokens: TokenStream, backends: &Backends) -> Vec<String> {
+    let mut names = Vec::new();
+    for path in paths(tokens) {
+        for (at, segment) in path.iter().enumerate() {
+            if BACKEND_CRATES.contains(&segment.as_str()) {
+                names.push(segment.clone());
+            }
+            let Some(next) = path.get(at + 1) else {
+                continue;
+            };
+            let named = match segment.as_str() {
+                STORAGE => backends.modules.contains(next),
+                "Backend" => backends.variants.contains(next) || next == "*",
+                _ => false,
+            };
+            if named {
+                names.push(format!("{segment}::{next}"));
+            }
+        }
+    }
+    names
 }
 
 /// A cycle of the graph, its first module repeated at its end, if there is one.
 fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Seen {
-        Open,
-        Done,
-    }
     fn visit(
         graph: &Graph,
         module: &str,
-        seen: &mut BTreeMap<String, Seen>,
+        done: &mut BTreeSet<String>,
         path: &mut Vec<String>,
     ) -> Option<Vec<String>> {
-        seen.insert(module.to_string(), Seen::Open);
+        if let Some(from) = path.iter().position(|m| m == module) {
+            let mut cycle = path[from..].to_vec();
+            cycle.push(module.to_string());
+            return Some(cycle);
+        }
+        if done.contains(module) {
+            return None;
+        }
         path.push(module.to_string());
         for next in graph.get(module).into_iter().flatten() {
-            match seen.get(next) {
-                Some(Seen::Open) => {
-                    let from = path.iter().position(|m| m == next).expect("on the path");
-                    let mut cycle = path[from..].to_vec();
-                    cycle.push(next.clone());
-                    return Some(cycle);
-                }
-                Some(Seen::Done) => {}
-                None => {
-                    if let Some(cycle) = visit(graph, next, seen, path) {
-                        return Some(cycle);
-                    }
-                }
+            if let Some(cycle) = visit(graph, next, done, path) {
+                return Some(cycle);
             }
         }
         path.pop();
-        seen.insert(module.to_string(), Seen::Done);
+        done.insert(module.to_string());
         None
     }
-    let mut seen = BTreeMap::new();
-    for module in graph.keys() {
-        if seen.contains_key(module) {
-            continue;
-        }
-        if let Some(cycle) = visit(graph, module, &mut seen, &mut Vec::new()) {
-            return Some(cycle);
-        }
-    }
-    None
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|module| visit(graph, module, &mut done, &mut Vec::new()))
 }
 
-/// The graph for people: its size, each module's layer (0 imports nothing; a module
-/// sits one above the highest it imports; modules in a cycle have none), and its edges.
-fn draw(graph: &Graph) -> String {
+/// The modules of one folder (`""`: the top) for people: how many, each module's layer
+/// (0 imports nothing; a module sits one above the highest it imports; modules in a
+/// cycle have none), and its imports.
+fn draw(graph: &Graph, folder: &str) -> String {
+    let graph: Graph = graph
+        .iter()
+        .filter(|(module, _)| parent(module) == folder)
+        .map(|(module, imports)| (module.clone(), imports.clone()))
+        .collect();
     let edges: usize = graph.values().map(BTreeSet::len).sum();
     let mut out = format!("{} modules, {edges} edges\n", graph.len());
     let mut layers: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     let mut unplaced = Vec::new();
     for module in graph.keys() {
-        match layer(graph, module, &mut Vec::new()) {
+        match layer(&graph, module, &mut Vec::new()) {
             Some(n) => layers.entry(n).or_default().push(module),
             None => unplaced.push(module.as_str()),
         }
@@ -694,7 +687,7 @@ fn draw(graph: &Graph) -> String {
     if !unplaced.is_empty() {
         out += &format!("in or above a cycle: {}\n", unplaced.join(" "));
     }
-    for (module, targets) in graph {
+    for (module, targets) in &graph {
         let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
         out += &format!("{module} -> {}\n", targets.join(" "));
     }

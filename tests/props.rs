@@ -205,8 +205,8 @@ mod lock_and_state_targets {
     use std::path::PathBuf;
 
     use proptest::prelude::*;
-    use retry::parsers::jobs as file;
-    use retry::parsers::jobs::{self, Backend};
+    use retry::parsers::state as file;
+    use retry::parsers::state::{self, Backend};
 
     fn target_text() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -226,11 +226,11 @@ mod lock_and_state_targets {
 
         #[test]
         fn target_parsers_never_panic(text in target_text()) {
-            let any = jobs::parse_target(&text);
-            if let Err(msg) = jobs::parse_lock_target(&text) {
+            let any = state::parse_target(&text);
+            if let Err(msg) = state::parse_lock_target(&text) {
                 prop_assert!(msg.starts_with("--lock: "), "{}", msg);
             }
-            if let Err(msg) = jobs::parse_state_target(&text) {
+            if let Err(msg) = state::parse_state_target(&text) {
                 prop_assert!(msg.starts_with("--state: "), "{}", msg);
             }
             if let Ok(Backend::Postgres(pg)) = &any {
@@ -246,11 +246,11 @@ mod lock_and_state_targets {
         #[test]
         fn plain_paths_are_files(path in "[/.a-zA-Z0-9 _-]{1,40}") {
             prop_assume!(!path.contains("://"));
-            prop_assert_eq!(jobs::parse_target(&path), Ok(Backend::File(PathBuf::from(&path))));
+            prop_assert_eq!(state::parse_target(&path), Ok(Backend::File(PathBuf::from(&path))));
             if !path.ends_with('/') {
-                prop_assert!(jobs::parse_lock_target(&path).is_ok());
+                prop_assert!(state::parse_lock_target(&path).is_ok());
             }
-            prop_assert!(jobs::parse_state_target(&path).is_ok());
+            prop_assert!(state::parse_state_target(&path).is_ok());
         }
 
         #[test]
@@ -271,7 +271,7 @@ mod lock_and_state_targets {
             db in word(), name in "[a-zA-Z0-9_-]{1,20}",
         ) {
             let lock = format!("postgres://{user}@{host}:{port}/{db}#{name}");
-            let Ok(Backend::Postgres(pg)) = jobs::parse_lock_target(&lock) else {
+            let Ok(Backend::Postgres(pg)) = state::parse_lock_target(&lock) else {
                 return Err(TestCaseError::fail(format!("{lock} refused")));
             };
             prop_assert_eq!(pg.user.as_deref(), Some(user.as_str()));
@@ -282,16 +282,16 @@ mod lock_and_state_targets {
             prop_assert_eq!(pg.to_string(), lock.clone());
             // A lock needs #NAME; a state store must not have one.
             let bare = format!("postgres://{user}@{host}:{port}/{db}");
-            prop_assert!(jobs::parse_lock_target(&bare).is_err());
-            prop_assert!(jobs::parse_state_target(&bare).is_ok());
-            prop_assert!(jobs::parse_state_target(&lock).is_err());
+            prop_assert!(state::parse_lock_target(&bare).is_err());
+            prop_assert!(state::parse_state_target(&bare).is_ok());
+            prop_assert!(state::parse_state_target(&lock).is_err());
         }
 
         #[test]
         fn other_schemes_are_refused(scheme in "[a-z][a-z0-9+.-]{0,8}", rest in "[a-z/]{0,10}") {
             prop_assume!(!scheme.eq_ignore_ascii_case("postgres") && !scheme.eq_ignore_ascii_case("postgresql"));
             let text = format!("{scheme}://{rest}");
-            prop_assert!(jobs::parse_target(&text).is_err());
+            prop_assert!(state::parse_target(&text).is_err());
         }
 
         #[test]

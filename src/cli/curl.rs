@@ -172,7 +172,7 @@ impl FormField {
 pub const PROXY_SCHEMES: [&str; 6] = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"];
 
 /// A `-x` proxy: the URL, and how it is shown (as given, with `http://` added when
-/// it was HOST[:PORT]; the parsed URL would gain a `/`).
+/// it was `HOST[:PORT]`; the parsed URL would gain a `/`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProxyUrl {
     pub url: reqwest::Url,
@@ -180,7 +180,7 @@ pub struct ProxyUrl {
 }
 
 /// `-x URL`: http://, https://, socks4://, socks4a://, socks5:// or socks5h://, or
-/// HOST[:PORT] (http:// is assumed, as curl does).
+/// `HOST[:PORT]` (http:// is assumed, as curl does).
 pub fn proxy_value(text: &str) -> Result<ProxyUrl, String> {
     if let Some((at, c)) = url_blemish(text) {
         return Err(format!(

@@ -1,9 +1,10 @@
 //! The clap definition: the one source of every flag, its help text, the man page
 //! and the shell completions, and the parse that runs before `config`. Beside it:
-//! `help` (the prose of `--help` and the man page), `values` (retry's value parsers,
-//! which return the types the program takes), `modes` (which options belong to one
-//! mode), `curl` (curl's value parsers), `curl_words` (curl's refused options and
-//! aliases) and `spellings` (other tools' words for retry's options). A bad value is refused here, before anything runs; checking the flags
+//! [`help`] (the prose of `--help` and the man page), [`values`] (retry's value parsers,
+//! which return the types the program takes), [`modes`] (which options belong to one
+//! mode), [`curl`] (curl's value parsers), [`curl_words`] (curl's refused options and
+//! aliases) and [`spellings`] (other tools' words for retry's options). A bad value is
+//! refused here, before anything runs; checking the flags
 //! against each other is `config`'s job.
 
 pub mod curl;
@@ -508,6 +509,8 @@ pub struct Cli {
     /// HOST:PORT alone is http://. socks5h:// and socks4a:// leave the name to the proxy to
     /// resolve. The environment's HTTP_PROXY, HTTPS_PROXY and ALL_PROXY may name a SOCKS
     /// proxy too.
+    // Help text, not rustdoc: brackets and URLs are what the user types.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(short = 'x', long = "proxy", value_name = "URL", value_parser = curl::proxy_value, help_heading = CURL)]
     pub proxy: Option<curl::ProxyUrl>,
 
@@ -612,6 +615,8 @@ pub struct Cli {
     /// Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin
     ///
     /// How a dead-man monitor hears of success, e.g. curl -fsS https://hc-ping.com/UUID.
+    // Help text, not rustdoc: brackets and URLs are what the user types.
+    #[allow(rustdoc::bare_urls)]
     #[arg(long, value_name = "CMD", value_parser = hook_value, help_heading = HOOKS)]
     pub on_success: Option<String>,
 
@@ -662,6 +667,8 @@ pub struct Cli {
     /// retry_job: slots by outcome, attempts, caught-up and dropped slots, and the times of
     /// the last slot, the last success and the next slot. A port that cannot be bound is
     /// exit 125 at start.
+    // Help text, not rustdoc: brackets and URLs are what the user types.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "ADDR:PORT", value_parser = metrics_listen_value, help_heading = SCHEDULE)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 

@@ -108,7 +108,7 @@ fn context(err: &clap::Error, kind: ContextKind) -> Option<String> {
     }
 }
 
-/// "-a/--attempts" for clap's "--attempts <N>", or the alias the user typed (`-m` for
+/// "-a/--attempts" for clap's `--attempts <N>`, or the alias the user typed (`-m` for
 /// `-t/--timeout`); the operand as `COMMAND|URL`.
 fn flag(cmd: &Command, shown: &str, typed: &Typed<'_>) -> String {
     let word = shown.split([' ', '=']).next().unwrap_or(shown);

@@ -1,8 +1,8 @@
 //! HTTP mode's settings, built once from the command line: the request (method,
 //! URL as curl reads it, headers, the body built once or the `-T` upload), the
 //! classification rules' inputs, where the body goes and curl's output options
-//! (`output`, `write_out`), and the client settings. A bad value is refused here, naming its flag; a malformed URL is
-//! left to the attempt (exit 3). Sending the request is `exec::http`'s job.
+//! ([`output`], [`write_out`]), and the client settings. A bad value is refused here, naming its flag; a malformed URL is
+//! left to the attempt (exit 3). Sending the request is [`exec::http`](crate::exec::http)'s job.
 
 mod body;
 mod client;

@@ -5,7 +5,7 @@
 //! module sees nothing downstream: it depends on `cli`, the readers of outside input
 //! (`parse`, `headers`, `cron`, `files`, `spool`), the storage layer's target grammar
 //! (`state`), `wait` and the bottom layers. It leaves running the attempts to the
-//! executors and the gate to `jobs`.
+//! executors and the gate to [`jobs`].
 
 mod command;
 pub mod fleet;

@@ -1,8 +1,8 @@
 //! The bottom layer: the vocabulary every other module speaks, importing nothing of
-//! the crate. What an attempt and a run come to (`attempt`), the events of a run
-//! (`events`), the policy and its backoff schedule (`policy`, `backoff`), exit statuses
-//! and signals (`status`), why a run stops early (`stop`), the user's fixed choices
-//! (`choices`), what a shared retry budget and circuit are (`fleet`), how retry is to speak (`log`) and how values are shown (`text`).
+//! the crate. What an attempt and a run come to ([`attempt`]), the events of a run
+//! ([`events`]), the policy and its backoff schedule ([`policy`], [`backoff`]), exit statuses
+//! and signals ([`status`]), why a run stops early ([`stop`]), the user's fixed choices
+//! ([`choices`]), what a shared retry budget and circuit are ([`fleet`]), how retry is to speak ([`log`]) and how values are shown ([`text`]).
 
 mod attempt;
 mod backoff;

@@ -1,6 +1,6 @@
 //! `--dry-run`: everything a run would do, printed without running anything, in one
 //! place: the schedule of a `--schedule` job and what a start now would catch up, the
-//! attempts and their sleeps (`policy`), the executor's classification rules, the lock
+//! attempts and their sleeps ([`policy`]), the executor's classification rules, the lock
 //! and `--once` marker, and the fleet's budget and circuit as they stand (read only).
 
 mod policy;

@@ -55,7 +55,7 @@ pub(super) struct Asked {
 /// retries later (so holds back off up to `--max-delay`, as the retries would have),
 /// never under a tenth of `--delay`. Held runs that kept asking at the retry's own
 /// delay would all come back within that delay of the recovery (a peak of N·100 ms /
-/// E[hold] requests per 100 ms) and would ask the store several times a second each
+/// `E[hold]` requests per 100 ms) and would ask the store several times a second each
 /// for the whole outage. A hold that would end past `--max-time` is not started: the
 /// run ends as `exit` would have.
 pub(super) fn hold_while_refused(

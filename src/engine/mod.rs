@@ -5,7 +5,7 @@
 //! failure) the goal's tally, sleeping is the sleeper's, running `--on-retry` beside
 //! the sleep is the retry hook's, and the clock is injected so the loop is tested
 //! without sleeping. Each turn of the loop is a sequence of phases on [`Loop`]: the
-//! attempt and what follows it (`decide`, and the shared budget in `budget`), then the
+//! attempt and what follows it ([`decide`], and the shared budget in [`budget`]), then the
 //! sleep before a retry, the pause after a success the goal wants more of, or the
 //! run's end with its output delivered.
 

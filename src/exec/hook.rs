@@ -1,8 +1,8 @@
 //! Runs one hook process: `sh -c CMD` in its own process group, started through
-//! the attempts' spawn path (`exec::command::spawn`, with the same guarantees), its
+//! the attempts' spawn path ([`exec::command::spawn`](crate::exec::command::spawn), with the same guarantees), its
 //! stdout and stderr on retry's stderr (never the command's stdout), the report or
 //! nothing on stdin. A hook is supervised as an attempt is: its processes are a
-//! `procs::Tree`, so what leaves its group is ended with it. A watchdog thread cuts
+//! [`procs::Tree`](crate::exec::procs::Tree), so what leaves its group is ended with it. A watchdog thread cuts
 //! it at its time limit (SIGTERM to the tree, SIGKILL a second later) even while the
 //! engine sleeps beside it; waiting for it is command mode's supervisor, which
 //! passes retry's stopping signals on and ends it when the run's lock is lost; when

@@ -2,7 +2,7 @@
 //! `Executor` trait sits here with the types it takes and returns (what an attempt
 //! is told, `AttemptContext`; what it reports, `AttemptReport`; what it shows of
 //! itself for `--dry-run`, `Description`), as the engine that drives it and every
-//! executor share them; `command/` and `http/` implement it, `hook` and `procs` are
+//! executor share them; `command/` and `http/` implement it, [`hook`] and [`procs`] are
 //! the process handling hooks share with commands.
 
 pub mod command;

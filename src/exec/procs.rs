@@ -8,7 +8,7 @@
 //! sends SIGKILL to whatever is left at one deadline.
 //!
 //! Which processes a tree holds is [`survey`]'s to find, from the system's list of
-//! processes (`sys::processes`), where a zombie is not alive. retry reaps what it
+//! processes ([`sys::processes`]), where a zombie is not alive. retry reaps what it
 //! adopts and never waits on a process that has already exited (as PID 1 in a
 //! container nobody else would reap them). Where the system has no subreaper, what
 //! left the group is found only while its parent is in the tree.

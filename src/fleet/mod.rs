@@ -1,10 +1,10 @@
 //! The fleet as a run meets it: every `retry` that names the same retry budget or
 //! circuit breaker through the same `--state` shares it. [`Fleet`] is the one face a
-//! run asks, in the run's order: the splay before anything (`splay`), the circuit
-//! before the first attempt (`circuit`, with its holds), the budget before each retry
-//! (`budget`, through the engine's [`RetryBudget`](crate::engine::RetryBudget)), and
+//! run asks, in the run's order: the splay before anything ([`splay`]), the circuit
+//! before the first attempt ([`circuit`], with its holds), the budget before each retry
+//! ([`budget`], through the engine's [`RetryBudget`](crate::engine::RetryBudget)), and
 //! the circuit again with how the run ended. The store fails open once it fails
-//! mid-run (`store`). What the records hold, the rules every store applies to them and
+//! mid-run ([`store`]). What the records hold, the rules every store applies to them and
 //! the stores themselves are `state`'s.
 
 mod budget;
@@ -55,7 +55,7 @@ impl Stopped {
 impl<'a> Fleet<'a> {
     /// Opens the fleet of a run that started its `--max-time` clock at `run_deadline`'s
     /// start: its store is opened (creating directories or tables) and its records
-    /// checked before `run_deadline`. An error is exit 125 (`state::NoAnswer::Deadline`
+    /// checked before `run_deadline`. An error is exit 125 ([`state::NoAnswer::Deadline`]
     /// when `--max-time` ended it).
     pub fn open(
         config: &'a FleetConfig,

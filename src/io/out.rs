@@ -1,7 +1,7 @@
 //! Writes to retry's own stdout and stderr that a stalled reader cannot hang:
 //! every wait for room is a `poll` that a signal (or a cancel pipe) also ends,
 //! so SIGTERM takes effect while `… | sleep 20` reads nothing. A pipe is written
-//! through `sys::PipeWriter`, because setting O_NONBLOCK on fd 1 itself would
+//! through [`sys::PipeWriter`], because setting O_NONBLOCK on fd 1 itself would
 //! change it for every process sharing it; a socket is sent to with MSG_DONTWAIT;
 //! anything else (a file, a terminal, /dev/null) does not stall and is written as
 //! it is.
@@ -36,7 +36,7 @@ pub enum Until<'a> {
 pub enum WriteError {
     /// EPIPE when the reader went away, or any other error.
     Io(io::Error),
-    /// The wait was ended as `Until` says: with `Until::Signal`, `signals::pending()`
+    /// The wait was ended as `Until` says: with `Until::Signal`, [`signals::pending()`](crate::signals::pending())
     /// says which signal.
     Stopped,
 }

@@ -2,9 +2,9 @@
 //! the clock. `cron` owns parsing and slot arithmetic; this module owns the loop,
 //! with the clock, the sleeper, the state and the run injected through [`World`],
 //! and the catch-up (never before the job's first start) and overlap decisions as
-//! pure functions. Each slot is one call of `run::one_run` with the slot's overrides;
+//! pure functions. Each slot is one call of [`run::one_run`](crate::run::one_run) with the slot's overrides;
 //! locks are taken per slot, so the scheduler holds no lock or connection between
-//! slots. `outcome` says how a slot ended, `metrics` serves `--metrics-listen`.
+//! slots. [`outcome`] says how a slot ended, [`metrics`] serves `--metrics-listen`.
 
 mod metrics;
 mod outcome;

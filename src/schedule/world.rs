@@ -1,6 +1,6 @@
 //! The real [`World`]: the wall clock, a sleeper that wakes on signals and at least
 //! once a minute, the `--state` records (the slots' and the job's first start), one
-//! `run::one_run` per slot with its start and end lines, and the metrics.
+//! [`run::one_run`] per slot with its start and end lines, and the metrics.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};

@@ -3,13 +3,13 @@
 //! so that none stays open while a command, a hook, a sleep, a hold or a lock wait's
 //! pause runs ([`idle`]); a call made outside any burst is a burst of its own. A burst
 //! also says how long a call that the server refuses for want of capacity asks again
-//! ([`Patience`]).
+//! ([`Patience`]). What each store keeps open, and how it is found again, is the store's
+//! own: it hands the burst only a way to close it ([`KeptOpen`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
+use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
-
-use super::postgres;
 
 /// How long a call that the server refuses for want of capacity asks again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -115,9 +115,34 @@ pub fn idle<T>(wait: impl FnOnce() -> T) -> T {
     out
 }
 
+/// What a networked store keeps open between the calls of a burst (a connection).
+pub(in crate::state) trait KeptOpen {
+    /// Closes it; the next call opens it again.
+    fn close(&self);
+}
+
+thread_local! {
+    /// What this thread's stores keep open, as they told [`keep_open`].
+    static KEPT: RefCell<Vec<Weak<dyn KeptOpen>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Closes `kept` whenever this thread's outermost burst ends or a wait begins, for as
+/// long as its store holds it.
+pub(in crate::state) fn keep_open(kept: Weak<dyn KeptOpen>) {
+    KEPT.with_borrow_mut(|all| {
+        all.retain(|k| k.strong_count() > 0);
+        all.push(kept);
+    });
+}
+
 /// Closes what each networked store keeps open for a burst.
 fn close_idle() {
-    postgres::db::close_all();
+    // Upgraded first: closing may drop the last holder, which must find `KEPT` free.
+    let kept: Vec<Rc<dyn KeptOpen>> =
+        KEPT.with_borrow(|all| all.iter().filter_map(Weak::upgrade).collect());
+    for open in kept {
+        open.close();
+    }
 }
 
 #[cfg(test)]
@@ -151,5 +176,37 @@ mod tests {
         let soon = Patience::Until(began + Duration::from_secs(1));
         assert_eq!(soon.deadline(began, timeout), Some(began + timeout));
         assert_eq!(Patience::None.deadline(began, timeout), None);
+    }
+
+    /// Counts how often a burst closed it.
+    struct Counted(Cell<u32>);
+
+    impl KeptOpen for Counted {
+        fn close(&self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    #[test]
+    fn what_a_store_keeps_open_is_closed_by_the_outermost_burst_and_a_wait_while_it_is_held() {
+        let kept = Rc::new(Counted(Cell::new(0)));
+        keep_open(Rc::<Counted>::downgrade(&kept));
+        {
+            let _outer = Burst::begin();
+            drop(Burst::begin());
+            assert_eq!(kept.0.get(), 0, "an inner burst closes nothing");
+            idle(|| ());
+            assert_eq!(kept.0.get(), 1, "a wait closes it");
+        }
+        assert_eq!(kept.0.get(), 2, "so does the outermost burst's end");
+        drop(kept);
+        drop(Burst::begin());
+        assert_eq!(
+            KEPT.with_borrow(Vec::len),
+            1,
+            "a dropped one is only forgotten later"
+        );
+        keep_open(Rc::<Counted>::downgrade(&Rc::new(Counted(Cell::new(0)))));
+        assert_eq!(KEPT.with_borrow(Vec::len), 1, "when another is kept");
     }
 }

@@ -1,14 +1,14 @@
 //! Where locks, `--once` markers, slot records and the fleet's budgets and circuits
-//! live: the storage layer, under `jobs` and `fleet`. It owns the grammar of a
+//! live: the storage layer, under `jobs` and [`fleet`]. It owns the grammar of a
 //! `--lock`/`--state` target ([`Backend`]), what a record holds and the errors callers
 //! decide on ([`NoAnswer`], [`Refused`], [`LockLost`], [`UnreadableRecord`]), the three
 //! store traits ([`Lock`], [`MarkerStore`], [`FleetStore`], with the rules every store
 //! applies to budget and circuit records), the factory that opens each for a target
-//! (`open`), and the [`Burst`] of calls that share a connection. Each backend is one
+//! ([`open`]), and the [`Burst`] of calls that share a connection. Each backend is one
 //! folder behind those traits: `file/` (the checked state directory, flocks, fencing
 //! counters, JSON records) and `postgres/` (connections, leases, tables). Nothing
 //! outside this module names a backend; when to lock, record or consult a budget is
-//! `jobs`' and `fleet`'s.
+//! `jobs`' and [`fleet`]'s.
 
 mod burst;
 mod errors;

@@ -1,6 +1,6 @@
 //! Where locks and state live, as the user names them (`--lock`, `--state`): the
 //! pure, total grammar of a target (a file path, or a `postgres://` URL in
-//! `postgres::url`), the default state directory, and what each kind of target allows
+//! [`postgres::url`](crate::state::postgres::url)), the default state directory, and what each kind of target allows
 //! and how `--dry-run` describes it. Opening a target is `open`'s.
 
 use std::path::{Path, PathBuf};

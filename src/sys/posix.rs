@@ -31,7 +31,7 @@ pub use writer::PipeWriter;
 /// spawn: a fork never sees a descriptor that is not yet close-on-exec.
 static FORK: RwLock<()> = RwLock::new(());
 
-/// Held across a spawn (see `sys::fork_guard`).
+/// Held across a spawn (see [`sys::fork_guard`](crate::sys::fork_guard)).
 pub struct ForkGuard {
     _held: RwLockWriteGuard<'static, ()>,
 }

@@ -6,7 +6,7 @@
 //! after checking that it is a real directory, owned by this user, closed to others:
 //! making and removing a directory per attempt cost ~120 µs on ext4, a twentieth of
 //! retry's start-up. When it cannot be used, a fresh private directory is made and
-//! removed with the file. What a directive means is `classify::control`'s.
+//! removed with the file. What a directive means is [`classify::control`](crate::classify::control)'s.
 //!
 //! The command may have put anything at the path: it is opened without blocking and
 //! without following a link, and read only if it is a regular file, so a FIFO (whose

@@ -1,9 +1,9 @@
 //! Command mode: starts one attempt of a command in its own process group, with
-//! stdin replay, and classifies how it ended (the rules are `classify::command`).
-//! Starting the process is `spawn`'s (the one spawn path, hooks' too); waiting
-//! for it, its time limit and signals are `supervisor`'s; the
-//! pumps and the held stdout are `output`'s; the terminal hand-over is
-//! `terminal`'s.
+//! stdin replay, and classifies how it ended (the rules are [`classify::command`](crate::classify::command)).
+//! Starting the process is [`spawn`]'s (the one spawn path, hooks' too); waiting
+//! for it, its time limit and signals are [`supervisor`]'s; the
+//! pumps and the held stdout are [`output`]'s; the terminal hand-over is
+//! [`terminal`]'s.
 
 mod control;
 mod output;

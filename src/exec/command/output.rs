@@ -1,7 +1,7 @@
 //! One attempt's output on its way through retry: the pumps that scan and
 //! forward (or hold) the command's stdout and stderr, the held output and its
 //! delivery, and whether retry's own reader has gone. What the scan means is
-//! `classify::command`'s.
+//! [`classify::command`](crate::classify::command)'s.
 
 use std::io;
 use std::os::fd::OwnedFd;

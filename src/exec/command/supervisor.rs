@@ -2,9 +2,9 @@
 //! `--kill-after` escalation, passes retry's stopping signals on, stops the
 //! attempt when retry's own plumbing fails or its lock is lost, and follows a
 //! Ctrl-Z from the terminal. Every one of those ends the attempt's whole process
-//! tree (`procs::Tree`), not only its group. Starting the command, its output and
+//! tree ([`procs::Tree`]), not only its group. Starting the command, its output and
 //! how the ending is classified belong to the executor in `mod.rs`; hooks are
-//! waited for the same way (`exec::hook`).
+//! waited for the same way ([`exec::hook`](crate::exec::hook)).
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
 //! Turns a reqwest error into one of the transport failure kinds of
-//! `classify::http`, by looking through its chain of causes (hyper, rustls,
+//! [`classify::http`](crate::classify::http), by looking through its chain of causes (hyper, rustls,
 //! SOCKS and I/O errors), and into a short message for humans:
 //! `could not connect to 127.0.0.1:9: connection refused`.
 

@@ -1,10 +1,10 @@
 //! HTTP mode: sends one attempt of the request with reqwest on the thread's
-//! current-thread tokio runtime (`wait::runtime`), classifies how it ended (status,
+//! current-thread tokio runtime ([`wait::runtime`](crate::wait::runtime)), classifies how it ended (status,
 //! transport failure, method safety), reads the waits the server asks for, and
 //! holds the body until the engine says which attempt is final. One attempt's
-//! requests and body are `exchange`'s; the rules are tables in `classify::http`;
+//! requests and body are [`exchange`]'s; the rules are tables in [`classify::http`](crate::classify::http);
 //! header parsing is `headers`'. What to send and how comes typed from
-//! `config::http`; this module never sees clap.
+//! [`config::http`](crate::config::http); this module never sees clap.
 
 mod client;
 mod errors;

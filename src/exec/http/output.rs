@@ -1,7 +1,7 @@
 //! Exactly-once output, or exit 23. Each attempt's body is held — in a spool for stdout
 //! (memory, then an unnamed temporary file), or in a temporary file beside the
 //! `-o` target — and only the final attempt's is delivered: written to stdout, or
-//! put in place of the target by the one durable replacement (`files::Replacement`). A failed final attempt delivers nothing (as `curl
+//! put in place of the target by the one durable replacement ([`files::Replacement`](crate::files::Replacement)). A failed final attempt delivers nothing (as `curl
 //! --fail` does), so stdout stays empty and the `-o` file keeps its old contents.
 
 use std::fs;

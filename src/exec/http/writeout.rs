@@ -1,5 +1,5 @@
 //! `-w/--write-out` rendered after the final attempt from what that attempt left in a
-//! `Transfer` (the format comes parsed from `config::http`), and `-D/--dump-header`,
+//! `Transfer` (the format comes parsed from [`config::http`](crate::config::http)), and `-D/--dump-header`,
 //! which writes the same attempt's header blocks.
 
 use std::io::{self, Write};

@@ -4,7 +4,7 @@
 //! dies, so no lock is ever left stale; every descriptor is opened close-on-exec, so
 //! the command never inherits a lock. Files in the state directory are reached only
 //! through [`StateDir`] (checked, never through a link); each acquisition gets its
-//! fencing token from [`fencing`](super::fencing).
+//! fencing token from [`fencing`].
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;

@@ -33,7 +33,7 @@ use super::tls::tls_config;
 use super::url::{PgTarget, SslMode};
 use crate::domain::{Interrupted, Stop, human};
 use crate::report;
-use crate::state::burst::{self, Patience};
+use crate::state::burst::{self, KeptOpen, Patience};
 use crate::state::{NoAnswer, Refused};
 use crate::wait::{self, Bound, Ended, Pauses};
 
@@ -437,7 +437,7 @@ impl Drop for Turn<'_> {
 
 /// The synchronous face of a connection for the run's thread: one per server and
 /// thread, shared by the lock, the markers and the fleet state, on the thread's runtime
-/// (`wait::runtime`). It is open only during a burst (see [`Burst`](crate::state::Burst)).
+/// ([`wait::runtime`]). It is open only during a burst (see [`Burst`](crate::state::Burst)).
 pub struct Db {
     conn: RefCell<Conn>,
     key: String,
@@ -446,15 +446,6 @@ pub struct Db {
 thread_local! {
     /// This thread's connections, by server.
     static OPEN: RefCell<HashMap<String, Weak<Db>>> = RefCell::new(HashMap::new());
-}
-
-/// Closes every connection of this thread.
-pub(in crate::state) fn close_all() {
-    let open: Vec<Rc<Db>> =
-        OPEN.with(|open| open.borrow().values().filter_map(Weak::upgrade).collect());
-    for db in open {
-        db.close();
-    }
 }
 
 impl Db {
@@ -471,6 +462,7 @@ impl Db {
                 key: key.clone(),
             });
             open.insert(key, Rc::downgrade(&db));
+            burst::keep_open(Rc::<Db>::downgrade(&db));
             db
         })
     }
@@ -517,7 +509,9 @@ impl Db {
     fn is_open(&self) -> bool {
         self.conn.try_borrow().map_or(true, |c| c.live.is_some())
     }
+}
 
+impl KeptOpen for Db {
     fn close(&self) {
         if let Ok(mut conn) = self.conn.try_borrow_mut() {
             wait::runtime().block_on(conn.close());

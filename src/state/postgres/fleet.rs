@@ -3,7 +3,7 @@
 //! server applies atomically (the row lock orders concurrent updates, and each
 //! re-reads the row it changes). Times are the server's, so hosts whose clocks
 //! disagree still agree on when a circuit opens. Every call goes through the one
-//! bounded connection of `jobs::postgres::db`. A row that cannot be read as valid
+//! bounded connection of [`db`](super::db). A row that cannot be read as valid
 //! (tokens that are NaN, infinite, negative or beyond any budget's size; failures
 //! below zero; an open-until time before 1970 or past year 9999) counts as fresh
 //! state, with one warning, and the statement that updates it starts it afresh.
@@ -148,7 +148,7 @@ impl PgFleet {
 }
 
 /// The tokens after an attempt, from the tokens `t` held before: $3 is what the attempt
-/// adds (R or -1), $4 whether it was a probe (`fleet::Spent::tokens_after` in SQL).
+/// adds (R or -1), $4 whether it was a probe ([`fleet::Spent::tokens_after`](crate::state::fleet::Spent::tokens_after) in SQL).
 fn tokens_after_sql(t: &str) -> String {
     format!(
         "CASE WHEN NOT $4::bool THEN greatest(least({t} + $3::float8, $2::float8), 0)

@@ -1,13 +1,13 @@
 //! The PostgreSQL backend, for jobs that run on several machines, reached through
 //! one module ([`db`]): a connection per server and thread, every statement bounded
 //! and interruptible, nothing kept in a server session (so transaction poolers such
-//! as PgBouncer work). `--lock postgres://…#NAME` is a lease (`lease`, `lock`),
-//! `--state postgres://…` keeps `--once` markers and schedule records (`markers`)
-//! and the fleet's budgets and circuits (`fleet`), `schema` owns the tables and their
-//! DDL, `capacity` tells a refusal for want of capacity from an answer, `pgpass` finds
-//! the password libpq would, `tls` builds the certificate checks `sslmode` asks for,
-//! and `url` parses a `postgres://` target. Deciding when to lock and record is
-//! `jobs`' and `fleet`'s.
+//! as PgBouncer work). `--lock postgres://…#NAME` is a lease ([`lease`], [`lock`]),
+//! `--state postgres://…` keeps `--once` markers and schedule records ([`markers`])
+//! and the fleet's budgets and circuits ([`fleet`]), [`schema`] owns the tables and
+//! their DDL, [`capacity`] tells a refusal for want of capacity from an answer,
+//! [`pgpass`] finds the password libpq would, [`tls`] builds the certificate checks
+//! `sslmode` asks for, and [`url`] parses a `postgres://` target. Deciding when to lock and record is
+//! `jobs`' and [`fleet`]'s.
 
 mod capacity;
 pub mod db;

@@ -1,7 +1,7 @@
 //! `postgres://` and `postgresql://` targets: the pure, total parser of the URL
 //! (user, password, host, port, database, parameters, `#NAME`) into a
 //! [`PgTarget`] that never shows its password, the lifetime a lease may be given
-//! (`--lease-ttl`) and the table markers live in. Connecting is `jobs::postgres`'.
+//! (`--lease-ttl`) and the table markers live in. Connecting is [`db`](super::db)'s.
 
 use std::fmt;
 use std::net::Ipv6Addr;

@@ -1,5 +1,5 @@
 //! A pipe's writer thread, for systems whose `/dev/fd/N` is the same open file as fd N
-//! (no second, non-blocking open of a shared pipe): see `sys::PipeWriter`.
+//! (no second, non-blocking open of a shared pipe): see [`sys::PipeWriter`](crate::sys::PipeWriter).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
