@@ -260,7 +260,7 @@ mod lock_and_state_targets {
             let name = format!("{before}{control}{after}");
             let encoded: String = name.bytes().map(|b| format!("%{b:02X}")).collect();
             for lock in [format!("/tmp/{name}.lock"), format!("postgres://u@h/db#{encoded}")] {
-                let msg = jobs::parse_lock_target(&lock).expect_err("a control character");
+                let msg = state::parse_lock_target(&lock).expect_err("a control character");
                 prop_assert!(msg.starts_with("--lock: ") && msg.contains("expected"), "{}", msg);
             }
         }
