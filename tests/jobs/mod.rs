@@ -748,5 +748,6 @@ fn once_keys_are_limited_in_characters_as_the_message_says() {
 mod capacity;
 mod fencing;
 mod leases;
+mod release;
 mod stalls;
 mod state;
