@@ -348,10 +348,10 @@ async fn renew(job: Job, conn: Arc<Shared>) {
     } = job;
     let renewing = async {
         loop {
-            let awake = sleep_watching(lease.sent + lease.ttl / 3).await;
+            let slept = sleep_watching(lease.sent + lease.ttl / 3).await;
             match renew_watched(&lease, &conn).await {
                 Ok((sent, sent_clock)) => (lease.sent, lease.sent_clock) = (sent, sent_clock),
-                Err(why) => return stopped_meanwhile(&lease, awake).unwrap_or(why),
+                Err(why) => return stopped_meanwhile(&lease, slept).unwrap_or(why),
             }
         }
     };
@@ -378,31 +378,38 @@ const STOP_NOTICED: Duration = Duration::from_secs(1);
 /// Whether the capacity warning was given (once per process).
 static WARNED: AtomicBool = AtomicBool::new(false);
 
-/// Sleeps until `next`, waking every [`WATCH`]; returns when this process last ran
-/// before the sleep ended, on the clock that counts a stop.
-async fn sleep_watching(next: Instant) -> Duration {
-    let mut last = sys::suspend_aware_now();
+/// A renewer's sleep on the clock that counts a stop: when it last ran before the
+/// sleep ended, and when it woke.
+#[derive(Clone, Copy, Debug)]
+struct Slept {
+    awake: Duration,
+    woke: Duration,
+}
+
+/// Sleeps until `next`, waking every [`WATCH`] to note that the process runs.
+async fn sleep_watching(next: Instant) -> Slept {
+    let mut awake = sys::suspend_aware_now();
     loop {
         let now = Instant::now();
-        if now >= next {
-            return last;
+        if now < next {
+            tokio::time::sleep_until((now + WATCH).min(next).into()).await;
         }
-        tokio::time::sleep_until((now + WATCH).min(next).into()).await;
+        let woke = sys::suspend_aware_now();
         if Instant::now() >= next {
-            return last;
+            return Slept { awake, woke };
         }
-        last = sys::suspend_aware_now();
+        awake = woke;
     }
 }
 
-/// When the renewer last ran before the loss deadline and runs again only after it (the
+/// When the renewer last ran before the loss deadline and woke only after it (the
 /// process was stopped, or its host suspended, for longer than the lease allowed), the
 /// loss is told as that, not as a renewal left unanswered.
-fn stopped_meanwhile(lease: &Renewed, awake: Duration) -> Option<String> {
-    let now = sys::suspend_aware_now();
+fn stopped_meanwhile(lease: &Renewed, slept: Slept) -> Option<String> {
+    let Slept { awake, woke } = slept;
     let deadline = lease.sent_clock + loss_after(lease.ttl);
-    let gap = now.saturating_sub(awake);
-    (awake < deadline && now >= deadline && gap >= STOP_NOTICED).then(|| {
+    let gap = woke.saturating_sub(awake);
+    (awake < deadline && woke >= deadline && gap >= STOP_NOTICED).then(|| {
         format!(
             "this process was stopped for {}; the lease expired meanwhile",
             crate::domain::human(gap)
@@ -497,6 +504,32 @@ mod tests {
         assert_eq!(LeaseName::lock("x").to_string(), "lock:x");
         assert_eq!(LeaseName::once("x").to_string(), "once:x");
         assert_ne!(LeaseName::lock("once:x"), LeaseName::once("x"));
+    }
+
+    #[test]
+    fn a_loss_is_blamed_on_a_stop_only_when_the_renewer_slept_through_the_deadline() {
+        let secs = Duration::from_secs_f64;
+        let lease = Renewed {
+            target: PgTarget::default(),
+            name: LeaseName::lock("k"),
+            holder: String::new(),
+            token: 1,
+            ttl: secs(3.0),
+            sent: Instant::now(),
+            sent_clock: secs(100.0),
+        };
+        let slept = |awake, woke| Slept {
+            awake: secs(awake),
+            woke: secs(woke),
+        };
+        assert_eq!(
+            stopped_meanwhile(&lease, slept(100.5, 104.0)).as_deref(),
+            Some("this process was stopped for 3.5s; the lease expired meanwhile")
+        );
+        // Woke before the deadline: the renewal itself went unanswered.
+        assert_eq!(stopped_meanwhile(&lease, slept(100.5, 101.0)), None);
+        // Late past the deadline by a moment of scheduling, not a stop.
+        assert_eq!(stopped_meanwhile(&lease, slept(101.9, 102.1)), None);
     }
 
     #[test]
