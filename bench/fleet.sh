@@ -119,6 +119,7 @@ snapshot() {
 measure() {
     local via=$1 label=$2 n=$3 before after statuses took said
     shift 3
+    touch "$WORK/runs.err"
     said=$(wc -l <"$WORK/runs.err")
     snapshot >"$WORK/snapshot"
     read -ra before <"$WORK/snapshot"
