@@ -163,7 +163,8 @@ both_ways! {
             let (out, took) = signal_after(waiter, Duration::from_millis(700), signal);
             assert_eq!(out.status, 128 + signal as i32, "{}", out.stderr);
             assert!(took < Duration::from_secs(1), "{took:?}");
-            out.assert_stderr_has("while waiting for");
+            // Between two polls ("while waiting for …") or during one ("while taking …").
+            out.assert_stderr_has(&format!("stopped by {signal:?} while "));
         }
         let after = pg.lease("lock:waited").expect("a lease row");
         assert!(after.held, "{after:?}");
