@@ -117,8 +117,10 @@ snapshot() {
 
 # measure VIA LABEL N FN ARGS...: N copies of FN ARGS released together; prints a row.
 measure() {
-    local via=$1 label=$2 n=$3 before after statuses took
+    local via=$1 label=$2 n=$3 before after statuses took said
     shift 3
+    touch "$WORK/runs.err"
+    said=$(wc -l <"$WORK/runs.err")
     snapshot >"$WORK/snapshot"
     read -ra before <"$WORK/snapshot"
     sample_start "$via"
@@ -146,6 +148,10 @@ measure() {
             label, via, n, statuses, took, peak_server, peak_pooler, statements / took, sessions / took, statements / n,
             y[6] - x[6], (y[4] - x[4]) / hz, (y[5] - x[5]) / hz, busy, cores, pss / 1024
     }'
+    # The holders that warned that their renewals waited half their time, and those
+    # that lost their lease, when there were any.
+    tail -n +$((said + 1)) "$WORK/runs.err" | awk '/warning: a renewal of the lease/ { w++ } /was lost/ { l++ }
+        END { if (w + l > 0) printf "| | | | %d warned that a renewal waited half its time, %d lost the lease | | | | | | | | | | | |\n", w, l }'
 }
 
 {

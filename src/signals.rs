@@ -15,7 +15,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::domain::{self, Stop};
 use crate::sys;
@@ -47,6 +47,8 @@ static RAISED: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// The first stopping signal seen; 0 while none.
 static FIRST: AtomicI32 = AtomicI32::new(0);
+/// When [`pending`] first saw it.
+static FIRST_SEEN: OnceLock<Instant> = OnceLock::new();
 /// Why a lock the run depends on was lost, and how soon its attempt must be gone; set
 /// once per run, by the first to notice.
 static LOCK_LOST: Mutex<Option<LostLock>> = Mutex::new(None);
@@ -113,7 +115,12 @@ pub fn pending() -> Option<domain::Signal> {
         for sig in STOPPING {
             if raised(sig).swap(false, Ordering::SeqCst) {
                 let number = sig.number();
-                let _ = FIRST.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
+                if FIRST
+                    .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    let _ = FIRST_SEEN.set(Instant::now());
+                }
             }
         }
     }
@@ -130,6 +137,20 @@ pub fn take_repeat() -> Option<domain::Signal> {
     STOPPING
         .into_iter()
         .find(|sig| raised(*sig).swap(false, Ordering::SeqCst))
+}
+
+/// A stopping signal that arrived after `pending` first reported one, left in place
+/// for [`take_repeat`] (a release after the run ends at once on a second signal).
+pub fn repeated() -> Option<domain::Signal> {
+    pending()?;
+    STOPPING
+        .into_iter()
+        .find(|sig| raised(*sig).load(Ordering::SeqCst))
+}
+
+/// When [`pending`] first saw the stopping signal, if one came.
+pub fn first_seen() -> Option<Instant> {
+    FIRST_SEEN.get().copied()
 }
 
 /// Whether the handlers are installed (without them no SIGCHLD is noticed).

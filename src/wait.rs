@@ -36,7 +36,14 @@ pub struct Bound {
     /// Signals do not end it: a wait on a helper thread (the lease renewer), whose
     /// owner ends it when the run stops. It must have a deadline.
     background: bool,
+    /// A release after the run, begun at this instant: only a second stopping signal
+    /// ends it at once; the first one gives it [`RELEASE_LIMIT`].
+    release_from: Option<Instant>,
 }
+
+/// How long a release may take once a stopping signal came: the signal's sender
+/// (systemd, a CI runner, a person at the terminal) is waiting for the exit.
+pub const RELEASE_LIMIT: Duration = Duration::from_secs(2);
 
 /// Why a wait ended before what it waited for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +75,21 @@ impl Bound {
             deadline: None,
             lost_lock_ends: false,
             background: false,
+            release_from: None,
+        }
+    }
+
+    /// The release of a lease after the run (the caller's call limit, `connect_timeout`,
+    /// applies too): a run stopped by a signal still frees its leases, within
+    /// [`RELEASE_LIMIT`] of the release's start, or of a signal that comes during it; a
+    /// second stopping signal ends it at once.
+    pub fn release() -> Bound {
+        let now = Instant::now();
+        Bound {
+            deadline: signals::pending().and_then(|_| now.checked_add(RELEASE_LIMIT)),
+            lost_lock_ends: false,
+            background: false,
+            release_from: Some(now),
         }
     }
 
@@ -77,6 +99,7 @@ impl Bound {
             deadline: Some(deadline),
             lost_lock_ends: false,
             background: true,
+            release_from: None,
         }
     }
 
@@ -92,6 +115,7 @@ impl Bound {
             deadline,
             lost_lock_ends: false,
             background: false,
+            release_from: None,
         }
     }
 
@@ -138,6 +162,8 @@ impl Bound {
     fn stop(&self) -> Option<Stop> {
         if self.background {
             None
+        } else if let Some(from) = self.release_from {
+            release_stop(from)
         } else if self.lost_lock_ends {
             signals::stop()
         } else {
@@ -151,6 +177,17 @@ impl Bound {
         let cap = at_most.min(Duration::from_secs(1));
         self.left().map_or(cap, |left| left.min(cap))
     }
+}
+
+/// Why a release begun at `from` must end now: a second stopping signal, or
+/// [`RELEASE_LIMIT`] passed since a first one that came during it.
+fn release_stop(from: Instant) -> Option<Stop> {
+    let first = signals::pending()?;
+    if let Some(again) = signals::repeated() {
+        return Some(Stop::Signal(again));
+    }
+    let seen = signals::first_seen()?;
+    (seen > from && seen.elapsed() >= RELEASE_LIMIT).then_some(Stop::Signal(first))
 }
 
 /// Sleeps `d`; `Err` when the bound ends first (its deadline passing before `d` has is

@@ -133,6 +133,9 @@ pub fn set_parent_death_signal(sig: Signal) -> io::Result<()> {
     }
 }
 
+/// The clock for `sys::suspend_aware_now`: FreeBSD has no clock that surely counts a suspend: the monotonic one counts a stopped process.
+pub const SUSPEND_CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
+
 /// Keeps SIGPIPE from a send to a socket whose peer is gone.
 pub const NO_SIGPIPE: MsgFlags = MsgFlags::MSG_NOSIGNAL;
 

@@ -58,6 +58,10 @@ pub fn started(pid: i32) -> Option<u64> {
     parse_stat(&text).map(|p| p.start)
 }
 
+/// The clock that goes on while the machine is suspended (a suspended VM's
+/// `CLOCK_MONOTONIC` stands still).
+pub const SUSPEND_CLOCK: nix::libc::clockid_t = nix::libc::CLOCK_BOOTTIME;
+
 /// Keeps SIGPIPE from a send to a socket whose peer is gone.
 pub const NO_SIGPIPE: MsgFlags = MsgFlags::MSG_NOSIGNAL;
 

@@ -95,6 +95,9 @@ pub fn children() -> Vec<i32> {
     }
 }
 
+/// The clock for `sys::suspend_aware_now`: macOS's monotonic clock goes on while the machine sleeps.
+pub const SUSPEND_CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
+
 /// Keeps SIGPIPE from a send to a socket whose peer is gone.
 pub const NO_SIGPIPE: MsgFlags = MsgFlags::from_bits_retain(libc::MSG_NOSIGNAL);
 

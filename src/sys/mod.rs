@@ -2,11 +2,11 @@
 //! reaper of orphaned descendants and the parent-death signal, errno, close-on-exec
 //! pipes and the fork lock that keeps them so, sends that raise no SIGPIPE, writes to
 //! a pipe shared with others that never block for long, the host name, device numbers,
-//! the umask, and how the C library looks up host names. This file is the face; each
-//! system's way is in its own file (`linux.rs`, `freebsd.rs`, `macos.rs`), and what
-//! systems without a Linux facility do instead is in `posix.rs`. Nothing else in the
-//! crate names a system. Which guarantee rests on what is the caller's to say: this
-//! module imports nothing of the crate.
+//! the umask, a clock that counts a suspended machine, and how the C library looks up
+//! host names. This file is the face; each system's way is in its own file (`linux.rs`,
+//! `freebsd.rs`, `macos.rs`), and what systems without a Linux facility do instead is
+//! in `posix.rs`. Nothing else in the crate names a system. Which guarantee rests on
+//! what is the caller's to say: this module imports nothing of the crate.
 //!
 //! The `portable-paths` feature makes a Linux build take `posix.rs`'s way wherever
 //! Linux has both (pipe then fcntl, the writer thread, no subreaper, no parent-death
@@ -78,6 +78,22 @@ pub const PARENT_DEATH_SIGNAL: bool = os::PARENT_DEATH_SIGNAL;
 /// [`PARENT_DEATH_SIGNAL`] is false). One system call: safe between fork and exec.
 pub fn set_parent_death_signal(sig: Signal) -> io::Result<()> {
     os::set_parent_death_signal(sig)
+}
+
+/// A monotonic time (from an arbitrary start) that goes on while this process is
+/// stopped (SIGSTOP) and, where the system has such a clock (Linux `CLOCK_BOOTTIME`),
+/// while the machine is suspended, which `Instant` does not count on Linux.
+pub fn suspend_aware_now() -> std::time::Duration {
+    let mut ts = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into a live one; it cannot fail for a
+    // clock the system defines.
+    unsafe { nix::libc::clock_gettime(os::SUSPEND_CLOCK, &mut ts) };
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(ts.tv_nsec).unwrap_or(0);
+    std::time::Duration::new(secs, nanos)
 }
 
 /// This thread's errno (async-signal-safe, for a handler that must keep it).

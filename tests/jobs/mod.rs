@@ -783,5 +783,6 @@ fn lock_names_follow_the_rules_of_once_keys_and_are_refused_before_anything_runs
 mod capacity;
 mod fencing;
 mod leases;
+mod release;
 mod stalls;
 mod state;

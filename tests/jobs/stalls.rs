@@ -647,7 +647,12 @@ both_ways! {
             .report(dir.report())
             .args(work_then(&dir, 0))
             .start();
-        let out = stopped_by_sigterm(&proxy, child);
+        // A signal during the release gives it 2 s more (its bound after a signal).
+        let stalled = wait_until(Duration::from_secs(20), || proxy.stalled());
+        assert!(stalled, "nothing stalled");
+        let (out, took) = signal_after(child, Duration::from_millis(100), Signal::SIGTERM);
+        assert_eq!(out.status, 143, "{}", out.stderr);
+        assert!(took < Duration::from_secs(3), "{took:?}");
         assert_eq!(dir.count(), 1, "the command ran and succeeded");
         assert_stopped_because(&dir.report(), "signal");
         out.assert_stderr_has("stopped by SIGTERM after the last attempt");

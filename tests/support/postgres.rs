@@ -580,6 +580,38 @@ struct Pooler {
     port: u16,
 }
 
+/// `pgbouncer INI` as the server's user.
+fn pooler_command(pg: &Postgres, ini: &Path) -> Command {
+    let mut cmd = match &pg.run_as {
+        Some(user) => {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", user, "--", "pgbouncer"]);
+            cmd
+        }
+        None => Command::new("pgbouncer"),
+    };
+    cmd.arg(ini)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
+/// Waits (up to 10 s) until `child` listens on `port`; `false` when it exited first
+/// or never did.
+fn pooler_listens(child: &mut std::process::Child, port: u16) -> bool {
+    let up = std::time::Instant::now();
+    while up.elapsed() < std::time::Duration::from_secs(10) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
 impl Pooler {
     fn start(pg: &Postgres, options: Options) -> Pooler {
         let sock = pg.path("sock");
@@ -611,29 +643,9 @@ impl Pooler {
             let ini = sock.join("pgbouncer.ini");
             std::fs::write(&ini, config).unwrap();
             pg.give_to_server_user(&ini);
-            let mut cmd = match &pg.run_as {
-                Some(user) => {
-                    let mut cmd = Command::new("runuser");
-                    cmd.args(["-u", user, "--", "pgbouncer"]);
-                    cmd
-                }
-                None => Command::new("pgbouncer"),
-            };
-            let mut child = cmd
-                .arg(&ini)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("start pgbouncer");
-            let up = std::time::Instant::now();
-            while up.elapsed() < std::time::Duration::from_secs(10) {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Pooler { child, port };
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+            let mut child = pooler_command(pg, &ini).spawn().expect("start pgbouncer");
+            if pooler_listens(&mut child, port) {
+                return Pooler { child, port };
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -643,14 +655,44 @@ impl Pooler {
     }
 }
 
-impl Drop for Pooler {
-    fn drop(&mut self) {
+impl Pooler {
+    /// Stops pgbouncer (SIGTERM: it closes every client's connection at once) and
+    /// waits for it to exit.
+    fn stop(&mut self) {
         // runuser passes SIGTERM on to pgbouncer.
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
         let _ = self.child.wait();
+    }
+}
+
+impl Drop for Pooler {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Postgres {
+    /// Restarts what the test connects through: pgbouncer (stopped, every client's
+    /// connection closed under it, and started again on the same port), or the server
+    /// itself ([`restart`](Self::restart)). Returns once it accepts connections again.
+    pub fn restart_the_way_in(&mut self) {
+        let Some(mut pooler) = self.pooler.take() else {
+            self.restart();
+            return;
+        };
+        pooler.stop();
+        let ini = self.path("sock/pgbouncer.ini");
+        let mut child = pooler_command(self, &ini)
+            .spawn()
+            .expect("restart pgbouncer");
+        let listens = pooler_listens(&mut child, pooler.port);
+        let log = std::fs::read_to_string(self.path("sock/pgbouncer.log")).unwrap_or_default();
+        pooler.child = child;
+        self.pooler = Some(pooler);
+        assert!(listens, "pgbouncer did not start again:\n{log}");
     }
 }
 

@@ -121,18 +121,22 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// A connection refused for want of capacity: what it means and what the server said.
+/// A connection refused for want of capacity (or closed under a call, as while the
+/// server or pooler restarts): what it means and what the server said.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
     pub why: &'static str,
     pub said: String,
     /// Where such an answer comes from (a setting, a state of the server).
     pub source: &'static str,
+    /// The connection was open and then closed under a call (not refused at the door).
+    pub closed: bool,
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the server refused the connection: {}", self.why)?;
+        let what = if self.closed { "closed" } else { "refused" };
+        write!(f, "the server {what} the connection: {}", self.why)?;
         if !self.said.is_empty() && !self.why.contains(self.said.as_str()) {
             write!(f, " ({})", self.said)?;
         }
@@ -164,7 +168,25 @@ pub fn classify(seen: &Seen<'_>) -> Option<Refusal> {
         why: row.why,
         said,
         source: row.source,
+        closed: false,
     })
+}
+
+/// A connection the server or pooler ended under a call (`err` ended the connection,
+/// not just the statement): the same passing state as a refusal, tried again on a
+/// new connection within the call's bound.
+pub fn closed_under_call(err: &tokio_postgres::Error) -> Refusal {
+    let said = match err.as_db_error() {
+        Some(db) => format!("{}, SQLSTATE {}", db.message(), db.code().code()),
+        None => format!("{err:#}"),
+    };
+    Refusal {
+        why: "it ended while a call was under way (as when the server or the pooler restarts)",
+        said,
+        source: "a closed or reset socket, or the server's or pooler's FATAL message \
+                 (a restart, an administrator's shutdown, pg_terminate_backend)",
+        closed: true,
+    }
 }
 
 fn matches(sign: Sign, seen: &Seen<'_>) -> bool {

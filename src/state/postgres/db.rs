@@ -186,9 +186,18 @@ impl Conn {
             if let Some(refusal) = capacity::refusal(&e, false) {
                 return Err(Failed::Refused(refusal));
             }
-            if !(connection_failed(&e) && std::mem::take(&mut kept)) {
+            if !connection_failed(&e) {
                 return Err(Failed::Error(e.into()));
             }
+            if std::mem::take(&mut kept) {
+                continue;
+            }
+            // A fresh connection the server or the pooler ended under the call (a
+            // restart): a passing state like a refusal; any other failure is an answer.
+            if closed_by_server(&e) {
+                return Err(Failed::Refused(capacity::closed_under_call(&e)));
+            }
+            return Err(Failed::Error(e.into()));
         }
     }
 
@@ -290,6 +299,19 @@ fn connection_failed(e: &tokio_postgres::Error) -> bool {
         ),
         None => true,
     }
+}
+
+/// Whether the server or the pooler ended the connection: a closed or failed socket, or
+/// its FATAL message (a restart, an administrator's shutdown, `pg_terminate_backend`).
+fn closed_by_server(e: &tokio_postgres::Error) -> bool {
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    let fatal = e.as_db_error().is_some_and(|db| {
+        matches!(
+            db.parsed_severity(),
+            Some(tokio_postgres::error::Severity::Fatal | tokio_postgres::error::Severity::Panic)
+        )
+    });
+    e.is_closed() || io || fatal
 }
 
 /// The error for a call that ended without an answer: a signal ([`Interrupted`]), a

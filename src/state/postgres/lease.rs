@@ -19,7 +19,7 @@ use super::db::{Db, Shared};
 use super::url::PgTarget;
 use crate::state::{Burst, Patience};
 use crate::wait::{self, Bound, Pauses};
-use crate::{report, signals};
+use crate::{report, signals, sys};
 
 /// How long a failed renewal waits before the next try on a fresh connection.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
@@ -36,7 +36,8 @@ pub fn poll_pauses() -> Pauses {
 /// How many times as long as a poll took the pause after it lasts at least.
 const POLL_STRETCH: u32 = 10;
 
-/// Takes the lease when its row is absent or expired by the server's clock. The token
+/// Takes the lease when its row is absent or expired by the server's clock (or already
+/// this holder's: the take sent again after its connection was lost). The token
 /// is the greatest of the old one + 1, the server's clock in microseconds, and `$4`
 /// (an earlier version's fencing count + 1, or 0).
 const TAKE_SQL: &str = "INSERT INTO retry_lease AS l (name, holder, token, expires_at)
@@ -45,7 +46,7 @@ const TAKE_SQL: &str = "INSERT INTO retry_lease AS l (name, holder, token, expir
     ON CONFLICT (name) DO UPDATE
         SET holder = EXCLUDED.holder, token = greatest(l.token + 1, EXCLUDED.token),
             expires_at = EXCLUDED.expires_at
-        WHERE l.expires_at <= now()
+        WHERE l.expires_at <= now() OR l.holder = EXCLUDED.holder
     RETURNING token";
 
 /// The earlier version's fencing count for a lock name, + 1 (0 when it has none).
@@ -258,6 +259,8 @@ struct Renewed {
     ttl: Duration,
     /// When the last answered take or renewal was sent.
     sent: Instant,
+    /// The same moment on the clock that counts a stopped process and a suspended host.
+    sent_clock: Duration,
 }
 
 impl Renewal {
@@ -278,6 +281,7 @@ impl Renewal {
                 holder: holder.to_string(),
                 token,
                 ttl,
+                sent_clock: sys::suspend_aware_now().saturating_sub(sent.elapsed()),
                 sent,
             },
             stop,
@@ -344,11 +348,10 @@ async fn renew(job: Job, conn: Arc<Shared>) {
     } = job;
     let renewing = async {
         loop {
-            let next = lease.sent + lease.ttl / 3;
-            tokio::time::sleep_until(next.into()).await;
-            match renew_once(&lease, &conn).await {
-                Ok(sent) => lease.sent = sent,
-                Err(why) => return why,
+            let slept = sleep_watching(lease.sent + lease.ttl / 3).await;
+            match renew_watched(&lease, &conn).await {
+                Ok((sent, sent_clock)) => (lease.sent, lease.sent_clock) = (sent, sent_clock),
+                Err(why) => return stopped_meanwhile(&lease, slept).unwrap_or(why),
             }
         }
     };
@@ -365,16 +368,94 @@ async fn renew(job: Job, conn: Arc<Shared>) {
     }
 }
 
+/// How often a waiting renewer looks at the clock, so that a stop of the process (or
+/// of the host) is measured from the last time it ran.
+const WATCH: Duration = Duration::from_millis(500);
+
+/// A gap in the renewer's run shorter than this is scheduling, not a stop.
+const STOP_NOTICED: Duration = Duration::from_secs(1);
+
+/// Whether the capacity warning was given (once per process).
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// A renewer's sleep on the clock that counts a stop: when it last ran before the
+/// sleep ended, and when it woke.
+#[derive(Clone, Copy, Debug)]
+struct Slept {
+    awake: Duration,
+    woke: Duration,
+}
+
+/// Sleeps until `next`, waking every [`WATCH`] to note that the process runs.
+async fn sleep_watching(next: Instant) -> Slept {
+    let mut awake = sys::suspend_aware_now();
+    loop {
+        let now = Instant::now();
+        if now < next {
+            tokio::time::sleep_until((now + WATCH).min(next).into()).await;
+        }
+        let woke = sys::suspend_aware_now();
+        if Instant::now() >= next {
+            return Slept { awake, woke };
+        }
+        awake = woke;
+    }
+}
+
+/// When the renewer last ran before the loss deadline and woke only after it (the
+/// process was stopped, or its host suspended, for longer than the lease allowed), the
+/// loss is told as that, not as a renewal left unanswered.
+fn stopped_meanwhile(lease: &Renewed, slept: Slept) -> Option<String> {
+    let Slept { awake, woke } = slept;
+    let deadline = lease.sent_clock + loss_after(lease.ttl);
+    let gap = woke.saturating_sub(awake);
+    (awake < deadline && woke >= deadline && gap >= STOP_NOTICED).then(|| {
+        format!(
+            "this process was stopped for {}; the lease expired meanwhile",
+            crate::domain::human(gap)
+        )
+    })
+}
+
+/// [`renew_once`], with one warning (per process) when it has used half the time to
+/// its loss deadline: the server takes the renewals' connections or answers them
+/// more slowly than a fleet's renewals need, and the lease is in danger next.
+async fn renew_watched(job: &Renewed, conn: &Shared) -> Result<(Instant, Duration), String> {
+    let began = Instant::now();
+    let deadline = job.sent + loss_after(job.ttl);
+    let halfway = began + deadline.saturating_duration_since(began) / 2;
+    let renewal = renew_once(job, conn);
+    tokio::pin!(renewal);
+    tokio::select! {
+        biased;
+        renewed = &mut renewal => return renewed,
+        () = tokio::time::sleep_until(halfway.into()) => {}
+    }
+    if !WARNED.swap(true, Ordering::SeqCst) {
+        report::notice(&format!(
+            "warning: a renewal of the lease {} has waited {} for the server, half the time \
+             left before the lease counts as lost: the server takes connections or answers \
+             more slowly than the renewals need; a longer --lease-ttl (now {}) or PgBouncer \
+             in front of the server gives them room",
+            job.name,
+            crate::domain::human(began.elapsed()),
+            crate::domain::human(job.ttl)
+        ));
+    }
+    renewal.await
+}
+
 /// One renewal, tried again on a fresh connection until the loss deadline (a server
 /// that refuses for capacity, until then too); returns when the answered renewal was
-/// sent.
-async fn renew_once(job: &Renewed, conn: &Shared) -> Result<Instant, String> {
+/// sent (by `Instant` and by the clock that counts a stop).
+async fn renew_once(job: &Renewed, conn: &Shared) -> Result<(Instant, Duration), String> {
     let deadline = job.sent + loss_after(job.ttl);
     let bound = Bound::background(deadline);
     let secs = job.ttl.as_secs_f64();
     let mut last_error = String::from("no renewal was answered in time");
     loop {
         let sent = Instant::now();
+        let sent_clock = sys::suspend_aware_now();
         if sent >= deadline {
             return Err(format!(
                 "no renewal was answered within {} ({last_error})",
@@ -395,7 +476,7 @@ async fn renew_once(job: &Renewed, conn: &Shared) -> Result<Instant, String> {
             )
             .await;
         match renewed {
-            Ok(1) => return Ok(sent),
+            Ok(1) => return Ok((sent, sent_clock)),
             Ok(_) => {
                 return Err("it expired or another holder took it".into());
             }
@@ -423,6 +504,32 @@ mod tests {
         assert_eq!(LeaseName::lock("x").to_string(), "lock:x");
         assert_eq!(LeaseName::once("x").to_string(), "once:x");
         assert_ne!(LeaseName::lock("once:x"), LeaseName::once("x"));
+    }
+
+    #[test]
+    fn a_loss_is_blamed_on_a_stop_only_when_the_renewer_slept_through_the_deadline() {
+        let secs = Duration::from_secs_f64;
+        let lease = Renewed {
+            target: PgTarget::default(),
+            name: LeaseName::lock("k"),
+            holder: String::new(),
+            token: 1,
+            ttl: secs(3.0),
+            sent: Instant::now(),
+            sent_clock: secs(100.0),
+        };
+        let slept = |awake, woke| Slept {
+            awake: secs(awake),
+            woke: secs(woke),
+        };
+        assert_eq!(
+            stopped_meanwhile(&lease, slept(100.5, 104.0)).as_deref(),
+            Some("this process was stopped for 3.5s; the lease expired meanwhile")
+        );
+        // Woke before the deadline: the renewal itself went unanswered.
+        assert_eq!(stopped_meanwhile(&lease, slept(100.5, 101.0)), None);
+        // Late past the deadline by a moment of scheduling, not a stop.
+        assert_eq!(stopped_meanwhile(&lease, slept(101.9, 102.1)), None);
     }
 
     #[test]

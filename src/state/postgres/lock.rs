@@ -98,8 +98,9 @@ impl Lock for PgLock {
 impl Drop for PgLock {
     fn drop(&mut self) {
         if let Some(mut held) = self.held.take() {
-            // After the last attempt: bounded by connect_timeout and signals only.
-            if let Err(e) = held.release(&self.db, &Bound::signals_only()) {
+            // After the last attempt, and after a signal too: bounded by
+            // connect_timeout, and by 2 s once a signal came (`Bound::release`).
+            if let Err(e) = held.release(&self.db, &Bound::release()) {
                 report::notice(&format!(
                     "warning: could not release the lease {} ({e:#}); it expires within {}",
                     self.name,

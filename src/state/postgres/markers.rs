@@ -340,9 +340,9 @@ fn unreadable_because(status: &str) -> String {
 impl Drop for PgStore {
     fn drop(&mut self) {
         if let Some((_, mut held)) = self.held.take() {
-            // A run that recorded nothing frees its key (after the last attempt: bounded
-            // by connect_timeout and signals only).
-            if let Err(e) = held.release(&self.db, &Bound::signals_only()) {
+            // A run that recorded nothing (or was stopped by a signal) frees its key,
+            // bounded by connect_timeout, and by 2 s once a signal came.
+            if let Err(e) = held.release(&self.db, &Bound::release()) {
                 report::notice(&format!(
                     "warning: could not release the lease {} ({e:#}); it expires within {}",
                     held.name,
