@@ -111,6 +111,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--catch-up', '--catch-up', [CompletionResultType]::ParameterName, 'What to do with missed slots (no record in --state)')
             [CompletionResult]::new('--catch-up-window', '--catch-up-window', [CompletionResultType]::ParameterName, 'How far back missed slots are looked for')
             [CompletionResult]::new('--overlap', '--overlap', [CompletionResultType]::ParameterName, 'A slot that comes while the previous run still runs: skip it, or run it after')
+            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'How long a running slot may go on after SIGINT or SIGTERM stops the scheduler')
             [CompletionResult]::new('--tz', '--tz', [CompletionResultType]::ParameterName, 'The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]')
             [CompletionResult]::new('--metrics-listen', '--metrics-listen', [CompletionResultType]::ParameterName, 'Serve the scheduler''s Prometheus metrics over HTTP at http://ADDR:PORT/metrics')
             [CompletionResult]::new('--retry-budget', '--retry-budget', [CompletionResultType]::ParameterName, 'Share a retry budget called NAME: retries stop while half its tokens are spent')

@@ -108,6 +108,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --catch-up 'What to do with missed slots (no record in --state)'
             cand --catch-up-window 'How far back missed slots are looked for'
             cand --overlap 'A slot that comes while the previous run still runs: skip it, or run it after'
+            cand --grace 'How long a running slot may go on after SIGINT or SIGTERM stops the scheduler'
             cand --tz 'The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]'
             cand --metrics-listen 'Serve the scheduler''s Prometheus metrics over HTTP at http://ADDR:PORT/metrics'
             cand --retry-budget 'Share a retry budget called NAME: retries stop while half its tokens are spent'

@@ -596,10 +596,12 @@ pub struct Cli {
     ///
     /// Five fields (minute hour day month weekday), or seven (second minute hour day month
     /// weekday year, as supercronic reads them); names, ranges, lists, steps, @hourly,
-    /// @daily, @weekly, @monthly, @yearly, or @every DUR (slots at whole multiples of DUR
-    /// since the Unix epoch). Six fields are refused: tools read them as seconds first or
-    /// as year last. Each slot runs once across schedulers sharing --state (key JOB@SLOT);
-    /// stop with SIGINT or SIGTERM.
+    /// @daily (@midnight), @weekly, @monthly, @yearly (@annually), or @every DUR (slots at
+    /// whole multiples of DUR since the Unix epoch). Six fields are refused: tools read
+    /// them as seconds first or as year last; @reboot is refused (run the command before
+    /// the scheduler starts). With both day fields restricted a day matching either runs,
+    /// and one that begins with * is unrestricted (cronie's rule). Each slot runs once
+    /// across schedulers sharing --state (key JOB@SLOT); stop with SIGINT or SIGTERM.
     #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], value_parser = cron::Expression::parse, help_heading = SCHEDULE)]
     pub schedule: Option<cron::Expression>,
 
@@ -619,6 +621,13 @@ pub struct Cli {
     /// A slot that comes while the previous run still runs: skip it, or run it after
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = Overlap::Skip, requires = "schedule", help_heading = SCHEDULE)]
     pub overlap: Overlap,
+
+    /// How long a running slot may go on after SIGINT or SIGTERM stops the scheduler
+    ///
+    /// No new slot starts; the running one gets this long to finish, then SIGTERM and
+    /// --kill-after. 0 ends it at once; a second SIGINT or SIGTERM ends it at once too.
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "20s", value_parser = parse::duration, requires = "schedule", help_heading = SCHEDULE)]
+    pub grace: Duration,
 
     /// The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]
     #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]

@@ -18,6 +18,8 @@ pub struct ScheduleConfig {
     pub catch_up: CatchUp,
     pub window: Duration,
     pub overlap: Overlap,
+    /// `--grace`: how long a running slot may go on after SIGINT or SIGTERM.
+    pub grace: Duration,
     /// Where slot records live (the default state directory when `--state` is not given).
     pub state: Backend,
     /// `--metrics-listen`: where `/metrics` is served.
@@ -59,6 +61,7 @@ impl ScheduleConfig {
             catch_up: cli.catch_up,
             window: cli.catch_up_window,
             overlap: cli.overlap,
+            grace: cli.grace,
             state,
             metrics_listen: cli.metrics_listen,
         }))

@@ -48,6 +48,7 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
 /// missed slots a start now would catch up. Nothing is written.
 fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
     let now = Timestamp::now();
+    schedule::first_slot(schedule, now)?;
     let zone = &schedule.cron.zone;
     let mut out = format!(
         "schedule: {:?} in {}, job {}\nnext slots:\n",

@@ -27,12 +27,30 @@ pub fn set_slot(slot: Option<String>) {
     *SLOT.lock().unwrap_or_else(|p| p.into_inner()) = slot;
 }
 
+thread_local! {
+    /// The label this thread's lines carry instead of [`SLOT`], while one is set: a
+    /// thread beside a running slot speaks of another slot, or of none.
+    static THREAD_SLOT: std::cell::RefCell<Option<Option<String>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's lines naming `slot` (`None`: no slot), whatever slot runs.
+pub fn with_slot<T>(slot: Option<String>, f: impl FnOnce() -> T) -> T {
+    let before = THREAD_SLOT.with(|s| s.replace(Some(slot)));
+    let out = f();
+    THREAD_SLOT.with(|s| *s.borrow_mut() = before);
+    out
+}
+
 fn slot() -> Option<String> {
+    if let Some(label) = THREAD_SLOT.with(|s| s.borrow().clone()) {
+        return label;
+    }
     SLOT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Adds the slot, if any, to a JSON line.
-fn with_slot(line: &mut Value) {
+fn add_slot(line: &mut Value) {
     if let (Some(slot), Some(obj)) = (slot(), line.as_object_mut()) {
         obj.insert("slot".into(), Value::String(slot));
     }
@@ -59,7 +77,7 @@ fn emit(level: &str, message: &str, fields: Value) {
 
 /// Writes one JSON line: `"time"` first, then `line`'s members and the slot, if any.
 fn write_json(mut line: Value) {
-    with_slot(&mut line);
+    add_slot(&mut line);
     let _ = writeln!(std::io::stderr().lock(), "{}", time_first(&line));
 }
 

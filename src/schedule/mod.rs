@@ -155,12 +155,7 @@ impl Scheduler<'_> {
     /// state cannot be reached at start or CRON names no future slot.
     pub fn run(&self, world: &mut dyn World) -> anyhow::Result<ExitStatus> {
         let start = world.now();
-        let Some(first) = self.config.cron.next_after(start) else {
-            anyhow::bail!(
-                "--schedule: {:?} names no future time",
-                self.config.cron.text
-            );
-        };
+        let first = first_slot(self.config, start)?;
         let handled = world.handled()?;
         let first_start = world.first_start(start)?;
         let running = Running {
@@ -186,6 +181,17 @@ impl Scheduler<'_> {
             Err(Halt::Error(err)) => Err(err),
         }
     }
+}
+
+/// The first slot after `now`; a schedule that never fires (`0 0 30 2 *`) is refused,
+/// by the run and the dry run alike.
+pub fn first_slot(config: &ScheduleConfig, now: Slot) -> anyhow::Result<Slot> {
+    config.cron.next_after(now).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--schedule: {:?} names no future time; check the day and month fields",
+            config.cron.text
+        )
+    })
 }
 
 /// Why the loop ended.
