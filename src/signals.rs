@@ -3,6 +3,9 @@
 //! supervisor. Handlers only set a flag and write a byte to a self-pipe, so any
 //! wait can be a `poll` on that pipe with a timeout, free of races.
 //!
+//! A scheduler holds SIGINT and SIGTERM back from a running slot ([`hold_stops`]) for
+//! its graceful stop, and lets them through when the grace ends ([`let_through`]).
+//!
 //! A lost lock is the other reason a run must stop early: whoever notices it (a
 //! lease's renewer) records it with [`lose_lock_within`], which wakes the same self-pipe,
 //! so every wait that notices signals notices it too ([`stop`]).
