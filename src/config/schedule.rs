@@ -22,6 +22,8 @@ pub struct ScheduleConfig {
     pub grace: Duration,
     /// Where slot records live (the default state directory when `--state` is not given).
     pub state: Backend,
+    /// `--run-slot`: run this one slot of a crontab's job, and exit.
+    pub run_slot: Option<jiff::Timestamp>,
     /// `--metrics-listen`: where `/metrics` is served.
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -64,6 +66,7 @@ impl ScheduleConfig {
             grace: cli.grace,
             state,
             metrics_listen: cli.metrics_listen,
+            run_slot: cli.run_slot,
         }))
     }
 }

@@ -71,14 +71,45 @@ fn emit(level: &str, message: &str, fields: Value) {
         merge(&mut line, fields);
         write_json(line);
     } else {
-        let _ = writeln!(std::io::stderr().lock(), "{}{message}", prefix(cfg));
+        put(format!("{}{message}\n", prefix(cfg)));
     }
+}
+
+/// Where retry's own lines go instead of stderr (-1: stderr): a crontab's slot run
+/// writes them to the scheduler's stderr while its command's output goes through
+/// the scheduler to be labelled.
+static LOG_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Sends retry's own lines to `fd` from now on.
+pub fn log_to_fd(fd: std::os::fd::RawFd) {
+    LOG_FD.store(fd, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Writes one whole line in one write, so lines of processes sharing the stream
+/// never interleave.
+fn put(line: String) {
+    let fd = LOG_FD.load(std::sync::atomic::Ordering::SeqCst);
+    if fd < 0 {
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        return;
+    }
+    // SAFETY: the descriptor was handed over at start and stays open for the process;
+    // ManuallyDrop keeps this File from closing it.
+    let file = std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    });
+    let _ = (&*file).write_all(line.as_bytes());
 }
 
 /// Writes one JSON line: `"time"` first, then `line`'s members and the slot, if any.
 fn write_json(mut line: Value) {
     add_slot(&mut line);
-    let _ = writeln!(std::io::stderr().lock(), "{}", time_first(&line));
+    put(format!("{}\n", time_first(&line)));
+}
+
+/// `line` as one JSON line with `"time"` (now) first, for lines written elsewhere.
+pub fn with_time(line: &Value) -> String {
+    time_first(line)
 }
 
 /// `line` as JSON with a `"time"` member (now) before the others: serde_json orders
@@ -152,7 +183,7 @@ pub fn slot_event(notice: bool, text: &str, event: &str, fields: Value) {
         merge(&mut line, fields);
         write_json(line);
     } else {
-        let _ = writeln!(std::io::stderr().lock(), "{}{text}", prefix(cfg));
+        put(format!("{}{text}\n", prefix(cfg)));
     }
 }
 

@@ -6,6 +6,7 @@
 //! locks are taken per slot, so the scheduler holds no lock or connection between
 //! slots. `outcome` says how a slot ended, `metrics` serves `--metrics-listen`.
 
+pub mod crontab;
 mod metrics;
 mod outcome;
 mod world;
@@ -370,6 +371,16 @@ pub fn show(slot: Slot, zone: &Zone) -> String {
         zone.abbreviation(slot),
         rfc3339_seconds(slot)
     )
+}
+
+/// `--run-slot`: runs one slot of a crontab's job (its scheduler watches it) and
+/// returns 0, or 128+N when a signal stopped it.
+pub fn run_one(config: &Config, schedule: &ScheduleConfig, slot: Slot) -> ExitStatus {
+    let mut world = SystemWorld::new(config, schedule, None).unwatched();
+    match world.run_slot(slot) {
+        SlotEnd::Ended => ExitStatus::SUCCESS,
+        SlotEnd::Stopped(sig) => ExitStatus::of_signal(sig),
+    }
 }
 
 /// Runs the scheduler for `config` until a stopping signal.

@@ -3,7 +3,7 @@
 //! `run::one_run` per slot with its start and end lines, and the metrics.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -24,8 +24,9 @@ use crate::{report, signals};
 /// Longest single sleep: the wall clock is compared at least this often, so a clock
 /// step or a suspended host is noticed.
 const WAKE_EVERY: Duration = Duration::from_secs(60);
-/// Longest wait of the watcher beside a running slot between looks at the clock.
-const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// Longest wait of the watcher beside a running slot between looks at the clock and
+/// the stopping signals.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 /// Most slot records read at start for the newest success (`retry_last_success_seconds`).
 const SUCCESS_LOOKUPS: usize = 1000;
 
@@ -36,6 +37,9 @@ pub struct SystemWorld<'a> {
     /// The newest slot skipped at its own time while a run ran: the loop's own skip
     /// of it, once the run has ended, is already done.
     skipped_through: Option<Slot>,
+    /// Whether a thread watches beside each run (the grace, the overlapping slots); a
+    /// crontab's slot run has its scheduler do that instead.
+    watch: bool,
 }
 
 impl<'a> SystemWorld<'a> {
@@ -45,6 +49,7 @@ impl<'a> SystemWorld<'a> {
             schedule,
             metrics,
             skipped_through: None,
+            watch: true,
         }
     }
 
@@ -55,7 +60,14 @@ impl<'a> SystemWorld<'a> {
             schedule,
             metrics: None,
             skipped_through: None,
+            watch: true,
         }
+    }
+
+    /// A world for one slot's run, with nothing watching beside it.
+    pub fn unwatched(mut self) -> Self {
+        self.watch = false;
+        self
     }
 
     /// The job's first-start record, read only: `Ok(None)` when there is none, and
@@ -246,8 +258,13 @@ impl World for SystemWorld<'_> {
             schedule: self.schedule,
             metrics: self.metrics.as_ref(),
             command: &config.jobs.command,
+            graceful: true,
         };
-        let (end, skipped) = watch.beside(|| run::one_run(config, Some(&slot_run)));
+        let (end, skipped) = if self.watch {
+            watch.beside(|| run::one_run(config, Some(&slot_run)))
+        } else {
+            (run::one_run(config, Some(&slot_run)), None)
+        };
         if skipped.is_some() {
             self.skipped_through = skipped;
         }
@@ -323,6 +340,13 @@ impl World for SystemWorld<'_> {
     }
 }
 
+impl SystemWorld<'_> {
+    /// `slot` and those before it were skipped at their own time already.
+    pub fn skipped_at_own_time(&mut self, slot: Slot) {
+        self.skipped_through = Some(slot);
+    }
+}
+
 /// Logs, counts and records a slot skipped because the previous run still ran.
 fn skip(schedule: &ScheduleConfig, metrics: Option<&Metrics>, command: &[String], slot: Slot) {
     let slot_run = SlotRun {
@@ -339,10 +363,13 @@ fn skip(schedule: &ScheduleConfig, metrics: Option<&Metrics>, command: &[String]
 /// What watches beside a running slot: the stopping signals (the grace, then the
 /// run's end) and, under `--overlap skip`, the slots that come meanwhile, each skipped
 /// at its own time.
-struct Watch<'a> {
-    schedule: &'a ScheduleConfig,
-    metrics: Option<&'a Metrics>,
-    command: &'a [String],
+pub struct Watch<'a> {
+    pub schedule: &'a ScheduleConfig,
+    pub metrics: Option<&'a Metrics>,
+    pub command: &'a [String],
+    /// Whether SIGINT and SIGTERM are held back from the run for `--grace` (a
+    /// crontab's scheduler ends its slot runs itself).
+    pub graceful: bool,
 }
 
 /// Where a graceful stop stands.
@@ -358,15 +385,16 @@ enum Grace {
 impl Watch<'_> {
     /// Runs `run` on this thread while a thread beside it watches; returns what `run`
     /// returned and the newest slot skipped meanwhile.
-    fn beside<T>(&self, run: impl FnOnce() -> T) -> (T, Option<Slot>) {
-        let done = AtomicBool::new(false);
+    pub fn beside<T>(&self, run: impl FnOnce() -> T) -> (T, Option<Slot>) {
+        // The run's end reaches the watcher by a channel of its own: a wake-up through the
+        // signals' pipe may be taken by another waiting thread.
+        let (ended, done) = std::sync::mpsc::channel::<()>();
         // SIGINT and SIGTERM stop gracefully while a slot runs: it gets --grace to finish.
-        signals::hold_stops(true);
+        signals::hold_stops(self.graceful);
         let out = std::thread::scope(|scope| {
-            let watcher = scope.spawn(|| report::with_slot(None, || self.watch(&done)));
+            let watcher = scope.spawn(move || report::with_slot(None, || self.watch(&done)));
             let out = run();
-            done.store(true, Ordering::SeqCst);
-            signals::wake();
+            drop(ended);
             let skipped = watcher.join().unwrap_or(None);
             (out, skipped)
         });
@@ -374,11 +402,11 @@ impl Watch<'_> {
         out
     }
 
-    fn watch(&self, done: &AtomicBool) -> Option<Slot> {
+    fn watch(&self, done: &std::sync::mpsc::Receiver<()>) -> Option<Slot> {
         let mut skipped = None;
         let mut cursor = Timestamp::now();
         let mut grace = Grace::Running;
-        while !done.load(Ordering::SeqCst) {
+        loop {
             grace = self.grace(grace);
             let next = self.schedule.cron.next_after(cursor);
             let now = Timestamp::now();
@@ -399,18 +427,24 @@ impl Watch<'_> {
                 Grace::Until(end) => end.saturating_duration_since(Instant::now()),
                 _ => WATCH_EVERY,
             };
-            signals::wait(
-                (until_next + Duration::from_micros(999))
-                    .min(until_end)
-                    .min(WATCH_EVERY),
-            );
+            let wait = (until_next + Duration::from_micros(999))
+                .min(until_end)
+                .min(WATCH_EVERY);
+            if done.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+                return skipped;
+            }
         }
-        skipped
     }
 
     /// The graceful stop's next step: a signal starts the grace, its end or a second
     /// signal lets the stop through to the run.
     fn grace(&self, grace: Grace) -> Grace {
+        if !self.graceful {
+            return match signals::pending() {
+                Some(_) => Grace::Over,
+                None => grace,
+            };
+        }
         match grace {
             Grace::Running => match signals::stopping() {
                 None => Grace::Running,
