@@ -107,6 +107,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--on-success', '--on-success', [CompletionResultType]::ParameterName, 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin')
             [CompletionResult]::new('--hook-timeout', '--hook-timeout', [CompletionResultType]::ParameterName, 'Limit on each hook: its processes get SIGTERM, then SIGKILL a second later')
             [CompletionResult]::new('--schedule', '--schedule', [CompletionResultType]::ParameterName, 'Run in the foreground, one run at each time CRON names')
+            [CompletionResult]::new('--crontab', '--crontab', [CompletionResultType]::ParameterName, 'Run every job of a crontab file in this one process')
+            [CompletionResult]::new('--job-output', '--job-output', [CompletionResultType]::ParameterName, 'How a crontab''s jobs'' output is written: each line labelled with its job and slot, or raw')
             [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'The job''s name in slot keys, locks and logs [default: the command''s base name (or the URL''s host) and 8 hex digits of its SHA-256]')
             [CompletionResult]::new('--catch-up', '--catch-up', [CompletionResultType]::ParameterName, 'What to do with missed slots (no record in --state)')
             [CompletionResult]::new('--catch-up-window', '--catch-up-window', [CompletionResultType]::ParameterName, 'How far back missed slots are looked for')

@@ -104,6 +104,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --on-success 'Run CMD with sh -c after an attempt succeeded, with the report JSON on stdin'
             cand --hook-timeout 'Limit on each hook: its processes get SIGTERM, then SIGKILL a second later'
             cand --schedule 'Run in the foreground, one run at each time CRON names'
+            cand --crontab 'Run every job of a crontab file in this one process'
+            cand --job-output 'How a crontab''s jobs'' output is written: each line labelled with its job and slot, or raw'
             cand --job 'The job''s name in slot keys, locks and logs [default: the command''s base name (or the URL''s host) and 8 hex digits of its SHA-256]'
             cand --catch-up 'What to do with missed slots (no record in --state)'
             cand --catch-up-window 'How far back missed slots are looked for'

@@ -37,6 +37,7 @@ mod support;
 
 mod command;
 mod completion;
+mod crontab;
 mod curl_edges;
 mod curl_output;
 mod curl_request;

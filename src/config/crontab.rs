@@ -240,6 +240,15 @@ fn job_line(
     argv.push(command.clone().into());
     let cli = cli::parse_overriding(argv).map_err(|e| cli::usage::line(&e))?;
     let config = Config::from_cli(cli, log).map_err(|e| format!("{e:#}"))?;
+    let never = config
+        .schedule
+        .as_ref()
+        .is_some_and(|plan| plan.cron.next_after(jiff::Timestamp::now()).is_none());
+    if never {
+        return Err(format!(
+            "CRON '{cron}' names no future time; check the day and month fields"
+        ));
+    }
     Ok(CrontabJob {
         line: 0,
         options,
