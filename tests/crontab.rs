@@ -133,7 +133,7 @@ fn three_jobs_run_at_their_slots_with_whole_labelled_lines() {
     );
     // The slow job: one run at a time, the slots meanwhile skipped.
     assert!(
-        labelled(&out, "slow", "slow done").len() >= 1,
+        !labelled(&out, "slow", "slow done").is_empty(),
         "{out:.3000}"
     );
     assert!(
