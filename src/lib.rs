@@ -177,7 +177,13 @@ fn run_crontab(cli: Cli, argv: &[OsString], log: &LogConfig) -> anyhow::Result<E
         return Ok(ExitStatus::SUCCESS);
     }
     signals::install().context("cannot install signal handlers")?;
-    schedule::crontab::run(&tab, cli.grace, cli.job_output == cli::JobOutput::Raw)
+    let reload = || config::crontab::read(&path, &base, log);
+    schedule::crontab::run(
+        tab,
+        &reload,
+        cli.grace,
+        cli.job_output == cli::JobOutput::Raw,
+    )
 }
 
 fn run_config(config: Config) -> anyhow::Result<ExitStatus> {

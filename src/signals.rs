@@ -59,6 +59,9 @@ static HELD: AtomicI32 = AtomicI32::new(0);
 static AGAIN: AtomicBool = AtomicBool::new(false);
 /// The scheduler let the held signal through to end the runs at once.
 static AT_ONCE: AtomicBool = AtomicBool::new(false);
+/// Under `--crontab` SIGHUP (and SIGUSR2) asks for the file to be read again, and
+/// stops nothing.
+static RELOADING: AtomicBool = AtomicBool::new(false);
 /// Why a lock the run depends on was lost, and how soon its attempt must be gone; set
 /// once per run, by the first to notice.
 static LOCK_LOST: Mutex<Option<LostLock>> = Mutex::new(None);
@@ -125,7 +128,7 @@ pub fn pending() -> Option<domain::Signal> {
     if HOLDING.load(Ordering::SeqCst) {
         take_held();
     } else if FIRST.load(Ordering::SeqCst) == 0 {
-        for sig in STOPPING {
+        for sig in STOPPING.into_iter().filter(|sig| stops(*sig)) {
             if raised(sig).swap(false, Ordering::SeqCst) {
                 let number = sig.number();
                 let _ = FIRST.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
@@ -141,7 +144,7 @@ pub fn pending() -> Option<domain::Signal> {
 /// Takes the raised stopping signals while stops are held: the first SIGINT or SIGTERM
 /// is held back, SIGHUP and SIGQUIT stop at once as ever, and any later one is a repeat.
 fn take_held() {
-    for sig in STOPPING {
+    for sig in STOPPING.into_iter().filter(|sig| stops(*sig)) {
         if !raised(sig).swap(false, Ordering::SeqCst) {
             continue;
         }
@@ -175,7 +178,33 @@ pub fn take_repeat() -> Option<domain::Signal> {
     }
     STOPPING
         .into_iter()
+        .filter(|sig| stops(*sig))
         .find(|sig| raised(*sig).swap(false, Ordering::SeqCst))
+}
+
+/// Whether `sig` stops: every stopping signal but SIGHUP while it asks for a reload.
+fn stops(sig: domain::Signal) -> bool {
+    !(sig == domain::Signal::HUP && RELOADING.load(Ordering::SeqCst))
+}
+
+/// From now on SIGHUP and SIGUSR2 ask for a reload ([`take_reload`]) and stop nothing.
+pub fn reload_on_hup() -> std::io::Result<()> {
+    RELOADING.store(true, Ordering::SeqCst);
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: `on_signal` is async-signal-safe (see there).
+    unsafe { sigaction(Signal::SIGUSR2, &action) }.map_err(std::io::Error::from)?;
+    Ok(())
+}
+
+/// Whether a reload was asked for (SIGHUP or SIGUSR2) since the last call.
+pub fn take_reload() -> bool {
+    let hup = raised(domain::Signal::HUP).swap(false, Ordering::SeqCst);
+    let usr2 = raised(domain::Signal::new(Signal::SIGUSR2 as i32)).swap(false, Ordering::SeqCst);
+    hup || usr2
 }
 
 /// While `held` is true, SIGINT and SIGTERM are held back from runs until

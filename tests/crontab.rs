@@ -403,3 +403,60 @@ fn a_slot_s_command_reads_an_empty_stdin() {
         == "0"));
     drop(c.stop());
 }
+
+#[test]
+fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table() {
+    let dir = Scratch::new();
+    let a = "@every 1s --job a -- echo a >> \"$D/a\"\n";
+    let c = Crontab::start(&dir, "hup", a, &["--state", &dir.p("state")]);
+    crate::schedule::wait_lines(&dir, "a", 1, Duration::from_secs(10));
+    let file = dir.path("hup.tab");
+    // A broken line: the old table goes on, and the error names FILE:LINE.
+    fs::write(
+        &file,
+        format!("{a}@every 1s --job b -- echo b >> \"$D/b\"\n61 * * * * true\n"),
+    )
+    .unwrap();
+    c.signal(Signal::SIGHUP);
+    let named = format!("{}:3: CRON: '61' in the minute field", file.display());
+    assert!(
+        cmd::wait_until(Duration::from_secs(5), || c.err().contains(&named)),
+        "{}",
+        c.err()
+    );
+    let a_then = dir.count("a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(dir.count("a") > a_then, "job a goes on\n{}", c.err());
+    assert_eq!(
+        dir.count("b"),
+        0,
+        "nothing of the broken file runs\n{}",
+        c.err()
+    );
+    // A valid file with a new line: job b starts, job a goes on, the scheduler too.
+    fs::write(
+        &file,
+        format!("{a}@every 1s --job b -- echo b >> \"$D/b\"\n"),
+    )
+    .unwrap();
+    c.signal(Signal::SIGHUP);
+    crate::schedule::wait_lines(&dir, "b", 2, Duration::from_secs(10));
+    let a_then = dir.count("a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(dir.count("a") > a_then, "{}", c.err());
+    // A change to the file alone is noticed within 5 s: job a removed.
+    fs::write(&file, "@every 1s --job b -- echo b >> \"$D/b\"\n").unwrap();
+    assert!(
+        cmd::wait_until(Duration::from_secs(6), || c
+            .err()
+            .contains("job a (line 1) is no longer in the crontab")),
+        "{}",
+        c.err()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let a_then = dir.count("a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(dir.count("a"), a_then, "{}", c.err());
+    let (status, _, err) = c.stop();
+    assert_eq!(status, Some(143), "SIGHUP never stopped it\n{err}");
+}

@@ -11,11 +11,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use serde_json::json;
+use sha2::Digest;
 
 use super::world::{SystemWorld, Watch};
 use super::{Scheduler, Slot, SlotEnd, Tally, World, slot_key};
@@ -23,6 +25,8 @@ use crate::config::crontab::{Crontab, CrontabJob};
 use crate::domain::{ExitStatus, Signal, rfc3339_millis, rfc3339_seconds};
 use crate::{report, signals};
 
+/// What ends a job's loop when a reload removed it (never reported as a signal).
+const RETIRED: Signal = Signal::HUP;
 /// Longest sleep of a job's thread: the wall clock is compared at least this often.
 const WAKE_EVERY: Duration = Duration::from_secs(60);
 /// Between the two SIGTERMs that end a slot run at once (its second signal is SIGKILL
@@ -68,8 +72,15 @@ impl Shared {
 }
 
 /// Runs every job of `tab` until a stopping signal; 128+N then, 125 if every job
-/// stopped on an error (state that cannot be reached at start).
-pub fn run(tab: &Crontab, grace: Duration, raw: bool) -> anyhow::Result<ExitStatus> {
+/// stopped on an error (state that cannot be reached at start). SIGHUP, SIGUSR2 and a
+/// change to the file call `reload`: a crontab that reads replaces the table, one that
+/// does not leaves it as it is.
+pub fn run(
+    tab: Crontab,
+    reload: &dyn Fn() -> anyhow::Result<Crontab>,
+    grace: Duration,
+    raw: bool,
+) -> anyhow::Result<ExitStatus> {
     let shared = Shared {
         stop: Mutex::new(None),
         wake: Condvar::new(),
@@ -78,23 +89,53 @@ pub fn run(tab: &Crontab, grace: Duration, raw: bool) -> anyhow::Result<ExitStat
         raw,
         json: report::config().json,
     };
+    signals::reload_on_hup().context("cannot install the SIGUSR2 handler")?;
     report::info(&format!(
-        "crontab {}: {} job{}",
+        "crontab {}: {} job{}; SIGHUP, SIGUSR2 or a change to the file reads it again",
         tab.path.display(),
         tab.jobs.len(),
         if tab.jobs.len() == 1 { "" } else { "s" }
     ));
+    let path = tab.path.clone();
     let failed = std::thread::scope(|scope| {
-        let threads: Vec<_> = tab
-            .jobs
-            .iter()
-            .map(|job| scope.spawn(|| run_job(job, &shared)))
-            .collect();
+        let start = |job: Arc<CrontabJob>| {
+            let retired = Arc::new(AtomicBool::new(false));
+            let thread = {
+                let (job, retired, shared) = (job.clone(), retired.clone(), &shared);
+                scope.spawn(move || run_job(&job, &retired, shared))
+            };
+            Job {
+                job,
+                retired,
+                thread,
+            }
+        };
+        let mut jobs: Vec<Job<'_>> = tab.jobs.into_iter().map(Arc::new).map(start).collect();
+        let mut failed = 0;
+        let mut seen = Fingerprint::of(&path);
+        let mut looked = Instant::now();
         let sig = loop {
             if let Some(sig) = signals::pending() {
                 break Some(sig);
             }
-            if threads.iter().all(|t| t.is_finished()) {
+            let asked = signals::take_reload();
+            let changed = looked.elapsed() >= FILE_EVERY && {
+                looked = Instant::now();
+                let now = Fingerprint::of(&path);
+                std::mem::replace(&mut seen, now) != seen
+            };
+            if asked || changed {
+                jobs = replace_table(jobs, reload(), &shared, &start);
+            }
+            // Removed jobs whose last slot has ended.
+            let (done, left): (Vec<_>, Vec<_>) = jobs
+                .into_iter()
+                .partition(|j| j.retired.load(Ordering::SeqCst) && j.thread.is_finished());
+            jobs = left;
+            for finished in done {
+                let _ = finished.thread.join();
+            }
+            if jobs.iter().all(|j| j.thread.is_finished()) {
                 break None;
             }
             signals::wait(Duration::from_secs(1));
@@ -102,14 +143,16 @@ pub fn run(tab: &Crontab, grace: Duration, raw: bool) -> anyhow::Result<ExitStat
         if let Some(sig) = sig {
             shared.stop(sig);
             stop_gracefully(&shared, sig, grace, || {
-                threads.iter().all(|t| t.is_finished())
+                jobs.iter().all(|j| j.thread.is_finished())
             });
         }
-        threads
-            .into_iter()
-            .map(|t| t.join())
-            .filter(|ended| !matches!(ended, Ok(true)))
-            .count()
+        for job in jobs {
+            let retired = job.retired.load(Ordering::SeqCst);
+            if !matches!(job.thread.join(), Ok(true)) && !retired {
+                failed += 1;
+            }
+        }
+        failed
     });
     match shared.stopping() {
         Some(sig) => {
@@ -119,10 +162,91 @@ pub fn run(tab: &Crontab, grace: Duration, raw: bool) -> anyhow::Result<ExitStat
         }
         None => anyhow::bail!(
             "--crontab {}: {failed} job{} stopped on an error",
-            tab.path.display(),
+            path.display(),
             if failed == 1 { "" } else { "s" }
         ),
     }
+}
+
+/// How often the file is looked at for a change.
+const FILE_EVERY: Duration = Duration::from_secs(2);
+
+/// A job of the table, on its thread.
+struct Job<'scope> {
+    job: Arc<CrontabJob>,
+    /// Set when a reload removed or changed the job: no new slot starts.
+    retired: Arc<AtomicBool>,
+    thread: std::thread::ScopedJoinHandle<'scope, bool>,
+}
+
+/// The file as last looked at: its modification time, size and content's SHA-256.
+#[derive(PartialEq, Eq)]
+struct Fingerprint(Option<(SystemTime, u64, Vec<u8>)>);
+
+impl Fingerprint {
+    fn of(path: &std::path::Path) -> Fingerprint {
+        let seen = std::fs::metadata(path).and_then(|meta| {
+            let content = std::fs::read(path)?;
+            let digest = sha2::Sha256::digest(&content).to_vec();
+            Ok((meta.modified()?, meta.len(), digest))
+        });
+        Fingerprint(seen.ok())
+    }
+}
+
+/// The table after a reload: unchanged jobs go on, removed and changed ones are
+/// retired (a running slot finishes), new and changed ones start. A crontab that
+/// does not read keeps the table, with its error line.
+fn replace_table<'scope>(
+    jobs: Vec<Job<'scope>>,
+    read: anyhow::Result<Crontab>,
+    shared: &Shared,
+    start: &dyn Fn(Arc<CrontabJob>) -> Job<'scope>,
+) -> Vec<Job<'scope>> {
+    let tab = match read {
+        Ok(tab) => tab,
+        Err(err) => {
+            report::error(&format!("{err:#}; the jobs go on as they were"));
+            return jobs;
+        }
+    };
+    let (mut kept, mut gone) = (Vec::new(), 0);
+    let mut new: Vec<Option<CrontabJob>> = tab.jobs.into_iter().map(Some).collect();
+    for job in jobs {
+        let same = new
+            .iter_mut()
+            .find(|n| n.as_ref().is_some_and(|n| same_job(n, &job.job)));
+        match same {
+            Some(slot) if !job.retired.load(Ordering::SeqCst) => {
+                *slot = None;
+                kept.push(job);
+            }
+            _ => {
+                if !job.retired.swap(true, Ordering::SeqCst) {
+                    gone += 1;
+                }
+                kept.push(job);
+            }
+        }
+    }
+    shared.wake.notify_all();
+    let added: Vec<CrontabJob> = new.into_iter().flatten().collect();
+    let count = added.len();
+    kept.extend(added.into_iter().map(Arc::new).map(start));
+    report::info(&format!(
+        "crontab {}: read again; {count} job{} started, {gone} stopped (their running slots finish)",
+        tab.path.display(),
+        if count == 1 { "" } else { "s" }
+    ));
+    kept
+}
+
+/// Whether a reload leaves a job as it was: its name, options, command and environment.
+fn same_job(a: &CrontabJob, b: &CrontabJob) -> bool {
+    a.schedule().job == b.schedule().job
+        && a.options == b.options
+        && a.command == b.command
+        && a.env == b.env
 }
 
 /// Waits for the running slots: up to `grace`, then SIGTERM; a second stopping
@@ -161,11 +285,12 @@ fn stop_gracefully(shared: &Shared, sig: Signal, grace: Duration, done: impl Fn(
     }
 }
 
-/// One job's scheduler; whether it ended on a signal (not an error).
-fn run_job(job: &CrontabJob, shared: &Shared) -> bool {
+/// One job's scheduler; whether it ended on a signal or a reload (not an error).
+fn run_job(job: &CrontabJob, retired: &AtomicBool, shared: &Shared) -> bool {
     let schedule = job.schedule();
     let mut world = CrontabWorld {
         job,
+        retired,
         shared,
         inner: SystemWorld::new(&job.config, schedule, None),
     };
@@ -185,6 +310,7 @@ fn run_job(job: &CrontabJob, shared: &Shared) -> bool {
 /// scheduler's stop ends, and each slot a process of its own.
 struct CrontabWorld<'a> {
     job: &'a CrontabJob,
+    retired: &'a AtomicBool,
     shared: &'a Shared,
     inner: SystemWorld<'a>,
 }
@@ -199,6 +325,9 @@ impl World for CrontabWorld<'_> {
         loop {
             if let Some(sig) = *stop {
                 return Err(sig);
+            }
+            if self.retired.load(Ordering::SeqCst) {
+                return Err(RETIRED);
             }
             let left = Duration::try_from(t.duration_since(jiff::Timestamp::now()))
                 .unwrap_or(Duration::ZERO);
@@ -225,6 +354,9 @@ impl World for CrontabWorld<'_> {
         if let Some(sig) = self.shared.stopping() {
             return SlotEnd::Stopped(sig);
         }
+        if self.retired.load(Ordering::SeqCst) {
+            return SlotEnd::Stopped(RETIRED);
+        }
         let watch = Watch {
             schedule: self.job.schedule(),
             metrics: None,
@@ -244,6 +376,7 @@ impl World for CrontabWorld<'_> {
         }
         match self.shared.stopping() {
             Some(sig) => SlotEnd::Stopped(sig),
+            None if self.retired.load(Ordering::SeqCst) => SlotEnd::Stopped(RETIRED),
             None => SlotEnd::Ended,
         }
     }
@@ -257,6 +390,15 @@ impl World for CrontabWorld<'_> {
     }
 
     fn say(&mut self, message: &str) {
+        if self.retired.load(Ordering::SeqCst) && self.shared.stopping().is_none() {
+            // The scheduler's "stopped by" line: a reload removed the job instead.
+            report::info(&format!(
+                "job {} (line {}) is no longer in the crontab: no new slot starts",
+                self.job.schedule().job,
+                self.job.line
+            ));
+            return;
+        }
         self.inner.say(message);
     }
 
