@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use crate::support::dns::Nameserver;
 use crate::support::private_etc::PrivateEtc;
+use crate::support::retry;
 
 /// A fenced code block of the README: its language and its lines.
 struct Block {
@@ -137,7 +138,7 @@ fn retry_args(words: &[String]) -> Option<Vec<String>> {
 fn examples(readme: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for block in blocks(readme) {
-        if block.lang == "sql" || block.lang == "text" {
+        if block.lang == "sql" || block.lang == "text" || block.lang == "crontab" {
             continue;
         }
         // Shell lines, joined where they continue on the next one.
@@ -302,7 +303,22 @@ fn every_readme_example_parses_with_dry_run() {
                 std::fs::write(dir.path().join(name), text).unwrap();
             }
         }
-        let mut all = args.clone();
+        // A crontab an example names, made up: the crontab blocks are checked below.
+        let tab = dir.path().join("crontab.example");
+        std::fs::write(&tab, "@daily true\n").unwrap();
+        let tab = tab.to_string_lossy().into_owned();
+        let mut all: Vec<String> = Vec::new();
+        let mut words = args.iter();
+        while let Some(word) = words.next() {
+            if word == "--crontab" {
+                words.next();
+                all.extend(["--crontab".to_string(), tab.clone()]);
+            } else if word.starts_with("--crontab=") {
+                all.push(format!("--crontab={tab}"));
+            } else {
+                all.push(word.clone());
+            }
+        }
         if !all.iter().any(|a| a == "--dry-run") {
             all.insert(0, "--dry-run".into());
         }
@@ -473,4 +489,28 @@ fn every_link_between_the_documents_reaches_a_file_and_a_heading() {
     }
     assert!(checked >= 30, "only {checked} links found");
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// Every crontab of the README and docs/ (a `crontab` code block) reads with
+/// `retry --crontab FILE --dry-run`.
+#[test]
+fn every_documented_crontab_reads() {
+    let tabs: Vec<Block> = documents()
+        .iter()
+        .flat_map(|(_, text)| blocks(text))
+        .filter(|b| b.lang == "crontab")
+        .collect();
+    assert!(!tabs.is_empty(), "docs/schedules.md shows a crontab");
+    for block in tabs {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("crontab");
+        std::fs::write(&file, block.lines.join("\n") + "\n").unwrap();
+        let out = retry()
+            .arg("--crontab")
+            .arg(&file)
+            .args(["--dry-run", "--state"])
+            .arg(dir.path().join("state"))
+            .run();
+        assert_eq!(out.status, 0, "{}\n{}", block.lines.join("\n"), out.stderr);
+    }
 }

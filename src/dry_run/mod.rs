@@ -44,7 +44,7 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
 /// options, its next three slots and what a start now would catch up.
 pub fn crontab(tab: &Crontab) -> anyhow::Result<()> {
     let mut text = format!(
-        "crontab {}: {} job{}\n",
+        "retry dry run: nothing is run\ncrontab {}: {} job{}\n",
         tab.path.display(),
         tab.jobs.len(),
         if tab.jobs.len() == 1 { "" } else { "s" }

@@ -138,7 +138,7 @@ pub fn run(
             if jobs.iter().all(|j| j.thread.is_finished()) {
                 break None;
             }
-            signals::wait(Duration::from_secs(1));
+            signals::wait(FILE_EVERY);
         };
         if let Some(sig) = sig {
             shared.stop(sig);
