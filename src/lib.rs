@@ -165,11 +165,6 @@ fn slot_run_log() {
 /// `retry --crontab FILE [OPTIONS]`: the file checked whole, then its dry run or its jobs.
 fn run_crontab(cli: Cli, argv: &[OsString], log: &LogConfig) -> anyhow::Result<ExitStatus> {
     let path = cli.crontab.clone().context("--crontab")?;
-    if let Some(addr) = cli.metrics_listen {
-        anyhow::bail!(
-            "--metrics-listen {addr}: not served under --crontab; run a job with --schedule to serve its metrics"
-        );
-    }
     let base = config::crontab::job_options(argv.get(1..).unwrap_or_default());
     let tab = config::crontab::read(&path, &base, log)?;
     if cli.dry_run {
@@ -178,12 +173,12 @@ fn run_crontab(cli: Cli, argv: &[OsString], log: &LogConfig) -> anyhow::Result<E
     }
     signals::install().context("cannot install signal handlers")?;
     let reload = || config::crontab::read(&path, &base, log);
-    schedule::crontab::run(
-        tab,
-        &reload,
-        cli.grace,
-        cli.job_output == cli::JobOutput::Raw,
-    )
+    let options = schedule::crontab::Options {
+        grace: cli.grace,
+        raw: cli.job_output == cli::JobOutput::Raw,
+        metrics_listen: cli.metrics_listen,
+    };
+    schedule::crontab::run(tab, &reload, options)
 }
 
 fn run_config(config: Config) -> anyhow::Result<ExitStatus> {

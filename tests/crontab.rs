@@ -315,7 +315,6 @@ fn schedule_and_a_command_do_not_go_with_crontab() {
     for args in [
         &["--crontab", &file, "--schedule", "@daily", "--", "true"][..],
         &["--crontab", &file, "true"],
-        &["--crontab", &file, "--metrics-listen", "127.0.0.1:0"],
     ] {
         let out = retry().args(args).run();
         assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
@@ -350,6 +349,84 @@ fn dry_run_lists_every_job_with_its_options_and_next_three_slots() {
     assert!(text.contains("environment: A=1"), "{text}");
     assert!(text.contains("job poll.sh-"), "{text}");
     assert_eq!(text.matches("next slots:").count(), 2, "{text}");
+}
+
+/// `curl -sS URL`: the status code and the body.
+fn get(url: &str) -> (String, String) {
+    let out = crate::support::Invocation::of("curl")
+        .args(["-sS", "--max-time", "5", "-w", "\n%{http_code}", url])
+        .run();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", ""));
+    (code.to_string(), body.trim_end().to_string())
+}
+
+#[test]
+fn metrics_serve_every_job_s_series_and_healthz_says_the_loop_is_alive() {
+    let dir = Scratch::new();
+    let tab = "@every 1s -a 2 --delay 10ms --job bad -- exit 1\n@every 1s --job good -- true\n";
+    let c = Crontab::start(
+        &dir,
+        "metrics",
+        tab,
+        &[
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--state",
+            &dir.p("state"),
+        ],
+    );
+    let mut url = String::new();
+    assert!(
+        cmd::wait_until(Duration::from_secs(10), || {
+            url = c
+                .err()
+                .lines()
+                .find_map(|l| l.split("metrics at ").nth(1))
+                .and_then(|rest| rest.split(',').next())
+                .unwrap_or_default()
+                .to_string();
+            !url.is_empty()
+        }),
+        "{}",
+        c.err()
+    );
+    let series = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or(-1.0)
+    };
+    let mut text = String::new();
+    assert!(
+        cmd::wait_until(Duration::from_secs(15), || {
+            text = get(&url).1;
+            series(
+                &text,
+                r#"retry_slots_total{retry_job="bad",outcome="gave_up"}"#,
+            ) >= 2.0
+                && series(
+                    &text,
+                    r#"retry_slots_total{retry_job="good",outcome="succeeded"}"#,
+                ) >= 2.0
+        }),
+        "{text}\n{}",
+        c.err()
+    );
+    // Two attempts a slot of the failing job, read back from the slot's record.
+    let attempts = series(&text, r#"retry_attempts_total{retry_job="bad"}"#);
+    let gave_up = series(
+        &text,
+        r#"retry_slots_total{retry_job="bad",outcome="gave_up"}"#,
+    );
+    assert!(attempts >= 2.0 * gave_up, "{text}");
+    assert!(
+        series(&text, r#"retry_next_slot_seconds{retry_job="good"}"#) > 0.0,
+        "{text}"
+    );
+    let (code, body) = get(&url.replace("/metrics", "/healthz"));
+    assert_eq!((code.as_str(), body.as_str()), ("200", "ok"), "{}", c.err());
+    let (status, _, err) = c.stop();
+    assert_eq!(status, Some(143), "{err}");
 }
 
 fn count_keys(file: &str) -> Vec<String> {

@@ -19,10 +19,13 @@ use anyhow::Context;
 use serde_json::json;
 use sha2::Digest;
 
+use super::metrics::Metrics;
+use super::outcome::Outcome;
 use super::world::{SystemWorld, Watch};
 use super::{Scheduler, Slot, SlotEnd, Tally, World, slot_key};
 use crate::config::crontab::{Crontab, CrontabJob};
 use crate::domain::{ExitStatus, Signal, rfc3339_millis, rfc3339_seconds};
+use crate::state::Status;
 use crate::{report, signals};
 
 /// What ends a job's loop when a reload removed it (never reported as a signal).
@@ -78,9 +81,26 @@ impl Shared {
 pub fn run(
     tab: Crontab,
     reload: &dyn Fn() -> anyhow::Result<Crontab>,
-    grace: Duration,
-    raw: bool,
+    options: Options,
 ) -> anyhow::Result<ExitStatus> {
+    let Options {
+        grace,
+        raw,
+        metrics_listen,
+    } = options;
+    // Bound first: a port that cannot be had is exit 125 before anything else happens.
+    let metrics = match (metrics_listen, tab.jobs.first()) {
+        (Some(addr), Some(first)) => {
+            let metrics = Metrics::new(&first.schedule().job);
+            let bound = super::metrics::serve(addr, metrics.clone())?;
+            report::info(&format!(
+                "metrics at http://{bound}/metrics, health at /healthz"
+            ));
+            metrics.alive();
+            Some(metrics)
+        }
+        _ => None,
+    };
     let shared = Shared {
         stop: Mutex::new(None),
         wake: Condvar::new(),
@@ -102,7 +122,8 @@ pub fn run(
             let retired = Arc::new(AtomicBool::new(false));
             let thread = {
                 let (job, retired, shared) = (job.clone(), retired.clone(), &shared);
-                scope.spawn(move || run_job(&job, &retired, shared))
+                let metrics = metrics.as_ref().map(|m| m.for_job(&job.schedule().job));
+                scope.spawn(move || run_job(&job, &retired, shared, metrics))
             };
             Job {
                 job,
@@ -115,6 +136,9 @@ pub fn run(
         let mut seen = Fingerprint::of(&path);
         let mut looked = Instant::now();
         let sig = loop {
+            if let Some(metrics) = &metrics {
+                metrics.alive();
+            }
             if let Some(sig) = signals::pending() {
                 break Some(sig);
             }
@@ -166,6 +190,14 @@ pub fn run(
             if failed == 1 { "" } else { "s" }
         ),
     }
+}
+
+/// How the crontab's scheduler runs, from its command line.
+pub struct Options {
+    pub grace: Duration,
+    /// `--job-output raw`.
+    pub raw: bool,
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// How often the file is looked at for a change.
@@ -286,13 +318,21 @@ fn stop_gracefully(shared: &Shared, sig: Signal, grace: Duration, done: impl Fn(
 }
 
 /// One job's scheduler; whether it ended on a signal or a reload (not an error).
-fn run_job(job: &CrontabJob, retired: &AtomicBool, shared: &Shared) -> bool {
+fn run_job(
+    job: &CrontabJob,
+    retired: &AtomicBool,
+    shared: &Shared,
+    metrics: Option<Metrics>,
+) -> bool {
     let schedule = job.schedule();
+    let mut inner = SystemWorld::new(&job.config, schedule, metrics.clone());
+    inner.seed_last_success();
     let mut world = CrontabWorld {
         job,
         retired,
         shared,
-        inner: SystemWorld::new(&job.config, schedule, None),
+        metrics,
+        inner,
     };
     match (Scheduler { config: schedule }).run(&mut world) {
         Ok(_) => true,
@@ -311,6 +351,7 @@ fn run_job(job: &CrontabJob, retired: &AtomicBool, shared: &Shared) -> bool {
 struct CrontabWorld<'a> {
     job: &'a CrontabJob,
     retired: &'a AtomicBool,
+    metrics: Option<Metrics>,
     shared: &'a Shared,
     inner: SystemWorld<'a>,
 }
@@ -359,11 +400,18 @@ impl World for CrontabWorld<'_> {
         }
         let watch = Watch {
             schedule: self.job.schedule(),
-            metrics: None,
+            metrics: self.metrics.as_ref(),
             command: &self.job.config.jobs.command,
             graceful: false,
         };
+        if let Some(metrics) = &self.metrics {
+            metrics.slot_started(SystemTime::now());
+        }
+        let began = Instant::now();
         let (ran, skipped) = watch.beside(|| self.slot_process(slot));
+        if let Some(metrics) = &self.metrics {
+            self.count(metrics, slot, began.elapsed());
+        }
         if let Some(skipped) = skipped {
             self.inner.skipped_at_own_time(skipped);
         }
@@ -408,6 +456,21 @@ impl World for CrontabWorld<'_> {
 }
 
 impl CrontabWorld<'_> {
+    /// Counts the slot's end as its record says (the run was another process); a slot
+    /// with no record did not run (state that could not be reached): skipped, as under
+    /// `--schedule`; one a stop ended is not counted.
+    fn count(&self, metrics: &Metrics, slot: Slot, took: Duration) {
+        let outcome = match self.inner.recorded(slot) {
+            _ if self.shared.stopping().is_some() => None,
+            Some((status, attempts)) => Some((outcome_of(status), attempts)),
+            None => Some((Outcome::Skipped, 0)),
+        };
+        match outcome {
+            Some((outcome, attempts)) => metrics.slot_ended(Some(outcome), attempts, took),
+            None => metrics.slot_ended(None, 0, took),
+        }
+    }
+
     /// Runs the slot as `retry --run-slot SLOT` with the job's options and command, and
     /// waits for it; its output is written labelled, line by line.
     fn slot_process(&self, slot: Slot) -> anyhow::Result<()> {
@@ -542,4 +605,13 @@ fn log_descriptor() -> anyhow::Result<OwnedFd> {
     }
     // SAFETY: `fd` was just made and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn outcome_of(status: Status) -> Outcome {
+    match status {
+        Status::Succeeded => Outcome::Succeeded,
+        Status::GaveUp => Outcome::GaveUp,
+        Status::Skipped => Outcome::Skipped,
+        Status::Refused => Outcome::Refused,
+    }
 }

@@ -7,7 +7,7 @@
 //! slots. `outcome` says how a slot ended, `metrics` serves `--metrics-listen`.
 
 pub mod crontab;
-mod metrics;
+pub mod metrics;
 mod outcome;
 mod world;
 

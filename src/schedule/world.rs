@@ -341,6 +341,16 @@ impl World for SystemWorld<'_> {
 }
 
 impl SystemWorld<'_> {
+    /// How the slot's run ended, from its record (`None`: no record, or none readable).
+    pub fn recorded(&self, slot: Slot) -> Option<(Status, usize)> {
+        let bound = Bound::signals_only();
+        let mut store = self.store(&bound).ok()?;
+        let done = store
+            .find(&slot_key(&self.schedule.job, slot), &bound)
+            .ok()??;
+        Some((done.status, done.attempts as usize))
+    }
+
     /// `slot` and those before it were skipped at their own time already.
     pub fn skipped_at_own_time(&mut self, slot: Slot) {
         self.skipped_through = Some(slot);
