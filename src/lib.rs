@@ -78,6 +78,7 @@ use std::ffi::OsString;
 use anyhow::Context;
 
 use crate::config::{Config, TargetConfig};
+use crate::domain::LogConfig;
 use crate::domain::{ExitStatus, Interrupted};
 
 /// retry's own failure (bad usage or value, state unreachable, lock lost): for `main`.
@@ -97,10 +98,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let cli = match cli::parse(args.iter().cloned()) {
+    let argv: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match cli::parse(argv.iter().cloned()) {
         Ok(cli) => cli,
-        Err(err) => return clap_exit(err, &args),
+        Err(err) => return clap_exit(err, &argv),
     };
     if let Some(kind) = cli.generate {
         return match generate::write(kind) {
@@ -110,6 +111,15 @@ where
     }
     let log = config::log_config(&cli);
     report::init(log.clone());
+    if cli.run_slot.is_some() {
+        slot_run_log();
+    }
+    if cli.crontab.is_some() {
+        return match run_crontab(cli, &argv, &log) {
+            Ok(status) => status,
+            Err(err) => fail(&err),
+        };
+    }
     match Config::from_cli(cli, &log).and_then(run_config) {
         Ok(status) => status,
         Err(err) => fail(&err),
@@ -145,6 +155,36 @@ fn fail(err: &anyhow::Error) -> ExitStatus {
     ExitStatus::USAGE
 }
 
+/// A crontab's slot run writes its own lines to fd 3, the scheduler's stderr, when the
+/// scheduler gave it one: its command's output goes through the scheduler, labelled.
+fn slot_run_log() {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    // SAFETY: fd 3 is only asked about and marked close-on-exec, never closed here.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(3) };
+    if fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).is_ok() {
+        report::log_to_fd(3);
+    }
+}
+
+/// `retry --crontab FILE [OPTIONS]`: the file checked whole, then its dry run or its jobs.
+fn run_crontab(cli: Cli, argv: &[OsString], log: &LogConfig) -> anyhow::Result<ExitStatus> {
+    let path = cli.crontab.clone().context("--crontab")?;
+    let base = config::crontab::job_options(argv.get(1..).unwrap_or_default());
+    let tab = config::crontab::read(&path, &base, log)?;
+    if cli.dry_run {
+        dry_run::crontab(&tab)?;
+        return Ok(ExitStatus::SUCCESS);
+    }
+    signals::install().context("cannot install signal handlers")?;
+    let reload = || config::crontab::read(&path, &base, log);
+    let options = schedule::crontab::Options {
+        grace: cli.grace,
+        raw: cli.job_output == cli::JobOutput::Raw,
+        metrics_listen: cli.metrics_listen,
+    };
+    schedule::crontab::run(tab, &reload, options)
+}
+
 fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
     if config.dry_run {
         dry_run::show(&config)?;
@@ -164,6 +204,13 @@ fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
                 "no parent-death signal on this system: a command goes on if retry is killed with SIGKILL",
             );
         }
+    }
+    if let Some((plan, slot)) = config
+        .schedule
+        .as_ref()
+        .and_then(|plan| plan.run_slot.map(|slot| (plan, slot)))
+    {
+        return Ok(schedule::run_one(&config, plan, slot));
     }
     if let Some(plan) = &config.schedule {
         // Checked once up front, so a bad option is exit 125 at start, not an error at every slot.

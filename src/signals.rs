@@ -3,6 +3,9 @@
 //! supervisor. Handlers only set a flag and write a byte to a self-pipe, so any
 //! wait can be a `poll` on that pipe with a timeout, free of races.
 //!
+//! A scheduler holds SIGINT and SIGTERM back from a running slot ([`hold_stops`]) for
+//! its graceful stop, and lets them through when the grace ends ([`let_through`]).
+//!
 //! A lost lock is the other reason a run must stop early: whoever notices it (a
 //! lease's renewer) records it with [`lose_lock_within`], which wakes the same self-pipe,
 //! so every wait that notices signals notices it too ([`stop`]).
@@ -49,6 +52,18 @@ static WAKE: AtomicI32 = AtomicI32::new(-1);
 static FIRST: AtomicI32 = AtomicI32::new(0);
 /// When [`pending`] first saw it.
 static FIRST_SEEN: OnceLock<Instant> = OnceLock::new();
+/// While set, SIGINT and SIGTERM are held back for a scheduler's graceful stop
+/// ([`hold_stops`]): a run sees them only once the scheduler lets them through.
+static HOLDING: AtomicBool = AtomicBool::new(false);
+/// The first SIGINT or SIGTERM held back; 0 while none.
+static HELD: AtomicI32 = AtomicI32::new(0);
+/// Another stopping signal came after the first (held or passed on), not yet taken.
+static AGAIN: AtomicBool = AtomicBool::new(false);
+/// The scheduler let the held signal through to end the runs at once.
+static AT_ONCE: AtomicBool = AtomicBool::new(false);
+/// Under `--crontab` SIGHUP (and SIGUSR2) asks for the file to be read again, and
+/// stops nothing.
+static RELOADING: AtomicBool = AtomicBool::new(false);
 /// Why a lock the run depends on was lost, and how soon its attempt must be gone; set
 /// once per run, by the first to notice.
 static LOCK_LOST: Mutex<Option<LostLock>> = Mutex::new(None);
@@ -108,11 +123,14 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The stopping signal received so far, if any (the first one wins).
+/// The stopping signal received so far, if any (the first one wins). While stops are
+/// held, a SIGINT or SIGTERM counts only once the scheduler lets it through.
 pub fn pending() -> Option<domain::Signal> {
     STATE.get()?;
-    if FIRST.load(Ordering::SeqCst) == 0 {
-        for sig in STOPPING {
+    if HOLDING.load(Ordering::SeqCst) {
+        take_held();
+    } else if FIRST.load(Ordering::SeqCst) == 0 {
+        for sig in STOPPING.into_iter().filter(|sig| stops(*sig)) {
             if raised(sig).swap(false, Ordering::SeqCst) {
                 let number = sig.number();
                 if FIRST
@@ -130,12 +148,44 @@ pub fn pending() -> Option<domain::Signal> {
     }
 }
 
+/// Takes the raised stopping signals while stops are held: the first SIGINT or SIGTERM
+/// is held back, SIGHUP and SIGQUIT stop at once as ever, and any later one is a repeat.
+fn take_held() {
+    for sig in STOPPING.into_iter().filter(|sig| stops(*sig)) {
+        if !raised(sig).swap(false, Ordering::SeqCst) {
+            continue;
+        }
+        let number = sig.number();
+        let first_seen = if matches!(sig, domain::Signal::INT | domain::Signal::TERM) {
+            FIRST.load(Ordering::SeqCst) == 0
+                && HELD
+                    .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+        } else {
+            HELD.load(Ordering::SeqCst) == 0
+                && FIRST
+                    .compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+        };
+        if !first_seen {
+            AGAIN.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 /// A stopping signal that arrived after `pending` first reported one (a second
-/// Ctrl-C): taken once.
+/// Ctrl-C): taken once. Once the scheduler let a held signal through at once, every
+/// call says so.
 pub fn take_repeat() -> Option<domain::Signal> {
     STATE.get()?;
+    if HOLDING.load(Ordering::SeqCst) {
+        take_held();
+        let again = AT_ONCE.load(Ordering::SeqCst) || AGAIN.swap(false, Ordering::SeqCst);
+        return pending().filter(|_| again);
+    }
     STOPPING
         .into_iter()
+        .filter(|sig| stops(*sig))
         .find(|sig| raised(*sig).swap(false, Ordering::SeqCst))
 }
 
@@ -151,6 +201,71 @@ pub fn repeated() -> Option<domain::Signal> {
 /// When [`pending`] first saw the stopping signal, if one came.
 pub fn first_seen() -> Option<Instant> {
     FIRST_SEEN.get().copied()
+/// Whether `sig` stops: every stopping signal but SIGHUP while it asks for a reload.
+fn stops(sig: domain::Signal) -> bool {
+    !(sig == domain::Signal::HUP && RELOADING.load(Ordering::SeqCst))
+}
+
+/// From now on SIGHUP and SIGUSR2 ask for a reload ([`take_reload`]) and stop nothing.
+pub fn reload_on_hup() -> std::io::Result<()> {
+    RELOADING.store(true, Ordering::SeqCst);
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: `on_signal` is async-signal-safe (see there).
+    unsafe { sigaction(Signal::SIGUSR2, &action) }.map_err(std::io::Error::from)?;
+    Ok(())
+}
+
+/// Whether a reload was asked for (SIGHUP or SIGUSR2) since the last call.
+pub fn take_reload() -> bool {
+    let hup = raised(domain::Signal::HUP).swap(false, Ordering::SeqCst);
+    let usr2 = raised(domain::Signal::new(Signal::SIGUSR2 as i32)).swap(false, Ordering::SeqCst);
+    hup || usr2
+}
+
+/// While `held` is true, SIGINT and SIGTERM are held back from runs until
+/// [`let_through`]: a scheduler's graceful stop, where the running slot may finish.
+/// A signal held back stays the scheduler's ([`stopping`]) once the hold ends.
+pub fn hold_stops(held: bool) {
+    if STATE.get().is_some() && HOLDING.load(Ordering::SeqCst) {
+        take_held();
+    }
+    HOLDING.store(held, Ordering::SeqCst);
+}
+
+/// The signal that stops the scheduler, held back or not.
+pub fn stopping() -> Option<domain::Signal> {
+    let passed = pending();
+    match HELD.load(Ordering::SeqCst) {
+        0 => passed,
+        sig => Some(domain::Signal::new(sig)),
+    }
+}
+
+/// Whether another stopping signal came after the held one (taken once).
+pub fn stopping_again() -> bool {
+    if STATE.get().is_some() && HOLDING.load(Ordering::SeqCst) {
+        take_held();
+    }
+    AGAIN.swap(false, Ordering::SeqCst)
+}
+
+/// Lets the held signal through to the runs as SIGTERM (then --kill-after), or ends
+/// them at once (`at_once`: SIGKILL right after the SIGTERM).
+pub fn let_through(at_once: bool) {
+    let _ = FIRST.compare_exchange(
+        0,
+        domain::Signal::TERM.number(),
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    if at_once {
+        AT_ONCE.store(true, Ordering::SeqCst);
+    }
+    wake();
 }
 
 /// Whether the handlers are installed (without them no SIGCHLD is noticed).

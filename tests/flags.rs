@@ -60,6 +60,11 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--on-give-up", " "),
     ("--hook-timeout", "0"),
     ("--metrics-listen", "localhost:9746"),
+    ("--schedule", "61 * * * *"),
+    ("--schedule", "1,,2 * * * *"),
+    ("--schedule", "0 0\n* * *"),
+    ("--schedule", "@reboot"),
+    ("--grace", "soon"),
     ("--retry", "-1"),
     ("--retry-delay", "soon"),
     ("--retry-max-time", "later"),
@@ -285,6 +290,9 @@ const BOTH: &[&str] = &[
     "catch-up",
     "catch-up-window",
     "overlap",
+    "grace",
+    "crontab",
+    "job-output",
     "tz",
     "metrics-listen",
     "attempts",
@@ -528,6 +536,40 @@ const SAMPLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "crontab",
+        &[
+            "--crontab",
+            "{dir}/tab",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "job-output",
+        &[
+            "--crontab",
+            "{dir}/tab",
+            "--job-output",
+            "raw",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
+        "grace",
+        &[
+            "--schedule",
+            "@daily",
+            "--grace",
+            "5s",
+            "--state",
+            "{dir}/state",
+            "--dry-run",
+        ],
+    ),
+    (
         "tz",
         &[
             "--schedule",
@@ -652,6 +694,30 @@ fn check_option(long: &str, sample: &[&str], server: &Server) -> Vec<String> {
     failures
 }
 
+/// Options of `retry --crontab FILE`, which takes no COMMAND or URL (the jobs' are in
+/// the file): their samples run as they are, `{dir}/tab` a crontab of one job.
+const NO_TARGET: &[&str] = &["crontab", "job-output"];
+
+fn check_without_target(sample: &[&str]) -> Vec<String> {
+    let dir = crate::support::Scratch::new();
+    dir.write("tab", b"@daily true\n");
+    let root = dir.p("");
+    let args: Vec<String> = sample
+        .iter()
+        .map(|a| a.replace("{dir}/", &root).replace("{dir}", &root))
+        .collect();
+    let out = retry().args(&args).run();
+    if out.status == 0 {
+        Vec::new()
+    } else {
+        vec![format!(
+            "{sample:?}: exit {}: {}",
+            out.status,
+            out.stderr.trim()
+        )]
+    }
+}
+
 #[test]
 fn every_option_is_accepted_in_its_mode_and_refused_in_the_other() {
     let server = Server::script(vec![Reply::ok("ok")]);
@@ -665,6 +731,9 @@ fn every_option_is_accepted_in_its_mode_and_refused_in_the_other() {
             continue;
         }
         match SAMPLES.iter().find(|(name, _)| *name == long) {
+            Some((_, sample)) if NO_TARGET.contains(&long) => {
+                failures.extend(check_without_target(sample))
+            }
             Some((_, sample)) => failures.extend(check_option(long, sample, &server)),
             None => failures.push(format!("--{long} has no sample in SAMPLES: add one")),
         }

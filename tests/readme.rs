@@ -364,7 +364,22 @@ fn every_readme_example_parses_with_dry_run() {
                 std::fs::write(dir.path().join(name), text).unwrap();
             }
         }
-        let mut all = args.clone();
+        // A crontab an example names, made up: the crontab blocks are checked below.
+        let tab = dir.path().join("crontab.example");
+        std::fs::write(&tab, "@daily true\n").unwrap();
+        let tab = tab.to_string_lossy().into_owned();
+        let mut all: Vec<String> = Vec::new();
+        let mut words = args.iter();
+        while let Some(word) = words.next() {
+            if word == "--crontab" {
+                words.next();
+                all.extend(["--crontab".to_string(), tab.clone()]);
+            } else if word.starts_with("--crontab=") {
+                all.push(format!("--crontab={tab}"));
+            } else {
+                all.push(word.clone());
+            }
+        }
         if !all.iter().any(|a| a == "--dry-run") {
             all.insert(0, "--dry-run".into());
         }
@@ -784,4 +799,27 @@ fn the_exit_status_page_agrees_with_help() {
         http_statuses, curl_codes,
         "docs/exit-status.md's HTTP table and --help's curl codes differ"
     );
+
+/// Every crontab of the README and docs/ (a `crontab` code block) reads with
+/// `retry --crontab FILE --dry-run`.
+#[test]
+fn every_documented_crontab_reads() {
+    let tabs: Vec<Block> = documents()
+        .iter()
+        .flat_map(|(_, text)| blocks(text))
+        .filter(|b| b.lang == "crontab")
+        .collect();
+    assert!(!tabs.is_empty(), "docs/schedules.md shows a crontab");
+    for block in tabs {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("crontab");
+        std::fs::write(&file, block.lines.join("\n") + "\n").unwrap();
+        let out = retry()
+            .arg("--crontab")
+            .arg(&file)
+            .args(["--dry-run", "--state"])
+            .arg(dir.path().join("state"))
+            .run();
+        assert_eq!(out.status, 0, "{}\n{}", block.lines.join("\n"), out.stderr);
+    }
 }

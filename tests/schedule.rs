@@ -39,6 +39,10 @@ impl Scheduler {
         (status_of(&status), fs::read_to_string(&self.log).unwrap())
     }
 
+    pub fn child_alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     fn kill9(mut self) -> String {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
@@ -759,10 +763,11 @@ both_ways! {
         let proxy = Proxy::to(pg.port(), When::FileExists(dir.path("stall")));
         let state = proxy.url("?connect_timeout=30");
         let work = dir.script("work.sh", "touch \"$D/stall\"");
+        // --grace 0: the stop does not wait for the slot, whose record is part of it.
         let s = Scheduler::start(
             &dir,
             "s",
-            &["--schedule", "@every 1s", "--catch-up", "none", "--state", &state, "--", &work],
+            &["--schedule", "@every 1s", "--catch-up", "none", "--grace", "0", "--state", &state, "--", &work],
         );
         assert!(cmd::wait_until(Duration::from_secs(10), || proxy.stalled()));
         std::thread::sleep(Duration::from_millis(200));
@@ -823,7 +828,7 @@ fn json_logs_and_the_report_name_the_slot_and_its_idempotency_key() {
 }
 
 #[test]
-fn sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
+fn with_no_grace_sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
     let dir = Scratch::new();
     let work = dir.script(
         "trap.sh",
@@ -839,6 +844,8 @@ fn sigterm_reaches_the_running_job_first_then_stops_the_scheduler() {
             "@every 1s",
             "--catch-up",
             "none",
+            "--grace",
+            "0",
             "--state",
             &dir.p("state"),
             "--",
@@ -940,4 +947,163 @@ fn a_slot_the_open_circuit_refuses_is_recorded_as_refused() {
     assert!(log.contains("circuit c is open"), "{log}");
     let refused = records_with(&state, "refused");
     assert!(refused >= 1, "refused slots are recorded\n{log}");
+}
+
+// ---- A graceful stop (SPEC "Running on a schedule": --grace) ----
+
+/// A job that says when it starts, traps SIGTERM (saying so), and ends after `secs`.
+fn slow_job(dir: &Scratch, secs: u32) -> String {
+    dir.script(
+        "slow.sh",
+        &format!(
+            "trap 'echo TERM >> \"$D/got\"; exit 143' TERM\n\
+             echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/started\"\n\
+             sleep {secs} & wait\n\
+             echo done >> \"$D/done\""
+        ),
+    )
+}
+
+fn term(s: &Scheduler) {
+    kill(Pid::from_raw(s.child.id() as i32), Signal::SIGTERM).unwrap();
+}
+
+/// Waits for the scheduler to exit, for up to `limit`: its status and the log.
+fn exited_within(mut s: Scheduler, limit: Duration) -> (Option<i32>, String) {
+    let end = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            break Some(status_of(&status));
+        }
+        if Instant::now() >= end {
+            s.child.kill().unwrap();
+            s.child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    (status, fs::read_to_string(&s.log).unwrap())
+}
+
+#[test]
+fn sigterm_lets_the_running_slot_finish_within_the_grace_then_exits_143() {
+    let dir = Scratch::new();
+    let work = slow_job(&dir, 2);
+    let s = every_second(&dir, "graceful", &["--grace", "10s"], &work);
+    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let stopped = Instant::now();
+    term(&s);
+    let (status, log) = exited_within(s, Duration::from_secs(10));
+    assert_eq!(status, Some(143), "{log}");
+    let took = stopped.elapsed();
+    assert!(took < Duration::from_secs(4), "{took:?}\n{log}");
+    assert_eq!(dir.read("done"), "done\n", "the slot finished\n{log}");
+    assert_eq!(dir.read("got"), "", "the job never got SIGTERM\n{log}");
+    assert_eq!(dir.count("started"), 1, "no new slot started\n{log}");
+    // Recorded as usual: a success marker for the slot.
+    let succeeded = slot_records(&dir.p("state"))
+        .iter()
+        .filter(|path| fs::read_to_string(path).unwrap().contains("\"succeeded\""))
+        .count();
+    assert_eq!(succeeded, 1, "{log}");
+    assert!(log.contains("--grace 10s to finish"), "{log}");
+    assert!(
+        log.trim_end()
+            .ends_with(" retry: stopped by SIGTERM; exit status 143"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_second_sigterm_during_the_grace_ends_the_running_slot_at_once() {
+    let dir = Scratch::new();
+    let work = slow_job(&dir, 30);
+    let s = every_second(&dir, "twice", &["--grace", "30s"], &work);
+    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    term(&s);
+    std::thread::sleep(Duration::from_millis(700));
+    let mut s = s;
+    assert!(s.child_alive(), "the first SIGTERM waits for the slot");
+    assert_eq!(
+        dir.read("got"),
+        "",
+        "the first SIGTERM stays with the scheduler"
+    );
+    let again = Instant::now();
+    term(&s);
+    let (status, log) = exited_within(s, Duration::from_secs(5));
+    assert_eq!(status, Some(143), "{log}");
+    assert!(
+        again.elapsed() < Duration::from_secs(2),
+        "{:?}\n{log}",
+        again.elapsed()
+    );
+    assert!(dir.read("done").is_empty(), "{log}");
+    assert!(log.contains("ending the running slot at once"), "{log}");
+}
+
+#[test]
+fn when_the_grace_is_over_the_running_slot_gets_sigterm() {
+    let dir = Scratch::new();
+    let work = slow_job(&dir, 30);
+    let s = every_second(&dir, "over", &["--grace", "1s"], &work);
+    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let stopped = Instant::now();
+    term(&s);
+    let (status, log) = exited_within(s, Duration::from_secs(10));
+    assert_eq!(status, Some(143), "{log}");
+    let took = stopped.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}\n{log}"
+    );
+    assert_eq!(dir.read("got"), "TERM\n", "{log}");
+    assert!(log.contains("--grace 1s is over"), "{log}");
+}
+
+#[test]
+fn a_skipped_slot_is_logged_at_its_own_time_while_the_long_run_goes_on() {
+    let dir = Scratch::new();
+    let work = slow_job(&dir, 4);
+    let s = every_second(&dir, "long", &[], &work);
+    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let skipped = cmd::wait_until(Duration::from_secs(3), || {
+        fs::read_to_string(&s.log)
+            .unwrap()
+            .contains("(--overlap skip)")
+    });
+    let done_then = dir.path("done").exists();
+    let (status, log) = s.stop();
+    assert!(skipped, "no skipped slot logged while the run ran\n{log}");
+    assert!(!done_then, "the skip was logged only after the run\n{log}");
+    assert_eq!(status, 143, "{log}");
+    // Each skipped slot is logged once.
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("(--overlap skip)"))
+        .collect();
+    let unique: HashSet<&str> = lines
+        .iter()
+        .map(|l| l.split(" retry: ").nth(1).unwrap_or(l))
+        .collect();
+    assert_eq!(unique.len(), lines.len(), "{log}");
+}
+
+#[test]
+fn a_schedule_that_never_fires_is_125_in_the_dry_run_as_in_the_run() {
+    let dir = Scratch::new();
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = retry()
+            .args(["--schedule", "0 0 30 2 *", "--state", &dir.p("state")])
+            .args(extra)
+            .args(["--", "touch", &dir.p("ran")])
+            .run();
+        assert_eq!(out.status, 125, "{extra:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("names no future time"),
+            "{}",
+            out.stderr
+        );
+        assert!(!dir.path("ran").exists());
+    }
 }

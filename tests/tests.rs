@@ -38,6 +38,7 @@ mod support;
 mod body_rules;
 mod command;
 mod completion;
+mod crontab;
 mod curl_edges;
 mod curl_output;
 mod curl_request;

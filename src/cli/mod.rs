@@ -34,7 +34,7 @@ pub use values::signal_value;
 use values::{
     MethodParser, continue_value, exit_codes_value, fleet_name_value, header_name_value,
     hook_value, job_name_value, key_value, lease_ttl_value, metrics_listen_value, once_key_value,
-    regex_value,
+    regex_value, run_slot_value,
 };
 
 const TIMING: &str = "Attempts and timing";
@@ -64,7 +64,8 @@ const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
                   the last failure's exit status.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry [OPTIONS] URL",
     after_help = AFTER_HELP,
-    max_term_width = help::MAX_WIDTH
+    max_term_width = help::MAX_WIDTH,
+    group(clap::ArgGroup::new("scheduling").args(["schedule", "crontab"]).multiple(false))
 )]
 pub struct Cli {
     /// Total attempts, the first included (1 = never retry; 0 = no limit, with --max-time)
@@ -632,32 +633,58 @@ pub struct Cli {
     ///
     /// Five fields (minute hour day month weekday), or seven (second minute hour day month
     /// weekday year, as supercronic reads them); names, ranges, lists, steps, @hourly,
-    /// @daily, @weekly, @monthly, @yearly, or @every DUR (slots at whole multiples of DUR
-    /// since the Unix epoch). Six fields are refused: tools read them as seconds first or
-    /// as year last. Each slot runs once across schedulers sharing --state (key JOB@SLOT);
-    /// stop with SIGINT or SIGTERM.
+    /// @daily (@midnight), @weekly, @monthly, @yearly (@annually), or @every DUR (slots at
+    /// whole multiples of DUR since the Unix epoch). Six fields are refused: tools read
+    /// them as seconds first or as year last; @reboot is refused (run the command before
+    /// the scheduler starts). With both day fields restricted a day matching either runs,
+    /// and one that begins with * is unrestricted (cronie's rule). Each slot runs once
+    /// across schedulers sharing --state (key JOB@SLOT); stop with SIGINT or SIGTERM.
     #[arg(long, value_name = "CRON", conflicts_with_all = ["once", "busy_exit"], value_parser = cron::Expression::parse, help_heading = SCHEDULE)]
     pub schedule: Option<cron::Expression>,
 
+    /// Run every job of a crontab file in this one process
+    ///
+    /// One job a line: CRON COMMAND (COMMAND run by /bin/sh -c), NAME=VALUE and
+    /// CRON_TZ=ZONE lines for the jobs below them, # comments; a line's own retry options
+    /// before -- when the text after CRON starts with -. Options given here apply to every
+    /// job; a line's own override them. The whole file is checked first (FILE:LINE).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = SCHEDULE)]
+    pub crontab: Option<std::path::PathBuf>,
+
+    /// How a crontab's jobs' output is written: each line labelled with its job and slot, or raw
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = JobOutput::Labelled, requires = "crontab", help_heading = SCHEDULE)]
+    pub job_output: JobOutput,
+
+    /// Run one slot of the schedule and exit (a crontab's scheduler runs each slot so)
+    #[arg(long, value_name = "SLOT", hide = true, requires = "schedule", value_parser = run_slot_value)]
+    pub run_slot: Option<jiff::Timestamp>,
+
     /// The job's name in slot keys, locks and logs
     /// [default: the command's base name (or the URL's host) and 8 hex digits of its SHA-256]
-    #[arg(long, value_name = "NAME", requires = "schedule", value_parser = job_name_value, help_heading = SCHEDULE)]
+    #[arg(long, value_name = "NAME", requires = "scheduling", value_parser = job_name_value, help_heading = SCHEDULE)]
     pub job: Option<String>,
 
     /// What to do with missed slots (no record in --state)
-    #[arg(long, value_name = "WHICH", value_enum, default_value_t = CatchUp::Latest, requires = "schedule", help_heading = SCHEDULE)]
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = CatchUp::Latest, requires = "scheduling", help_heading = SCHEDULE)]
     pub catch_up: CatchUp,
 
     /// How far back missed slots are looked for
-    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "24h", value_parser = parse::duration, requires = "schedule", help_heading = SCHEDULE)]
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "24h", value_parser = parse::duration, requires = "scheduling", help_heading = SCHEDULE)]
     pub catch_up_window: Duration,
 
     /// A slot that comes while the previous run still runs: skip it, or run it after
-    #[arg(long, value_name = "WHAT", value_enum, default_value_t = Overlap::Skip, requires = "schedule", help_heading = SCHEDULE)]
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = Overlap::Skip, requires = "scheduling", help_heading = SCHEDULE)]
     pub overlap: Overlap,
 
+    /// How long a running slot may go on after SIGINT or SIGTERM stops the scheduler
+    ///
+    /// No new slot starts; the running one gets this long to finish, then SIGTERM and
+    /// --kill-after. 0 ends it at once; a second SIGINT or SIGTERM ends it at once too.
+    #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "20s", value_parser = parse::duration, requires = "scheduling", help_heading = SCHEDULE)]
+    pub grace: Duration,
+
     /// The zone CRON is read in (IANA name, from TZDIR or /usr/share/zoneinfo) [default: TZ, else local]
-    #[arg(long, value_name = "ZONE", requires = "schedule", help_heading = SCHEDULE)]
+    #[arg(long, value_name = "ZONE", requires = "scheduling", help_heading = SCHEDULE)]
     pub tz: Option<String>,
 
     /// Serve the scheduler's Prometheus metrics over HTTP at http://ADDR:PORT/metrics
@@ -756,7 +783,8 @@ pub struct Cli {
     #[arg(
         value_name = "COMMAND|URL",
         trailing_var_arg = true,
-        required_unless_present = "generate"
+        required_unless_present_any = ["generate", "crontab"],
+        conflicts_with = "crontab"
     )]
     pub target: Vec<OsString>,
 }
@@ -777,9 +805,25 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    use clap::{CommandFactory, FromArgMatches};
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let mut cmd = Cli::command();
+    // A crontab's slot runs take the command line's options, then the line's own,
+    // which override them (as the scheduler builds them: `--run-slot` before `--`).
+    let slot_run = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--run-slot");
+    parse_with(args, slot_run)
+}
+
+/// Parses a crontab line's options after the command line's: a later value of an
+/// option replaces an earlier one instead of being refused as given twice.
+pub fn parse_overriding(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    parse_with(args, true)
+}
+
+fn parse_with(args: Vec<OsString>, overriding: bool) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = Cli::command().args_override_self(overriding);
     // The long epilogue is formatted only when it will be shown: building it costs
     // more than the rest of start-up, and `retry -- true` must start fast.
     if args.iter().any(|a| a == "--help") {
@@ -851,4 +895,13 @@ mod tests {
         let err = parse(["retry", "--stop-on-output", "(", "true"]).unwrap_err();
         assert!(err.to_string().contains("--stop-on-output"), "{err}");
     }
+}
+
+/// `--job-output`: how a crontab's jobs' output lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JobOutput {
+    /// `TIMESTAMP [JOB@SLOT] line` (JSON under --log-format json), each line whole.
+    Labelled,
+    /// Unchanged.
+    Raw,
 }

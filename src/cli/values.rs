@@ -209,3 +209,9 @@ pub fn once_key_value(text: &str) -> Result<String, String> {
         Err("expected a key of 1 to 200 characters without control characters".into())
     }
 }
+
+/// `--run-slot`: a slot as RFC 3339 UTC.
+pub fn run_slot_value(text: &str) -> Result<jiff::Timestamp, String> {
+    text.parse()
+        .map_err(|_| "expected a slot in RFC 3339 (2026-01-01T03:00:00Z)".to_string())
+}

@@ -8,6 +8,7 @@
 //! executors and the gate to [`jobs`].
 
 mod command;
+pub mod crontab;
 pub mod fleet;
 pub mod hooks;
 pub mod http;
@@ -243,7 +244,7 @@ pub fn log_config(cli: &Cli) -> LogConfig {
         color: !json && color_wanted(),
         github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
         // A scheduler's stderr is a container's log: each line says when.
-        timestamps: cli.schedule.is_some(),
+        timestamps: cli.schedule.is_some() || cli.crontab.is_some(),
     }
 }
 

@@ -18,8 +18,12 @@ pub struct ScheduleConfig {
     pub catch_up: CatchUp,
     pub window: Duration,
     pub overlap: Overlap,
+    /// `--grace`: how long a running slot may go on after SIGINT or SIGTERM.
+    pub grace: Duration,
     /// Where slot records live (the default state directory when `--state` is not given).
     pub state: Backend,
+    /// `--run-slot`: run this one slot of a crontab's job, and exit.
+    pub run_slot: Option<jiff::Timestamp>,
     /// `--metrics-listen`: where `/metrics` is served.
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -59,8 +63,10 @@ impl ScheduleConfig {
             catch_up: cli.catch_up,
             window: cli.catch_up_window,
             overlap: cli.overlap,
+            grace: cli.grace,
             state,
             metrics_listen: cli.metrics_listen,
+            run_slot: cli.run_slot,
         }))
     }
 }

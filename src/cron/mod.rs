@@ -19,8 +19,8 @@ pub use zone::{Resolved, Zone};
 
 /// What `--schedule` accepts, for error messages.
 pub const CRON_ACCEPTS: &str = "expected five fields (minute hour day month weekday), \
-     seven (second minute hour day month weekday year), @hourly, @daily, @weekly, \
-     @monthly, @yearly or @every DUR";
+     seven (second minute hour day month weekday year), @hourly, @daily (@midnight), \
+     @weekly, @monthly, @yearly (@annually) or @every DUR";
 
 /// Matching local times looked at for one slot before giving up (each gap or repeated
 /// pass skips at most a few).
@@ -77,38 +77,180 @@ impl Expression {
     }
 }
 
+/// The nicknames cronie reads, as the five fields they stand for.
+const NICKNAMES: [(&str, &str); 7] = [
+    ("@yearly", "0 0 1 1 *"),
+    ("@annually", "0 0 1 1 *"),
+    ("@monthly", "0 0 1 * *"),
+    ("@weekly", "0 0 * * 0"),
+    ("@daily", "0 0 * * *"),
+    ("@midnight", "0 0 * * *"),
+    ("@hourly", "0 * * * *"),
+];
+
+/// A field of CRON: its name in messages, its range, and the words it takes besides
+/// numbers (croner's `L`, `W` and `#` forms are checked by croner itself).
+struct Field {
+    name: &'static str,
+    low: u32,
+    high: u32,
+    names: &'static [&'static str],
+    /// Letters croner reads in this field (`L`, `W`, `#`), checked by croner.
+    extra: &'static str,
+}
+
+const MONTHS: &[&str] = &[
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+];
+const WEEKDAYS: &[&str] = &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+
+const SECOND: Field = field("second", 0, 59, &[], "");
+const MINUTE: Field = field("minute", 0, 59, &[], "");
+const HOUR: Field = field("hour", 0, 23, &[], "");
+const DAY: Field = field("day", 1, 31, &[], "LW?");
+const MONTH: Field = field("month", 1, 12, MONTHS, "");
+const WEEKDAY: Field = field("weekday", 0, 7, WEEKDAYS, "L#?");
+// cronexpr's (supercronic's) years.
+const YEAR: Field = field("year", 1970, 2099, &[], "");
+
+const fn field(
+    name: &'static str,
+    low: u32,
+    high: u32,
+    names: &'static [&'static str],
+    extra: &'static str,
+) -> Field {
+    Field {
+        name,
+        low,
+        high,
+        names,
+        extra,
+    }
+}
+
+/// The fields of five-field and seven-field CRON, in order.
+const FIVE: [&Field; 5] = [&MINUTE, &HOUR, &DAY, &MONTH, &WEEKDAY];
+const SEVEN: [&Field; 7] = [&SECOND, &MINUTE, &HOUR, &DAY, &MONTH, &WEEKDAY, &YEAR];
+
 /// A CRON expression or nickname, for croner.
 fn cron_kind(text: &str) -> Result<Kind, String> {
-    let fields: Vec<&str> = text.split_whitespace().collect();
-    let nickname = text.trim_start().starts_with('@');
-    match fields.len() {
-        _ if nickname => {}
-        5 | 7 => {}
-        6 => return Err(six_fields(text, &fields)),
-        n => return Err(format!("'{}' has {n} fields; {CRON_ACCEPTS}", text.trim())),
+    if text.contains(['\n', '\r']) {
+        return Err(format!(
+            "'{}' has a line break; a schedule is one line",
+            text.escape_debug()
+        ));
     }
+    let trimmed = text.trim();
+    let expanded = match trimmed.strip_prefix('@') {
+        Some(_) => nickname(trimmed)?,
+        None => trimmed,
+    };
+    let fields: Vec<&str> = expanded.split_whitespace().collect();
+    let table: &[&Field] = match fields.len() {
+        5 => &FIVE,
+        7 => &SEVEN,
+        6 => return Err(six_fields(text, &fields)),
+        n => return Err(format!("'{trimmed}' has {n} fields; {CRON_ACCEPTS}")),
+    };
+    for (value, field) in fields.iter().zip(table) {
+        check_field(value, field)?;
+    }
+    // The day fields follow the time fields (seconds, minute and hour; or minute and hour).
+    let time = if table.len() == 7 { 3 } else { 2 };
+    let (day, weekday) = (fields[time], fields[time + 2]);
+    // cronie: a day field that begins with `*` is unrestricted, and then a day must
+    // match both fields; with both restricted, either one.
+    let both = day.starts_with(['*', '?']) || weekday.starts_with(['*', '?']);
     let parser = CronParser::builder()
         .seconds(Seconds::Optional)
         .year(Year::Optional)
-        .dom_and_dow(false)
+        .dom_and_dow(both)
         .build();
+    // The fields were checked above: what croner still refuses gets retry's words.
     let cron = parser
-        .parse(text)
-        .map_err(|e| format!("'{}': {e}; {CRON_ACCEPTS}", text.trim()))?;
-    let fixed = if nickname {
-        !text.trim().eq_ignore_ascii_case("@hourly")
-    } else {
-        let time_fields = if fields.len() == 7 {
-            &fields[..3]
-        } else {
-            &fields[..2]
-        };
-        time_fields.iter().all(|f| !f.contains(['*', '?', '/']))
-    };
+        .parse(expanded)
+        .map_err(|_| format!("'{trimmed}': {CRON_ACCEPTS}"))?;
+    let fixed = fields[..time].iter().all(|f| !f.contains(['*', '?', '/']));
     Ok(Kind::Cron {
         cron: Box::new(cron),
         fixed,
     })
+}
+
+/// The five fields a nickname stands for; `@reboot` and unknown names are refused.
+fn nickname(text: &str) -> Result<&'static str, String> {
+    if text.eq_ignore_ascii_case("@reboot") {
+        return Err(
+            "'@reboot': the scheduler runs jobs at times only; run the command before the scheduler starts (in the container's entrypoint or the service's ExecStartPre)"
+                .into(),
+        );
+    }
+    NICKNAMES
+        .iter()
+        .find(|(name, _)| text.eq_ignore_ascii_case(name))
+        .map(|(_, fields)| *fields)
+        .ok_or_else(|| format!("'{text}' is no schedule name; {CRON_ACCEPTS}"))
+}
+
+/// Refuses a field with an empty list element, a step of 0, a number out of its
+/// range, or a word it does not take, naming the field and its range.
+fn check_field(value: &str, field: &Field) -> Result<(), String> {
+    let what = |shown: &str, why: &str| format!("'{shown}' in the {} field: {why}", field.name);
+    for element in value.split(',') {
+        if element.is_empty() {
+            return Err(what(value, "an empty list element (write 1,2, not 1,,2)"));
+        }
+        let (span, step) = match element.split_once('/') {
+            Some((span, step)) => (span, Some(step)),
+            None => (element, None),
+        };
+        if step.is_some_and(|step| step.parse::<u32>().map_or(true, |n| n == 0)) {
+            return Err(what(element, "a step is a whole number of at least 1"));
+        }
+        if span == "*" || span == "?" {
+            continue;
+        }
+        let ends = match span.split_once('-') {
+            Some((a, b)) => [a, b],
+            None => [span, span],
+        };
+        for end in ends {
+            if !takes(end, field) {
+                return Err(what(end, &accepts(field)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether one end of a range (or a single value) is one the field takes.
+fn takes(end: &str, field: &Field) -> bool {
+    if let Ok(n) = end.parse::<u64>() {
+        return (u64::from(field.low)..=u64::from(field.high)).contains(&n);
+    }
+    let upper = end.to_ascii_uppercase();
+    // croner's L, W and # forms: digits and the field's own letters, checked by croner.
+    let croner_form = !end.is_empty()
+        && upper.chars().any(|c| field.extra.contains(c))
+        && upper
+            .chars()
+            .all(|c| c.is_ascii_digit() || field.extra.contains(c));
+    field.names.contains(&upper.as_str()) || croner_form
+}
+
+/// What a field takes: its range, and its names if it has any.
+fn accepts(field: &Field) -> String {
+    match field.names {
+        [] => format!("{}-{}", field.low, field.high),
+        names => format!(
+            "{}-{} or {}-{}",
+            field.low,
+            field.high,
+            names[0],
+            names[names.len() - 1]
+        ),
+    }
 }
 
 /// Six fields mean seconds first to Quartz, Spring and croner, and year last to
@@ -401,17 +543,142 @@ mod tests {
 
     #[test]
     fn bad_expressions_are_refused_saying_what_is_accepted() {
-        for bad in [
-            "",
-            "* * * *",
-            "61 * * * *",
-            "* * * * * * * *",
-            "@sometimes",
-            "a b c d e",
-        ] {
+        for bad in ["", "* * * *", "* * * * * * * *", "@sometimes"] {
             let err = CronSchedule::parse(bad, Zone::utc()).unwrap_err();
             assert!(err.contains("expected five fields"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_bad_field_is_named_with_its_range_never_in_the_parser_s_words() {
+        let cases = [
+            ("61 * * * *", "'61' in the minute field: 0-59"),
+            ("0 24 * * *", "'24' in the hour field: 0-23"),
+            ("0 0 0 * *", "'0' in the day field: 1-31"),
+            ("0 0 1-32 * *", "'32' in the day field: 1-31"),
+            ("0 0 * 13 *", "'13' in the month field: 1-12 or JAN-DEC"),
+            ("0 0 * * 8", "'8' in the weekday field: 0-7 or SUN-SAT"),
+            (
+                "0 0 * * funday",
+                "'funday' in the weekday field: 0-7 or SUN-SAT",
+            ),
+            ("a b c d e", "'a' in the minute field: 0-59"),
+            ("60 0 0 * * * *", "'60' in the second field: 0-59"),
+            ("0 0 0 * * * 1900", "'1900' in the year field: 1970-2099"),
+            (
+                "*/0 * * * *",
+                "'*/0' in the minute field: a step is a whole number",
+            ),
+            (
+                "1,,2 * * * *",
+                "'1,,2' in the minute field: an empty list element",
+            ),
+            (
+                "1, * * * *",
+                "'1,' in the minute field: an empty list element",
+            ),
+        ];
+        for (bad, want) in cases {
+            let err = CronSchedule::parse(bad, Zone::utc()).unwrap_err();
+            assert!(err.starts_with(want), "{bad}: {err}");
+            for parser_words in ["Component", "bounds", "Pattern"] {
+                assert!(!err.contains(parser_words), "{bad}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_break_is_refused() {
+        for bad in ["0 0 * * *\n", "0 0\n* * *", "@daily\r"] {
+            let err = CronSchedule::parse(bad, Zone::utc()).unwrap_err();
+            assert!(err.contains("line break"), "{bad:?}: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn midnight_and_annually_are_daily_and_yearly_and_reboot_is_refused_with_a_word() {
+        let (from, to) = ("2026-01-01T00:00:00Z", "2028-01-01T00:00:00Z");
+        for (alias, name) in [("@midnight", "@daily"), ("@annually", "@yearly")] {
+            assert_eq!(
+                slots(alias, Zone::utc(), from, to),
+                slots(name, Zone::utc(), from, to),
+                "{alias}"
+            );
+        }
+        assert_eq!(
+            slots("@annually", Zone::utc(), from, to),
+            ["2027-01-01T00:00:00Z", "2028-01-01T00:00:00Z"]
+        );
+        assert_eq!(
+            slots("@MIDNIGHT", Zone::utc(), from, "2026-01-03T00:00:00Z"),
+            ["2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"]
+        );
+        let err = CronSchedule::parse("@reboot", Zone::utc()).unwrap_err();
+        assert!(err.contains("before the scheduler starts"), "{err}");
+        assert!(CRON_ACCEPTS.contains("@midnight") && CRON_ACCEPTS.contains("@annually"));
+    }
+
+    #[test]
+    fn a_day_field_beginning_with_a_star_is_unrestricted_as_in_cronie() {
+        // 2026: the Mondays that are the 1st, 11th, 21st or 31st (worked out from the
+        // calendar: 1 Jun is a Monday, so 11 May, 31 Aug, 21 Sep and 21 Dec are too).
+        let got = slots(
+            "0 0 */10 * 1",
+            Zone::utc(),
+            "2026-01-01T00:00:00Z",
+            "2027-01-01T00:00:00Z",
+        );
+        assert_eq!(
+            got,
+            [
+                "2026-05-11T00:00:00Z",
+                "2026-06-01T00:00:00Z",
+                "2026-08-31T00:00:00Z",
+                "2026-09-21T00:00:00Z",
+                "2026-12-21T00:00:00Z"
+            ]
+        );
+        // The 1st when it is an even weekday (Sunday 0, Tuesday 2, Thursday 4, Saturday 6):
+        // 1 Jan 2026 is a Thursday, 1 Feb and 1 Mar Sundays, 1 Apr a Wednesday.
+        let got = slots(
+            "0 0 1 * */2",
+            Zone::utc(),
+            "2025-12-31T00:00:00Z",
+            "2026-05-01T00:00:00Z",
+        );
+        assert_eq!(
+            got,
+            [
+                "2026-01-01T00:00:00Z",
+                "2026-02-01T00:00:00Z",
+                "2026-03-01T00:00:00Z"
+            ]
+        );
+        // `*/1` is every day, so with a weekday it is that weekday only (2026-03-02 a Monday).
+        let got = slots(
+            "0 0 */1 * 1",
+            Zone::utc(),
+            "2026-03-01T00:00:00Z",
+            "2026-03-10T00:00:00Z",
+        );
+        assert_eq!(got, ["2026-03-02T00:00:00Z", "2026-03-09T00:00:00Z"]);
+        // The same in seven fields.
+        let got = slots(
+            "0 0 0 */10 * 1 *",
+            Zone::utc(),
+            "2026-05-01T00:00:00Z",
+            "2026-07-01T00:00:00Z",
+        );
+        assert_eq!(got, ["2026-05-11T00:00:00Z", "2026-06-01T00:00:00Z"]);
+        // Both restricted without a star: either one (1-31 is every day).
+        let got = slots(
+            "0 0 1-31 * 1",
+            Zone::utc(),
+            "2026-03-01T00:00:00Z",
+            "2026-03-04T00:00:00Z",
+        );
+        assert_eq!(got.len(), 3, "{got:?}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::fmt::Write;
 use anyhow::Context;
 use jiff::Timestamp;
 
+use crate::config::crontab::Crontab;
 use crate::config::fleet::FleetConfig;
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
 use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, one_line, rfc3339_seconds};
@@ -24,7 +25,7 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
     let exec = exec::for_target(config.target.clone(), &config.run)?;
     let mut text = String::new();
     if let Some(plan) = &config.schedule {
-        text += &schedule_plan(plan)?;
+        text += &schedule_plan(plan, 5)?;
     }
     let is_http = matches!(config.target, TargetConfig::Http(_));
     text += &policy::render(
@@ -36,8 +37,43 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
     );
     text += &jobs(&config.jobs);
     text += &fleet(&config.fleet, config.seed, config.run.nested);
-    // Each line's control characters escaped, as in every line retry writes: a value
-    // it echoes (a command's word, a URL) cannot break a line or reach the terminal raw.
+    write_out(&text)
+}
+
+/// `--dry-run` with `--crontab`: every job, its name, schedule and zone, its own
+/// options, its next three slots and what a start now would catch up.
+pub fn crontab(tab: &Crontab) -> anyhow::Result<()> {
+    let mut text = format!(
+        "retry dry run: nothing is run\ncrontab {}: {} job{}\n",
+        tab.path.display(),
+        tab.jobs.len(),
+        if tab.jobs.len() == 1 { "" } else { "s" }
+    );
+    for job in &tab.jobs {
+        exec::for_target(job.config.target.clone(), &job.config.run)?;
+        let _ = write!(
+            text,
+            "\nline {}: /bin/sh -c {:?}\noptions: {}\n",
+            job.line,
+            job.command,
+            if job.own.is_empty() {
+                "the command line's".to_string()
+            } else {
+                format!("{} (over the command line's)", job.own.join(" "))
+            }
+        );
+        for (name, value) in &job.env {
+            let _ = writeln!(text, "environment: {name}={value}");
+        }
+        text += &schedule_plan(job.schedule(), 3)?;
+    }
+    write_out(&text)
+}
+
+/// Writes the dry run's text to stdout, each line's control characters escaped, as in
+/// every line retry writes: a value it echoes (a command's word, a URL) cannot break a
+/// line or reach the terminal raw.
+fn write_out(text: &str) -> anyhow::Result<()> {
     let text: String = text
         .split_inclusive('\n')
         .map(|line| match line.strip_suffix('\n') {
@@ -55,8 +91,9 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
 
 /// `--dry-run` with `--schedule`: the next five slots, the job's first start, and the
 /// missed slots a start now would catch up. Nothing is written.
-fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
+fn schedule_plan(schedule: &ScheduleConfig, slots: usize) -> anyhow::Result<String> {
     let now = Timestamp::now();
+    schedule::first_slot(schedule, now)?;
     let zone = &schedule.cron.zone;
     let mut out = format!(
         "schedule: {:?} in {}, job {}\nnext slots:\n",
@@ -64,7 +101,7 @@ fn schedule_plan(schedule: &ScheduleConfig) -> anyhow::Result<String> {
         zone.name(),
         schedule.job
     );
-    for slot in schedule.cron.upcoming(now, 5) {
+    for slot in schedule.cron.upcoming(now, slots) {
         out += &format!("  {}\n", schedule::show(slot, zone));
     }
     let (handled, recorded) = match read_state(schedule) {

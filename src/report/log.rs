@@ -27,12 +27,30 @@ pub fn set_slot(slot: Option<String>) {
     *SLOT.lock().unwrap_or_else(|p| p.into_inner()) = slot;
 }
 
+thread_local! {
+    /// The label this thread's lines carry instead of [`SLOT`], while one is set: a
+    /// thread beside a running slot speaks of another slot, or of none.
+    static THREAD_SLOT: std::cell::RefCell<Option<Option<String>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's lines naming `slot` (`None`: no slot), whatever slot runs.
+pub fn with_slot<T>(slot: Option<String>, f: impl FnOnce() -> T) -> T {
+    let before = THREAD_SLOT.with(|s| s.replace(Some(slot)));
+    let out = f();
+    THREAD_SLOT.with(|s| *s.borrow_mut() = before);
+    out
+}
+
 fn slot() -> Option<String> {
+    if let Some(label) = THREAD_SLOT.with(|s| s.borrow().clone()) {
+        return label;
+    }
     SLOT.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Adds the slot, if any, to a JSON line.
-fn with_slot(line: &mut Value) {
+fn add_slot(line: &mut Value) {
     if let (Some(slot), Some(obj)) = (slot(), line.as_object_mut()) {
         obj.insert("slot".into(), Value::String(slot));
     }
@@ -56,19 +74,50 @@ fn emit(level: &str, message: &str, fields: Value) {
         merge(&mut line, fields);
         write_json(line);
     } else {
-        write_text(cfg, &one_line(message));
+        put(format!("{}{}\n", prefix(cfg), one_line(message)));
     }
 }
 
 /// A text line whose values are escaped already (and which may carry `paint`'s colours).
 fn write_text(cfg: &LogConfig, shown: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{}{shown}", prefix(cfg));
+    put(format!("{}{shown}\n", prefix(cfg)));
+}
+
+/// Where retry's own lines go instead of stderr (-1: stderr): a crontab's slot run
+/// writes them to the scheduler's stderr while its command's output goes through
+/// the scheduler to be labelled.
+static LOG_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Sends retry's own lines to `fd` from now on.
+pub fn log_to_fd(fd: std::os::fd::RawFd) {
+    LOG_FD.store(fd, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Writes one whole line in one write, so lines of processes sharing the stream
+/// never interleave.
+fn put(line: String) {
+    let fd = LOG_FD.load(std::sync::atomic::Ordering::SeqCst);
+    if fd < 0 {
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        return;
+    }
+    // SAFETY: the descriptor was handed over at start and stays open for the process;
+    // ManuallyDrop keeps this File from closing it.
+    let file = std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    });
+    let _ = (&*file).write_all(line.as_bytes());
 }
 
 /// Writes one JSON line: `"time"` first, then `line`'s members and the slot, if any.
 fn write_json(mut line: Value) {
-    with_slot(&mut line);
-    let _ = writeln!(std::io::stderr().lock(), "{}", time_first(&line));
+    add_slot(&mut line);
+    put(format!("{}\n", time_first(&line)));
+}
+
+/// `line` as one JSON line with `"time"` (now) first, for lines written elsewhere.
+pub fn with_time(line: &Value) -> String {
+    time_first(line)
 }
 
 /// `line` as JSON with a `"time"` member (now) before the others: serde_json orders
@@ -142,7 +191,7 @@ pub fn slot_event(notice: bool, text: &str, event: &str, fields: Value) {
         merge(&mut line, fields);
         write_json(line);
     } else {
-        write_text(cfg, &one_line(text));
+        put(format!("{}{}\n", prefix(cfg), one_line(text)));
     }
 }
 

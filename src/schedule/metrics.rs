@@ -9,7 +9,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -60,7 +60,13 @@ pub struct Metrics {
     last_success: Family<Job, Seconds>,
     next_slot: Family<Job, Seconds>,
     last_duration: Family<Job, Seconds>,
+    /// When a crontab's scheduler loop last went round, in Unix milliseconds (0: not
+    /// watched): `/healthz` says whether it is alive.
+    heartbeat: Arc<AtomicU64>,
 }
+
+/// A loop that has not gone round for this long is taken for dead by `/healthz`.
+const ALIVE_WITHIN: Duration = Duration::from_secs(10);
 
 /// The outcomes a slot is counted under, each shown from the start (at 0).
 const OUTCOMES: [Outcome; 4] = [
@@ -87,6 +93,7 @@ impl Metrics {
             last_success: Family::default(),
             next_slot: Family::default(),
             last_duration: Family::default(),
+            heartbeat: Arc::default(),
         };
         // Counters are registered without `_total`: the encoder adds it.
         let m = &metrics;
@@ -136,16 +143,52 @@ impl Metrics {
         for (name, help, family) in gauges {
             registry.register(name, help, family.clone());
         }
-        for outcome in OUTCOMES {
-            drop(m.slots.get_or_create(&m.labelled(outcome)));
-        }
-        for counter in [&m.attempts, &m.caught_up, &m.dropped] {
-            drop(counter.get_or_create(&m.job));
-        }
+        m.show_series();
         Metrics {
             registry: Arc::new(registry),
             ..metrics
         }
+    }
+
+    /// The same series for another job of a crontab (its label `retry_job`), served
+    /// with every other job's.
+    pub fn for_job(&self, job: &str) -> Metrics {
+        let other = Metrics {
+            job: Job {
+                retry_job: job.to_string(),
+            },
+            ..self.clone()
+        };
+        other.show_series();
+        other
+    }
+
+    /// The counters, at 0 until something is counted.
+    fn show_series(&self) {
+        for outcome in OUTCOMES {
+            drop(self.slots.get_or_create(&self.labelled(outcome)));
+        }
+        for counter in [&self.attempts, &self.caught_up, &self.dropped] {
+            drop(counter.get_or_create(&self.job));
+        }
+    }
+
+    /// The scheduler's loop went round now.
+    pub fn alive(&self) {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| d.as_millis().max(1));
+        self.heartbeat
+            .store(u64::try_from(now).unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// Whether the loop went round lately (or is not watched).
+    fn is_alive(&self) -> bool {
+        let beat = self.heartbeat.load(Ordering::SeqCst);
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        beat == 0 || now.saturating_sub(u128::from(beat)) < ALIVE_WITHIN.as_millis()
     }
 
     fn labelled(&self, outcome: Outcome) -> JobOutcome {
@@ -290,11 +333,21 @@ fn answer(request: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes
         }
         response
     };
+    if request.uri().path() == "/healthz" {
+        return match metrics.is_alive() {
+            true => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n".into()),
+            false => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                "the scheduler's loop has not gone round for 10 s\n".into(),
+            ),
+        };
+    }
     if request.uri().path() != "/metrics" {
         return reply(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
-            "not found: the metrics are at /metrics\n".into(),
+            "not found: the metrics are at /metrics (and /healthz)\n".into(),
         );
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {

@@ -6,7 +6,8 @@
 //! locks are taken per slot, so the scheduler holds no lock or connection between
 //! slots. [`outcome`] says how a slot ended, [`metrics`] serves `--metrics-listen`.
 
-mod metrics;
+pub mod crontab;
+pub mod metrics;
 mod outcome;
 mod world;
 
@@ -156,12 +157,7 @@ impl Scheduler<'_> {
     /// state cannot be reached at start or CRON names no future slot.
     pub fn run(&self, world: &mut dyn World) -> anyhow::Result<ExitStatus> {
         let start = world.now();
-        let Some(first) = self.config.cron.next_after(start) else {
-            anyhow::bail!(
-                "--schedule: {:?} names no future time",
-                self.config.cron.text
-            );
-        };
+        let first = first_slot(self.config, start)?;
         let handled = world.handled()?;
         let first_start = world.first_start(start)?;
         let running = Running {
@@ -187,6 +183,17 @@ impl Scheduler<'_> {
             Err(Halt::Error(err)) => Err(err),
         }
     }
+}
+
+/// The first slot after `now`; a schedule that never fires (`0 0 30 2 *`) is refused,
+/// by the run and the dry run alike.
+pub fn first_slot(config: &ScheduleConfig, now: Slot) -> anyhow::Result<Slot> {
+    config.cron.next_after(now).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--schedule: {:?} names no future time; check the day and month fields",
+            config.cron.text
+        )
+    })
 }
 
 /// Why the loop ended.
@@ -386,6 +393,16 @@ pub fn show(slot: Slot, zone: &Zone) -> String {
         zone.abbreviation(slot),
         rfc3339_seconds(slot)
     )
+}
+
+/// `--run-slot`: runs one slot of a crontab's job (its scheduler watches it) and
+/// returns 0, or 128+N when a signal stopped it.
+pub fn run_one(config: &Config, schedule: &ScheduleConfig, slot: Slot) -> ExitStatus {
+    let mut world = SystemWorld::new(config, schedule, None).unwatched();
+    match world.run_slot(slot) {
+        SlotEnd::Ended => ExitStatus::SUCCESS,
+        SlotEnd::Stopped(sig) => ExitStatus::of_signal(sig),
+    }
 }
 
 /// Runs the scheduler for `config` until a stopping signal.

@@ -3,6 +3,7 @@
 //! [`run::one_run`] per slot with its start and end lines, and the metrics.
 
 use std::collections::HashSet;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -13,7 +14,7 @@ use super::metrics::Metrics;
 use super::outcome::{Ended, Outcome};
 use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
-use crate::domain::{Signal, Stop, parse_rfc3339, rfc3339_seconds};
+use crate::domain::{Overlap, Signal, parse_rfc3339, rfc3339_seconds};
 use crate::jobs;
 use crate::run::{self, SlotRun};
 use crate::state::{self, Marker, MarkerStore, Status, UnreadableRecord};
@@ -23,6 +24,9 @@ use crate::{report, signals};
 /// Longest single sleep: the wall clock is compared at least this often, so a clock
 /// step or a suspended host is noticed.
 const WAKE_EVERY: Duration = Duration::from_secs(60);
+/// Longest wait of the watcher beside a running slot between looks at the clock and
+/// the stopping signals.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 /// Most slot records read at start for the newest success (`retry_last_success_seconds`).
 const SUCCESS_LOOKUPS: usize = 1000;
 
@@ -30,6 +34,12 @@ pub struct SystemWorld<'a> {
     config: Option<&'a Config>,
     schedule: &'a ScheduleConfig,
     metrics: Option<Metrics>,
+    /// The newest slot skipped at its own time while a run ran: the loop's own skip
+    /// of it, once the run has ended, is already done.
+    skipped_through: Option<Slot>,
+    /// Whether a thread watches beside each run (the grace, the overlapping slots); a
+    /// crontab's slot run has its scheduler do that instead.
+    watch: bool,
 }
 
 impl<'a> SystemWorld<'a> {
@@ -38,6 +48,8 @@ impl<'a> SystemWorld<'a> {
             config: Some(config),
             schedule,
             metrics,
+            skipped_through: None,
+            watch: true,
         }
     }
 
@@ -47,7 +59,15 @@ impl<'a> SystemWorld<'a> {
             config: None,
             schedule,
             metrics: None,
+            skipped_through: None,
+            watch: true,
         }
+    }
+
+    /// A world for one slot's run, with nothing watching beside it.
+    pub fn unwatched(mut self) -> Self {
+        self.watch = false;
+        self
     }
 
     /// The job's first-start record, read only: `Ok(None)` when there is none, and
@@ -137,17 +157,16 @@ impl World for SystemWorld<'_> {
 
     fn sleep_until(&mut self, t: Slot) -> Result<(), Signal> {
         loop {
+            if let Some(sig) = signals::stopping() {
+                return Err(sig);
+            }
             let left =
                 Duration::try_from(t.duration_since(Timestamp::now())).unwrap_or(Duration::ZERO);
             if left.is_zero() {
-                return signals::pending().map_or(Ok(()), Err);
+                return Ok(());
             }
             // Polls count whole milliseconds: round up, so the wake-up is never early.
-            let step = (left + Duration::from_micros(999)).min(WAKE_EVERY);
-            let slept = wait::sleep(step, &wait::Bound::signals_only());
-            if let Err(wait::Ended::Stopped(Stop::Signal(sig))) = slept {
-                return Err(sig);
-            }
+            wait::pause((left + Duration::from_micros(999)).min(WAKE_EVERY));
         }
     }
 
@@ -250,7 +269,20 @@ impl World for SystemWorld<'_> {
             metrics.slot_started(SystemTime::now());
         }
         let began = Instant::now();
-        let end = run::one_run(config, Some(&slot_run));
+        let watch = Watch {
+            schedule: self.schedule,
+            metrics: self.metrics.as_ref(),
+            command: &config.jobs.command,
+            graceful: true,
+        };
+        let (end, skipped) = if self.watch {
+            watch.beside(|| run::one_run(config, Some(&slot_run)))
+        } else {
+            (run::one_run(config, Some(&slot_run)), None)
+        };
+        if skipped.is_some() {
+            self.skipped_through = skipped;
+        }
         let ended = match &end {
             Ok(end) => {
                 if end.skipped == Some(jobs::SkipWhy::LockBusy) {
@@ -275,25 +307,23 @@ impl World for SystemWorld<'_> {
         }
         report::set_slot(None);
         signals::clear_lost_lock();
-        match signals::pending() {
+        match signals::stopping() {
             Some(sig) => SlotEnd::Stopped(sig),
             None => SlotEnd::Ended,
         }
     }
 
     fn skip_slot(&mut self, slot: Slot) {
-        let slot_run = self.slot_run(slot);
-        report::set_slot(Some(slot_run.key.clone()));
-        Ended::overlapped().log();
-        report::set_slot(None);
-        if let Some(metrics) = &self.metrics {
-            metrics.slot_skipped();
+        if self.skipped_through.is_some_and(|through| slot <= through) {
+            return;
         }
-        let command = self
-            .config
-            .map(|c| c.jobs.command.clone())
-            .unwrap_or_default();
-        record(&slot_run, Status::Skipped, &command);
+        let command = self.config.map(|c| c.jobs.command.as_slice());
+        skip(
+            self.schedule,
+            self.metrics.as_ref(),
+            command.unwrap_or_default(),
+            slot,
+        );
     }
 
     fn prune(&mut self, before: Slot) {
@@ -321,6 +351,166 @@ impl World for SystemWorld<'_> {
             Tally::CaughtUp => metrics.caught_up(),
             Tally::Dropped(n) => metrics.dropped(n),
             Tally::Next(slot) => metrics.next_slot(SystemTime::from(slot)),
+        }
+    }
+}
+
+impl SystemWorld<'_> {
+    /// How the slot's run ended, from its record (`None`: no record, or none readable).
+    pub fn recorded(&self, slot: Slot) -> Option<(Status, usize)> {
+        let bound = Bound::signals_only();
+        let mut store = self.store(&bound).ok()?;
+        let done = store
+            .find(&slot_key(&self.schedule.job, slot), &bound)
+            .ok()??;
+        Some((done.status, done.attempts as usize))
+    }
+
+    /// `slot` and those before it were skipped at their own time already.
+    pub fn skipped_at_own_time(&mut self, slot: Slot) {
+        self.skipped_through = Some(slot);
+    }
+}
+
+/// Logs, counts and records a slot skipped because the previous run still ran.
+fn skip(schedule: &ScheduleConfig, metrics: Option<&Metrics>, command: &[String], slot: Slot) {
+    let slot_run = SlotRun {
+        key: slot_key(&schedule.job, slot),
+        state: schedule.state.clone(),
+    };
+    report::with_slot(Some(slot_run.key.clone()), || Ended::overlapped().log());
+    if let Some(metrics) = metrics {
+        metrics.slot_skipped();
+    }
+    record(&slot_run, Status::Skipped, command);
+}
+
+/// What watches beside a running slot: the stopping signals (the grace, then the
+/// run's end) and, under `--overlap skip`, the slots that come meanwhile, each skipped
+/// at its own time.
+pub struct Watch<'a> {
+    pub schedule: &'a ScheduleConfig,
+    pub metrics: Option<&'a Metrics>,
+    pub command: &'a [String],
+    /// Whether SIGINT and SIGTERM are held back from the run for `--grace` (a
+    /// crontab's scheduler ends its slot runs itself).
+    pub graceful: bool,
+}
+
+/// Where a graceful stop stands.
+enum Grace {
+    /// No stopping signal yet.
+    Running,
+    /// A signal came; the run may go on until then.
+    Until(Instant),
+    /// The signal went through to the run.
+    Over,
+}
+
+impl Watch<'_> {
+    /// Runs `run` on this thread while a thread beside it watches; returns what `run`
+    /// returned and the newest slot skipped meanwhile.
+    pub fn beside<T>(&self, run: impl FnOnce() -> T) -> (T, Option<Slot>) {
+        // The run's end reaches the watcher by a channel of its own: a wake-up through the
+        // signals' pipe may be taken by another waiting thread.
+        let (ended, done) = std::sync::mpsc::channel::<()>();
+        // SIGINT and SIGTERM stop gracefully while a slot runs: it gets --grace to finish.
+        signals::hold_stops(self.graceful);
+        let out = std::thread::scope(|scope| {
+            let watcher = scope.spawn(move || report::with_slot(None, || self.watch(&done)));
+            let out = run();
+            drop(ended);
+            let skipped = watcher.join().unwrap_or(None);
+            (out, skipped)
+        });
+        signals::hold_stops(false);
+        out
+    }
+
+    fn watch(&self, done: &std::sync::mpsc::Receiver<()>) -> Option<Slot> {
+        let mut skipped = None;
+        let mut cursor = Timestamp::now();
+        let mut grace = Grace::Running;
+        loop {
+            // A skip's record may take long: a run that ended meanwhile skips no more.
+            if done.try_recv() != Err(std::sync::mpsc::TryRecvError::Empty) {
+                return skipped;
+            }
+            grace = self.grace(grace);
+            let next = self.schedule.cron.next_after(cursor);
+            let now = Timestamp::now();
+            if let (Grace::Running, Overlap::Skip, Some(due)) =
+                (&grace, self.schedule.overlap, next)
+            {
+                if due <= now {
+                    skip(self.schedule, self.metrics, self.command, due);
+                    skipped = Some(due);
+                    cursor = due;
+                    continue;
+                }
+            }
+            let until_next = next.map_or(WATCH_EVERY, |at| {
+                Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO)
+            });
+            let until_end = match grace {
+                Grace::Until(end) => end.saturating_duration_since(Instant::now()),
+                _ => WATCH_EVERY,
+            };
+            let wait = (until_next + Duration::from_micros(999))
+                .min(until_end)
+                .min(WATCH_EVERY);
+            if done.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+                return skipped;
+            }
+        }
+    }
+
+    /// The graceful stop's next step: a signal starts the grace, its end or a second
+    /// signal lets the stop through to the run.
+    fn grace(&self, grace: Grace) -> Grace {
+        if !self.graceful {
+            return match signals::pending() {
+                Some(_) => Grace::Over,
+                None => grace,
+            };
+        }
+        match grace {
+            Grace::Running => match signals::stopping() {
+                None => Grace::Running,
+                // SIGHUP or SIGQUIT: not held, the run has it already.
+                Some(_) if signals::pending().is_some() => Grace::Over,
+                Some(sig) if self.schedule.grace.is_zero() => {
+                    report::info(&format!(
+                        "{sig}: stopping; no new slot starts, and the running slot is ended (--grace 0)"
+                    ));
+                    signals::let_through(false);
+                    Grace::Over
+                }
+                Some(sig) => {
+                    report::info(&format!(
+                        "{sig}: stopping; no new slot starts, and the running slot has up to --grace {} to finish (a second {sig} ends it at once)",
+                        crate::domain::human(self.schedule.grace)
+                    ));
+                    Grace::Until(Instant::now() + self.schedule.grace)
+                }
+            },
+            Grace::Until(end) => {
+                if signals::stopping_again() {
+                    report::info("a second stopping signal: ending the running slot at once");
+                    signals::let_through(true);
+                    Grace::Over
+                } else if Instant::now() >= end {
+                    report::info(&format!(
+                        "--grace {} is over: ending the running slot (SIGTERM, then --kill-after)",
+                        crate::domain::human(self.schedule.grace)
+                    ));
+                    signals::let_through(false);
+                    Grace::Over
+                } else {
+                    Grace::Until(end)
+                }
+            }
+            Grace::Over => Grace::Over,
         }
     }
 }

@@ -107,6 +107,8 @@ pub struct Done {
     pub host: String,
     /// Where the record is, for the person who wants to delete it.
     pub place: String,
+    /// The attempts the recorded run made.
+    pub attempts: u32,
 }
 
 /// What a success record says.

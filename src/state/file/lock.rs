@@ -262,6 +262,7 @@ impl MarkerStore for FileStore {
             succeeded_at: marker.succeeded_at,
             host: marker.host,
             place: self.dir.join(&name).display().to_string(),
+            attempts: marker.attempts,
         }))
     }
 

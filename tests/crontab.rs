@@ -1,0 +1,539 @@
+//! `retry --crontab FILE` end to end (SPEC "A crontab of jobs"): the real binary on a
+//! crontab of seconds-field and `@every` jobs, real state directories and a real
+//! PostgreSQL server, directly and through PgBouncer.
+
+use std::collections::HashSet;
+use std::fs;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::both_ways;
+use crate::support::{self as cmd, Scratch, retry, status_of};
+
+/// A crontab scheduler in the background, its stdout and stderr in files.
+struct Crontab {
+    child: Child,
+    out: std::path::PathBuf,
+    err: std::path::PathBuf,
+}
+
+impl Crontab {
+    fn start(dir: &Scratch, name: &str, tab: &str, args: &[&str]) -> Crontab {
+        let file = dir.write(&format!("{name}.tab"), tab.as_bytes());
+        let out = dir.path(&format!("{name}.out"));
+        let err = dir.path(&format!("{name}.err"));
+        let child = retry()
+            .arg("--crontab")
+            .arg(&file)
+            .args(args)
+            .env("D", dir.path(""))
+            .stdout(fs::File::create(&out).unwrap())
+            .stderr(fs::File::create(&err).unwrap())
+            .spawn();
+        Crontab { child, out, err }
+    }
+
+    fn signal(&self, sig: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), sig).unwrap();
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    fn err(&self) -> String {
+        fs::read_to_string(&self.err).unwrap()
+    }
+
+    /// Waits up to `limit` for the exit: the status (`None`: killed at the limit), stdout, stderr.
+    fn exited_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let end = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break Some(status_of(&status));
+            }
+            if Instant::now() >= end {
+                self.child.kill().unwrap();
+                self.child.wait().unwrap();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let out = fs::read_to_string(&self.out).unwrap();
+        (status, out, self.err())
+    }
+
+    fn stop(self) -> (Option<i32>, String, String) {
+        self.signal(Signal::SIGTERM);
+        self.exited_within(Duration::from_secs(30))
+    }
+}
+
+/// The slot keys (`JOB@SLOT`) of the labelled lines of `job` that say `text`.
+fn labelled(out: &str, job: &str, text: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.ends_with(text))
+        .filter_map(|l| l.split(" [").nth(1))
+        .filter_map(|l| l.split("] ").next())
+        .filter(|key| key.starts_with(&format!("{job}@")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn three_jobs_run_at_their_slots_with_whole_labelled_lines() {
+    let dir = Scratch::new();
+    let long = "x".repeat(3000);
+    let tab = format!(
+        "# env lines, per-line options, a failing job retried, a slow one skipping\n\
+         GREETING=\"hello there\"\n\
+         \n\
+         */1 * * * * * * --job greet -- echo \"$GREETING\"; echo {long}; echo {long} >&2\n\
+         @every 2s -a 3 --delay 50ms --max-delay 50ms --job flaky -- echo try; echo \"$RETRY_ATTEMPT\" >> \"$D/flaky\"; exit 1\n\
+         @every 1s --job slow --overlap skip -- sleep 2.5; echo slow done; echo {long}\n"
+    );
+    let mut c = Crontab::start(&dir, "three", &tab, &["--state", &dir.p("state")]);
+    std::thread::sleep(Duration::from_millis(5500));
+    assert!(c.alive(), "{}", c.err());
+    let (status, out, err) = c.stop();
+    assert_eq!(status, Some(143), "{err}");
+    // Every stdout line is one whole labelled line: TIMESTAMP [JOB@SLOT] line.
+    for line in out.lines() {
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(time.ends_with('Z') && time.len() == 24, "{line:.80}");
+        assert!(rest.starts_with('['), "{line:.80}");
+        let text = rest.split_once("] ").unwrap().1;
+        assert!(
+            text == "hello there" || text == long || text == "try" || text == "slow done",
+            "an interleaved or cut line: {line:.120}"
+        );
+    }
+    let greets = labelled(&out, "greet", "hello there");
+    assert!(greets.len() >= 4, "{out:.2000}\n{err}");
+    assert_eq!(
+        greets.iter().collect::<HashSet<_>>().len(),
+        greets.len(),
+        "{greets:?}"
+    );
+    // stderr of the command: labelled the same way, on stderr.
+    let long_err = err
+        .lines()
+        .filter(|l| l.contains("[greet@") && l.ends_with(&long))
+        .count();
+    assert!(long_err >= 4, "{err:.3000}");
+    // The failing job: three attempts a slot, each slot on its own.
+    let attempts = dir.read("flaky");
+    assert!(attempts.starts_with("1\n2\n3\n"), "{attempts}");
+    assert!(
+        err.contains("[flaky@") && err.contains("ended: gave up, 3 attempts"),
+        "{err}"
+    );
+    // The slow job: one run at a time, the slots meanwhile skipped.
+    assert!(
+        !labelled(&out, "slow", "slow done").is_empty(),
+        "{out:.3000}"
+    );
+    assert!(
+        err.contains("[slow@") && err.contains("(--overlap skip)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn json_output_lines_name_the_job_slot_and_stream() {
+    let dir = Scratch::new();
+    let tab = "@every 1s --job j -- echo out; echo err >&2\n";
+    let c = Crontab::start(
+        &dir,
+        "json",
+        tab,
+        &["--log-format", "json", "--state", &dir.p("state")],
+    );
+    assert!(cmd::wait_until(Duration::from_secs(10), || {
+        fs::read_to_string(&c.out).unwrap().lines().count() >= 2
+    }));
+    let (status, out, err) = c.stop();
+    assert_eq!(status, Some(143), "{err}");
+    let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert!(out.starts_with("{\"time\":"), "{out}");
+    assert_eq!(first["job"], "j");
+    assert_eq!(first["stream"], "stdout");
+    assert_eq!(first["line"], "out");
+    assert!(first["slot"].as_str().unwrap().ends_with('Z'));
+    let errs: Vec<serde_json::Value> = err
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["stream"] == "stderr")
+        .collect();
+    assert!(errs.iter().any(|v| v["line"] == "err"), "{err}");
+}
+
+#[test]
+fn raw_job_output_passes_unchanged() {
+    let dir = Scratch::new();
+    let c = Crontab::start(
+        &dir,
+        "raw",
+        "@every 1s --job j -- echo plain\n",
+        &["--job-output", "raw", "--state", &dir.p("state")],
+    );
+    assert!(cmd::wait_until(Duration::from_secs(10), || {
+        fs::read_to_string(&c.out).unwrap().contains("plain")
+    }));
+    let (_, out, _) = c.stop();
+    assert!(out.lines().all(|l| l == "plain"), "{out}");
+}
+
+#[test]
+fn sigterm_lets_running_slots_finish_within_the_grace_and_a_second_ends_them_at_once() {
+    let dir = Scratch::new();
+    let job = "trap 'echo TERM >> \"$D/got\"; exit 143' TERM; echo x >> \"$D/started\"; sleep 2 & wait; echo done >> \"$D/done\"";
+    let tab = format!("@every 1s --job slow -- {job}\n");
+    let c = Crontab::start(
+        &dir,
+        "grace",
+        &tab,
+        &["--grace", "10s", "--state", &dir.p("state")],
+    );
+    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let stopped = Instant::now();
+    c.signal(Signal::SIGTERM);
+    let (status, _, err) = c.exited_within(Duration::from_secs(10));
+    assert_eq!(status, Some(143), "{err}");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        stopped.elapsed()
+    );
+    assert_eq!(dir.read("done"), "done\n", "{err}");
+    assert_eq!(dir.read("got"), "", "{err}");
+    assert_eq!(dir.count("started"), 1, "no new slot started\n{err}");
+
+    let dir = Scratch::new();
+    let job =
+        "trap 'echo TERM >> \"$D/got\"; exit 143' TERM; echo x >> \"$D/started\"; sleep 30 & wait";
+    let tab = format!("@every 1s --job stuck -- {job}\n");
+    let mut c = Crontab::start(
+        &dir,
+        "twice",
+        &tab,
+        &["--grace", "30s", "--state", &dir.p("state")],
+    );
+    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    c.signal(Signal::SIGTERM);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        c.alive(),
+        "the first SIGTERM waits for the slot\n{}",
+        c.err()
+    );
+    assert_eq!(dir.read("got"), "");
+    let again = Instant::now();
+    c.signal(Signal::SIGTERM);
+    let (status, _, err) = c.exited_within(Duration::from_secs(10));
+    assert_eq!(status, Some(143), "{err}");
+    assert!(
+        again.elapsed() < Duration::from_secs(2),
+        "{:?}\n{err}",
+        again.elapsed()
+    );
+    assert!(err.contains("at once"), "{err}");
+}
+
+/// (crontab text, what the one error line must say after `FILE:LINE: `).
+const REFUSALS: &[(&str, usize, &str)] = &[
+    ("61 * * * * true\n", 1, "'61' in the minute field: 0-59"),
+    ("# c\n\n0 0 1,,2 * * true\n", 3, "an empty list element"),
+    ("*/5 * * * * * true\n", 1, "six fields"),
+    ("@reboot true\n", 1, "before the scheduler starts"),
+    ("@daily\n", 1, "no command"),
+    ("@daily -a 3 true\n", 1, "must end with --"),
+    ("@daily -a '3 -- true\n", 1, "quote"),
+    ("@daily --schedule @hourly -- true\n", 1, "--schedule"),
+    ("@daily --once k -- true\n", 1, "--once"),
+    ("@daily --grace=1s -- true\n", 1, "--grace"),
+    (
+        "@daily --metrics-listen 127.0.0.1:0 -- true\n",
+        1,
+        "--metrics-listen",
+    ),
+    ("@daily --crontab f -- true\n", 1, "--crontab"),
+    ("@daily --attempts many -- true\n", 1, "--attempts"),
+    ("@daily --no-such-option -- true\n", 1, "--no-such-option"),
+    ("CRON_TZ=Mars/Olympus\n@daily true\n", 1, "CRON_TZ"),
+    (
+        "@daily --job a -- true\n@hourly --job a -- false\n",
+        2,
+        "line 1",
+    ),
+    ("0 0 30 2 * true\n", 1, "names no future time"),
+];
+
+#[test]
+fn every_refusal_is_one_line_naming_file_and_line_and_nothing_runs() {
+    let dir = Scratch::new();
+    let mut failures = Vec::new();
+    for (tab, line, want) in REFUSALS {
+        let file = dir.write(
+            "bad.tab",
+            format!("{tab}@every 1s touch \"$D/ran\"\n").as_bytes(),
+        );
+        for extra in [&["--dry-run"][..], &[]] {
+            let out = retry()
+                .arg("--crontab")
+                .arg(&file)
+                .args(extra)
+                .args(["--state", &dir.p("state")])
+                .env("D", dir.path(""))
+                .env("NO_COLOR", "1")
+                .run();
+            let stderr = out.stderr.trim_end();
+            // The scheduler's lines start with the time, as under --schedule.
+            let message = stderr.split_once(' ').map_or(stderr, |(_, m)| m);
+            let prefix = format!("retry: {}:{line}: ", file.display());
+            let ok = out.status == 125
+                && message.starts_with(&prefix)
+                && stderr.contains(want)
+                && !stderr.contains('\n')
+                && !dir.path("ran").exists();
+            if !ok {
+                failures.push(format!("{tab:?} {extra:?}: exit {}: {stderr}", out.status));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn schedule_and_a_command_do_not_go_with_crontab() {
+    let dir = Scratch::new();
+    let file = dir.write("t.tab", b"@daily true\n");
+    let file = file.to_string_lossy().into_owned();
+    for args in [
+        &["--crontab", &file, "--schedule", "@daily", "--", "true"][..],
+        &["--crontab", &file, "true"],
+    ] {
+        let out = retry().args(args).run();
+        assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("retry: "), "{}", out.stderr);
+        assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
+    }
+}
+
+#[test]
+fn dry_run_lists_every_job_with_its_options_and_next_three_slots() {
+    let dir = Scratch::new();
+    let file = dir.write(
+        "t.tab",
+        b"CRON_TZ=Europe/Berlin\nA=1\n0 3 * * * -a 3 --job nightly -- ./report.sh\n@every 10s ./poll.sh\n",
+    );
+    let out = retry()
+        .arg("--crontab")
+        .arg(&file)
+        .args(["--dry-run", "--state", &dir.p("state")])
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let text = out.stdout_text();
+    assert!(text.contains("2 jobs"), "{text}");
+    assert!(
+        text.contains("job nightly") && text.contains("Europe/Berlin"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-a 3 --job nightly (over the command line's)"),
+        "{text}"
+    );
+    assert!(text.contains("environment: A=1"), "{text}");
+    assert!(text.contains("job poll.sh-"), "{text}");
+    assert_eq!(text.matches("next slots:").count(), 2, "{text}");
+}
+
+/// `curl -sS URL`: the status code and the body.
+fn get(url: &str) -> (String, String) {
+    let out = crate::support::Invocation::of("curl")
+        .args(["-sS", "--max-time", "5", "-w", "\n%{http_code}", url])
+        .run();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", ""));
+    (code.to_string(), body.trim_end().to_string())
+}
+
+#[test]
+fn metrics_serve_every_job_s_series_and_healthz_says_the_loop_is_alive() {
+    let dir = Scratch::new();
+    let tab = "@every 1s -a 2 --delay 10ms --job bad -- exit 1\n@every 1s --job good -- true\n";
+    let c = Crontab::start(
+        &dir,
+        "metrics",
+        tab,
+        &[
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--state",
+            &dir.p("state"),
+        ],
+    );
+    let mut url = String::new();
+    assert!(
+        cmd::wait_until(Duration::from_secs(10), || {
+            url = c
+                .err()
+                .lines()
+                .find_map(|l| l.split("metrics at ").nth(1))
+                .and_then(|rest| rest.split(',').next())
+                .unwrap_or_default()
+                .to_string();
+            !url.is_empty()
+        }),
+        "{}",
+        c.err()
+    );
+    let series = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+            .unwrap_or(-1.0)
+    };
+    let mut text = String::new();
+    assert!(
+        cmd::wait_until(Duration::from_secs(15), || {
+            text = get(&url).1;
+            series(
+                &text,
+                r#"retry_slots_total{retry_job="bad",outcome="gave_up"}"#,
+            ) >= 2.0
+                && series(
+                    &text,
+                    r#"retry_slots_total{retry_job="good",outcome="succeeded"}"#,
+                ) >= 2.0
+        }),
+        "{text}\n{}",
+        c.err()
+    );
+    // Two attempts a slot of the failing job, read back from the slot's record.
+    let attempts = series(&text, r#"retry_attempts_total{retry_job="bad"}"#);
+    let gave_up = series(
+        &text,
+        r#"retry_slots_total{retry_job="bad",outcome="gave_up"}"#,
+    );
+    assert!(attempts >= 2.0 * gave_up, "{text}");
+    assert!(
+        series(&text, r#"retry_next_slot_seconds{retry_job="good"}"#) > 0.0,
+        "{text}"
+    );
+    let (code, body) = get(&url.replace("/metrics", "/healthz"));
+    assert_eq!((code.as_str(), body.as_str()), ("200", "ok"), "{}", c.err());
+    let (status, _, err) = c.stop();
+    assert_eq!(status, Some(143), "{err}");
+}
+
+fn count_keys(file: &str) -> Vec<String> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+both_ways! {
+    fn two_replicas_run_each_slot_of_each_job_once(pg) {
+        let dir = Scratch::new();
+        let state = pg.url("");
+        let tab = "@every 1s --job a -- echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/a\"\n\
+                   @every 1s --job b -- echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/b\"\n";
+        let args = ["--catch-up", "none", "--state", &state];
+        let one = Crontab::start(&dir, "one", tab, &args);
+        let two = Crontab::start(&dir, "two", tab, &args);
+        assert!(cmd::wait_until(Duration::from_secs(30), || {
+            dir.count("a") >= 11 && dir.count("b") >= 11
+        }), "{}\n{}", one.err(), two.err());
+        let (s1, _, e1) = one.stop();
+        let (s2, _, e2) = two.stop();
+        assert_eq!((s1, s2), (Some(143), Some(143)), "{e1}\n{e2}");
+        for job in ["a", "b"] {
+            let keys = count_keys(&dir.p(job));
+            let unique: HashSet<&String> = keys.iter().collect();
+            assert!(keys.len() >= 11, "{job}: {keys:?}");
+            assert_eq!(unique.len(), keys.len(), "a slot of {job} ran twice: {keys:?}\n{e1}\n{e2}");
+        }
+        // Both replicas took part, and each says which slots it ran.
+        let ran = |e: &str| e.matches("ended: succeeded").count();
+        assert!(ran(&e1) + ran(&e2) >= 22, "{e1}\n{e2}");
+    }
+}
+
+#[test]
+fn a_slot_s_command_reads_an_empty_stdin() {
+    // A slot's command reads an empty stdin, as under --schedule.
+    let dir = Scratch::new();
+    let c = Crontab::start(
+        &dir,
+        "stdin",
+        "@every 1s --job s -- wc -c > \"$D/stdin\"\n",
+        &["--state", &dir.p("state")],
+    );
+    assert!(cmd::wait_until(Duration::from_secs(10), || dir
+        .read("stdin")
+        .trim()
+        == "0"));
+    drop(c.stop());
+}
+
+#[test]
+fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table() {
+    let dir = Scratch::new();
+    let a = "@every 1s --job a -- echo a >> \"$D/a\"\n";
+    let c = Crontab::start(&dir, "hup", a, &["--state", &dir.p("state")]);
+    crate::schedule::wait_lines(&dir, "a", 1, Duration::from_secs(10));
+    let file = dir.path("hup.tab");
+    // A broken line: the old table goes on, and the error names FILE:LINE.
+    fs::write(
+        &file,
+        format!("{a}@every 1s --job b -- echo b >> \"$D/b\"\n61 * * * * true\n"),
+    )
+    .unwrap();
+    c.signal(Signal::SIGHUP);
+    let named = format!("{}:3: CRON: '61' in the minute field", file.display());
+    assert!(
+        cmd::wait_until(Duration::from_secs(5), || c.err().contains(&named)),
+        "{}",
+        c.err()
+    );
+    let a_then = dir.count("a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(dir.count("a") > a_then, "job a goes on\n{}", c.err());
+    assert_eq!(
+        dir.count("b"),
+        0,
+        "nothing of the broken file runs\n{}",
+        c.err()
+    );
+    // A valid file with a new line: job b starts, job a goes on, the scheduler too.
+    fs::write(
+        &file,
+        format!("{a}@every 1s --job b -- echo b >> \"$D/b\"\n"),
+    )
+    .unwrap();
+    c.signal(Signal::SIGHUP);
+    crate::schedule::wait_lines(&dir, "b", 2, Duration::from_secs(10));
+    let a_then = dir.count("a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(dir.count("a") > a_then, "{}", c.err());
+    // A change to the file alone is noticed within 5 s: job a removed.
+    fs::write(&file, "@every 1s --job b -- echo b >> \"$D/b\"\n").unwrap();
+    assert!(
+        cmd::wait_until(Duration::from_secs(6), || c
+            .err()
+            .contains("job a (line 1) is no longer in the crontab")),
+        "{}",
+        c.err()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let a_then = dir.count("a");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(dir.count("a"), a_then, "{}", c.err());
+    let (status, _, err) = c.stop();
+    assert_eq!(status, Some(143), "SIGHUP never stopped it\n{err}");
+}
