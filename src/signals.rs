@@ -201,6 +201,8 @@ pub fn repeated() -> Option<domain::Signal> {
 /// When [`pending`] first saw the stopping signal, if one came.
 pub fn first_seen() -> Option<Instant> {
     FIRST_SEEN.get().copied()
+}
+
 /// Whether `sig` stops: every stopping signal but SIGHUP while it asks for a reload.
 fn stops(sig: domain::Signal) -> bool {
     !(sig == domain::Signal::HUP && RELOADING.load(Ordering::SeqCst))

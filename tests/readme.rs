@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use crate::support::dns::Nameserver;
 use crate::support::private_etc::PrivateEtc;
-use crate::support::{run, say_skipped};
+use crate::support::{retry, run, say_skipped};
 
 /// The info-string word that marks a block whose examples cannot be dry-run yet.
 const LATER: &str = "dry-run-later";
@@ -799,6 +799,7 @@ fn the_exit_status_page_agrees_with_help() {
         http_statuses, curl_codes,
         "docs/exit-status.md's HTTP table and --help's curl codes differ"
     );
+}
 
 /// Every crontab of the README and docs/ (a `crontab` code block) reads with
 /// `retry --crontab FILE --dry-run`.

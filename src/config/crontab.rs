@@ -238,7 +238,7 @@ fn job_line(
     argv.extend(options.iter().map(OsString::from));
     argv.extend(["--", "/bin/sh", "-c"].map(OsString::from));
     argv.push(command.clone().into());
-    let cli = cli::parse_overriding(argv).map_err(|e| cli::usage::line(&e))?;
+    let cli = cli::parse_overriding(argv.clone()).map_err(|e| cli::usage::line(&e, &argv))?;
     let config = Config::from_cli(cli, log).map_err(|e| format!("{e:#}"))?;
     let never = config
         .schedule
