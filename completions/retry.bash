@@ -1,8 +1,8 @@
-# bash completion for retry, written from the clap definition in src/cli.rs (do not
+# bash completion for retry, written from the clap definition in src/cli/ (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (through bash-completion when loaded). Nothing
-# for a URL or after it.
+# then that command's own completion (through bash-completion when loaded). After a
+# URL, retry's options again (curl's habit), and nothing for a second operand.
 
 # The words up to the cursor with the pieces bash splits at '=' and ':' joined again:
 # _retry_words, and _retry_starts (each joined word's index in COMP_WORDS).
@@ -37,24 +37,30 @@ _retry_short_waits() {
 
 # Sets _retry_target to the index in _retry_words where the target starts (-1 while
 # the current word is still retry's), and _retry_option to the option whose value is
-# being completed, if any.
+# being completed, if any. Options may follow a URL, as curl takes them: the scan goes
+# on past it, and a second operand (or -- after it) makes the URL the target again, for
+# which nothing is offered.
 _retry_scan() {
-    local last=$((${#_retry_words[@]} - 1)) i=1 word
+    local last=$((${#_retry_words[@]} - 1)) i=1 word url=
     _retry_target=-1 _retry_option=
     while ((i < last)); do
         word=${_retry_words[i]}
         case $word in
         --)
-            _retry_target=$((i + 1))
+            _retry_target=${url:-$((i + 1))}
             return
             ;;
         --*=*) ;;
-        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--delays|--consecutive|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--success-on-output|--stdin|--kill-after|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--write-out|--dump-header|--retry|--retry-delay|--retry-max-time|--continue-at|--user|--proto|--proto-redir|--user-agent|--referer|--cookie|--data-binary|--data-raw|--data-urlencode|--upload-file|--form|--proxy|--noproxy|--cacert|--cert|--key|--resolve|--unix-socket|--lock|--lock-wait|--busy-exit|--once|--state|--lease-ttl|--on-retry|--on-give-up|--on-success|--hook-timeout|--schedule|--crontab|--job-output|--job|--catch-up|--catch-up-window|--overlap|--grace|--tz|--metrics-listen|--retry-budget|--budget-size|--budget-ratio|--circuit|--circuit-failures|--circuit-cooldown|--circuit-exit|--throttled|--splay|--log-format|--report) ((i++)) ;;
+        --attempts|--delay|--max-delay|--backoff|--factor|--jitter|--delays|--consecutive|--timeout|--max-time|--seed|--profile|--stop-on|--retry-on|--success-on|--stop-on-output|--retry-on-output|--success-on-output|--stdin|--kill-after|--signal|--request|--header|--data|--json|--output|--connect-timeout|--max-redirs|--idempotency-key|--idempotency-header|--retry-on-status|--stop-on-status|--max-retry-after|--write-out|--dump-header|--retry|--retry-delay|--retry-max-time|--continue-at|--user|--proto|--proto-redir|--user-agent|--referer|--cookie|--data-binary|--data-raw|--data-urlencode|--upload-file|--form|--proxy|--noproxy|--cacert|--cert|--key|--resolve|--unix-socket|--lock|--lock-wait|--busy-exit|--once|--state|--lease-ttl|--on-retry|--on-give-up|--on-success|--hook-timeout|--schedule|--crontab|--job-output|--job|--catch-up|--catch-up-window|--overlap|--grace|--tz|--metrics-listen|--retry-budget|--budget-size|--budget-ratio|--circuit|--circuit-failures|--circuit-cooldown|--circuit-exit|--throttled|--splay|--log-format|--report) ((i++)) ;;
         --*) ;;
         -?*) _retry_short_waits "$word" && ((i++)) ;;
         *)
-            _retry_target=$i
-            return
+            if [[ -z $url && ( ${word,,} == http://* || ${word,,} == https://* ) ]]; then
+                url=$i
+            else
+                _retry_target=${url:-$i}
+                return
+            fi
             ;;
         esac
         ((i++))
@@ -65,8 +71,10 @@ _retry_scan() {
         [[ $_retry_option == --* ]] || _retry_option=-${_retry_option: -1}
     elif [[ $word == --?*=* ]]; then
         _retry_option=${word%%=*}
-    elif [[ $word != -* ]]; then
+    elif [[ -z $url && $word != -* ]]; then
         _retry_target=$last
+    elif [[ $url && $word && $word != -* ]]; then
+        _retry_target=$url
     fi
 }
 
@@ -137,7 +145,7 @@ _retry_command_offset() {
 _retry_complete_target() {
     local first=${_retry_words[_retry_target]} start=${_retry_starts[_retry_target]}
     if [[ $first == http://* || $first == https://* ]]; then
-        return # a URL is the whole target: no file names for it, nothing after it
+        return # a URL is the whole target: no file names for it
     fi
     if declare -F _comp_command_offset >/dev/null; then
         _comp_command_offset "$start"
@@ -160,7 +168,7 @@ _retry() {
         [[ $typed == --?*=* ]] && typed=${typed#*=}
         _retry_complete_value "$_retry_option" "$typed"
     else
-        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter --delays --consecutive --until-failure --ignore-retry-after -t -m --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --success-on-output --stdin --hold-stdout --hold-stderr --kill-after -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after -f --fail --fail-with-body -s --silent -S --show-error -L --location -I --head -w --write-out -D --dump-header -O --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors -C --continue-at -u --user --basic --proto --proto-redir -A --user-agent -e --referer -b --cookie --data-binary --data-raw --data-urlencode -T --upload-file -g --globoff -G --get -F --form --compressed -x --proxy --noproxy --cacert -E --cert --key --http1.1 --http2 --resolve -4 --ipv4 -6 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --lease-ttl --on-retry --on-give-up --on-success --hook-timeout --schedule --crontab --job-output --job --catch-up --catch-up-window --overlap --grace --tz --metrics-listen --retry-budget --budget-size --budget-ratio --circuit --circuit-failures --circuit-cooldown --circuit-exit --throttled --splay -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
+        mapfile -t COMPREPLY < <(compgen -W "-a --attempts --delay --max-delay --backoff --factor -j --jitter --delays --consecutive --until-failure --ignore-retry-after -t -m --timeout --max-time --seed --allow-nested --profile --stop-on --retry-on --success-on --stop-on-output --retry-on-output --success-on-output --stdin --hold-stdout --hold-stderr --kill-after --signal --preserve-status -X --request -H --header -d --data --json -o --output -i --include --connect-timeout -k --insecure --max-redirs --idempotency-key --idempotency-header --retry-unsafe --retry-on-status --stop-on-status --max-retry-after -f --fail --fail-with-body -s --silent -S --show-error -L --location -I --head -w --write-out -D --dump-header -O --remote-name --retry --retry-delay --retry-max-time --retry-connrefused --retry-all-errors -C --continue-at -u --user --basic --proto --proto-redir -A --user-agent -e --referer -b --cookie --data-binary --data-raw --data-urlencode -T --upload-file -g --globoff -G --get -F --form --compressed -x --proxy --noproxy --cacert -E --cert --key --http1.1 --http2 --resolve -4 --ipv4 -6 --ipv6 --unix-socket --lock --lock-wait --busy-exit --once --state --lease-ttl --on-retry --on-give-up --on-success --hook-timeout --schedule --crontab --job-output --job --catch-up --catch-up-window --overlap --grace --tz --metrics-listen --retry-budget --budget-size --budget-ratio --circuit --circuit-failures --circuit-cooldown --circuit-exit --throttled --splay -q --quiet -v --verbose --log-format --report --dry-run -h --help -V --version --" -- "${COMP_WORDS[COMP_CWORD]}")
     fi
 }
 

@@ -1,20 +1,28 @@
-# fish completion for retry, written from the clap definition in src/cli.rs (do not
+# fish completion for retry, written from the clap definition in src/cli/ (do not
 # edit: regenerate as the README says). Before the target: retry's options and their
 # values. From the target on (the first operand, or the word after --): a command name,
-# then that command's own completion (complete -C). Nothing for a URL or after it.
+# then that command's own completion (complete -C). After a URL, retry's options again
+# (curl's habit), and nothing for a second operand.
 
 # Prints where the target starts among the line's tokens (1 is retry), or fails while
-# the current token is still one of retry's options or an option's value.
+# the current token is still one of retry's options or an option's value. Options may
+# follow a URL, as curl takes them: the scan goes on past it, and a second operand (or
+# -- after it) makes the URL the target again, for which nothing is offered.
 function __retry_target_start
     set -l tokens (commandline -opc)
     set -l i 2
+    set -l url
     while test $i -le (count $tokens)
         switch $tokens[$i]
             case --
-                echo (math $i + 1)
+                if set -q url[1]
+                    echo $url
+                else
+                    echo (math $i + 1)
+                end
                 return 0
             case '--*=*'
-            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--delays' '--consecutive' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--success-on-output' '--stdin' '--kill-after' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--proto' '--proto-redir' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--upload-file' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--crontab' '--job-output' '--job' '--catch-up' '--catch-up-window' '--overlap' '--grace' '--tz' '--metrics-listen' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--throttled' '--splay' '--log-format' '--report'
+            case '--attempts' '--delay' '--max-delay' '--backoff' '--factor' '--jitter' '--delays' '--consecutive' '--timeout' '--max-time' '--seed' '--profile' '--stop-on' '--retry-on' '--success-on' '--stop-on-output' '--retry-on-output' '--success-on-output' '--stdin' '--kill-after' '--signal' '--request' '--header' '--data' '--json' '--output' '--connect-timeout' '--max-redirs' '--idempotency-key' '--idempotency-header' '--retry-on-status' '--stop-on-status' '--max-retry-after' '--write-out' '--dump-header' '--retry' '--retry-delay' '--retry-max-time' '--continue-at' '--user' '--proto' '--proto-redir' '--user-agent' '--referer' '--cookie' '--data-binary' '--data-raw' '--data-urlencode' '--upload-file' '--form' '--proxy' '--noproxy' '--cacert' '--cert' '--key' '--resolve' '--unix-socket' '--lock' '--lock-wait' '--busy-exit' '--once' '--state' '--lease-ttl' '--on-retry' '--on-give-up' '--on-success' '--hook-timeout' '--schedule' '--crontab' '--job-output' '--job' '--catch-up' '--catch-up-window' '--overlap' '--grace' '--tz' '--metrics-listen' '--retry-budget' '--budget-size' '--budget-ratio' '--circuit' '--circuit-failures' '--circuit-cooldown' '--circuit-exit' '--throttled' '--splay' '--log-format' '--report'
                 set i (math $i + 1)
             case '--*'
             case -
@@ -25,15 +33,28 @@ function __retry_target_start
                     set i (math $i + 1)
                 end
             case '*'
-                echo $i
-                return 0
+                if not set -q url[1]; and string match -qir '^https?://' -- $tokens[$i]
+                    set url $i
+                else if set -q url[1]
+                    echo $url
+                    return 0
+                else
+                    echo $i
+                    return 0
+                end
         end
         set i (math $i + 1)
     end
     # The loop stopped on the current token, not on the value of an option before it.
-    if test $i -eq (math (count $tokens) + 1); and not string match -q -- '-*' (commandline -ct)
-        echo $i
-        return 0
+    set -l current (commandline -ct)
+    if test $i -eq (math (count $tokens) + 1); and not string match -q -- '-*' $current
+        if not set -q url[1]
+            echo $i
+            return 0
+        else if test -n "$current"
+            echo $url
+            return 0
+        end
     end
     return 1
 end
@@ -58,7 +79,7 @@ function __retry_complete_target
     if test $start -le (count $tokens)
         set target $tokens[$start..-1]
     end
-    # A URL is the whole target: no file names for it, nothing after it.
+    # A URL is the whole target: no file names for it.
     if set -q target[1]; and string match -qr '^https?://' -- $target[1]
         return
     end
@@ -96,6 +117,8 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -l 'stdin' -x -a 'aut
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hold-stdout' -d 'Spool each attempt\'s stdout and write only the final attempt\'s'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'hold-stderr' -d 'Spool each attempt\'s stderr and write only the final attempt\'s, as --hold-stdout'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'kill-after' -x -d 'After --timeout\'s SIGTERM, wait this long before SIGKILL'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'signal' -x -d 'The signal --timeout sends first, e.g. --signal INT (GNU timeout\'s -s)'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'preserve-status' -d 'A timed-out attempt exits with its own status (128+N for signal N), not 124'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'X' -l 'request' -x -a 'GET\\t\'idempotent\' HEAD\\t\'idempotent\' POST\\t\'not idempotent: retried only when it never reached the server\' PUT\\t\'idempotent\' DELETE\\t\'idempotent\' PATCH\\t\'not idempotent: retried only when it never reached the server\' OPTIONS\\t\'idempotent\' TRACE\\t\'idempotent\'' -d 'HTTP method; default GET, or POST when a body is given (PUT with -T)'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'H' -l 'header' -x -d 'Request header \'Name: value\' (repeatable); @FILE reads header lines from FILE'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'd' -l 'data' -x -d 'Request body: DATA, @FILE or @- for stdin; read once, sent identically every attempt'
@@ -122,7 +145,7 @@ complete -c retry -n 'not __retry_target_start >/dev/null' -s 'D' -l 'dump-heade
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'O' -l 'remote-name' -d '-o with the URL\'s last path segment as FILE'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry' -x -d 'curl\'s: N retries, the same as -a N+1'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-delay' -x -d 'curl\'s: sleep exactly SECONDS before each retry (--delay S --backoff constant -j none)'
-complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-max-time' -x -d 'curl\'s: the same as --max-time SECONDS'
+complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-max-time' -x -d 'curl\'s: no retry starts once SECONDS have passed since the first attempt started'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-connrefused' -d 'Accepted: a refused connection is always retried'
 complete -c retry -n 'not __retry_target_start >/dev/null' -l 'retry-all-errors' -d 'Every failure is transient, 4xx included, if the request is safe to repeat'
 complete -c retry -n 'not __retry_target_start >/dev/null' -s 'C' -l 'continue-at' -x -d 'With -o, resume a body cut off mid-way (only -C -)'
