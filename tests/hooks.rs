@@ -337,10 +337,14 @@ fn hook_output_goes_to_stderr_only() {
 
 /// A hook that starts a `setsid` process ignoring SIGTERM (its pid in `escaped`),
 /// records its own pid in `hook`, then runs `rest`.
+/// The escaped process is waited for until it runs `sleep`, so its SIGTERM trap is set
+/// before the hook can end (a busy machine could otherwise end it with the hook).
 fn escaping_hook(s: &Scratch, rest: &str) -> String {
     format!(
         "setsid sh -c \"trap '' TERM; exec sleep 30\" </dev/null >/dev/null 2>&1 & \
-         echo $! > '{escaped}'; echo $$ > '{hook}'; {rest}",
+         e=$!; n=0; while [ \"$(cat /proc/$e/comm 2>/dev/null)\" != sleep ] && [ $n -lt 500 ]; \
+         do n=$((n+1)); sleep 0.01; done; \
+         echo $e > '{escaped}'; echo $$ > '{hook}'; {rest}",
         escaped = s.p("escaped"),
         hook = s.p("hook")
     )
