@@ -8,16 +8,27 @@
 //! crate names a system. Which guarantee rests on what is the caller's to say: this
 //! module imports nothing of the crate.
 //!
+//! Windows (`windows.rs`) has its own face for what it gives instead: the processes there
+//! are, a Job Object that holds an attempt's whole tree, console control events as
+//! retry's signals, `LockFileEx`, and where per-user state lives. The POSIX face below is
+//! compiled for Unix systems only.
+//!
 //! The `portable-paths` feature makes a Linux build take `posix.rs`'s way wherever
 //! Linux has both (pipe then fcntl, the writer thread, no subreaper, no parent-death
 //! signal), so that CI runs those paths; it is for testing, not for a release.
 
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
+#[cfg(unix)]
 use nix::errno::Errno;
+#[cfg(unix)]
 use nix::poll::PollFlags;
+#[cfg(unix)]
 use nix::sys::signal::Signal;
+#[cfg(unix)]
 use nix::sys::socket::MsgFlags;
 
 #[cfg(target_os = "freebsd")]
@@ -29,8 +40,29 @@ mod os;
 #[cfg(target_os = "macos")]
 #[path = "macos.rs"]
 mod os;
+#[cfg(windows)]
+use os::{
+    check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
+    host_name as os_host_name, login_name as os_login_name, pgpass_file as os_pgpass_file,
+    read_at as os_read_at, set_file_mode as os_set_file_mode, sync_dir as os_sync_dir,
+    write_all_at as os_write_all_at,
+};
+#[cfg(unix)]
+use posix::{
+    check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
+    host_name as os_host_name, login_name as os_login_name, pgpass_file as os_pgpass_file,
+    read_at as os_read_at, set_file_mode as os_set_file_mode, sync_dir as os_sync_dir,
+    write_all_at as os_write_all_at,
+};
+#[cfg(windows)]
+#[path = "windows.rs"]
+mod os;
+#[cfg(unix)]
 mod posix;
 
+#[cfg(windows)]
+pub use os::{ConsoleEvent, Job, LockMode, console_events, local_app_data, lock_file, unlock_file};
+#[cfg(unix)]
 pub use posix::ForkGuard;
 
 /// One process, as the system lists it.
@@ -63,6 +95,7 @@ pub fn children() -> Vec<i32> {
     os::children()
 }
 
+#[cfg(unix)]
 /// Makes retry the parent of every orphaned descendant from now on (Linux
 /// `PR_SET_CHILD_SUBREAPER`, FreeBSD `PROC_REAP_ACQUIRE`); `Err` leaves orphans to
 /// init, of kind `Unsupported` where the system has no such thing (macOS).
@@ -70,26 +103,31 @@ pub fn become_subreaper() -> io::Result<()> {
     os::become_subreaper()
 }
 
+#[cfg(unix)]
 /// Whether this system can signal a process when its parent dies (Linux
 /// `PR_SET_PDEATHSIG`, FreeBSD `PROC_PDEATHSIG_CTL`; macOS has none).
 pub const PARENT_DEATH_SIGNAL: bool = os::PARENT_DEATH_SIGNAL;
 
+#[cfg(unix)]
 /// Has the calling process receive `sig` when its parent dies (a no-op where
 /// [`PARENT_DEATH_SIGNAL`] is false). One system call: safe between fork and exec.
 pub fn set_parent_death_signal(sig: Signal) -> io::Result<()> {
     os::set_parent_death_signal(sig)
 }
 
+#[cfg(unix)]
 /// This thread's errno (async-signal-safe, for a handler that must keep it).
 pub fn errno() -> i32 {
     Errno::last_raw()
 }
 
+#[cfg(unix)]
 /// Sets this thread's errno (async-signal-safe).
 pub fn set_errno(value: i32) {
     Errno::set_raw(value);
 }
 
+#[cfg(unix)]
 /// Whether a new pipe's ends block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PipeMode {
@@ -98,12 +136,14 @@ pub enum PipeMode {
     Nonblocking,
 }
 
+#[cfg(unix)]
 /// A pipe, read end first, both ends close-on-exec from the start: no process retry
 /// starts inherits them.
 pub fn pipe(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
     os::pipe(mode)
 }
 
+#[cfg(unix)]
 /// Holds off every descriptor that is made in two steps (where there is no `pipe2`)
 /// until it is dropped: a process forked meanwhile, as std's `Command` forks, cannot
 /// inherit a descriptor before it is close-on-exec. Held across each spawn.
@@ -111,6 +151,7 @@ pub fn fork_guard() -> ForkGuard {
     posix::fork_guard()
 }
 
+#[cfg(unix)]
 /// Sends what fits of `data` on the socket `fd` now (EAGAIN when nothing does), with
 /// EPIPE and no SIGPIPE when the peer is gone; the socket's own mode is untouched.
 pub fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno> {
@@ -118,6 +159,7 @@ pub fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno>
     nix::sys::socket::send(fd.as_raw_fd(), data, flags)
 }
 
+#[cfg(unix)]
 /// Writes to a pipe that retry shares with others (its stdout or stderr) without
 /// setting O_NONBLOCK on it, which would change it for every process sharing the
 /// pipe, and without ever blocking for long: Linux writes through a second,
@@ -126,6 +168,7 @@ pub fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno>
 /// that makes the blocking write while the caller waits in `poll`.
 pub struct PipeWriter(os::PipeWriter);
 
+#[cfg(unix)]
 impl PipeWriter {
     /// The writer of `fd`, a pipe; EPIPE when the pipe has no reader left.
     pub fn new(fd: BorrowedFd<'_>) -> io::Result<PipeWriter> {
@@ -152,21 +195,23 @@ impl PipeWriter {
 
 /// This machine's name.
 pub fn host_name() -> Option<String> {
-    let name = nix::unistd::gethostname().ok()?;
-    Some(name.to_string_lossy().into_owned())
+    os_host_name()
 }
 
+#[cfg(unix)]
 /// The major and minor numbers of the device `dev` (as `MetadataExt::dev` gives it).
 pub fn device_numbers(dev: u64) -> (u64, u64) {
     os::device_numbers(dev)
 }
 
+#[cfg(unix)]
 /// A file's device and inode, as `MetadataExt::dev` and `ino` give them.
 #[allow(clippy::unnecessary_cast)] // the types differ between systems
 pub fn file_identity(st: &nix::sys::stat::FileStat) -> (u64, u64) {
     (st.st_dev as u64, st.st_ino as u64)
 }
 
+#[cfg(unix)]
 /// The process umask, read by setting it and setting it back: call it before other
 /// threads create files.
 #[allow(clippy::useless_conversion)] // mode_t is 16 bits on the BSDs
@@ -182,4 +227,56 @@ pub fn umask() -> u32 {
 /// static glibc cannot do); elsewhere the system's own resolver is used as it is set.
 pub fn configure_name_lookup() {
     os::configure_name_lookup();
+}
+
+/// Reads into `buf` from `offset` of `file`, leaving the file's own position as it is
+/// where the system can (`pread`; Windows moves it, which no caller relies on).
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    os_read_at(file, buf, offset)
+}
+
+/// Writes all of `buf` at `offset` of `file`.
+pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    os_write_all_at(file, buf, offset)
+}
+
+/// A file's permission bits (`mode & 0o7777`); `None` where the system has none
+/// (Windows: an ACL, not a mode).
+pub fn file_mode(meta: &std::fs::Metadata) -> Option<u32> {
+    os_file_mode(meta)
+}
+
+/// Whether a file readable by others than its owner is what it looks like: true when
+/// the system keeps a mode and it gives group or others any access.
+pub fn open_to_others(meta: &std::fs::Metadata) -> bool {
+    file_mode(meta).is_some_and(|mode| mode & 0o077 != 0)
+}
+
+/// The user's login name as the system keeps it (`/etc/passwd` for this uid on Unix,
+/// `USERNAME` on Windows); `None` when it cannot be found.
+pub fn login_name() -> Option<String> {
+    os_login_name()
+}
+
+/// libpq's password file when `PGPASSFILE` is unset (`~/.pgpass`;
+/// `%APPDATA%\\postgresql\\pgpass.conf` on Windows).
+pub fn pgpass_file() -> Option<std::path::PathBuf> {
+    os_pgpass_file()
+}
+
+/// Sets a file's permission bits (Windows keeps only whether it is read-only: a mode
+/// without any write bit makes it so).
+pub fn set_file_mode(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
+    os_set_file_mode(path, mode)
+}
+
+/// Makes a rename in `dir` durable (fsync of the directory; Windows has no such call
+/// through std, and its renames are journaled by NTFS: a no-op there).
+pub fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    os_sync_dir(dir)
+}
+
+/// Checks that a device or FIFO at `path` can be written in place, without blocking.
+pub fn check_writable_in_place(path: &std::path::Path) -> std::io::Result<()> {
+    os_check_writable_in_place(path)
 }
