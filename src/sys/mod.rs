@@ -41,18 +41,24 @@ mod os;
 #[path = "macos.rs"]
 mod os;
 #[cfg(windows)]
+pub use os::Locked;
+#[cfg(windows)]
 use os::{
     check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
-    host_name as os_host_name, login_name as os_login_name, pgpass_file as os_pgpass_file,
-    read_at as os_read_at, set_file_mode as os_set_file_mode, sync_dir as os_sync_dir,
-    write_all_at as os_write_all_at,
+    host_name as os_host_name, identity as os_identity, link_count as os_link_count,
+    login_name as os_login_name, path_identity as os_path_identity, pgpass_file as os_pgpass_file,
+    read_at as os_read_at, set_file_mode as os_set_file_mode, stamp_now_ms as os_stamp_now_ms,
+    sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
 };
+#[cfg(unix)]
+pub use posix::Locked;
 #[cfg(unix)]
 use posix::{
     check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
-    host_name as os_host_name, login_name as os_login_name, pgpass_file as os_pgpass_file,
-    read_at as os_read_at, set_file_mode as os_set_file_mode, sync_dir as os_sync_dir,
-    write_all_at as os_write_all_at,
+    host_name as os_host_name, identity as os_identity, link_count as os_link_count,
+    login_name as os_login_name, path_identity as os_path_identity, pgpass_file as os_pgpass_file,
+    read_at as os_read_at, set_file_mode as os_set_file_mode, stamp_now_ms as os_stamp_now_ms,
+    sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
 };
 #[cfg(windows)]
 #[path = "windows.rs"]
@@ -64,6 +70,26 @@ mod posix;
 pub use os::{ConsoleEvent, Job, LockMode, console_events, local_app_data, lock_file, unlock_file};
 #[cfg(unix)]
 pub use posix::ForkGuard;
+
+/// `getaddrinfo`'s stream sockets and the flags `getent ahosts` asks with, as the
+/// system numbers them.
+#[cfg(unix)]
+pub use nix::libc::{AI_ADDRCONFIG, AI_V4MAPPED, SOCK_STREAM};
+#[cfg(windows)]
+pub use os::{AI_ADDRCONFIG, AI_V4MAPPED, SOCK_STREAM};
+
+/// Whether a command ends when retry is killed outright: the parent-death signal
+/// (Linux `PR_SET_PDEATHSIG`, FreeBSD `PROC_PDEATHSIG_CTL`; macOS has none), or on
+/// Windows the attempt's Job Object, which ends its processes when retry's handle to it
+/// closes.
+#[cfg(windows)]
+pub const PARENT_DEATH_SIGNAL: bool = true;
+
+/// The process umask (Windows has none: 0).
+#[cfg(windows)]
+pub fn umask() -> u32 {
+    0
+}
 
 /// One process, as the system lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,4 +305,37 @@ pub fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
 /// Checks that a device or FIFO at `path` can be written in place, without blocking.
 pub fn check_writable_in_place(path: &std::path::Path) -> std::io::Result<()> {
     os_check_writable_in_place(path)
+}
+
+/// What names a file for good: its device and inode (a volume's serial number and the
+/// file's index on Windows).
+pub fn identity(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
+    os_identity(file)
+}
+
+/// [`identity`] of the file `path` names.
+pub fn path_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    os_path_identity(path)
+}
+
+/// How many names (hard links) the file has.
+pub fn link_count(file: &std::fs::File) -> std::io::Result<u64> {
+    os_link_count(file)
+}
+
+/// Stamps the file's modification time now and reads it back, in milliseconds since
+/// the epoch: the clock of the machine that holds the file where the system can do that
+/// (`futimens` with `UTIME_NOW`), this machine's on Windows.
+pub fn stamp_now_ms(file: &std::fs::File) -> std::io::Result<u64> {
+    os_stamp_now_ms(file)
+}
+
+/// An advisory lock on the whole file without waiting (`flock`; `LockFileEx` on
+/// Windows): the file back when another open file holds one that conflicts. It is
+/// released when the [`Locked`] is dropped, or when the process dies.
+pub fn try_lock(
+    file: std::fs::File,
+    exclusive: bool,
+) -> std::io::Result<Result<Locked, std::fs::File>> {
+    os_try_lock(file, exclusive)
 }

@@ -159,6 +159,64 @@ pub fn check_writable_in_place(path: &std::path::Path) -> io::Result<()> {
     }
 }
 
+/// A file's device and inode.
+pub fn identity(file: &std::fs::File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The device and inode of the file `path` names (followed if a link).
+pub fn path_identity(path: &std::path::Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// How many names the file has.
+pub fn link_count(file: &std::fs::File) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.nlink())
+}
+
+/// Has the file system stamp the file's modification time now (`futimens` with
+/// `UTIME_NOW`: the clock of the machine that holds the file) and reads it back, in
+/// milliseconds since the epoch.
+pub fn stamp_now_ms(file: &std::fs::File) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let now = nix::sys::time::TimeSpec::UTIME_NOW;
+    nix::sys::stat::futimens(file, &now, &now)?;
+    let meta = file.metadata()?;
+    let secs = u64::try_from(meta.mtime()).unwrap_or(0);
+    let millis = u64::try_from(meta.mtime_nsec()).unwrap_or(0) / 1_000_000;
+    Ok(secs.saturating_mul(1000).saturating_add(millis))
+}
+
+/// An flock held on a file until it is dropped.
+pub struct Locked(nix::fcntl::Flock<std::fs::File>);
+
+/// `flock` without waiting: the file back when another open file holds a conflicting lock.
+pub fn try_lock(file: std::fs::File, exclusive: bool) -> io::Result<Result<Locked, std::fs::File>> {
+    use nix::fcntl::{Flock, FlockArg};
+    let arg = match exclusive {
+        true => FlockArg::LockExclusiveNonblock,
+        false => FlockArg::LockSharedNonblock,
+    };
+    match Flock::lock(file, arg) {
+        Ok(held) => Ok(Ok(Locked(held))),
+        Err((file, nix::errno::Errno::EWOULDBLOCK)) => Ok(Err(file)),
+        Err((_, errno)) => Err(errno.into()),
+    }
+}
+
+impl std::ops::Deref for Locked {
+    type Target = std::fs::File;
+
+    fn deref(&self) -> &std::fs::File {
+        &self.0
+    }
+}
+
 /// libpq's password file when `PGPASSFILE` is unset: `~/.pgpass`.
 pub fn pgpass_file() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pgpass"))

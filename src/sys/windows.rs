@@ -19,7 +19,8 @@ use windows_sys::Win32::Foundation::{
     ERROR_LOCK_VIOLATION, FALSE, FILETIME, HANDLE, INVALID_HANDLE_VALUE, TRUE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
+    BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK,
+    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
 };
 use windows_sys::Win32::System::Console::{
     CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, SetConsoleCtrlHandler,
@@ -39,6 +40,11 @@ use windows_sys::Win32::System::Threading::{
 };
 
 use super::Process;
+
+/// Winsock's numbers for `getaddrinfo`'s hints.
+pub const SOCK_STREAM: i32 = 1;
+pub const AI_ADDRCONFIG: i32 = 0x400;
+pub const AI_V4MAPPED: i32 = 0x800;
 
 /// Every process, with its parent; Windows has no process groups (each is its own) and
 /// no zombies.
@@ -251,6 +257,67 @@ impl Job {
             return Err(io::Error::last_os_error());
         }
         Ok(info.ActiveProcesses)
+    }
+}
+
+/// The file's record: its volume, index and link count.
+fn file_information(file: &File) -> io::Result<BY_HANDLE_FILE_INFORMATION> {
+    // SAFETY: plain data: all zeroes is a valid value.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: the file's handle is open; `info` is the record the call fills.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle() as HANDLE, &mut info) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info)
+}
+
+/// A file's volume serial number and file index: what dev and inode are on Unix.
+pub fn identity(file: &File) -> io::Result<(u64, u64)> {
+    let info = file_information(file)?;
+    let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
+    Ok((u64::from(info.dwVolumeSerialNumber), index))
+}
+
+/// Opened to be asked: std's metadata of a path carries no file index.
+pub fn path_identity(path: &Path) -> io::Result<(u64, u64)> {
+    identity(&File::open(path)?)
+}
+
+pub fn link_count(file: &File) -> io::Result<u64> {
+    Ok(u64::from(file_information(file)?.nNumberOfLinks))
+}
+
+/// Sets the file's modification time to this machine's clock (Windows has no
+/// "stamp it now" of the file system's own) and reads it back, in milliseconds.
+pub fn stamp_now_ms(file: &File) -> io::Result<u64> {
+    file.set_modified(std::time::SystemTime::now())?;
+    let modified = file.metadata()?.modified()?;
+    let since = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A `LockFileEx` lock held on a file until it is dropped (closing the handle ends it).
+pub struct Locked(File);
+
+/// `LockFileEx` without waiting: the file back when another handle holds a conflicting lock.
+pub fn try_lock(file: File, exclusive: bool) -> io::Result<Result<Locked, File>> {
+    let mode = match exclusive {
+        true => LockMode::Exclusive,
+        false => LockMode::Shared,
+    };
+    match lock_file(&file, mode)? {
+        true => Ok(Ok(Locked(file))),
+        false => Ok(Err(file)),
+    }
+}
+
+impl std::ops::Deref for Locked {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        &self.0
     }
 }
 
