@@ -224,8 +224,8 @@ pub fn host_name() -> Option<String> {
     os_host_name()
 }
 
-#[cfg(unix)]
-/// The major and minor numbers of the device `dev` (as `MetadataExt::dev` gives it).
+/// The major and minor numbers of the device `dev` (as [`identity`] gives it; on
+/// Windows the volume's serial number and 0).
 pub fn device_numbers(dev: u64) -> (u64, u64) {
     os::device_numbers(dev)
 }

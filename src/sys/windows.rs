@@ -278,6 +278,11 @@ pub fn identity(file: &File) -> io::Result<(u64, u64)> {
     Ok((u64::from(info.dwVolumeSerialNumber), index))
 }
 
+/// A volume's serial number has no major and minor parts: all of it is the major.
+pub fn device_numbers(dev: u64) -> (u64, u64) {
+    (dev, 0)
+}
+
 /// Opened to be asked: std's metadata of a path carries no file index.
 pub fn path_identity(path: &Path) -> io::Result<(u64, u64)> {
     identity(&File::open(path)?)

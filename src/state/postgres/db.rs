@@ -556,6 +556,21 @@ pub(super) fn server_key(target: &PgTarget) -> String {
     )
 }
 
+/// A host that is a directory: the server's Unix-domain socket in it.
+#[cfg(unix)]
+fn unix_socket(config: &mut tokio_postgres::Config, dir: &str) -> anyhow::Result<()> {
+    config.host_path(dir);
+    Ok(())
+}
+
+/// tokio-postgres reaches a server through a Unix-domain socket on Unix only.
+#[cfg(not(unix))]
+fn unix_socket(_config: &mut tokio_postgres::Config, dir: &str) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "host {dir}: a Unix-domain socket directory; on this system give a host name or address"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -653,19 +668,4 @@ mod tests {
         );
         assert!(format!("{err:#}").contains("connection refused"), "{err:#}");
     }
-}
-
-/// A host that is a directory: the server's Unix-domain socket in it.
-#[cfg(unix)]
-fn unix_socket(config: &mut tokio_postgres::Config, dir: &str) -> anyhow::Result<()> {
-    config.host_path(dir);
-    Ok(())
-}
-
-/// tokio-postgres reaches a server through a Unix-domain socket on Unix only.
-#[cfg(not(unix))]
-fn unix_socket(_config: &mut tokio_postgres::Config, dir: &str) -> anyhow::Result<()> {
-    anyhow::bail!(
-        "host {dir}: a Unix-domain socket directory; on this system give a host name or address"
-    )
 }
