@@ -43,6 +43,8 @@ mod os;
 #[cfg(windows)]
 pub use os::Locked;
 #[cfg(windows)]
+pub use os::{USER_STATE_DIR_UNSET, user_state_dir};
+#[cfg(windows)]
 use os::{
     check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
     host_name as os_host_name, identity as os_identity, link_count as os_link_count,
@@ -51,7 +53,7 @@ use os::{
     sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
 };
 #[cfg(unix)]
-pub use posix::Locked;
+pub use posix::{Locked, USER_STATE_DIR_UNSET, user_state_dir};
 #[cfg(unix)]
 use posix::{
     check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
@@ -67,7 +69,7 @@ mod os;
 mod posix;
 
 #[cfg(windows)]
-pub use os::{ConsoleEvent, Job, LockMode, console_events, local_app_data, lock_file, unlock_file};
+pub use os::{ConsoleEvent, Job, LockMode, console_events, lock_file, unlock_file};
 #[cfg(unix)]
 pub use posix::ForkGuard;
 
@@ -285,7 +287,7 @@ pub fn login_name() -> Option<String> {
 }
 
 /// libpq's password file when `PGPASSFILE` is unset (`~/.pgpass`;
-/// `%APPDATA%\\postgresql\\pgpass.conf` on Windows).
+/// `%APPDATA%\postgresql\pgpass.conf` on Windows).
 pub fn pgpass_file() -> Option<std::path::PathBuf> {
     os_pgpass_file()
 }

@@ -217,6 +217,19 @@ impl std::ops::Deref for Locked {
     }
 }
 
+/// The user's state directory: `$XDG_STATE_HOME`, else `~/.local/state`, each only
+/// when absolute.
+pub fn user_state_dir() -> Option<std::path::PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".local/state")))
+}
+
+pub const USER_STATE_DIR_UNSET: &str = "neither XDG_STATE_HOME nor HOME is set to an absolute path";
+
 /// libpq's password file when `PGPASSFILE` is unset: `~/.pgpass`.
 pub fn pgpass_file() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pgpass"))

@@ -132,12 +132,14 @@ pub fn pgpass_file() -> Option<PathBuf> {
     )
 }
 
-/// Where per-user state lives: `%LOCALAPPDATA%`.
-pub fn local_app_data() -> Option<PathBuf> {
+/// Where per-user state lives: `%LOCALAPPDATA%`, when absolute.
+pub fn user_state_dir() -> Option<PathBuf> {
     std::env::var_os("LOCALAPPDATA")
-        .filter(|d| !d.is_empty())
         .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
 }
+
+pub const USER_STATE_DIR_UNSET: &str = "LOCALAPPDATA is not set to an absolute path";
 
 /// The system's own resolver is used as it is set.
 pub fn configure_name_lookup() {}
