@@ -3,9 +3,8 @@
 //! `--report`, `--once` markers and `-o`, and the up-front checks that a file
 //! flag's path can be written. What goes into the files is the callers' job.
 
-use std::fs::{self, File, Permissions};
+use std::fs::{self, File};
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -27,17 +26,8 @@ pub fn check_file_target(flag: &str, path: &Path) -> anyhow::Result<()> {
     }
     if fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         // A device or FIFO is written in place: opening it is the check (never blocking on a FIFO).
-        return match fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(nix::libc::O_NONBLOCK)
-            .open(path)
-        {
-            // A FIFO nobody reads yet: the reader may come by the end of the run.
-            Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => Ok(()),
-            opened => opened
-                .map(drop)
-                .with_context(|| format!("{flag}: cannot open {} for writing", path.display())),
-        };
+        return crate::sys::check_writable_in_place(path)
+            .with_context(|| format!("{flag}: cannot open {} for writing", path.display()));
     }
     let dir = parent_dir(path);
     let meta = fs::metadata(&dir).map_err(|e| {
@@ -129,7 +119,7 @@ impl Replacement {
             .map_err(|e| anyhow::Error::new(e.into_error()))
             .with_context(|| format!("cannot write {}", path.display()))?;
         if let Some(mode) = mode {
-            fs::set_permissions(tmp.path(), Permissions::from_mode(mode))
+            crate::sys::set_file_mode(tmp.path(), mode)
                 .with_context(|| format!("cannot set the mode of {}", path.display()))?;
         }
         tmp.as_file()
@@ -139,8 +129,7 @@ impl Replacement {
             .with_context(|| format!("cannot write {}", path.display()))?;
         // The rename itself is durable only once the directory is synced.
         let dir = parent_dir(&path);
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
+        crate::sys::sync_dir(&dir)
             .with_context(|| format!("cannot sync directory {}", dir.display()))
     }
 }
@@ -209,6 +198,7 @@ mod tests {
         let mut new = Replacement::new(&path, "", 1024).unwrap();
         new.write_all(b"x").unwrap();
         new.commit(Some(0o640)).unwrap();
+        use std::os::unix::fs::PermissionsExt;
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o640);
     }

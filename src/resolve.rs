@@ -18,7 +18,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::domain::Family;
 use dns_lookup::{AddrInfoHints, LookupErrorKind};
-use nix::libc;
 
 /// The addresses of `host` (a name or an IP literal) in the order to try them, of
 /// `family` when given (one family of the same answer). Dropping the future abandons
@@ -91,10 +90,10 @@ async fn system(name: &str) -> Result<Vec<IpAddr>, String> {
 /// /etc/hosts is tried once).
 fn getaddrinfo(name: &str) -> Result<Vec<IpAddr>, String> {
     let hints = AddrInfoHints {
-        socktype: libc::SOCK_STREAM,
+        socktype: crate::sys::SOCK_STREAM,
         // As `getent ahosts` asks: a family that no interface has a non-loopback
         // address of is left out (and not asked of the nameservers).
-        flags: libc::AI_ADDRCONFIG | libc::AI_V4MAPPED,
+        flags: crate::sys::AI_ADDRCONFIG | crate::sys::AI_V4MAPPED,
         ..AddrInfoHints::default()
     };
     let answers = dns_lookup::getaddrinfo(Some(name), None, Some(hints))

@@ -6,7 +6,6 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 /// Bytes kept in memory before the spool moves to disk.
@@ -107,7 +106,7 @@ impl Spool {
             self.file = Some(file);
         }
         match &self.file {
-            Some(file) => file.write_all_at(buf, self.len).map_err(SpillError::new)?,
+            Some(file) => crate::sys::write_all_at(file, buf, self.len).map_err(SpillError::new)?,
             None => self.memory.extend_from_slice(buf),
         }
         self.len += buf.len() as u64;
@@ -121,7 +120,7 @@ impl Spool {
         }
         let want = buf.len().min((self.len - offset) as usize);
         match &self.file {
-            Some(file) => file.read_at(&mut buf[..want], offset),
+            Some(file) => crate::sys::read_at(file, &mut buf[..want], offset),
             None => {
                 let start = offset as usize;
                 buf[..want].copy_from_slice(&self.memory[start..start + want]);

@@ -77,7 +77,8 @@ fn state_target(state: Option<&Backend>) -> anyhow::Result<Backend> {
         Some(state) => Ok(state.clone()),
         None => state::default_state().map_err(|_| {
             anyhow::anyhow!(
-                "--retry-budget/--circuit: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
+                "--retry-budget/--circuit: no state directory: {}; give --state DIR",
+                crate::sys::USER_STATE_DIR_UNSET
             )
         }),
     }

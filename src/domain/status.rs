@@ -69,11 +69,12 @@ impl fmt::Display for ExitStatus {
 pub struct Signal(i32);
 
 impl Signal {
-    pub const INT: Signal = Signal(nix::libc::SIGINT);
-    pub const TERM: Signal = Signal(nix::libc::SIGTERM);
-    pub const HUP: Signal = Signal(nix::libc::SIGHUP);
-    pub const QUIT: Signal = Signal(nix::libc::SIGQUIT);
-    pub const PIPE: Signal = Signal(nix::libc::SIGPIPE);
+    // The same numbers on every system retry runs on (Windows' C runtime included).
+    pub const INT: Signal = Signal(2);
+    pub const TERM: Signal = Signal(15);
+    pub const HUP: Signal = Signal(1);
+    pub const QUIT: Signal = Signal(3);
+    pub const PIPE: Signal = Signal(13);
 
     pub const fn new(number: i32) -> Signal {
         Signal(number)
@@ -85,10 +86,30 @@ impl Signal {
 
     /// `SIGTERM` for 15, or `signal N` for numbers without a name.
     pub fn name(self) -> String {
-        nix::sys::signal::Signal::try_from(self.0)
-            .map(|s| s.as_str().to_string())
-            .unwrap_or_else(|_| format!("signal {}", self.0))
+        signal_name(self.0).unwrap_or_else(|| format!("signal {}", self.0))
     }
+}
+
+/// The system's name for a signal number.
+#[cfg(unix)]
+fn signal_name(number: i32) -> Option<String> {
+    let known = nix::sys::signal::Signal::try_from(number).ok()?;
+    Some(known.as_str().to_string())
+}
+
+/// Windows has no signals: these are the console events retry takes as them (Ctrl-C,
+/// the console's close, Ctrl-Break) and the ones a status can be built from.
+#[cfg(not(unix))]
+fn signal_name(number: i32) -> Option<String> {
+    let names = [
+        (1, "SIGHUP"),
+        (2, "SIGINT"),
+        (3, "SIGQUIT"),
+        (13, "SIGPIPE"),
+        (15, "SIGTERM"),
+    ];
+    let (_, name) = names.iter().find(|(n, _)| *n == number)?;
+    Some(name.to_string())
 }
 
 impl fmt::Display for Signal {

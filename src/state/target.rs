@@ -181,22 +181,16 @@ pub fn default_state() -> anyhow::Result<Backend> {
     default_state_dir().map(Backend::File)
 }
 
-/// `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
+/// `retry` in the user's state directory: `$XDG_STATE_HOME/retry`, else
+/// `~/.local/state/retry` (`%LOCALAPPDATA%\retry` on Windows).
 pub fn default_state_dir() -> anyhow::Result<PathBuf> {
-    let absolute = |var: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    if let Some(dir) = absolute("XDG_STATE_HOME") {
-        return Ok(dir.join("retry"));
+    match crate::sys::user_state_dir() {
+        Some(dir) => Ok(dir.join("retry")),
+        None => anyhow::bail!(
+            "--once: no state directory: {}; give --state DIR",
+            crate::sys::USER_STATE_DIR_UNSET
+        ),
     }
-    if let Some(home) = absolute("HOME") {
-        return Ok(home.join(".local/state/retry"));
-    }
-    anyhow::bail!(
-        "--once: no state directory: neither XDG_STATE_HOME nor HOME is set to an absolute path; give --state DIR"
-    )
 }
 
 #[cfg(test)]

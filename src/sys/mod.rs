@@ -8,16 +8,27 @@
 //! in `posix.rs`. Nothing else in the crate names a system. Which guarantee rests on
 //! what is the caller's to say: this module imports nothing of the crate.
 //!
+//! Windows (`windows.rs`) has its own face for what it gives instead: the processes there
+//! are, a Job Object that holds an attempt's whole tree, console control events as
+//! retry's signals, `LockFileEx`, and where per-user state lives. The POSIX face below is
+//! compiled for Unix systems only.
+//!
 //! The `portable-paths` feature makes a Linux build take `posix.rs`'s way wherever
 //! Linux has both (pipe then fcntl, the writer thread, no subreaper, no parent-death
 //! signal), so that CI runs those paths; it is for testing, not for a release.
 
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
+#[cfg(unix)]
 use nix::errno::Errno;
+#[cfg(unix)]
 use nix::poll::PollFlags;
+#[cfg(unix)]
 use nix::sys::signal::Signal;
+#[cfg(unix)]
 use nix::sys::socket::MsgFlags;
 
 #[cfg(target_os = "freebsd")]
@@ -29,9 +40,58 @@ mod os;
 #[cfg(target_os = "macos")]
 #[path = "macos.rs"]
 mod os;
+#[cfg(windows)]
+pub use os::Locked;
+#[cfg(windows)]
+pub use os::{USER_STATE_DIR_UNSET, user_state_dir};
+#[cfg(windows)]
+use os::{
+    check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
+    host_name as os_host_name, identity as os_identity, link_count as os_link_count,
+    login_name as os_login_name, path_identity as os_path_identity, pgpass_file as os_pgpass_file,
+    read_at as os_read_at, set_file_mode as os_set_file_mode, stamp_now_ms as os_stamp_now_ms,
+    sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
+};
+#[cfg(unix)]
+pub use posix::{Locked, USER_STATE_DIR_UNSET, user_state_dir};
+#[cfg(unix)]
+use posix::{
+    check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
+    host_name as os_host_name, identity as os_identity, link_count as os_link_count,
+    login_name as os_login_name, path_identity as os_path_identity, pgpass_file as os_pgpass_file,
+    read_at as os_read_at, set_file_mode as os_set_file_mode, stamp_now_ms as os_stamp_now_ms,
+    sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
+};
+#[cfg(windows)]
+#[path = "windows.rs"]
+mod os;
+#[cfg(unix)]
 mod posix;
 
+#[cfg(windows)]
+pub use os::{ConsoleEvent, Job, LockMode, console_events, lock_file, unlock_file};
+#[cfg(unix)]
 pub use posix::ForkGuard;
+
+/// `getaddrinfo`'s stream sockets and the flags `getent ahosts` asks with, as the
+/// system numbers them.
+#[cfg(unix)]
+pub use nix::libc::{AI_ADDRCONFIG, AI_V4MAPPED, SOCK_STREAM};
+#[cfg(windows)]
+pub use os::{AI_ADDRCONFIG, AI_V4MAPPED, SOCK_STREAM};
+
+/// Whether a command ends when retry is killed outright: the parent-death signal
+/// (Linux `PR_SET_PDEATHSIG`, FreeBSD `PROC_PDEATHSIG_CTL`; macOS has none), or on
+/// Windows the attempt's Job Object, which ends its processes when retry's handle to it
+/// closes.
+#[cfg(windows)]
+pub const PARENT_DEATH_SIGNAL: bool = true;
+
+/// The process umask (Windows has none: 0).
+#[cfg(windows)]
+pub fn umask() -> u32 {
+    0
+}
 
 /// One process, as the system lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +123,7 @@ pub fn children() -> Vec<i32> {
     os::children()
 }
 
+#[cfg(unix)]
 /// Makes retry the parent of every orphaned descendant from now on (Linux
 /// `PR_SET_CHILD_SUBREAPER`, FreeBSD `PROC_REAP_ACQUIRE`); `Err` leaves orphans to
 /// init, of kind `Unsupported` where the system has no such thing (macOS).
@@ -70,10 +131,12 @@ pub fn become_subreaper() -> io::Result<()> {
     os::become_subreaper()
 }
 
+#[cfg(unix)]
 /// Whether this system can signal a process when its parent dies (Linux
 /// `PR_SET_PDEATHSIG`, FreeBSD `PROC_PDEATHSIG_CTL`; macOS has none).
 pub const PARENT_DEATH_SIGNAL: bool = os::PARENT_DEATH_SIGNAL;
 
+#[cfg(unix)]
 /// Has the calling process receive `sig` when its parent dies (a no-op where
 /// [`PARENT_DEATH_SIGNAL`] is false). One system call: safe between fork and exec.
 pub fn set_parent_death_signal(sig: Signal) -> io::Result<()> {
@@ -83,6 +146,7 @@ pub fn set_parent_death_signal(sig: Signal) -> io::Result<()> {
 /// A monotonic time (from an arbitrary start) that goes on while this process is
 /// stopped (SIGSTOP) and, where the system has such a clock (Linux `CLOCK_BOOTTIME`),
 /// while the machine is suspended, which `Instant` does not count on Linux.
+#[cfg(unix)]
 pub fn suspend_aware_now() -> std::time::Duration {
     let mut ts = nix::libc::timespec {
         tv_sec: 0,
@@ -96,16 +160,19 @@ pub fn suspend_aware_now() -> std::time::Duration {
     std::time::Duration::new(secs, nanos)
 }
 
+#[cfg(unix)]
 /// This thread's errno (async-signal-safe, for a handler that must keep it).
 pub fn errno() -> i32 {
     Errno::last_raw()
 }
 
+#[cfg(unix)]
 /// Sets this thread's errno (async-signal-safe).
 pub fn set_errno(value: i32) {
     Errno::set_raw(value);
 }
 
+#[cfg(unix)]
 /// Whether a new pipe's ends block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PipeMode {
@@ -114,12 +181,14 @@ pub enum PipeMode {
     Nonblocking,
 }
 
+#[cfg(unix)]
 /// A pipe, read end first, both ends close-on-exec from the start: no process retry
 /// starts inherits them.
 pub fn pipe(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
     os::pipe(mode)
 }
 
+#[cfg(unix)]
 /// Holds off every descriptor that is made in two steps (where there is no `pipe2`)
 /// until it is dropped: a process forked meanwhile, as std's `Command` forks, cannot
 /// inherit a descriptor before it is close-on-exec. Held across each spawn.
@@ -127,6 +196,7 @@ pub fn fork_guard() -> ForkGuard {
     posix::fork_guard()
 }
 
+#[cfg(unix)]
 /// Sends what fits of `data` on the socket `fd` now (EAGAIN when nothing does), with
 /// EPIPE and no SIGPIPE when the peer is gone; the socket's own mode is untouched.
 pub fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno> {
@@ -134,6 +204,7 @@ pub fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno>
     nix::sys::socket::send(fd.as_raw_fd(), data, flags)
 }
 
+#[cfg(unix)]
 /// Writes to a pipe that retry shares with others (its stdout or stderr) without
 /// setting O_NONBLOCK on it, which would change it for every process sharing the
 /// pipe, and without ever blocking for long: Linux writes through a second,
@@ -142,6 +213,7 @@ pub fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno>
 /// that makes the blocking write while the caller waits in `poll`.
 pub struct PipeWriter(os::PipeWriter);
 
+#[cfg(unix)]
 impl PipeWriter {
     /// The writer of `fd`, a pipe; EPIPE when the pipe has no reader left.
     pub fn new(fd: BorrowedFd<'_>) -> io::Result<PipeWriter> {
@@ -168,21 +240,23 @@ impl PipeWriter {
 
 /// This machine's name.
 pub fn host_name() -> Option<String> {
-    let name = nix::unistd::gethostname().ok()?;
-    Some(name.to_string_lossy().into_owned())
+    os_host_name()
 }
 
-/// The major and minor numbers of the device `dev` (as `MetadataExt::dev` gives it).
+/// The major and minor numbers of the device `dev` (as [`identity`] gives it; on
+/// Windows the volume's serial number and 0).
 pub fn device_numbers(dev: u64) -> (u64, u64) {
     os::device_numbers(dev)
 }
 
+#[cfg(unix)]
 /// A file's device and inode, as `MetadataExt::dev` and `ino` give them.
 #[allow(clippy::unnecessary_cast)] // the types differ between systems
 pub fn file_identity(st: &nix::sys::stat::FileStat) -> (u64, u64) {
     (st.st_dev as u64, st.st_ino as u64)
 }
 
+#[cfg(unix)]
 /// The process umask, read by setting it and setting it back: call it before other
 /// threads create files.
 #[allow(clippy::useless_conversion)] // mode_t is 16 bits on the BSDs
@@ -198,4 +272,89 @@ pub fn umask() -> u32 {
 /// static glibc cannot do); elsewhere the system's own resolver is used as it is set.
 pub fn configure_name_lookup() {
     os::configure_name_lookup();
+}
+
+/// Reads into `buf` from `offset` of `file`, leaving the file's own position as it is
+/// where the system can (`pread`; Windows moves it, which no caller relies on).
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    os_read_at(file, buf, offset)
+}
+
+/// Writes all of `buf` at `offset` of `file`.
+pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    os_write_all_at(file, buf, offset)
+}
+
+/// A file's permission bits (`mode & 0o7777`); `None` where the system has none
+/// (Windows: an ACL, not a mode).
+pub fn file_mode(meta: &std::fs::Metadata) -> Option<u32> {
+    os_file_mode(meta)
+}
+
+/// Whether a file readable by others than its owner is what it looks like: true when
+/// the system keeps a mode and it gives group or others any access.
+pub fn open_to_others(meta: &std::fs::Metadata) -> bool {
+    file_mode(meta).is_some_and(|mode| mode & 0o077 != 0)
+}
+
+/// The user's login name as the system keeps it (`/etc/passwd` for this uid on Unix,
+/// `USERNAME` on Windows); `None` when it cannot be found.
+pub fn login_name() -> Option<String> {
+    os_login_name()
+}
+
+/// libpq's password file when `PGPASSFILE` is unset (`~/.pgpass`;
+/// `%APPDATA%\postgresql\pgpass.conf` on Windows).
+pub fn pgpass_file() -> Option<std::path::PathBuf> {
+    os_pgpass_file()
+}
+
+/// Sets a file's permission bits (Windows keeps only whether it is read-only: a mode
+/// without any write bit makes it so).
+pub fn set_file_mode(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
+    os_set_file_mode(path, mode)
+}
+
+/// Makes a rename in `dir` durable (fsync of the directory; Windows has no such call
+/// through std, and its renames are journaled by NTFS: a no-op there).
+pub fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    os_sync_dir(dir)
+}
+
+/// Checks that a device or FIFO at `path` can be written in place, without blocking.
+pub fn check_writable_in_place(path: &std::path::Path) -> std::io::Result<()> {
+    os_check_writable_in_place(path)
+}
+
+/// What names a file for good: its device and inode (a volume's serial number and the
+/// file's index on Windows).
+pub fn identity(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
+    os_identity(file)
+}
+
+/// [`identity`] of the file `path` names.
+pub fn path_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    os_path_identity(path)
+}
+
+/// How many names (hard links) the file has.
+pub fn link_count(file: &std::fs::File) -> std::io::Result<u64> {
+    os_link_count(file)
+}
+
+/// Stamps the file's modification time now and reads it back, in milliseconds since
+/// the epoch: the clock of the machine that holds the file where the system can do that
+/// (`futimens` with `UTIME_NOW`), this machine's on Windows.
+pub fn stamp_now_ms(file: &std::fs::File) -> std::io::Result<u64> {
+    os_stamp_now_ms(file)
+}
+
+/// An advisory lock on the whole file without waiting (`flock`; `LockFileEx` on
+/// Windows): the file back when another open file holds one that conflicts. It is
+/// released when the [`Locked`] is dropped, or when the process dies.
+pub fn try_lock(
+    file: std::fs::File,
+    exclusive: bool,
+) -> std::io::Result<Result<Locked, std::fs::File>> {
+    os_try_lock(file, exclusive)
 }

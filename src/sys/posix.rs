@@ -104,6 +104,137 @@ mod orphans {
 #[cfg(any(target_os = "macos", feature = "portable-paths"))]
 pub use orphans::{PARENT_DEATH_SIGNAL, become_subreaper, set_parent_death_signal};
 
+/// `pread`: the file's position is left alone.
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// `pwrite` until all of `buf` is written.
+pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+pub fn file_mode(meta: &std::fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(meta.permissions().mode() & 0o7777)
+}
+
+pub fn host_name() -> Option<String> {
+    let name = nix::unistd::gethostname().ok()?;
+    Some(name.to_string_lossy().into_owned())
+}
+
+/// The name /etc/passwd gives this uid, read from the file rather than through the C
+/// library, so users that only LDAP or sssd know have none here.
+pub fn login_name() -> Option<String> {
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines()
+        .map(|line| line.split(':').collect::<Vec<_>>())
+        .find(|fields| fields.len() >= 3 && fields[2] == uid)
+        .map(|fields| fields[0].to_string())
+}
+
+pub fn set_file_mode(path: &std::path::Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// fsync of the directory, which makes a rename in it durable.
+pub fn sync_dir(dir: &std::path::Path) -> io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Opens a device or FIFO for writing without blocking; a FIFO that nobody reads yet
+/// (ENXIO) passes: its reader may come by the end of the run.
+pub fn check_writable_in_place(path: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path);
+    match opened {
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => Ok(()),
+        opened => opened.map(drop),
+    }
+}
+
+/// A file's device and inode.
+pub fn identity(file: &std::fs::File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The device and inode of the file `path` names (followed if a link).
+pub fn path_identity(path: &std::path::Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// How many names the file has.
+pub fn link_count(file: &std::fs::File) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.nlink())
+}
+
+/// Has the file system stamp the file's modification time now (`futimens` with
+/// `UTIME_NOW`: the clock of the machine that holds the file) and reads it back, in
+/// milliseconds since the epoch.
+pub fn stamp_now_ms(file: &std::fs::File) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let now = nix::sys::time::TimeSpec::UTIME_NOW;
+    nix::sys::stat::futimens(file, &now, &now)?;
+    let meta = file.metadata()?;
+    let secs = u64::try_from(meta.mtime()).unwrap_or(0);
+    let millis = u64::try_from(meta.mtime_nsec()).unwrap_or(0) / 1_000_000;
+    Ok(secs.saturating_mul(1000).saturating_add(millis))
+}
+
+/// An flock held on a file until it is dropped.
+pub struct Locked(nix::fcntl::Flock<std::fs::File>);
+
+/// `flock` without waiting: the file back when another open file holds a conflicting lock.
+pub fn try_lock(file: std::fs::File, exclusive: bool) -> io::Result<Result<Locked, std::fs::File>> {
+    use nix::fcntl::{Flock, FlockArg};
+    let arg = match exclusive {
+        true => FlockArg::LockExclusiveNonblock,
+        false => FlockArg::LockSharedNonblock,
+    };
+    match Flock::lock(file, arg) {
+        Ok(held) => Ok(Ok(Locked(held))),
+        Err((file, nix::errno::Errno::EWOULDBLOCK)) => Ok(Err(file)),
+        Err((_, errno)) => Err(errno.into()),
+    }
+}
+
+impl std::ops::Deref for Locked {
+    type Target = std::fs::File;
+
+    fn deref(&self) -> &std::fs::File {
+        &self.0
+    }
+}
+
+/// The user's state directory: `$XDG_STATE_HOME`, else `~/.local/state`, each only
+/// when absolute.
+pub fn user_state_dir() -> Option<std::path::PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_STATE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".local/state")))
+}
+
+pub const USER_STATE_DIR_UNSET: &str = "neither XDG_STATE_HOME nor HOME is set to an absolute path";
+
+/// libpq's password file when `PGPASSFILE` is unset: `~/.pgpass`.
+pub fn pgpass_file() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pgpass"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

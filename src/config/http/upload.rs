@@ -6,7 +6,6 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -60,7 +59,7 @@ enum Reader {
 impl Reader {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Reader::File(file) => file.read_at(buf, offset),
+            Reader::File(file) => crate::sys::read_at(file, buf, offset),
             Reader::Spool(spool) => spool.read_at(offset, buf),
         }
     }

@@ -6,7 +6,6 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::Context;
@@ -89,7 +88,10 @@ impl Body {
             (Body::Spool(spool), _) => write_stdout(&spool),
             (Body::File(file), Destination::File { path, mode }) => {
                 // An existing target keeps its mode.
-                let mode = fs::metadata(path).map_or(*mode, |m| m.permissions().mode() & 0o7777);
+                let mode = fs::metadata(path)
+                    .ok()
+                    .and_then(|m| crate::sys::file_mode(&m))
+                    .unwrap_or(*mode);
                 file.commit(Some(mode))
             }
             (Body::File(_), _) => Ok(()),

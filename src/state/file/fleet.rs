@@ -17,13 +17,10 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -204,7 +201,7 @@ impl FileFleet {
             .context("the state directory is opened for reading only")?;
         let file_name = record_name(name);
         let path = dir.join(&file_name);
-        let _held = lock_beside(dir, name, FlockArg::LockExclusiveNonblock, bound)?;
+        let _held = lock_beside(dir, name, true, bound)?;
         // A record made just now is fresh state; one found empty was cut short.
         let existed = dir.identity(&file_name)?.is_some();
         let (mut file, relinked) = own_record(dir, &file_name)?;
@@ -258,7 +255,7 @@ impl FileFleet {
         if dir.identity(&file_name)?.is_none() {
             return Ok(None);
         }
-        let _held = lock_beside(dir, name, FlockArg::LockSharedNonblock, bound)?;
+        let _held = lock_beside(dir, name, false, bound)?;
         let path = dir.join(&file_name);
         let Some(mut file) = dir.open_file(&file_name, Access::Read)? else {
             return Ok(None);
@@ -308,11 +305,9 @@ fn lock_name(name: &str) -> String {
 
 /// Whether the file opened as `path` has another name too (a hard link).
 fn has_other_names(file: &File, path: &std::path::Path) -> anyhow::Result<bool> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?;
-    Ok(meta.nlink() > 1)
+    let links =
+        crate::sys::link_count(file).with_context(|| format!("cannot stat {}", path.display()))?;
+    Ok(links > 1)
 }
 
 /// Opens the record `name` in `dir` to rewrite it, created if missing; true when it
@@ -344,42 +339,41 @@ fn write_record(file: &File, json: &[u8]) -> std::io::Result<()> {
     let mut record = json.to_vec();
     record.resize(RECORD - 1, b' ');
     record.push(b'\n');
-    file.write_all_at(&record, 0)?;
+    crate::sys::write_all_at(file, &record, 0)?;
     if file.metadata()?.len() > RECORD as u64 {
         file.set_len(RECORD as u64)?;
     }
     Ok(())
 }
 
-/// Takes the flock (`how`, a non-blocking kind) on `.NAME.lock` in `dir` (created if
+/// Takes the lock (shared or `exclusive`, without blocking) on `.NAME.lock` in `dir` (created if
 /// missing, never removed), trying again until `bound` or [`LOCK_WAIT`] ends.
 fn lock_beside(
     dir: &StateDir,
     name: &str,
-    how: FlockArg,
+    exclusive: bool,
     bound: &Bound,
-) -> anyhow::Result<Flock<File>> {
+) -> anyhow::Result<crate::sys::Locked> {
     let lock = lock_name(name);
     let path = dir.join(&lock);
     let mut file = dir.open_file(&lock, Access::Update)?;
     let limit = bound.earlier(Instant::now().checked_add(LOCK_WAIT));
     let tried = wait::retry_until(&limit, || {
         let Some(unlocked) = file.take() else {
-            return Err(Errno::EBADF);
+            return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
         };
-        match Flock::lock(unlocked, how) {
-            Ok(locked) => Ok(Some(locked)),
-            Err((unlocked, Errno::EWOULDBLOCK)) => {
+        match crate::sys::try_lock(unlocked, exclusive) {
+            Ok(Ok(locked)) => Ok(Some(locked)),
+            Ok(Err(unlocked)) => {
                 file = Some(unlocked);
                 Ok(None)
             }
-            Err((_, errno)) => Err(errno),
+            Err(e) => Err(e),
         }
     });
     match tried {
         Ok(Ok(locked)) => Ok(locked),
-        Ok(Err(errno)) => Err(std::io::Error::from(errno))
-            .with_context(|| format!("cannot flock {}", path.display())),
+        Ok(Err(e)) => Err(e).with_context(|| format!("cannot flock {}", path.display())),
         Err(Ended::Stopped(Stop::Signal(sig))) => Err(Interrupted(sig).into()),
         Err(Ended::Stopped(Stop::LockLost(why))) => Err(anyhow::anyhow!(why)),
         Err(Ended::TimedOut) if bound.check().is_err() => Err(anyhow::anyhow!(
@@ -405,13 +399,7 @@ fn fresh_tokens(stored: Option<&BudgetFile>, budget: &BudgetConfig) -> f64 {
 /// that share the directory over a network file system agree on it as they agree on
 /// file times.
 fn store_now_ms(record: &File) -> anyhow::Result<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let now = nix::sys::time::TimeSpec::UTIME_NOW;
-    nix::sys::stat::futimens(record, &now, &now).context("cannot set the time of a record")?;
-    let meta = record.metadata()?;
-    let secs = u64::try_from(meta.mtime()).unwrap_or(0);
-    let millis = u64::try_from(meta.mtime_nsec()).unwrap_or(0) / 1_000_000;
-    Ok(secs.saturating_mul(1000).saturating_add(millis))
+    crate::sys::stamp_now_ms(record).context("cannot set the time of a record")
 }
 
 impl FleetStore for FileFleet {

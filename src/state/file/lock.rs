@@ -8,14 +8,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 
 use super::dir::{Access, StateDir};
 use super::fencing::{self, Counter};
@@ -45,7 +43,7 @@ enum Place {
 /// An exclusive flock on a file, created if missing, with a fencing token.
 pub struct FileLock {
     place: Place,
-    held: Option<Flock<File>>,
+    held: Option<crate::sys::Locked>,
     /// The state directory that counts this lock's tokens (`None`: the clock alone).
     counted_in: Option<PathBuf>,
     token: Option<i64>,
@@ -88,16 +86,16 @@ impl FileLock {
 
     /// Whether the lock's name still names the file behind `file`.
     fn still_named(&self, file: &File) -> anyhow::Result<bool> {
-        let ours = file.metadata()?;
+        let ours = crate::sys::identity(file)?;
         let now = match &self.place {
-            Place::Path(path) => match std::fs::metadata(path) {
-                Ok(now) => Some((now.dev(), now.ino())),
+            Place::Path(path) => match crate::sys::path_identity(path) {
+                Ok(now) => Some(now),
                 Err(e) if e.kind() == ErrorKind::NotFound => None,
                 Err(e) => return Err(e).with_context(|| format!("cannot stat {}", path.display())),
             },
             Place::Key { dir, name, .. } => dir.identity(name)?,
         };
-        Ok(now == Some((ours.dev(), ours.ino())))
+        Ok(now == Some(ours))
     }
 
     /// The counters this lock's tokens are kept under.
@@ -106,10 +104,10 @@ impl FileLock {
             Place::Path(path) => {
                 let absolute = std::fs::canonicalize(path)
                     .with_context(|| format!("cannot resolve {}", path.display()))?;
-                let meta = file.metadata()?;
+                let (dev, ino) = crate::sys::identity(file)?;
                 vec![
                     Counter::lock_path(&absolute),
-                    Counter::lock_inode(meta.dev(), meta.ino(), &absolute),
+                    Counter::lock_inode(dev, ino, &absolute),
                 ]
             }
             Place::Key { key, .. } => vec![Counter::once_key(key)],
@@ -163,8 +161,8 @@ impl Lock for FileLock {
         }
         for _ in 0..REOPENS {
             let file = self.open()?;
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(locked) => {
+            match crate::sys::try_lock(file, true) {
+                Ok(Ok(locked)) => {
                     // The previous holder may have removed the file between our open and our flock.
                     if self.still_named(&locked)? {
                         let counters = self.counters(&locked)?;
@@ -174,10 +172,9 @@ impl Lock for FileLock {
                         return Ok(true);
                     }
                 }
-                Err((_, Errno::EWOULDBLOCK)) => return Ok(false),
-                Err((_, errno)) => {
-                    return Err(std::io::Error::from(errno))
-                        .with_context(|| format!("cannot flock {}", self.describe()));
+                Ok(Err(_)) => return Ok(false),
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot flock {}", self.describe()));
                 }
             }
         }

@@ -357,7 +357,7 @@ async fn open(target: &PgTarget, application: &str) -> anyhow::Result<Live> {
     let dbname = target.dbname.clone().unwrap_or_else(|| user.clone());
     let mut config = tokio_postgres::Config::new();
     if host.starts_with('/') {
-        config.host_path(&host);
+        unix_socket(&mut config, &host)?;
     } else {
         // The name still serves TLS verification and ~/.pgpass.
         let addrs = crate::resolve::lookup(&host, None)
@@ -569,6 +569,21 @@ pub(super) fn server_key(target: &PgTarget) -> String {
         t.sslrootcert,
         t.connect_timeout,
         t.application_name
+    )
+}
+
+/// A host that is a directory: the server's Unix-domain socket in it.
+#[cfg(unix)]
+fn unix_socket(config: &mut tokio_postgres::Config, dir: &str) -> anyhow::Result<()> {
+    config.host_path(dir);
+    Ok(())
+}
+
+/// tokio-postgres reaches a server through a Unix-domain socket on Unix only.
+#[cfg(not(unix))]
+fn unix_socket(_config: &mut tokio_postgres::Config, dir: &str) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "host {dir}: a Unix-domain socket directory; on this system give a host name or address"
     )
 }
 

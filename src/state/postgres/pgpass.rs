@@ -3,27 +3,21 @@
 
 use std::path::PathBuf;
 
-/// The user's login name, libpq's default user: the name /etc/passwd gives this uid.
-/// Read from the file, not through glibc (see `resolve`), so users that only LDAP or
-/// sssd know have no login name here and need PGUSER or a user in the URL.
+/// The user's login name, libpq's default user (`sys::login_name`: on Unix the name
+/// /etc/passwd gives this uid, so users that only LDAP or sssd know have none here and
+/// need PGUSER or a user in the URL).
 pub(super) fn login_name() -> Option<String> {
-    let uid = nix::unistd::getuid().as_raw().to_string();
-    let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    text.lines()
-        .map(|line| line.split(':').collect::<Vec<_>>())
-        .find(|fields| fields.len() >= 3 && fields[2] == uid)
-        .map(|fields| fields[0].to_string())
+    crate::sys::login_name()
 }
 
 /// The password for this connection from `$PGPASSFILE` or `~/.pgpass`, as libpq reads
 /// it: `host:port:db:user:password` lines, `*` matching anything, `\` escaping.
 pub(super) fn pgpass_password(host: &str, port: u16, dbname: &str, user: &str) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PGPASSFILE")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
+        .or_else(crate::sys::pgpass_file)?;
     let meta = std::fs::metadata(&path).ok()?;
-    if meta.permissions().mode() & 0o077 != 0 {
+    if crate::sys::open_to_others(&meta) {
         crate::report::notice(&format!(
             "ignoring {}: it is readable by group or others; chmod 0600 it",
             path.display()

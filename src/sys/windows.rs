@@ -1,0 +1,434 @@
+//! Windows: processes from a Toolhelp snapshot and their start from `GetProcessTimes`;
+//! a Job Object (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`) that holds every process an
+//! attempt starts, so ending the job ends the whole tree, and closing it (retry's end,
+//! however it comes) does too; console control events (Ctrl-C, Ctrl-Break, the
+//! console's close) handed to one function of the caller's; `LockFileEx` for locks;
+//! `%LOCALAPPDATA%` for per-user state. Windows keeps no mode bits: read-only is all
+//! there is, and a file open to others is an ACL's matter, not checked here.
+
+use std::ffi::c_void;
+use std::fs::{File, Metadata};
+use std::io;
+use std::mem::size_of;
+use std::os::windows::fs::FileExt;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use windows_sys::Win32::Foundation::{
+    ERROR_LOCK_VIOLATION, FALSE, FILETIME, HANDLE, INVALID_HANDLE_VALUE, TRUE,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK,
+    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
+};
+use windows_sys::Win32::System::Console::{
+    CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, SetConsoleCtrlHandler,
+};
+use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+    CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
+};
+use windows_sys::Win32::System::IO::OVERLAPPED;
+use windows_sys::Win32::System::JobObjects::{
+    AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+    JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
+    QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
+};
+use windows_sys::Win32::System::Threading::{
+    GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+};
+
+use super::Process;
+
+/// Winsock's numbers for `getaddrinfo`'s hints.
+pub const SOCK_STREAM: i32 = 1;
+pub const AI_ADDRCONFIG: i32 = 0x400;
+pub const AI_V4MAPPED: i32 = 0x800;
+
+/// Every process, with its parent; Windows has no process groups (each is its own) and
+/// no zombies.
+pub fn processes() -> Option<Vec<Process>> {
+    // SAFETY: a snapshot of every process; the handle is owned and closed below.
+    let snap = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) };
+    if snap == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    let snap = unsafe { OwnedHandle::from_raw_handle(snap as RawHandle) };
+    // SAFETY: plain data: all zeroes is a valid value.
+    let mut entry: PROCESSENTRY32W = unsafe { std::mem::zeroed() };
+    entry.dwSize = size_of::<PROCESSENTRY32W>() as u32;
+    let mut all = Vec::new();
+    let handle = snap.as_raw_handle() as HANDLE;
+    // SAFETY: `entry` is a PROCESSENTRY32W with its size set, as both calls require.
+    let mut more = unsafe { Process32FirstW(handle, &mut entry) } != FALSE;
+    while more {
+        let pid = entry.th32ProcessID as i32;
+        all.push(Process {
+            pid,
+            ppid: entry.th32ParentProcessID as i32,
+            pgid: pid,
+            zombie: false,
+            start: started(pid).unwrap_or(0),
+        });
+        // SAFETY: as above.
+        more = unsafe { Process32NextW(handle, &mut entry) } != FALSE;
+    }
+    Some(all)
+}
+
+/// When `pid` started, in 100 ns units since 1601 (a FILETIME).
+pub fn started(pid: i32) -> Option<u64> {
+    let pid = u32::try_from(pid).ok()?;
+    // SAFETY: asks for a handle that can only query; checked and owned below.
+    let raw = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid) };
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    let process = unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) };
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: four FILETIMEs to fill, for a process handle that may query.
+    let done = unsafe {
+        GetProcessTimes(
+            process.as_raw_handle() as HANDLE,
+            &mut created,
+            &mut exited,
+            &mut kernel,
+            &mut user,
+        )
+    };
+    (done != FALSE)
+        .then(|| (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
+}
+
+/// retry's children, from the process list.
+pub fn children() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let all = processes().unwrap_or_default();
+    all.iter().filter(|p| p.ppid == me).map(|p| p.pid).collect()
+}
+
+pub fn host_name() -> Option<String> {
+    std::env::var("COMPUTERNAME").ok().filter(|n| !n.is_empty())
+}
+
+pub fn login_name() -> Option<String> {
+    std::env::var("USERNAME").ok().filter(|n| !n.is_empty())
+}
+
+/// libpq's password file on Windows.
+pub fn pgpass_file() -> Option<PathBuf> {
+    let appdata = std::env::var_os("APPDATA")?;
+    Some(
+        PathBuf::from(appdata)
+            .join("postgresql")
+            .join("pgpass.conf"),
+    )
+}
+
+/// Where per-user state lives: `%LOCALAPPDATA%`, when absolute.
+pub fn user_state_dir() -> Option<PathBuf> {
+    std::env::var_os("LOCALAPPDATA")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+}
+
+pub const USER_STATE_DIR_UNSET: &str = "LOCALAPPDATA is not set to an absolute path";
+
+/// The system's own resolver is used as it is set.
+pub fn configure_name_lookup() {}
+
+/// `ReadFile` at an offset (it moves the file's position, which no caller relies on).
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    file.seek_read(buf, offset)
+}
+
+pub fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.seek_write(buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// No mode bits on Windows.
+pub fn file_mode(_meta: &Metadata) -> Option<u32> {
+    None
+}
+
+/// The one part of a mode Windows keeps: no write bit makes the file read-only.
+pub fn set_file_mode(path: &Path, mode: u32) -> io::Result<()> {
+    let mut permissions = std::fs::metadata(path)?.permissions();
+    permissions.set_readonly(mode & 0o222 == 0);
+    std::fs::set_permissions(path, permissions)
+}
+
+/// NTFS journals a rename; std cannot open a directory to flush it.
+pub fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// A device (`NUL`, `CON`) is opened for writing to check it.
+pub fn check_writable_in_place(path: &Path) -> io::Result<()> {
+    std::fs::OpenOptions::new().write(true).open(path).map(drop)
+}
+
+/// A Job Object whose processes all end when it is ended or closed: every process an
+/// attempt starts is put in one, and its children are in it from birth.
+pub struct Job(OwnedHandle);
+
+impl Job {
+    /// A new, unnamed job that kills its processes when its last handle closes.
+    pub fn new() -> io::Result<Job> {
+        // SAFETY: no attributes, no name: a private job, checked and owned below.
+        let raw = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if raw.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a handle just returned, owned from here on.
+        let job = Job(unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) });
+        // SAFETY: plain data: all zeroes is a valid value.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        // SAFETY: the record the information class names, with its size.
+        let set = unsafe {
+            SetInformationJobObject(
+                job.handle(),
+                JobObjectExtendedLimitInformation,
+                (&limits as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast::<c_void>(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        };
+        if set == FALSE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(job)
+    }
+
+    fn handle(&self) -> HANDLE {
+        self.0.as_raw_handle() as HANDLE
+    }
+
+    /// Puts the process (a handle from `std::process::Child`) in the job.
+    pub fn assign(&self, process: RawHandle) -> io::Result<()> {
+        // SAFETY: both handles are open for the length of the call.
+        let done = unsafe { AssignProcessToJobObject(self.handle(), process as HANDLE) };
+        if done == FALSE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Ends every process in the job, each with `exit_code`.
+    pub fn terminate(&self, exit_code: u32) -> io::Result<()> {
+        // SAFETY: the job's handle is open.
+        if unsafe { TerminateJobObject(self.handle(), exit_code) } == FALSE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// How many processes of the job are still running.
+    pub fn active(&self) -> io::Result<u32> {
+        // SAFETY: plain data: all zeroes is a valid value.
+        let mut info: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION = unsafe { std::mem::zeroed() };
+        // SAFETY: the record the information class names, with its size.
+        let done = unsafe {
+            QueryInformationJobObject(
+                self.handle(),
+                JobObjectBasicAccountingInformation,
+                (&mut info as *mut JOBOBJECT_BASIC_ACCOUNTING_INFORMATION).cast::<c_void>(),
+                size_of::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>() as u32,
+                std::ptr::null_mut(),
+            )
+        };
+        if done == FALSE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(info.ActiveProcesses)
+    }
+}
+
+/// The file's record: its volume, index and link count.
+fn file_information(file: &File) -> io::Result<BY_HANDLE_FILE_INFORMATION> {
+    // SAFETY: plain data: all zeroes is a valid value.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: the file's handle is open; `info` is the record the call fills.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle() as HANDLE, &mut info) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info)
+}
+
+/// A file's volume serial number and file index: what dev and inode are on Unix.
+pub fn identity(file: &File) -> io::Result<(u64, u64)> {
+    let info = file_information(file)?;
+    let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
+    Ok((u64::from(info.dwVolumeSerialNumber), index))
+}
+
+/// A volume's serial number has no major and minor parts: all of it is the major.
+pub fn device_numbers(dev: u64) -> (u64, u64) {
+    (dev, 0)
+}
+
+/// Opened to be asked: std's metadata of a path carries no file index.
+pub fn path_identity(path: &Path) -> io::Result<(u64, u64)> {
+    identity(&File::open(path)?)
+}
+
+pub fn link_count(file: &File) -> io::Result<u64> {
+    Ok(u64::from(file_information(file)?.nNumberOfLinks))
+}
+
+/// Sets the file's modification time to this machine's clock (Windows has no
+/// "stamp it now" of the file system's own) and reads it back, in milliseconds.
+pub fn stamp_now_ms(file: &File) -> io::Result<u64> {
+    file.set_modified(std::time::SystemTime::now())?;
+    let modified = file.metadata()?.modified()?;
+    let since = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A `LockFileEx` lock held on a file until it is dropped (closing the handle ends it).
+pub struct Locked(File);
+
+/// `LockFileEx` without waiting: the file back when another handle holds a conflicting lock.
+pub fn try_lock(file: File, exclusive: bool) -> io::Result<Result<Locked, File>> {
+    let mode = match exclusive {
+        true => LockMode::Exclusive,
+        false => LockMode::Shared,
+    };
+    match lock_file(&file, mode)? {
+        true => Ok(Ok(Locked(file))),
+        false => Ok(Err(file)),
+    }
+}
+
+impl std::ops::Deref for Locked {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        &self.0
+    }
+}
+
+/// Which lock `lock_file` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    Shared,
+    Exclusive,
+}
+
+/// `LockFileEx` on the whole file, without waiting: `Ok(false)` when another handle
+/// holds a lock that conflicts. The lock ends when the handle is closed.
+pub fn lock_file(file: &File, mode: LockMode) -> io::Result<bool> {
+    let mut flags = LOCKFILE_FAIL_IMMEDIATELY;
+    if mode == LockMode::Exclusive {
+        flags |= LOCKFILE_EXCLUSIVE_LOCK;
+    }
+    // SAFETY: plain data: all zeroes (offset 0, no event) is a valid value.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    // SAFETY: the file's handle is open; `at` outlives the call, which does not pend
+    // (FAIL_IMMEDIATELY on a handle not opened for overlapped I/O).
+    let done = unsafe {
+        LockFileEx(
+            file.as_raw_handle() as HANDLE,
+            flags,
+            0,
+            u32::MAX,
+            u32::MAX,
+            &mut at,
+        )
+    };
+    if done != FALSE {
+        return Ok(true);
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(ERROR_LOCK_VIOLATION as i32) {
+        return Ok(false);
+    }
+    Err(error)
+}
+
+/// Releases what `lock_file` took.
+pub fn unlock_file(file: &File) -> io::Result<()> {
+    // SAFETY: as in `lock_file`.
+    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
+    // SAFETY: the file's handle is open; the range is the one locked.
+    let done = unsafe {
+        UnlockFileEx(
+            file.as_raw_handle() as HANDLE,
+            0,
+            u32::MAX,
+            u32::MAX,
+            &mut at,
+        )
+    };
+    if done == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The console events retry takes as signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConsoleEvent {
+    /// Ctrl-C: SIGINT's part (exit 130, as shells report it).
+    Interrupt,
+    /// Ctrl-Break: SIGQUIT's part.
+    Break,
+    /// The console is closing: SIGHUP's part.
+    Close,
+}
+
+/// The caller's function for console events (0 until `console_events` is called).
+static ON_EVENT: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "system" fn on_console(kind: u32) -> i32 {
+    let event = match kind {
+        CTRL_C_EVENT => ConsoleEvent::Interrupt,
+        CTRL_BREAK_EVENT => ConsoleEvent::Break,
+        CTRL_CLOSE_EVENT => ConsoleEvent::Close,
+        _ => return FALSE,
+    };
+    let f = ON_EVENT.load(Ordering::SeqCst);
+    if f == 0 {
+        return FALSE;
+    }
+    // SAFETY: only `console_events` stores here, and it stores a `fn(ConsoleEvent)`.
+    let f: fn(ConsoleEvent) = unsafe { std::mem::transmute::<usize, fn(ConsoleEvent)>(f) };
+    f(event);
+    if event == ConsoleEvent::Close {
+        // Windows ends the process when this returns: give the run its grace to end the
+        // attempt's job and write its last lines (the system allows about 5 s).
+        std::thread::sleep(std::time::Duration::from_secs(4));
+    }
+    TRUE
+}
+
+/// Has `on_event` called (on a thread of the system's) for each console event, instead
+/// of the default, which ends retry at once.
+pub fn console_events(on_event: fn(ConsoleEvent)) -> io::Result<()> {
+    ON_EVENT.store(on_event as usize, Ordering::SeqCst);
+    // SAFETY: a handler with the signature the call requires, for the process's life.
+    if unsafe { SetConsoleCtrlHandler(Some(on_console), TRUE) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
