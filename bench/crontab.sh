@@ -39,8 +39,11 @@ for i in $(seq "$JOBS"); do echo "@every 1s --job j$i -- date +%s.%N"; done >"$W
 PID=$!
 sleep "$SECONDS_RUN"
 busy_cpu=$(($(cpu_ticks $PID) + $(children_ticks $PID)))
+busy_self=$(cpu_ticks $PID)
 kill -TERM $PID
 wait $PID || true
+# Every slot that ran in the time measured, the start-up's included (as in busy_cpu).
+slots_run=$(wc -l <"$WORK/slots")
 read -r n within p50 p99 max < <(python3 - "$WORK/slots" <<'PY'
 import sys, datetime, statistics
 late = []
@@ -68,7 +71,8 @@ PY
     echo "|---|---|"
     echo "| lateness of the command's start, $JOBS jobs of \`@every 1s\`, $n slots (p50 / p99 / max) | $p50 ms / $p99 ms / $max ms |"
     echo "| slots whose command started within 100 ms | $within % |"
-    echo "| CPU of the scheduler and its slot runs over ${SECONDS_RUN} s | $busy_cpu ticks (1 tick = $((1000 / TICKS)) ms) |"
+    echo "| CPU of the scheduler and its slot runs over ${SECONDS_RUN} s | $busy_cpu ticks (1 tick = $((1000 / TICKS)) ms), $busy_self of them the scheduler's |"
+    echo "| CPU per slot ($slots_run slots: the scheduler, the slot's \`retry\`, \`/bin/sh\` and \`date\`) | $(python3 -c "print(f'{$busy_cpu * 1000 / $TICKS / max($slots_run, 1):.1f}')") ms |"
     echo "| idle CPU over ${IDLE_SECONDS} s ($JOBS \`@yearly\` jobs) | $((cpu1 - cpu0)) ticks |"
     echo "| voluntary wake-ups over ${IDLE_SECONDS} s (the file looked at every 2 s) | $((switches1 - switches0)) |"
     echo "| threads / RSS while idle | $threads / $((rss / 1024)) MiB |"

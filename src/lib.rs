@@ -111,8 +111,8 @@ where
     }
     let log = config::log_config(&cli);
     report::init(log.clone());
-    if cli.run_slot.is_some() {
-        slot_run_log();
+    if let Some(fd) = cli.slot_log_fd {
+        slot_run_log(fd);
     }
     if cli.crontab.is_some() {
         return match run_crontab(cli, &argv, &log) {
@@ -155,14 +155,14 @@ fn fail(err: &anyhow::Error) -> ExitStatus {
     ExitStatus::USAGE
 }
 
-/// A crontab's slot run writes its own lines to fd 3, the scheduler's stderr, when the
-/// scheduler gave it one: its command's output goes through the scheduler, labelled.
-fn slot_run_log() {
+/// A crontab's slot run writes its own lines to `--slot-log-fd`, the scheduler's stderr:
+/// its command's output goes through the scheduler, labelled. The command does not get it.
+fn slot_run_log(raw: i32) {
     use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    // SAFETY: fd 3 is only asked about and marked close-on-exec, never closed here.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(3) };
+    // SAFETY: the descriptor is only asked about and marked close-on-exec, never closed here.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
     if fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).is_ok() {
-        report::log_to_fd(3);
+        report::log_to_fd(raw);
     }
 }
 

@@ -659,6 +659,10 @@ pub struct Cli {
     #[arg(long, value_name = "SLOT", hide = true, requires = "schedule", value_parser = run_slot_value)]
     pub run_slot: Option<jiff::Timestamp>,
 
+    /// The descriptor a slot run writes its own lines to (the crontab scheduler's stderr)
+    #[arg(long, value_name = "FD", hide = true, requires = "run_slot", value_parser = clap::value_parser!(i32).range(3..))]
+    pub slot_log_fd: Option<i32>,
+
     /// The job's name in slot keys, locks and logs
     /// [default: the command's base name (or the URL's host) and 8 hex digits of its SHA-256]
     #[arg(long, value_name = "NAME", requires = "scheduling", value_parser = job_name_value, help_heading = SCHEDULE)]

@@ -369,6 +369,9 @@ impl CronSchedule {
 
     /// The slots in (`from`, `to`], oldest first, at most `limit` of them (the newest kept).
     pub fn slots_between(&self, from: Timestamp, to: Timestamp, limit: usize) -> Vec<Timestamp> {
+        if let Kind::Every(every) = &self.kind {
+            return every_between(from, to, *every, limit);
+        }
         let mut out = std::collections::VecDeque::new();
         let mut t = from;
         while let Some(next) = self.next_after(t) {
@@ -397,6 +400,30 @@ impl CronSchedule {
         }
         out
     }
+}
+
+/// [`CronSchedule::slots_between`] of `@every`, counted instead of stepped one slot at a
+/// time (a day's catch-up window of `@every 1s` is 86,400 steps at every start).
+fn every_between(from: Timestamp, to: Timestamp, every: Duration, limit: usize) -> Vec<Timestamp> {
+    let (Some(first), Ok(step)) = (next_multiple(from, every), i128::try_from(every.as_nanos()))
+    else {
+        return Vec::new();
+    };
+    if first > to {
+        return Vec::new();
+    }
+    let count = (to.as_nanosecond() - first.as_nanosecond()) / step + 1;
+    let kept = count.min(i128::try_from(limit).unwrap_or(i128::MAX));
+    let (Ok(start), Ok(step)) = (
+        Timestamp::from_nanosecond(first.as_nanosecond() + (count - kept) * step),
+        jiff::SignedDuration::try_from(every),
+    ) else {
+        return Vec::new();
+    };
+    // Added, not divided: each slot from the one before it.
+    std::iter::successors(Some(start), |t| t.checked_add(step).ok())
+        .take(usize::try_from(kept).unwrap_or(usize::MAX))
+        .collect()
 }
 
 /// The first whole multiple of `every` since the Unix epoch strictly after `t`.
@@ -705,6 +732,41 @@ mod tests {
         assert!(err.contains("'*/5 * * * * * *'"), "{err}");
         assert!(err.contains("'0 */5 * * * * *'"), "{err}");
         assert!(!err.contains("between"), "{err}");
+    }
+
+    #[test]
+    fn every_counted_is_every_stepped() {
+        let stepped = |s: &CronSchedule, from: Timestamp, to: Timestamp, limit: usize| {
+            let mut out = std::collections::VecDeque::new();
+            let mut t = from;
+            while let Some(next) = s.next_after(t).filter(|n| *n <= to) {
+                if out.len() == limit {
+                    out.pop_front();
+                }
+                out.push_back(next);
+                t = next;
+            }
+            Vec::from(out)
+        };
+        for every in ["@every 1s", "@every 7m", "@every 90m"] {
+            let s = CronSchedule::parse(every, Zone::utc()).unwrap();
+            for (from, to) in [
+                ("2026-03-29T00:59:53Z", "2026-03-29T01:00:21Z"),
+                ("2026-03-29T01:00:00Z", "2026-03-30T01:00:00Z"),
+                ("2026-03-29T01:00:00.5Z", "2026-03-29T01:00:00.7Z"),
+                ("2026-03-29T01:00:00Z", "2026-03-29T01:00:00Z"),
+                ("2026-03-29T01:00:01Z", "2026-03-29T01:00:00Z"),
+            ] {
+                for limit in [1, 3, 100_000] {
+                    let (from, to) = (utc(from), utc(to));
+                    assert_eq!(
+                        s.slots_between(from, to, limit),
+                        stepped(&s, from, to, limit),
+                        "{every} {from}..{to} limit {limit}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

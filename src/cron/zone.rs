@@ -3,6 +3,8 @@
 //! zone. A compiled-in database would be current only as of the build, and its tables
 //! cost every start of retry tens of thousands of relocations, schedule or not.
 
+use std::path::{Path, PathBuf};
+
 use jiff::Timestamp;
 use jiff::civil::DateTime;
 use jiff::tz::{AmbiguousOffset, TimeZone};
@@ -10,6 +12,13 @@ use jiff::tz::{AmbiguousOffset, TimeZone};
 /// What `--tz` accepts, for error messages.
 pub const TZ_ACCEPTS: &str = "expected an IANA time zone name such as Europe/Berlin or UTC, \
      looked up in TZDIR or /usr/share/zoneinfo (Debian's tzdata package)";
+
+/// Where jiff looks for the database when `TZDIR` is not a directory, in this order.
+const ZONEINFO_DIRS: [&str; 3] = [
+    "/usr/share/zoneinfo",
+    "/usr/share/lib/zoneinfo",
+    "/etc/zoneinfo",
+];
 
 /// A time zone and the name it was given by.
 #[derive(Clone, Debug)]
@@ -42,7 +51,7 @@ impl Zone {
         // An absolute or relative path would make jiff read any file as a zone.
         let plausible = !name.is_empty() && !name.starts_with('/') && !name.contains("..");
         let tz = plausible
-            .then(|| TimeZone::get(name).ok())
+            .then(|| from_file(name).or_else(|| TimeZone::get(name).ok()))
             .flatten()
             .ok_or_else(|| format!("unknown time zone {name:?}; {TZ_ACCEPTS}"))?;
         Ok(Zone {
@@ -54,6 +63,12 @@ impl Zone {
     /// The host's zone, as jiff finds it (/etc/localtime), named by its IANA name, or
     /// by the file when it has none; `None` when there is none.
     pub fn local() -> Option<Zone> {
+        // jiff names the zone by /etc/localtime's link into the database, read here directly.
+        if std::env::var_os("TZ").is_none() {
+            if let Some(zone) = linked_localtime() {
+                return Some(zone);
+            }
+        }
         let tz = TimeZone::try_system().ok()?;
         let name = tz.iana_name().unwrap_or("/etc/localtime").to_string();
         Some(Zone { tz, name })
@@ -91,6 +106,43 @@ impl Zone {
     pub fn next_change(&self, t: Timestamp) -> Option<Timestamp> {
         self.tz.following(t).next().map(|change| change.timestamp())
     }
+}
+
+/// The zone `name` read from its own file in the database, as jiff's lookup finds it
+/// under its exact name, without jiff's walk of the whole database (most of the CPU a
+/// `--run-slot` start costs). `None` sends the name to jiff (another case, no file).
+fn from_file(name: &str) -> Option<TimeZone> {
+    let plain = name
+        .split('/')
+        .all(|part| !part.is_empty() && part != "." && part != "..");
+    // jiff's database leaves these two trees out.
+    let left_out = name.starts_with("posix/") || name.starts_with("right/");
+    if !plain || left_out {
+        return None;
+    }
+    let data = std::fs::read(database_dir()?.join(name)).ok()?;
+    TimeZone::tzif(name, &data).ok()
+}
+
+/// The database jiff reads: `TZDIR` when it is a directory, else the first of [`ZONEINFO_DIRS`].
+fn database_dir() -> Option<PathBuf> {
+    let tzdir = std::env::var_os("TZDIR").map(PathBuf::from);
+    tzdir
+        .into_iter()
+        .chain(ZONEINFO_DIRS.iter().map(PathBuf::from))
+        .find(|dir| dir.is_dir())
+}
+
+/// The host's zone when /etc/localtime links into a database, named as jiff names it.
+fn linked_localtime() -> Option<Zone> {
+    let target = std::fs::read_link(Path::new("/etc/localtime")).ok()?;
+    let target = target.to_str()?;
+    let needle = "zoneinfo/";
+    let name = &target[target.rfind(needle)? + needle.len()..];
+    Some(Zone {
+        tz: from_file(name)?,
+        name: name.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -139,6 +191,34 @@ mod tests {
             berlin.next_change(utc("2026-10-25T00:30:00Z")),
             Some(utc("2026-10-25T01:00:00Z"))
         );
+    }
+
+    #[test]
+    fn a_zone_read_from_its_file_is_the_zone_jiffs_database_finds() {
+        for name in ["Europe/Berlin", "America/New_York", "Etc/UTC", "UTC"] {
+            let direct = from_file(name).expect(name);
+            let looked_up = TimeZone::get(name).unwrap();
+            assert_eq!(direct.iana_name(), looked_up.iana_name(), "{name}");
+            for t in [
+                "2026-03-29T00:59:59Z",
+                "2026-07-15T12:00:00Z",
+                "1990-01-01T00:00:00Z",
+            ] {
+                let t = utc(t);
+                assert_eq!(direct.to_offset(t), looked_up.to_offset(t), "{name} at {t}");
+            }
+        }
+        for odd in [
+            "europe/berlin",
+            "posix/UTC",
+            "Europe//Berlin",
+            "./UTC",
+            "Europe",
+        ] {
+            assert!(from_file(odd).is_none(), "{odd} is jiff's to look up");
+        }
+        let lower = Zone::named("europe/berlin").expect("jiff finds a name in another case");
+        assert_eq!(lower.abbreviation(utc("2026-01-15T12:00:00Z")), "CET");
     }
 
     #[test]

@@ -45,8 +45,9 @@ struct Shared {
     running: Mutex<HashMap<u32, String>>,
     /// Held while one whole labelled line is written.
     out: Mutex<()>,
-    /// `--job-output raw`: the jobs' output passes unchanged.
-    raw: bool,
+    /// Where slot runs write their own lines (`--slot-log-fd`): a copy of stderr that
+    /// every slot run inherits; none under `--job-output raw`.
+    log: Option<OwnedFd>,
     json: bool,
 }
 
@@ -106,7 +107,7 @@ pub fn run(
         wake: Condvar::new(),
         running: Mutex::new(HashMap::new()),
         out: Mutex::new(()),
-        raw,
+        log: if raw { None } else { Some(log_descriptor()?) },
         json: report::config().json,
     };
     signals::reload_on_hup().context("cannot install the SIGUSR2 handler")?;
@@ -480,35 +481,23 @@ impl CrontabWorld<'_> {
         let mut command = Command::new(exe);
         command
             .args(&job.options)
-            .args(["--grace", "0", "--run-slot", &rfc3339_seconds(slot)])
+            .args(["--grace", "0", "--run-slot", &rfc3339_seconds(slot)]);
+        // No pre_exec: the child is then started by posix_spawn (vfork), not by a fork
+        // that copies this many-threaded process's memory map for every slot.
+        if let Some(log) = &self.shared.log {
+            let fd = log.as_raw_fd().to_string();
+            command.args(["--slot-log-fd", &fd]);
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        command
             .args(job.target())
             .envs(job.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             // Its own group: a terminal's Ctrl-C is the scheduler's to pass on.
             .process_group(0);
-        let log = if self.shared.raw {
-            None
-        } else {
-            command.stdout(Stdio::piped()).stderr(Stdio::piped());
-            Some(log_descriptor()?)
-        };
-        if let Some(log) = &log {
-            let fd = log.as_raw_fd();
-            // SAFETY: dup2 is async-signal-safe; the slot run's own lines go to fd 3,
-            // the scheduler's stderr, while fds 1 and 2 bring its command's output here.
-            unsafe {
-                command.pre_exec(move || {
-                    if nix::libc::dup2(fd, 3) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
         let mut child = command
             .spawn()
             .context("cannot start the slot's run of retry")?;
-        drop(log);
         let pid = child.id();
         self.shared
             .running
@@ -594,14 +583,15 @@ impl Label<'_> {
     }
 }
 
-/// A close-on-exec copy of the scheduler's stderr above the standard descriptors, for
-/// a slot run's own lines (fd 3 in the slot run).
+/// A copy of the scheduler's stderr above the standard descriptors, left open across
+/// exec: every slot run inherits it and marks it close-on-exec for its command at once.
 fn log_descriptor() -> anyhow::Result<OwnedFd> {
     use std::os::fd::FromRawFd;
-    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor this process then owns.
-    let fd = unsafe { nix::libc::fcntl(2, nix::libc::F_DUPFD_CLOEXEC, 10) };
+    // SAFETY: F_DUPFD returns a new descriptor this process then owns.
+    let fd = unsafe { nix::libc::fcntl(2, nix::libc::F_DUPFD, 10) };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error()).context("cannot copy stderr for a slot run");
+        return Err(std::io::Error::last_os_error())
+            .context("cannot copy stderr for the slot runs");
     }
     // SAFETY: `fd` was just made and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

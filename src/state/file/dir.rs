@@ -260,6 +260,12 @@ impl StateDir {
     /// The names in this directory (`.` and `..` left out); names that are not UTF-8
     /// are none of retry's.
     pub fn names(&self) -> anyhow::Result<Vec<String>> {
+        self.names_where(|_| true)
+    }
+
+    /// The names in this directory that `keep` takes, none of the others copied (a
+    /// directory may hold hundreds of thousands).
+    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<String>> {
         let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
         let mut dir = nix::dir::Dir::openat(&self.fd, ".", flags, Mode::empty())
             .with_context(|| format!("cannot list {}", self.path.display()))?;
@@ -267,7 +273,7 @@ impl StateDir {
         for entry in dir.iter() {
             let entry = entry.with_context(|| format!("cannot list {}", self.path.display()))?;
             if let Ok(name) = entry.file_name().to_str() {
-                if name != "." && name != ".." {
+                if name != "." && name != ".." && keep(name) {
                     names.push(name.to_string());
                 }
             }

@@ -190,10 +190,10 @@ fn stored(dir: &StateDir, counter: &Counter) -> anyhow::Result<i64> {
 /// Removes the temporary files a killed holder of this lock left behind (only the
 /// lock's holder writes them, and that is this run now).
 fn remove_leftovers(dir: &StateDir, counter: &Counter) {
-    let Ok(names) = dir.names() else {
+    let Ok(names) = dir.names_where(|n| counter.is_temp(n)) else {
         return;
     };
-    for name in names.iter().filter(|n| counter.is_temp(n)) {
+    for name in &names {
         if let Err(e) = dir.remove(name) {
             report::verbose(
                 1,
