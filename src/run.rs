@@ -238,7 +238,7 @@ impl<'a> Run<'a> {
         Err(ended)
     }
 
-    /// The retry loop, its budget shared with the fleet; the circuit's holds come first
+    /// The retry loop, its retry budget shared with the fleet; the circuit's holds come first
     /// in the summary.
     fn attempts(
         &mut self,
