@@ -34,7 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Limit on one attempt; an attempt that runs out is a transient failure')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Limit on one attempt; an attempt that runs out is a transient failure')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Limit on one attempt; an attempt that runs out is a transient failure')
-            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Wall-clock budget for the attempts and the waits before and between them')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Wall-clock time limit for the attempts and the waits before and between them')
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed the jitter, for reproducible schedules')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Exit-code vocabulary of a known tool; auto picks one from the command''s name')
             [CompletionResult]::new('--stop-on', '--stop-on', [CompletionResultType]::ParameterName, 'Exit codes that are permanent failures, e.g. 2,64-78')

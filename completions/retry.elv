@@ -31,7 +31,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand -t 'Limit on one attempt; an attempt that runs out is a transient failure'
             cand -m 'Limit on one attempt; an attempt that runs out is a transient failure'
             cand --timeout 'Limit on one attempt; an attempt that runs out is a transient failure'
-            cand --max-time 'Wall-clock budget for the attempts and the waits before and between them'
+            cand --max-time 'Wall-clock time limit for the attempts and the waits before and between them'
             cand --seed 'Seed the jitter, for reproducible schedules'
             cand --profile 'Exit-code vocabulary of a known tool; auto picks one from the command''s name'
             cand --stop-on 'Exit codes that are permanent failures, e.g. 2,64-78'

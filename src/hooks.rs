@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::{HookConfig, RunInfo};
 use crate::domain::{
-    AttemptRecord, ExitStatus, Outcome, Policy, RunSummary, Stop, StopReason, human,
+    AttemptRecord, ExitStatus, Outcome, Policy, RunSummary, Stop, StopReason, TimeLimit, human,
 };
 use crate::engine::{RetryFacts, RetryHook};
 use crate::exec::{hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
@@ -40,7 +40,7 @@ pub struct Hooks {
     config: HookConfig,
     depth: u32,
     attempts: u32,
-    max_time: Option<Duration>,
+    limit: TimeLimit,
     /// The key, when the command sees it or the request sends it.
     key: Option<String>,
     /// `RETRY_FENCING_TOKEN`, once a lock yields one.
@@ -52,17 +52,23 @@ pub struct Hooks {
 struct About<'a> {
     last: &'a AttemptRecord,
     exit_code: ExitStatus,
-    budget_left: Option<Duration>,
+    time_left: Option<Duration>,
 }
 
 impl Hooks {
-    /// `policy` gives the attempt limit and `--max-time` the hooks are told of.
-    pub fn new(config: HookConfig, run: &RunInfo, policy: &Policy, key: Option<&str>) -> Hooks {
+    /// `policy` gives the attempt limit and `limit` the time limit the hooks are told of.
+    pub fn new(
+        config: HookConfig,
+        run: &RunInfo,
+        policy: &Policy,
+        limit: TimeLimit,
+        key: Option<&str>,
+    ) -> Hooks {
         Hooks {
             config,
             depth: run.depth,
             attempts: policy.attempts,
-            max_time: policy.max_time,
+            limit,
             key: key.map(str::to_string),
             fencing_token: None,
             running: None,
@@ -86,7 +92,7 @@ impl Hooks {
         if let Some(key) = &self.key {
             env.push(var("RETRY_IDEMPOTENCY_KEY", key));
         }
-        if let Some(left) = about.budget_left {
+        if let Some(left) = about.time_left {
             env.push(var("RETRY_DEADLINE_MS", left.as_millis()));
         }
         if let Outcome::Http { status } = last.outcome {
@@ -122,7 +128,7 @@ impl Hooks {
         let about = About {
             last,
             exit_code: summary.exit_code,
-            budget_left: self.max_time.map(|t| t.saturating_sub(summary.elapsed)),
+            time_left: self.limit.left(summary.elapsed),
         };
         let spec = HookSpec {
             command,
@@ -163,13 +169,13 @@ impl RetryHook for Hooks {
         let about = About {
             last: facts.record,
             exit_code: facts.exit_code,
-            budget_left: facts.budget_left,
+            time_left: facts.time_left,
         };
         let mut env = self.env(&about);
         env.push(var("RETRY_NEXT_DELAY_MS", facts.next_delay.as_millis()));
-        // The hook is part of the run: it may not outlast --max-time.
+        // The hook is part of the run: it may not outlast the time limit.
         let limit = facts
-            .budget_left
+            .time_left
             .map_or(self.config.timeout, |left| left.min(self.config.timeout));
         let spec = HookSpec {
             command,
@@ -295,7 +301,8 @@ mod tests {
             max_time: Some(Duration::from_secs(5)),
             ..Policy::default()
         };
-        Hooks::new(config, &run, &policy, None)
+        let limit = TimeLimit::starting_now(policy.max_time);
+        Hooks::new(config, &run, &policy, limit, None)
     }
 
     #[test]
@@ -328,7 +335,7 @@ mod tests {
         let about = About {
             last: &s.attempts[0],
             exit_code: ExitStatus::new(22),
-            budget_left: Some(Duration::from_millis(1500)),
+            time_left: Some(Duration::from_millis(1500)),
         };
         let env = h.env(&about);
         let get = |name: &str| {

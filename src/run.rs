@@ -7,13 +7,11 @@
 //! `config`'s job, the retry loop `engine`'s, the locks and markers `jobs`', the
 //! budget, circuit and splay `fleet`'s.
 
-use std::time::Instant;
-
 use serde_json::json;
 
 use crate::clock::{SignalSleeper, SystemClock};
 use crate::config::{Config, JobOptions, ReportTo, RunInfo, TargetConfig};
-use crate::domain::{ExitStatus, Hold, Jitter, RunSummary, Stop, StopReason};
+use crate::domain::{ExitStatus, Hold, Jitter, RunSummary, Stop, StopReason, TimeLimit};
 use crate::engine::{self, Clock, RetryBudget, Sleeper};
 use crate::exec::{self, Executor};
 use crate::fleet::{self, Fleet};
@@ -50,7 +48,7 @@ pub struct RunEnd {
 pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd> {
     let info = run_info(config, slot);
     let mut exec = exec::for_target(config.target.clone(), &info)?;
-    // The run, and its --max-time budget, start before the splay and the wait for a lock.
+    // The run, and its time limit, start before the splay and the wait for a lock.
     let clock = SystemClock::new();
     let limit = config.policy.attempts;
     let mut pause = SignalSleeper {
@@ -111,8 +109,8 @@ struct Run<'a> {
     jobs: JobOptions,
     header: ReportHeader<'a>,
     seed: u64,
-    /// When `--max-time` ends, counted from the run's start.
-    deadline: Option<Instant>,
+    /// The time limit (`--max-time`), counted from the run's start.
+    limit: TimeLimit,
     waits: Waits<'a>,
 }
 
@@ -130,10 +128,6 @@ impl<'a> Run<'a> {
             jobs.state = Some(slot.state.clone());
             jobs.statuses = true;
         }
-        let deadline = config
-            .policy
-            .max_time
-            .and_then(|t| Instant::now().checked_add(t));
         Run {
             header: ReportHeader {
                 target: config.target_value(),
@@ -145,7 +139,7 @@ impl<'a> Run<'a> {
             slot,
             info,
             jobs,
-            deadline,
+            limit: TimeLimit::starting_now(config.policy.max_time),
             waits,
         }
     }
@@ -173,6 +167,7 @@ impl<'a> Run<'a> {
             self.config.hooks.clone(),
             self.info,
             &self.config.policy,
+            self.limit,
             self.header.idempotency_key,
         );
         if let Some(token) = held.fencing_token() {
@@ -187,25 +182,24 @@ impl<'a> Run<'a> {
         self.report(summary)
     }
 
-    /// Opens the fleet's state; `--max-time` running out first ends the run.
+    /// Opens the fleet's state; the time limit running out first ends the run.
     fn open_state(&self) -> Result<Fleet<'a>, Ended> {
         let config = self.config;
-        Fleet::open(&config.fleet, config.run.nested, self.seed, self.deadline)
+        Fleet::open(&config.fleet, config.run.nested, self.seed, &self.limit)
             .map_err(|err| self.out_of_time(err))
     }
 
     fn splay(&mut self, fleet: &Fleet<'_>) -> Result<(), Ended> {
-        let max_time = self.config.policy.max_time;
+        let left = self.limit.left(self.waits.clock.now());
         fleet
-            .splay(max_time, self.waits.pause)
+            .splay(left, self.waits.pause)
             .map_err(|stopped| self.stopped(stopped))
     }
 
     /// The lock and the `--once` check: the run goes ahead holding its locks, or is
     /// skipped, or was stopped while waiting.
     fn gate(&self) -> Result<HeldLocks, Ended> {
-        let max_time = self.config.policy.max_time;
-        let gate = jobs::prepare(&self.jobs, max_time, self.deadline);
+        let gate = jobs::prepare(&self.jobs, &self.limit);
         let gate = gate.map_err(|e| self.out_of_time(e))?;
         let (exit_code, reason, message, skipped) = match gate {
             Gate::Proceed(held) => return Ok(held),
@@ -232,8 +226,7 @@ impl<'a> Run<'a> {
     /// The circuit's admission; a slot it refuses is recorded as refused (every slot a
     /// scheduler handles gets a record).
     fn admit(&mut self, fleet: &mut Fleet<'_>) -> Result<Vec<Hold>, Ended> {
-        let max_time = self.config.policy.max_time;
-        let refused = match fleet.admit(self.waits.clock, self.waits.pause, max_time) {
+        let refused = match fleet.admit(self.waits.clock, self.waits.pause, &self.limit) {
             Ok(holds) => return Ok(holds),
             Err(refused) => refused,
         };
@@ -245,7 +238,7 @@ impl<'a> Run<'a> {
         Err(ended)
     }
 
-    /// The retry loop, its budget shared with the fleet; the circuit's holds come first
+    /// The retry loop, its retry budget shared with the fleet; the circuit's holds come first
     /// in the summary.
     fn attempts(
         &mut self,
@@ -266,6 +259,7 @@ impl<'a> Run<'a> {
         let mut budget = fleet.budget();
         let mut env = engine::Env {
             clock: self.waits.clock,
+            limit: self.limit,
             sleeper: self.waits.backoff,
             jitter: &mut Jitter::new(seed),
             events: &mut logger,
@@ -327,7 +321,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// A call before the first attempt failed: when `--max-time` ended it, the run ends
+    /// A call before the first attempt failed: when the time limit ended it, the run ends
     /// with 125 (report `max_time`); any other error stays an error.
     fn out_of_time(&self, err: anyhow::Error) -> Ended {
         if !matches!(err.downcast_ref::<NoAnswer>(), Some(NoAnswer::Deadline)) {

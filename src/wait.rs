@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::domain::{BackoffKind, Jitter, JitterKind, Schedule, Stop};
+use crate::domain::{BackoffKind, Jitter, JitterKind, Schedule, Stop, TimeLimit};
 use crate::signals;
 
 /// How often an async wait looks at the signal flags (a signal also wakes every
@@ -107,6 +107,12 @@ impl Bound {
     #[cfg(test)]
     pub fn within(limit: Duration) -> Bound {
         Bound::until(Instant::now().checked_add(limit))
+    }
+
+    /// Ends with the run's time limit, if it has one (or at a stopping signal): the
+    /// bound of a call before or between attempts.
+    pub fn ending_with(limit: &TimeLimit) -> Bound {
+        Bound::until(limit.end())
     }
 
     /// Ends at `deadline` when there is one (or at a stopping signal).

@@ -426,7 +426,7 @@ fn a_seeded_splay_is_the_same_twice_and_counts_toward_max_time() {
                 .min(999)
         )
     );
-    // Counted in --max-time: a splay longer than the budget leaves nothing to run in.
+    // Counted in --max-time: a splay longer than the time limit leaves nothing to run in.
     let r = run(
         &s,
         &args(&[

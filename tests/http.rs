@@ -107,7 +107,7 @@ fn retry_after_past_the_cap_ends_the_run_quoting_the_header() {
 }
 
 #[test]
-fn retry_after_past_the_budget_ends_the_run() {
+fn retry_after_past_the_time_limit_ends_the_run() {
     let server =
         Server::script(vec![Reply::status(429).header("Retry-After", "30")]).expect_hits(1);
     let r = run(&fast(&["--max-time", "3s", &server.url("/")]));

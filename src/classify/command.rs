@@ -21,7 +21,7 @@ pub enum CommandEnd {
     Exited(ExitStatus),
     /// Killed by a signal that retry did not send.
     Signaled(Signal),
-    /// Stopped by `--timeout` (or the `--max-time` budget).
+    /// Stopped by `--timeout` (or the time limit, `--max-time`).
     TimedOut,
     /// retry could not start it: 126 not executable, 127 not found.
     NotRunnable {

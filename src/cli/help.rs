@@ -20,7 +20,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "N",
-        "The last attempt's own exit status, after the attempt limit, the --max-time budget or a permanent failure.",
+        "The last attempt's own exit status, after the attempt limit, the time limit (--max-time) or a permanent failure.",
     ),
     (
         "1",
@@ -79,7 +79,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_DEADLINE_MS",
-        "Set for the command when --max-time is given: milliseconds left of the budget.",
+        "Set for the command when --max-time is given: milliseconds left of the time limit.",
     ),
     (
         "RETRY_FENCING_TOKEN",

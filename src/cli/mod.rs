@@ -60,7 +60,7 @@ const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
     long_about = "Run a command or an HTTP request, retrying only the failures that another \
                   attempt could fix: transient failures are retried with jittered exponential \
                   backoff (or as long as the server's Retry-After says), permanent ones stop \
-                  at once, and the run ends after the attempt limit or the time budget with \
+                  at once, and the run ends after the attempt limit or the time limit with \
                   the last failure's exit status.",
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry [OPTIONS] URL",
     after_help = AFTER_HELP,
@@ -70,7 +70,7 @@ const AFTER_HELP: &str = "Run `retry --help` for details and examples.";
 pub struct Cli {
     /// Total attempts, the first included (1 = never retry; 0 = no limit, with --max-time)
     ///
-    /// -a 0 --max-time 10m keeps attempting until the budget runs out (RETRY_ATTEMPTS is
+    /// -a 0 --max-time 10m keeps attempting until the time limit runs out (RETRY_ATTEMPTS is
     /// then 0).
     #[arg(allow_hyphen_values = true, short = 'a', long, value_name = "N", default_value = "5", value_parser = parse::attempt_limit, help_heading = TIMING)]
     pub attempts: u32,
@@ -138,7 +138,7 @@ pub struct Cli {
     #[arg(allow_hyphen_values = true, short = 't', visible_short_alias = 'm', long, value_name = "DUR", value_parser = parse::duration, help_heading = TIMING)]
     pub timeout: Option<Duration>,
 
-    /// Wall-clock budget for the attempts and the waits before and between them
+    /// Wall-clock time limit for the attempts and the waits before and between them
     ///
     /// No sleep or attempt starts that would end past it, each attempt's --timeout is
     /// cut to what is left, and --on-retry ends with it. What follows the last attempt

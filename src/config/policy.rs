@@ -111,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn no_attempt_limit_needs_a_time_budget() {
+    fn no_attempt_limit_needs_a_time_limit() {
         assert!(refusal(&["-a", "0"]).contains("--max-time"));
         let p = policy(&["-a", "0", "--max-time", "3s"]).unwrap();
         assert_eq!(p.attempts, 0);

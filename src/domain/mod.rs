@@ -2,7 +2,7 @@
 //! the crate. What an attempt and a run come to ([`attempt`]), the events of a run
 //! ([`events`]), the policy and its backoff schedule ([`policy`], [`backoff`]), exit statuses
 //! and signals ([`status`]), why a run stops early ([`stop`]), the user's fixed choices
-//! ([`choices`]), what a shared retry budget and circuit are ([`fleet`]), how retry is to speak ([`log`]) and how values are shown ([`text`]).
+//! ([`choices`]), what a shared retry budget and circuit are ([`fleet`]), how retry is to speak ([`log`]), how values are shown ([`text`]) and the run's time limit ([`time_limit`]).
 
 mod attempt;
 mod backoff;
@@ -15,6 +15,7 @@ mod protocols;
 mod status;
 mod stop;
 mod text;
+mod time_limit;
 
 pub use attempt::{
     AttemptRecord, Class, Hold, HoldCause, Limit, LimitKey, Outcome, RunSummary, StopReason,
@@ -32,3 +33,4 @@ pub use stop::{Interrupted, OutputLost, Stop};
 pub use text::{
     command_line, human, one_line, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds,
 };
+pub use time_limit::TimeLimit;

@@ -172,7 +172,7 @@ pub fn schedule_table(policy: &Policy, splay: Duration) -> String {
     };
     let line = match (policy.timeout, policy.max_time) {
         (_, Some(max)) if policy.attempts == 0 => format!(
-            "worst case: attempts and sleeps go on until the budget ends them; the whole run \
+            "worst case: attempts and sleeps go on until the time limit ends them; the whole run \
              ends within {} (--max-time {})",
             human(max),
             human(max)
@@ -299,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn the_worst_case_includes_the_splay_cut_to_the_budget() {
+    fn the_worst_case_includes_the_splay_cut_to_the_time_limit() {
         let policy = four_attempts_of_ten_seconds();
         let table = schedule_table(&policy, Duration::from_secs(30));
         assert!(table.contains("1        0ms - 30s (--splay)"), "{table}");
@@ -309,11 +309,11 @@ mod tests {
             ),
             "{table}"
         );
-        let budget = Policy {
+        let limited = Policy {
             max_time: Some(Duration::from_secs(20)),
             ..policy
         };
-        let table = schedule_table(&budget, Duration::from_secs(30));
+        let table = schedule_table(&limited, Duration::from_secs(30));
         assert!(
             table.contains("27s of sleeping (20s of --splay, 7s of backoff)"),
             "{table}"

@@ -56,12 +56,11 @@ pub(super) struct Asked {
 /// never under a tenth of `--delay`. Held runs that kept asking at the retry's own
 /// delay would all come back within that delay of the recovery (a peak of N·100 ms /
 /// `E[hold]` requests per 100 ms) and would ask the store several times a second each
-/// for the whole outage. A hold that would end past `--max-time` is not started: the
+/// for the whole outage. A hold that would end past the time limit is not started: the
 /// run ends as `exit` would have.
 pub(super) fn hold_while_refused(
     env: &mut Env<'_>,
     policy: &Policy,
-    deadline: Option<Duration>,
     asked: &Asked,
     holds: &mut Vec<Hold>,
 ) -> Result<(), End> {
@@ -82,10 +81,7 @@ pub(super) fn hold_while_refused(
         previous = Some(drawn);
         let hold = drawn.max(policy.schedule.base / 10);
         let now = env.clock.now();
-        if let Some(left) = deadline
-            .map(|d| d.saturating_sub(now))
-            .filter(|&left| hold >= left)
-        {
+        if let Some(left) = env.limit.left(now).filter(|&left| hold >= left) {
             let message = format!(
                 "{why}: not retrying; --max-time has {} left, less than the next {} hold",
                 human(left),

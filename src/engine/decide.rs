@@ -1,5 +1,5 @@
 //! What follows an attempt: the goal's tally, the classification and its per-rule
-//! retry limits, the attempt limit, `--max-time`, and the backoff or the wait the other
+//! retry limits, the attempt limit, the time limit, and the backoff or the wait the other
 //! side asked for decide whether to stop, retry after a sleep, or attempt again after
 //! a success the goal wants more of.
 
@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::goal::{Pause, Step, Tally};
 use super::{Env, Next};
-use crate::domain::{Class, LimitKey, Policy, StopReason, Verdict, WaitHint, human};
+use crate::domain::{Class, LimitKey, Policy, StopReason, TimeLimit, Verdict, WaitHint, human};
 use crate::exec::{AttemptContext, AttemptReport};
 
 /// Turns a verdict limited to N retries into a permanent one past N.
@@ -32,28 +32,31 @@ pub(super) fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, 
 }
 
 /// The latest time an attempt may start, on the run's clock, and the flag that sets it:
-/// `--max-time`, or curl's `--retry-max-time` counted from the first attempt's start.
+/// the time limit (`--max-time`), or curl's `--retry-max-time` counted from the first
+/// attempt's start.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct StartBy {
     pub at: Duration,
     pub flag: &'static str,
-    pub budget: Duration,
+    /// The flag's whole limit.
+    pub total: Duration,
 }
 
 impl StartBy {
-    /// The sooner of `--max-time` and `--retry-max-time` (`first` is when attempt 1 started).
-    pub fn of(policy: &Policy, first: Duration) -> Option<StartBy> {
-        let max_time = policy.max_time.map(|budget| StartBy {
-            at: budget,
+    /// The sooner of the time limit and `--retry-max-time` (`first` is when attempt 1
+    /// started).
+    pub fn of(policy: &Policy, limit: &TimeLimit, first: Duration) -> Option<StartBy> {
+        let time_limit = limit.total().map(|total| StartBy {
+            at: total,
             flag: "--max-time",
-            budget,
+            total,
         });
-        let window = policy.retry_window.map(|budget| StartBy {
-            at: first.saturating_add(budget),
+        let window = policy.retry_window.map(|total| StartBy {
+            at: first.saturating_add(total),
             flag: "--retry-max-time",
-            budget,
+            total,
         });
-        match (max_time, window) {
+        match (time_limit, window) {
             (Some(a), Some(b)) => Some(if b.at < a.at { b } else { a }),
             (a, b) => a.or(b),
         }
@@ -63,12 +66,12 @@ impl StartBy {
         self.at.saturating_sub(now)
     }
 
-    /// `stopped: the --max-time budget of 3s ran out while waiting to retry`.
+    /// `stopped: the --max-time limit of 3s ran out while waiting to retry`.
     pub fn message(&self, detail: &str) -> String {
         format!(
-            "stopped: the {} budget of {} {detail}",
+            "stopped: the {} limit of {} {detail}",
             self.flag,
-            human(self.budget)
+            human(self.total)
         )
     }
 }
@@ -103,10 +106,10 @@ pub(super) fn decide(
             format!("permanent failure: {}", report.verdict.reason),
         );
     }
-    if report.budget_expired {
+    if report.out_of_time {
         return Next::Stop(
             StopReason::MaxTime,
-            budget_message(policy, "ran out during the last attempt"),
+            time_limit_message(&env.limit, "ran out during the last attempt"),
         );
     }
     if policy.is_last(ctx.number) {
@@ -131,7 +134,7 @@ pub(super) fn decide(
 }
 
 /// A success the goal wants more of: the sleep before the next attempt, unless the
-/// limit or `--max-time` ends the run first.
+/// attempt limit or the time limit ends the run first.
 fn again(
     (pause, progress): (Pause, String),
     ctx: &AttemptContext,
@@ -166,7 +169,7 @@ fn again(
     }
 }
 
-/// `stopped: the --max-time budget of 3s has 200ms left, less than the next 1s sleep`.
+/// `stopped: the --max-time limit of 3s has 200ms left, less than the next 1s sleep`.
 pub(super) fn too_little_left(by: StartBy, left: Duration, delay: Duration) -> String {
     let detail = format!(
         "has {} left, less than the next {} sleep",
@@ -216,7 +219,7 @@ fn obey_hint(
     }))
 }
 
-fn budget_message(policy: &Policy, detail: &str) -> String {
-    let budget = policy.max_time.map(human).unwrap_or_default();
-    format!("stopped: the --max-time budget of {budget} {detail}")
+fn time_limit_message(limit: &TimeLimit, detail: &str) -> String {
+    let total = limit.total().map(human).unwrap_or_default();
+    format!("stopped: the --max-time limit of {total} {detail}")
 }

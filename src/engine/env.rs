@@ -1,14 +1,14 @@
-//! What the retry loop is given besides the executor: the clock, the sleeper, the
+//! What the retry loop is given besides the executor: the clock and the time limit, the sleeper, the
 //! `--on-retry` hook that runs beside each sleep, the shared retry budget, the jitter
 //! and where events go (`Env`). The loop is tested with fakes of each.
 
 use std::time::{Duration, SystemTime};
 
-use crate::domain::{AttemptRecord, Events, ExitStatus, Jitter, Stop};
+use crate::domain::{AttemptRecord, Events, ExitStatus, Jitter, Stop, TimeLimit};
 
 pub trait Clock {
-    /// Time since the run started: the `--max-time` budget counts from zero, so
-    /// whatever ran before the loop (waiting for a lock) is already spent.
+    /// Time since the run started: the time limit counts from zero, so whatever ran
+    /// before the loop (waiting for a lock) is already spent.
     fn now(&self) -> Duration;
     fn wall(&self) -> SystemTime;
 }
@@ -24,8 +24,8 @@ pub struct RetryFacts<'a> {
     /// The status retry would exit with if this attempt were the last.
     pub exit_code: ExitStatus,
     pub next_delay: Duration,
-    /// What is left of `--max-time`: the hook may not run past it.
-    pub budget_left: Option<Duration>,
+    /// What is left of the time limit: the hook may not run past it.
+    pub time_left: Option<Duration>,
 }
 
 /// `--on-retry`, run inside the backoff sleep: started before the sleep and
@@ -41,7 +41,7 @@ pub trait RetryHook {
 pub enum Refusal {
     /// The budget is spent: what it holds (`retry budget api is spent (4 of 10 tokens)`).
     Spent(String),
-    /// `--max-time` ran out while the budget was being asked (what the store said).
+    /// The time limit ran out while the budget was being asked (what the store said).
     OutOfTime(String),
 }
 
@@ -59,6 +59,8 @@ pub trait RetryBudget {
 /// Everything the loop needs from outside besides the executor.
 pub struct Env<'a> {
     pub clock: &'a dyn Clock,
+    /// The run's time limit (`--max-time`), on `clock`.
+    pub limit: TimeLimit,
     pub sleeper: &'a mut dyn Sleeper,
     pub jitter: &'a mut Jitter,
     pub events: &'a mut dyn Events,

@@ -1,5 +1,5 @@
 //! The one retry loop, shared by every mode. It owns the policy (attempt limit,
-//! `--max-time` budget, backoff and jitter, server-requested waits, per-rule retry
+//! the time limit, backoff and jitter, server-requested waits, per-rule retry
 //! limits) and nothing else: running an attempt and classifying it is the
 //! executor's job, what the run is after (the first success, N in a row, the first
 //! failure) the goal's tally, sleeping is the sleeper's, running `--on-retry` beside
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::domain::{
     AttemptRecord, Class, Event, ExitStatus, Hold, Interrupted, LimitKey, OutputLost, Policy,
-    RunSummary, Signal, Stop, StopReason,
+    RunSummary, Signal, Stop, StopReason, TimeLimit,
 };
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
@@ -95,7 +95,7 @@ impl<'p> Loop<'p> {
         }
     }
 
-    /// Makes attempt `number` within what is left of `--max-time`, decides what
+    /// Makes attempt `number` within what is left of the time limit, decides what
     /// follows it (the shared budget has its say), and records it with its sleep.
     fn attempt(
         &mut self,
@@ -107,13 +107,12 @@ impl<'p> Loop<'p> {
         // The clock counts from the run's start: what ran before the loop is already spent.
         let now = env.clock.now();
         self.first_started.get_or_insert(now);
-        let budget_left = policy.max_time.map(|d| d.saturating_sub(now));
         let ctx = AttemptContext {
             number,
             limit: policy.attempts,
-            timeout: min_opt(policy.timeout, budget_left),
-            budget_left,
-            timeout_is_budget: budget_limits(policy.timeout, budget_left),
+            timeout: env.limit.cap(policy.timeout, now),
+            time_left: env.limit.left(now),
+            cut_by_time_limit: env.limit.cuts(policy.timeout, now),
         };
         env.events.event(Event::AttemptStarting {
             number,
@@ -129,7 +128,7 @@ impl<'p> Loop<'p> {
             &report,
             &ctx,
             policy,
-            self.start_by(),
+            self.start_by(&env.limit),
             env,
             &mut self.tally,
             &mut self.previous_delay,
@@ -141,12 +140,12 @@ impl<'p> Loop<'p> {
     }
 
     /// The latest time the next attempt may start.
-    fn start_by(&self) -> Option<decide::StartBy> {
-        decide::StartBy::of(self.policy, self.first_started.unwrap_or_default())
+    fn start_by(&self, limit: &TimeLimit) -> Option<decide::StartBy> {
+        decide::StartBy::of(self.policy, limit, self.first_started.unwrap_or_default())
     }
 
     /// A failure retried after `delay`: the sleep with `--on-retry` beside it, then
-    /// `--max-time`'s check and, under `--throttled wait`, the budget's holds.
+    /// the time limit's check and, under `--throttled wait`, the budget's holds.
     fn retry_after(
         &mut self,
         exec: &mut dyn Executor,
@@ -154,8 +153,8 @@ impl<'p> Loop<'p> {
         report: &AttemptReport,
         delay: Duration,
     ) -> Result<(), End> {
-        let (policy, deadline) = (self.policy, self.policy.max_time);
-        let start_by = self.start_by();
+        let policy = self.policy;
+        let start_by = self.start_by(&env.limit);
         let record = self.records.last().expect("the attempt is recorded");
         env.events.event(Event::AttemptFailed {
             record,
@@ -167,12 +166,12 @@ impl<'p> Loop<'p> {
             record,
             exit_code: report.exit_code,
             next_delay: delay,
-            budget_left: deadline.map(|d| d.saturating_sub(env.clock.now())),
+            time_left: env.limit.left(env.clock.now()),
         };
         let sleep_ends = env.clock.now() + delay;
         sleep_with_hook(env, &facts, record.number + 1).map_err(stopped_while_sleeping)?;
         if let Some(by) = start_by.filter(|by| env.clock.now() >= by.at) {
-            // The sleep ends before the budget; what runs past it is the hook.
+            // The sleep ends before the time limit; what runs past it is the hook.
             let during = if sleep_ends < by.at {
                 "ran out during the --on-retry hook"
             } else {
@@ -186,11 +185,11 @@ impl<'p> Loop<'p> {
             drawn_after: self.drawn_after,
             last_exit: report.exit_code,
         };
-        budget::hold_while_refused(env, policy, deadline, &asked, &mut self.holds)
+        budget::hold_while_refused(env, policy, &asked, &mut self.holds)
     }
 
     /// The sleep after a success the goal wants more of (no `--on-retry`: nothing
-    /// failed). A run that reaches `--max-time` here ends as it would after that success.
+    /// failed). A run that reaches the time limit here ends as it would after that success.
     fn again_after(
         &mut self,
         exec: &mut dyn Executor,
@@ -209,7 +208,10 @@ impl<'p> Loop<'p> {
         env.sleeper
             .sleep(delay, record.number.saturating_add(1))
             .map_err(stopped_while_sleeping)?;
-        if let Some(by) = self.start_by().filter(|by| env.clock.now() >= by.at) {
+        if let Some(by) = self
+            .start_by(&env.limit)
+            .filter(|by| env.clock.now() >= by.at)
+        {
             let message = by.message("ran out while waiting for the next attempt");
             let message = format!("{message}{}", tally.shortfall());
             return Err((tally.short_exit(), StopReason::MaxTime, message));
@@ -340,22 +342,6 @@ fn finish(
     };
     env.events.event(Event::Stopped { summary: &summary });
     summary
-}
-
-/// Whether what is left of the budget, rather than `--timeout`, limits an attempt.
-fn budget_limits(timeout: Option<Duration>, budget_left: Option<Duration>) -> bool {
-    match (budget_left, timeout) {
-        (Some(left), Some(t)) => left < t,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
-
-fn min_opt(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 use super::fakes::*;
 use super::*;
 use crate::domain::{
-    Events, Goal, HoldCause, Jitter, JitterKind, Limit, Outcome, Schedule, Verdict, WaitHint,
+    Events, Goal, HoldCause, Jitter, JitterKind, Limit, Outcome, Schedule, TimeLimit, Verdict,
+    WaitHint,
 };
 use std::time::SystemTime;
 
@@ -23,7 +24,7 @@ impl RetryHook for FakeHook {
         if self.took.is_some() {
             self.started = Some(self.clock.now());
             let n = facts.record.number;
-            self.seen.push((n, facts.next_delay, facts.budget_left));
+            self.seen.push((n, facts.next_delay, facts.time_left));
         }
     }
     fn wait(&mut self) -> Result<(), Stop> {
@@ -104,6 +105,7 @@ impl Harness {
         let mut jitter = Jitter::new(1);
         let mut env = Env {
             clock: &self.clock,
+            limit: TimeLimit::starting_now(policy.max_time),
             sleeper: &mut self.sleeper,
             jitter: &mut jitter,
             events: &mut self.events,
@@ -202,8 +204,8 @@ fn max_time_cuts_timeouts_and_refuses_late_sleeps() {
         .map(|c| c.timeout.unwrap().as_millis())
         .collect();
     assert_eq!(timeouts, [2000, 2000, 300]);
-    let by_budget: Vec<_> = h.exec.seen.iter().map(|c| c.timeout_is_budget).collect();
-    assert_eq!(by_budget, [false, false, true]);
+    let by_limit: Vec<_> = h.exec.seen.iter().map(|c| c.cut_by_time_limit).collect();
+    assert_eq!(by_limit, [false, false, true]);
     assert_eq!(s.exit_code.code(), 1);
 }
 
@@ -220,19 +222,10 @@ fn retry_max_time_never_cuts_an_attempt_and_starts_none_past_it() {
     );
     assert!(h.exec.seen.iter().all(|c| c.timeout.is_none()));
     assert!(
-        s.message.contains("--retry-max-time budget of 3.5s"),
+        s.message.contains("--retry-max-time limit of 3.5s"),
         "{}",
         s.message
     );
-}
-
-#[test]
-fn budget_cut_is_told_apart_from_timeout() {
-    let secs = |s| Some(Duration::from_secs(s));
-    assert!(!budget_limits(secs(1), None));
-    assert!(budget_limits(secs(5), secs(1)));
-    assert!(!budget_limits(secs(5), secs(10)));
-    assert!(budget_limits(None, secs(10)));
 }
 
 fn told_to_wait(secs: u64) -> AttemptReport {
@@ -290,7 +283,7 @@ fn max_retry_after_is_compared_with_what_was_asked() {
 }
 
 #[test]
-fn wait_hint_spread_is_cut_to_the_budget() {
+fn wait_hint_spread_is_cut_to_the_time_limit() {
     let mut p = policy(3, JitterKind::Equal);
     p.max_time = Some(Duration::from_millis(2600));
     // Equal jitter would sleep at least 3s; 2.5s is left after the first attempt.
@@ -319,7 +312,7 @@ fn wait_hint_past_the_cap_ends_the_run() {
 }
 
 #[test]
-fn wait_hint_past_the_budget_ends_the_run() {
+fn wait_hint_past_the_time_limit_ends_the_run() {
     let mut p = policy(3, JitterKind::None);
     p.max_time = Some(Duration::from_secs(5));
     let mut r = fail(22);
@@ -389,14 +382,14 @@ fn a_lock_lost_during_an_attempt_wins_over_its_success() {
 }
 
 #[test]
-fn the_budget_counts_from_the_start_of_the_run_not_of_the_loop() {
+fn the_time_limit_counts_from_the_start_of_the_run_not_of_the_loop() {
     let mut p = policy(5, JitterKind::None);
     p.max_time = Some(Duration::from_secs(3));
     let mut h = Harness::new(vec![fail(1)]);
     // Two seconds went on waiting for a lock before the loop began.
     h.clock.advance(Duration::from_secs(2));
     let s = h.run(&p);
-    assert_eq!(h.exec.seen[0].budget_left, Some(Duration::from_secs(1)));
+    assert_eq!(h.exec.seen[0].time_left, Some(Duration::from_secs(1)));
     assert_eq!(s.stopped_because, StopReason::MaxTime);
     assert_eq!(
         s.attempts.len(),
@@ -449,7 +442,7 @@ fn a_retry_hook_counts_towards_max_time() {
     assert_eq!(
         h.hook.seen[0].2,
         Some(Duration::from_millis(1900)),
-        "the hook is told what is left of the budget"
+        "the hook is told what is left of the time limit"
     );
 }
 

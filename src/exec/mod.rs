@@ -52,13 +52,13 @@ pub struct Description {
 pub struct AttemptContext {
     pub number: u32,
     pub limit: u32,
-    /// The attempt's time limit: `--timeout`, cut to what is left of `--max-time`.
+    /// The attempt's timeout: `--timeout`, cut to what is left of the time limit.
     pub timeout: Option<Duration>,
-    /// What is left of `--max-time` when the attempt starts.
-    pub budget_left: Option<Duration>,
-    /// The time limit is the `--max-time` budget, not `--timeout`: an attempt that
-    /// runs out ends the run (`budget_expired`).
-    pub timeout_is_budget: bool,
+    /// What is left of the time limit (`--max-time`) when the attempt starts.
+    pub time_left: Option<Duration>,
+    /// What is left of the time limit, not `--timeout`, is the attempt's timeout: an
+    /// attempt that runs out ends the run (`out_of_time`).
+    pub cut_by_time_limit: bool,
 }
 
 /// What an executor reports about one attempt.
@@ -71,8 +71,8 @@ pub struct AttemptReport {
     pub wait_hint: Option<WaitHint>,
     /// retry itself received this signal during the attempt: stop now.
     pub interrupted_by: Option<Signal>,
-    /// The attempt was cut short because the `--max-time` budget ran out.
-    pub budget_expired: bool,
+    /// The attempt was cut short because the time limit (`--max-time`) ran out.
+    pub out_of_time: bool,
     /// A lock the run holds was lost during the attempt (the message says which):
     /// the attempt was stopped and the run ends.
     pub lock_lost: Option<String>,
@@ -86,7 +86,7 @@ impl AttemptReport {
             exit_code,
             wait_hint: None,
             interrupted_by: None,
-            budget_expired: false,
+            out_of_time: false,
             lock_lost: None,
         }
     }

@@ -11,7 +11,8 @@ use rand_chacha::ChaCha8Rng;
 use super::Stopped;
 use super::store::{Halt, Phase, Store};
 use crate::domain::{
-    CircuitConfig, ExitStatus, Hold, HoldCause, RunSummary, Stop, StopReason, Throttled, human,
+    CircuitConfig, ExitStatus, Hold, HoldCause, RunSummary, Stop, StopReason, Throttled, TimeLimit,
+    human,
 };
 use crate::engine::{Clock, Sleeper};
 use crate::report;
@@ -23,7 +24,7 @@ pub(super) struct Asking<'a> {
     pub throttled: Throttled,
     /// The run's seed: the holds draw from a stream of their own.
     pub seed: u64,
-    pub max_time: Option<Duration>,
+    pub limit: &'a TimeLimit,
     pub clock: &'a dyn Clock,
     pub sleeper: &'a mut dyn Sleeper,
 }
@@ -48,10 +49,10 @@ pub(super) fn admit(store: &mut Store, asking: Asking<'_>) -> Result<Vec<Hold>, 
             _ => return ended(admitted(asked, c), holds),
         };
         let hold = circuit_hold(until_ms, ms_since_epoch(clock.wall()), c.cooldown, &mut rng);
-        let ends = clock.now().checked_add(hold);
         if asking
-            .max_time
-            .is_some_and(|max| ends.is_none_or(|e| e > max))
+            .limit
+            .left(clock.now())
+            .is_some_and(|left| hold > left)
         {
             let refused = admitted(asked, c).map(|mut stopped| {
                 stopped.message += "; --max-time ends before it would be asked again";

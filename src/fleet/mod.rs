@@ -12,10 +12,10 @@ mod circuit;
 mod splay;
 mod store;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::fleet::FleetConfig;
-use crate::domain::{ExitStatus, Hold, RunSummary, StopReason};
+use crate::domain::{ExitStatus, Hold, RunSummary, StopReason, TimeLimit};
 use crate::engine::{Clock, Sleeper};
 use crate::state;
 use crate::wait::Bound;
@@ -53,15 +53,14 @@ impl Stopped {
 }
 
 impl<'a> Fleet<'a> {
-    /// Opens the fleet of a run that started its `--max-time` clock at `run_deadline`'s
-    /// start: its store is opened (creating directories or tables) and its records
-    /// checked before `run_deadline`. An error is exit 125 ([`state::NoAnswer::Deadline`]
-    /// when `--max-time` ended it).
+    /// Opens the fleet of a run: its store is opened (creating directories or tables)
+    /// and its records checked within the run's time limit. An error is exit 125
+    /// ([`state::NoAnswer::Deadline`] when the time limit ended it).
     pub fn open(
         config: &'a FleetConfig,
         nested: bool,
         seed: u64,
-        run_deadline: Option<Instant>,
+        limit: &TimeLimit,
     ) -> anyhow::Result<Fleet<'a>> {
         let store = match (&config.state, nested) {
             (Some(target), false) => {
@@ -69,10 +68,10 @@ impl<'a> Fleet<'a> {
                     .budget
                     .as_ref()
                     .is_some_and(|b| b.probe_after.is_some());
-                let bound = Bound::until(run_deadline);
+                let bound = Bound::ending_with(limit);
                 let mut store = state::open_fleet(target, holds, &bound)?;
                 store.check(config.budget.as_ref(), config.circuit.as_ref())?;
-                Some(Store::new(store, run_deadline))
+                Some(Store::new(store, *limit))
             }
             _ => None,
         };
@@ -83,13 +82,10 @@ impl<'a> Fleet<'a> {
         })
     }
 
-    /// Sleeps the `--splay` (never past `--max-time`); a stopping signal ends the run.
-    pub fn splay(
-        &self,
-        max_time: Option<Duration>,
-        sleeper: &mut dyn Sleeper,
-    ) -> Result<(), Stopped> {
-        splay::sleep(self.config.splay, self.seed, max_time, sleeper)
+    /// Sleeps the `--splay` (never past the time limit, `left`); a stopping signal ends
+    /// the run.
+    pub fn splay(&self, left: Option<Duration>, sleeper: &mut dyn Sleeper) -> Result<(), Stopped> {
+        splay::sleep(self.config.splay, self.seed, left, sleeper)
     }
 
     /// Asks the circuit, if any, whether the run may make its first attempt; returns
@@ -98,7 +94,7 @@ impl<'a> Fleet<'a> {
         &mut self,
         clock: &dyn Clock,
         sleeper: &mut dyn Sleeper,
-        max_time: Option<Duration>,
+        limit: &TimeLimit,
     ) -> Result<Vec<Hold>, Stopped> {
         let (Some(circuit), Some(store)) = (&self.config.circuit, self.store.as_mut()) else {
             return Ok(Vec::new());
@@ -107,7 +103,7 @@ impl<'a> Fleet<'a> {
             circuit,
             throttled: self.config.throttled,
             seed: self.seed,
-            max_time,
+            limit,
             clock,
             sleeper,
         };

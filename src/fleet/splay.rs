@@ -23,17 +23,17 @@ pub fn splay_delay(window: Duration, seed: u64) -> Duration {
     Duration::from_nanos(rng.random_range(0..=span))
 }
 
-/// Sleeps the splay of `window` (never past `--max-time`); a stopping signal ends it
-/// at once, and the run with it.
+/// Sleeps the splay of `window` (never past what is `left` of the time limit); a
+/// stopping signal ends it at once, and the run with it.
 pub(super) fn sleep(
     window: Duration,
     seed: u64,
-    max_time: Option<Duration>,
+    left: Option<Duration>,
     sleeper: &mut dyn Sleeper,
 ) -> Result<(), Stopped> {
     let mut delay = splay_delay(window, seed);
-    if let Some(max) = max_time {
-        delay = delay.min(max);
+    if let Some(left) = left {
+        delay = delay.min(left);
     }
     if delay.is_zero() {
         return Ok(());

@@ -3,9 +3,7 @@
 //! `--max-time` too, one after an attempt while `--max-time` lasts, and one after the
 //! last attempt only with the store's own limits.
 
-use std::time::Instant;
-
-use crate::domain::Signal;
+use crate::domain::{Signal, TimeLimit};
 use crate::report;
 use crate::state::FleetStore;
 use crate::wait::Bound;
@@ -16,7 +14,7 @@ use crate::wait::Bound;
 /// store's limits.
 pub(super) struct Store {
     store: Option<Box<dyn FleetStore>>,
-    run_deadline: Option<Instant>,
+    limit: TimeLimit,
 }
 
 /// When in the run a store call is made.
@@ -41,21 +39,21 @@ pub(super) enum Halt {
 }
 
 impl Store {
-    pub(super) fn new(store: Box<dyn FleetStore>, run_deadline: Option<Instant>) -> Store {
+    pub(super) fn new(store: Box<dyn FleetStore>, limit: TimeLimit) -> Store {
         Store {
             store: Some(store),
-            run_deadline,
+            limit,
         }
     }
 
-    fn deadline_passed(&self) -> bool {
-        self.run_deadline.is_some_and(|d| Instant::now() >= d)
+    fn time_is_up(&self) -> bool {
+        self.limit.passed(self.limit.elapsed())
     }
 
     fn bound(&self, phase: Phase) -> Bound {
         match phase {
-            Phase::Before => Bound::until(self.run_deadline),
-            Phase::Between if !self.deadline_passed() => Bound::until(self.run_deadline),
+            Phase::Before => Bound::ending_with(&self.limit),
+            Phase::Between if !self.time_is_up() => Bound::ending_with(&self.limit),
             Phase::Between | Phase::After => Bound::signals_only(),
         }
     }
@@ -86,7 +84,7 @@ impl Store {
             };
         }
         let described = store.describe();
-        if phase != Phase::After && self.deadline_passed() {
+        if phase != Phase::After && self.time_is_up() {
             return Err(Halt::OutOfTime(format!("{err:#}")));
         }
         report::notice(&format!(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 
 use crate::config::JobOptions;
-use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, human};
+use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, TimeLimit, human};
 use crate::report;
 use crate::signals;
 use crate::state::{
@@ -136,18 +136,16 @@ impl HeldLocks {
 
 /// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
 /// key lock, and re-checks the key under it, so that two runs never both proceed.
-/// Waiting for the locks ends at `--lock-wait`, or at `max_time` when that is shorter
-/// (the run's `--max-time`, whose end `run_deadline` bounds every call before the
-/// attempts too). The checks and takes share one
+/// Waiting for the locks ends at `--lock-wait`, or after all of the run's time limit
+/// when that is shorter (whose end bounds every call before the attempts too). The
+/// checks and takes share one
 /// connection (none is open while a wait pauses), and a server that refuses it for
 /// capacity is asked again until `--lock-wait` ends, or for `connect_timeout`.
-pub fn prepare(
-    opts: &JobOptions,
-    max_time: Option<Duration>,
-    run_deadline: Option<Instant>,
-) -> anyhow::Result<Gate> {
-    let calls = Bound::until(run_deadline);
-    let wait = max_time.map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
+pub fn prepare(opts: &JobOptions, limit: &TimeLimit) -> anyhow::Result<Gate> {
+    let calls = Bound::ending_with(limit);
+    let wait = limit
+        .total()
+        .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
     let deadline = Instant::now() + wait;
     let _burst = Burst::patient(if wait.is_zero() {
         Patience::ConnectTimeout
@@ -182,7 +180,7 @@ pub fn prepare(
         };
         let what = format!("lock {}", backend.describe());
         let pauses = backend.poll_pauses();
-        match acquire(&what, deadline, run_deadline, wait, pauses, |b| {
+        match acquire(&what, deadline, limit, wait, pauses, |b| {
             backend.try_acquire(b)
         }) {
             Ok(Acquired::Held) => {}
@@ -201,7 +199,7 @@ pub fn prepare(
         let store = &mut run.store;
         let key = run.key.as_str();
         let pauses = store.poll_pauses();
-        match acquire(&what, deadline, run_deadline, wait, pauses, |b| {
+        match acquire(&what, deadline, limit, wait, pauses, |b| {
             store.try_lock_key(key, b)
         }) {
             Ok(Acquired::Held) => {}
@@ -242,20 +240,20 @@ enum Acquired {
 /// Tries `attempt` until it succeeds or `deadline` (`--lock-wait`) passes, pausing in
 /// between as `pauses` says, with no connection open, so that a stopping signal (or a
 /// lock already held being lost) ends the wait at once; the last try is made at the
-/// deadline. Each try is bounded by `run_deadline` (`--max-time`). A poll after the
+/// deadline. Each try is bounded by the run's time limit. A poll after the
 /// first that the server refuses for want of capacity finds the lock as busy as
 /// before: the next poll asks again (a refusal is an error only when the last poll
 /// met one).
 fn acquire(
     what: &str,
     deadline: Instant,
-    run_deadline: Option<Instant>,
+    limit: &TimeLimit,
     wait: Duration,
     mut pauses: Pauses,
     mut attempt: impl FnMut(&Bound) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Acquired> {
     let mut announced = false;
-    let calls = Bound::until(run_deadline);
+    let calls = Bound::ending_with(limit);
     let bound = Bound::until(Some(deadline)).or_lost_lock();
     let pause = |d| state::idle(|| wait::sleep(d, &bound));
     let mut polls = 0;
@@ -292,7 +290,7 @@ fn acquire(
     }
 }
 
-/// `wait` is how long the gate waited: `--lock-wait`, or less when `--max-time` is shorter.
+/// `wait` is how long the gate waited: `--lock-wait`, or less when the time limit is shorter.
 fn busy(opts: &JobOptions, wait: Duration, text: String) -> Gate {
     let waited = if wait.is_zero() {
         String::new()

@@ -43,6 +43,11 @@ impl Fakes {
     }
 }
 
+/// The time limit of a run made with `c`, from now.
+fn limit_of(c: &Config) -> TimeLimit {
+    TimeLimit::starting_now(c.policy.max_time)
+}
+
 fn early(ended: Ended) -> (RunSummary, Option<SkipWhy>) {
     match ended {
         Ended::Early { summary, skipped } => (summary, skipped),
@@ -87,13 +92,22 @@ fn the_splay_sleeps_its_seeded_draw_within_max_time_and_a_signal_ends_the_run() 
     assert!(run.splay(&fleet).is_ok());
     let drawn = fleet::splay_delay(Duration::from_secs(10), 7).min(Duration::from_secs(2));
     assert_eq!(fakes.pause.slept, [drawn]);
-    fakes.pause.signal_on = Some(1);
+    // Each run's clock starts at zero: the splay is cut to what is left of the time limit.
+    let mut fakes = Fakes::new();
+    fakes.pause.signal_on = Some(0);
     let mut run = fakes.run(&c);
     let fleet = run.open_state().ok().unwrap();
     let (summary, _) = early(run.splay(&fleet).unwrap_err());
     assert_eq!(summary.exit_code, ExitStatus::new(143));
     assert_eq!(summary.stopped_because, StopReason::Signal);
     assert!(summary.message.contains("--splay"), "{}", summary.message);
+    // What went before the splay (opening the state) is spent from the time limit.
+    let mut fakes = Fakes::new();
+    fakes.clock.advance(Duration::from_millis(1500));
+    let mut run = fakes.run(&c);
+    let fleet = run.open_state().ok().unwrap();
+    assert!(run.splay(&fleet).is_ok());
+    assert_eq!(fakes.pause.slept, [drawn.min(Duration::from_millis(500))]);
 }
 
 #[test]
@@ -191,7 +205,7 @@ fn the_attempts_spend_the_shared_budget_after_the_circuits_holds() {
     let mut exec = Scripted::new(&fakes.clock, vec![fail(1), ok()]);
     let mut run = fakes.run(&c);
     let mut fleet = run.open_state().ok().unwrap();
-    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, None);
+    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, limit_of(&c), None);
     let held = Hold {
         started_at: std::time::SystemTime::UNIX_EPOCH,
         duration: Duration::from_millis(5),
@@ -233,7 +247,7 @@ fn the_record_counts_a_failed_run_in_the_circuit_and_marks_no_key() {
     let mut run = fakes.run(&c);
     let mut fleet = run.open_state().ok().unwrap();
     let mut held = run.gate().ok().unwrap();
-    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, None);
+    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, limit_of(&c), None);
     let summary = run
         .attempts(&mut exec, &mut hooks, &mut fleet, Vec::new())
         .ok()
@@ -256,7 +270,7 @@ fn a_failing_hook_changes_nothing_of_the_run() {
     let mut exec = Scripted::new(&fakes.clock, vec![fail(4)]);
     let mut run = fakes.run(&c);
     let mut fleet = run.open_state().ok().unwrap();
-    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, None);
+    let mut hooks = Hooks::new(c.hooks.clone(), &c.run, &c.policy, limit_of(&c), None);
     let summary = run
         .attempts(&mut exec, &mut hooks, &mut fleet, Vec::new())
         .ok()

@@ -1,4 +1,4 @@
-//! Command mode: budget, seed, dry run, report, logging.
+//! Command mode: the time limit, seed, dry run, report, logging.
 
 use super::*;
 

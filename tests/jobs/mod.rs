@@ -521,7 +521,7 @@ fn an_unreachable_server_is_exit_125_and_the_command_does_not_run() {
     assert_eq!(dir.count(), 0);
 }
 
-// Faults: a lock lost while held, a server that never answers, and the budget.
+// Faults: a lock lost while held, a server that never answers, and the time limit.
 
 /// `retry` without the fast-retry defaults of `Dir::retry`, for runs that set their own.
 fn bare_retry(dir: &Dir) -> Invocation {
@@ -688,9 +688,9 @@ fn a_signal_while_waiting_for_a_lock_is_reported_as_a_signal() {
 }
 
 #[test]
-fn lock_wait_is_spent_from_the_max_time_budget() {
+fn lock_wait_is_spent_from_the_time_limit() {
     let dir = Dir::new();
-    // Busy for good: the wait ends with the budget, not with --lock-wait.
+    // Busy for good: the wait ends with the time limit, not with --lock-wait.
     let (lock, holder) = dir.hold_lock("exec sleep 60");
     let out = dir
         .locked_work(&lock, &["--lock-wait", "20s", "--max-time", "1s"])
@@ -701,7 +701,7 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
     assert_eq!(dir.count(), 0);
     drop(holder);
 
-    // Busy for a while: the attempt gets only what the wait left of the budget.
+    // Busy for a while: the attempt gets only what the wait left of the time limit.
     std::fs::remove_file(dir.path("holder-ready")).unwrap();
     let (_, _holder) = dir.hold_lock("sleep 1");
     let out = dir
@@ -713,7 +713,7 @@ fn lock_wait_is_spent_from_the_max_time_budget() {
     let left: u64 = out.stdout_text().trim().parse().unwrap();
     assert!(
         left <= 2_300,
-        "about 1s of the 3s budget went on the wait: {left}ms left"
+        "about 1s of the 3s time limit went on the wait: {left}ms left"
     );
 }
 

@@ -34,7 +34,7 @@ fn no_attempt_limit_stops_within_max_time_with_the_last_failure() {
     assert!((10..=31).contains(&attempts), "{attempts} attempts");
     assert_eq!(report["result"]["stopped_because"], "max_time");
     assert!(delays(&report).iter().all(|d| *d == 100), "{report}");
-    assert!(r.stderr.contains("--max-time budget of 3s"), "{}", r.stderr);
+    assert!(r.stderr.contains("--max-time limit of 3s"), "{}", r.stderr);
 }
 
 #[test]

@@ -278,7 +278,7 @@ impl CommandExecutor {
         let mut report = AttemptReport::new(outcome, verdict, exit_code);
         report.wait_hint = wait_hint;
         report.interrupted_by = supervised.interrupted_by;
-        report.budget_expired = supervised.timed_out && ctx.timeout_is_budget;
+        report.out_of_time = supervised.timed_out && ctx.cut_by_time_limit;
         report
     }
 
@@ -321,7 +321,7 @@ impl CommandExecutor {
             ),
             (
                 "RETRY_DEADLINE_MS",
-                ctx.budget_left
+                ctx.time_left
                     .map(|left| left.as_millis().to_string().into()),
             ),
             // Never an outer retry's file: the directive would reach the wrong run.
@@ -495,9 +495,9 @@ impl Executor for CommandExecutor {
         if self.foreground {
             reclaim_terminal();
         }
-        // Output still in the pipes is read for at most --kill-after, and never past --max-time.
+        // Output still in the pipes is read for at most --kill-after, and never past the time limit.
         let mut drain_until = Instant::now() + self.kill_after;
-        if let Some(left) = ctx.budget_left {
+        if let Some(left) = ctx.time_left {
             drain_until = drain_until.min(started + left);
         }
         // Never past a SIGKILL already due: what is left of the attempt gets it on time.

@@ -396,7 +396,7 @@ impl HttpExecutor {
                     verdict,
                     exit_code,
                 );
-                report.budget_expired = ctx.timeout_is_budget;
+                report.out_of_time = ctx.cut_by_time_limit;
                 report
             }
             Ended::Signal(signal) => {
