@@ -23,8 +23,8 @@ use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::cron;
 use crate::domain::{
-    BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, Protocols, StdinMode,
-    Throttled,
+    BackoffKind, CatchUp, JitterKind, LeaseTtl, LogFormat, Overlap, ProfileName, Protocols,
+    StdinMode, Throttled,
 };
 use crate::parse::{self, CodeSet};
 use crate::state::{self, Backend};
@@ -596,7 +596,7 @@ pub struct Cli {
     /// SIGKILL keeps others out for up to TTL: a shorter TTL frees the lock sooner, a
     /// longer one rides out longer network trouble.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = lease_ttl_value, help_heading = JOBS)]
-    pub lease_ttl: Option<Duration>,
+    pub lease_ttl: Option<LeaseTtl>,
 
     /// Run CMD with sh -c after a failed attempt that will be retried, during the sleep
     ///

@@ -230,7 +230,7 @@ fn throttled_line(config: &FleetConfig) -> String {
 pub fn jobs(jobs: &JobOptions) -> String {
     let mut out = String::new();
     if let Some(lock) = &jobs.lock {
-        let _ = writeln!(out, "lock:        {}", lock.describe_lock(jobs.lease_ttl));
+        let _ = writeln!(out, "lock:        {}", lock.describe_lock());
         let _ = writeln!(
             out,
             "busy lock:   wait up to {}, then skip with exit status {}",
@@ -239,7 +239,7 @@ pub fn jobs(jobs: &JobOptions) -> String {
         );
     }
     if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
-        let place = state.describe_marker(key, jobs.lease_ttl);
+        let place = state.describe_marker(key);
         let _ = writeln!(
             out,
             "once:        key {key:?}: skip if it succeeded; else {place}"

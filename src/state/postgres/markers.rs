@@ -42,7 +42,6 @@ impl PgStore {
     pub fn connect(
         target: PgTarget,
         statuses: bool,
-        ttl: Duration,
         bound: &Bound,
     ) -> anyhow::Result<PgStore> {
         let db = Db::open(&target);
@@ -56,9 +55,9 @@ impl PgStore {
             schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
         Ok(PgStore {
             db,
+            ttl: target.lease_ttl.get(),
             target,
             found,
-            ttl,
             held: None,
         })
     }
@@ -70,9 +69,9 @@ impl PgStore {
             .with_context(|| format!("--state: {target}"))?;
         Ok(PgStore {
             db,
+            ttl: target.lease_ttl.get(),
             target,
             found,
-            ttl: super::url::DEFAULT_LEASE_TTL,
             held: None,
         })
     }
