@@ -1,5 +1,5 @@
 //! The scheduled-job settings (`--lock`, `--lock-wait`, `--busy-exit`, `--once`,
-//! `--state`, `--lease-ttl`), with the targets clap parsed checked against each other.
+//! `--state`, `--lease-ttl`), with the targets parsed and checked against each other.
 //! Taking locks and recording markers is `jobs`' job.
 
 use std::time::Duration;
@@ -8,10 +8,22 @@ use crate::cli::Cli;
 use crate::domain::ExitStatus;
 use crate::state::{self, Backend};
 
-/// `--lock` and `--state` as clap parsed them, each PostgreSQL target carrying
-/// `--lease-ttl` (refused when neither leases).
+/// `--lock` and `--state`, parsed (the error starting with the flag).
+pub fn parse_targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backend>)> {
+    let parse = |text: &Option<String>, parser: fn(&str) -> Result<Backend, String>| {
+        text.as_deref()
+            .map(parser)
+            .transpose()
+            .map_err(anyhow::Error::msg)
+    };
+    let lock = parse(&cli.lock, state::parse_lock_target)?;
+    Ok((lock, parse(&cli.state, state::parse_state_target)?))
+}
+
+/// `--lock` and `--state` parsed, each PostgreSQL target carrying `--lease-ttl`
+/// (refused when neither leases).
 pub fn targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backend>)> {
-    let (mut lock, mut state) = (cli.lock.clone(), cli.state.clone());
+    let (mut lock, mut state) = parse_targets(cli)?;
     if let Some(ttl) = cli.lease_ttl {
         state::give_lease_ttl(ttl, [lock.as_mut(), state.as_mut()]).map_err(anyhow::Error::msg)?;
     }
@@ -34,7 +46,7 @@ pub struct JobOptions {
 }
 
 impl JobOptions {
-    /// Checks the targets clap parsed against each other and the other flags, once,
+    /// Checks the targets against each other and the other flags, once,
     /// before anything runs (exit 125 on error). `lock` and `state` are `--lock` and
     /// `--state`, read once by the configuration ([`targets`]).
     pub fn from_cli(
@@ -95,8 +107,8 @@ mod tests {
             "true",
         ])
         .unwrap();
-        assert_eq!(opts.lock, state::lock_target("/run/lock/x.lock").ok());
-        assert_eq!(opts.state, state::state_target("postgres://u@h/db").ok());
+        assert_eq!(opts.lock, state::parse_lock_target("/run/lock/x.lock").ok());
+        assert_eq!(opts.state, state::parse_state_target("postgres://u@h/db").ok());
     }
 
     #[test]

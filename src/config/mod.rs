@@ -25,7 +25,7 @@ use serde_json::json;
 pub use self::command::CommandConfig;
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
-pub use self::jobs::JobOptions;
+pub use self::jobs::{JobOptions, parse_targets};
 pub use self::schedule::ScheduleConfig;
 use crate::cli::Cli;
 use crate::domain::{LogConfig, LogFormat, Policy};

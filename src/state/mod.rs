@@ -30,8 +30,7 @@ pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_m
 pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};
 pub use stores::{Lock, MarkerStore};
 pub use target::{
-    Backend, default_state, give_lease_ttl, lock_target, parse_lock_target, parse_state_target,
-    parse_target, state_target,
+    Backend, default_state, give_lease_ttl, parse_lock_target, parse_state_target, parse_target,
 };
 
 /// The readers of what the state directory holds (budget and circuit records, fencing

@@ -103,8 +103,8 @@ fn url_scheme(text: &str) -> Option<&str> {
 }
 
 /// `--lock TARGET`: a file path, or a PostgreSQL URL with `#NAME`; the error names
-/// no flag (clap names it).
-pub fn lock_target(text: &str) -> Result<Backend, String> {
+/// no flag ([`parse_lock_target`] adds it).
+fn lock_target(text: &str) -> Result<Backend, String> {
     let target = parse_target(text).map_err(|e| format!("{e}; {LOCK_ACCEPTS}"))?;
     match &target {
         Backend::Postgres(pg) if pg.name.is_none() => Err(format!(
@@ -159,8 +159,8 @@ fn refuse_long(name: &str, what: &str) -> Result<(), String> {
 const LOCK_NAME_MAX: usize = 200;
 
 /// `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`; the error
-/// names no flag (clap names it).
-pub fn state_target(text: &str) -> Result<Backend, String> {
+/// names no flag ([`parse_state_target`] adds it).
+fn state_target(text: &str) -> Result<Backend, String> {
     let target = parse_target(text).map_err(|e| format!("{e}; {STATE_ACCEPTS}"))?;
     match &target {
         Backend::Postgres(pg) if pg.name.is_some() => Err(format!(
