@@ -2,7 +2,6 @@
 //! into the type the rest of the program takes, or refuses it saying what is accepted,
 //! so that clap names the flag and nothing runs.
 
-
 use reqwest::header::HeaderName;
 
 use crate::domain::LeaseTtl;

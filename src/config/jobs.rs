@@ -108,7 +108,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(opts.lock, state::parse_lock_target("/run/lock/x.lock").ok());
-        assert_eq!(opts.state, state::parse_state_target("postgres://u@h/db").ok());
+        assert_eq!(
+            opts.state,
+            state::parse_state_target("postgres://u@h/db").ok()
+        );
     }
 
     #[test]

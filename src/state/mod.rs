@@ -23,8 +23,8 @@ mod target;
 pub use burst::{Burst, Patience, idle};
 pub use errors::{NoAnswer, Refused};
 pub use fleet::{
-    Admission, Answer, CircuitState, FleetStore, LATEST_MS, Spent, allows_retry, ms_since_epoch,
-    now_ms, show_time,
+    Admission, Answer, FleetStore, LATEST_MS, Spent, allows_retry, describe_budget, ms_since_epoch,
+    now_ms, show_time, show_tokens,
 };
 pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only};
 pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};

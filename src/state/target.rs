@@ -192,9 +192,11 @@ pub fn give_lease_ttl(ttl: LeaseTtl, targets: [Option<&mut Backend>; 2]) -> Resu
     if taken {
         Ok(())
     } else {
-        Err("--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
+        Err(
+            "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
              without --lock postgres://…#NAME or --state postgres://…"
-            .into())
+                .into(),
+        )
     }
 }
 

@@ -39,11 +39,7 @@ const COLUMNS: &str = "succeeded_at, host, pid, command, attempts";
 impl PgStore {
     /// Connects (within `bound`) and makes sure the tables exist; `statuses` when the
     /// caller records endings other than success (a scheduler).
-    pub fn connect(
-        target: PgTarget,
-        statuses: bool,
-        bound: &Bound,
-    ) -> anyhow::Result<PgStore> {
+    pub fn connect(target: PgTarget, statuses: bool, bound: &Bound) -> anyhow::Result<PgStore> {
         let db = Db::open(&target);
         let needs = Needs {
             leases: true,

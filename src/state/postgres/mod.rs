@@ -39,7 +39,11 @@ fn describe_lease(name: &str, ttl: Duration) -> String {
 /// What `--lock postgres://…#NAME` is, for `--dry-run`.
 pub fn describe_lock(target: &PgTarget) -> String {
     let name = format!("lock:{}", target.name.as_deref().unwrap_or_default());
-    format!("{}: {}", target.server(), describe_lease(&name, target.lease_ttl.get()))
+    format!(
+        "{}: {}",
+        target.server(),
+        describe_lease(&name, target.lease_ttl.get())
+    )
 }
 
 /// Where a `--once` key's marker goes on the server, for `--dry-run`.
