@@ -274,6 +274,29 @@ mod tests {
     }
 
     #[test]
+    fn a_schedule_describes_the_growth_and_jitter_it_applies() {
+        let s = schedule(BackoffKind::Linear, JitterKind::Equal);
+        assert_eq!(
+            s.describe(),
+            "linear, 100ms per retry, capped at 5s; equal jitter d/2+U(0,d/2)"
+        );
+        assert_eq!(
+            s.bounds(3),
+            (Duration::from_millis(150), Duration::from_millis(300))
+        );
+        let listed = Schedule {
+            list: millis(&[200, 1000]),
+            ..schedule(BackoffKind::Exponential, JitterKind::None)
+        };
+        assert!(
+            listed
+                .describe()
+                .starts_with("the list 200ms, 1s (--delays)")
+        );
+        assert_eq!(listed.describe_after_wait(), "waits exactly W (no jitter)");
+    }
+
+    #[test]
     fn exponential_doubles_then_caps() {
         let s = schedule(BackoffKind::Exponential, JitterKind::None);
         let got: Vec<u128> = (1..=8).map(|n| s.nominal(n).as_millis()).collect();

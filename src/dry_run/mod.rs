@@ -2,6 +2,8 @@
 //! place: the schedule of a `--schedule` job and what a start now would catch up, the
 //! attempts and their sleeps ([`policy`]), the executor's classification rules, the lock
 //! and `--once` marker, and the fleet's budget and circuit as they stand (read only).
+//! Each rule's text is asked of the code that applies it (`describe`), so that the
+//! two cannot drift apart; this module lays them out.
 
 mod policy;
 

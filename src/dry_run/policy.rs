@@ -1,5 +1,6 @@
 //! The attempts part of the dry run: the policy (each retry's delay range and the
-//! worst-case total) and the executor's target, notes and classification rules.
+//! worst-case total) and the executor's target, notes and classification rules, each
+//! rule as it describes itself.
 
 use std::fmt::Write;
 use std::time::Duration;
