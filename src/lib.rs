@@ -169,6 +169,8 @@ fn slot_run_log(raw: i32) {
 /// `retry --crontab FILE [OPTIONS]`: the file checked whole, then its dry run or its jobs.
 fn run_crontab(cli: Cli, argv: &[OsString], log: &LogConfig) -> anyhow::Result<ExitStatus> {
     let path = cli.crontab.clone().context("--crontab")?;
+    // Refused as the command line's, not as the first job line's that inherits them.
+    config::parse_targets(&cli)?;
     let base = config::crontab::job_options(argv.get(1..).unwrap_or_default());
     let tab = config::crontab::read(&path, &base, log)?;
     if cli.dry_run {

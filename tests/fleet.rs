@@ -441,6 +441,23 @@ fn a_seeded_splay_is_the_same_twice_and_counts_toward_max_time() {
         ]),
     );
     assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+    // The dry run shows the sleep the run takes: --seed 1's draw of 10s, cut to --max-time.
+    let dry = run(
+        &s,
+        &args(&[
+            "--dry-run",
+            "--splay",
+            "10s",
+            "--seed",
+            "1",
+            "--max-time",
+            "500ms",
+            "--",
+            "true",
+        ]),
+    )
+    .stdout_text();
+    assert!(dry.contains("with --seed 1: 500ms\n"), "{dry}");
 }
 
 #[test]

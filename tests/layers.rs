@@ -7,7 +7,8 @@
 //! and the imported (the top-level modules, or two files of one folder), and these
 //! edges must have no cycle. The top-level modules import only downward in the table of
 //! CONTRIBUTING.md ("The layers of `src/`"), whose bottom layers, `domain` and `sys`,
-//! import nothing of the crate. Beside it: only `sys` (and `main`) names an operating
+//! import nothing of the crate, and the command line imports nothing of the storage
+//! layer. Beside it: only `sys` (and `main`) names an operating
 //! system or C library (`target_os`, `target_env`); clap's `Cli` stays in `cli/`,
 //! `config/`, `generate`, `main` and `lib`; only the storage layer, `state/`, names a
 //! backend (a folder under `src/state/`, a variant of its `Backend`, or a crate only a
@@ -95,6 +96,19 @@ fn the_top_level_modules_import_only_downward_in_contributing_s_table() {
         upward.is_empty(),
         "imports up CONTRIBUTING.md's layer table (a module imports only the rows above \
          its own, or what comes before it in its row): {upward:?}\n\n{drawn}"
+    );
+}
+
+/// The command line parses text into the bottom layers' types; the configuration hands
+/// it to the storage layer, so a store's needs never reach clap.
+#[test]
+fn the_command_line_imports_nothing_of_the_storage_layer() {
+    let graph = graph(&sources(&manifest_dir().join("src")));
+    assert!(
+        !graph["cli"].contains(STORAGE),
+        "cli imports {STORAGE}: parse to a type of `domain` and let `config` give it to the \
+         storage layer\n\n{}",
+        draw(&graph, "")
     );
 }
 

@@ -23,11 +23,10 @@ use clap::{ArgAction, Parser, ValueEnum, ValueHint};
 
 use crate::cron;
 use crate::domain::{
-    BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, Protocols, StdinMode,
-    Throttled,
+    BackoffKind, CatchUp, JitterKind, LeaseTtl, LogFormat, Overlap, ProfileName, Protocols,
+    StdinMode, Throttled,
 };
 use crate::parse::{self, CodeSet};
-use crate::state::{self, Backend};
 use curl::{DataArg, ResolveEntry};
 pub use modes::{Mode, mode_of};
 pub use values::signal_value;
@@ -561,8 +560,9 @@ pub struct Cli {
     /// Run only while holding a lock: a file PATH (flock) or postgres://...#NAME
     ///
     /// A directory is locked itself, as flock(1) locks one.
-    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, value_parser = state::lock_target, help_heading = JOBS)]
-    pub lock: Option<Backend>,
+    // The text: the configuration reads it with the storage layer's grammar.
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::FilePath, help_heading = JOBS)]
+    pub lock: Option<String>,
 
     /// Wait this long for a busy lock before skipping (0 = skip at once)
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", default_value = "0", value_parser = parse::duration, help_heading = JOBS)]
@@ -585,8 +585,9 @@ pub struct Cli {
     /// A directory is created with mode 0700; an existing one must be owned by you or root
     /// and not writable by group or others, and a symbolic link where a state file goes is
     /// refused (exit 125): retry never writes outside it.
-    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, value_parser = state::state_target, help_heading = JOBS)]
-    pub state: Option<Backend>,
+    // The text: the configuration reads it with the storage layer's grammar.
+    #[arg(long, value_name = "TARGET", value_hint = ValueHint::DirPath, help_heading = JOBS)]
+    pub state: Option<String>,
 
     /// Lifetime of a PostgreSQL lease, 3s to 1h [default: 15s]
     ///
@@ -596,7 +597,7 @@ pub struct Cli {
     /// SIGKILL keeps others out for up to TTL: a shorter TTL frees the lock sooner, a
     /// longer one rides out longer network trouble.
     #[arg(allow_hyphen_values = true, long, value_name = "DUR", value_parser = lease_ttl_value, help_heading = JOBS)]
-    pub lease_ttl: Option<Duration>,
+    pub lease_ttl: Option<LeaseTtl>,
 
     /// Run CMD with sh -c after a failed attempt that will be retried, during the sleep
     ///

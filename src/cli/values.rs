@@ -2,15 +2,14 @@
 //! into the type the rest of the program takes, or refuses it saying what is accepted,
 //! so that clap names the flag and nothing runs.
 
-use std::time::Duration;
-
 use reqwest::header::HeaderName;
 
+use crate::domain::LeaseTtl;
 use crate::parse;
 
 /// `--lease-ttl`: a duration from 3s to 1h.
-pub fn lease_ttl_value(text: &str) -> Result<Duration, String> {
-    crate::state::lease_ttl(parse::duration(text)?)
+pub fn lease_ttl_value(text: &str) -> Result<LeaseTtl, String> {
+    LeaseTtl::new(parse::duration(text)?)
 }
 
 /// `--retry-on` and `--stop-on`: exit codes; an HTTP status among them is refused

@@ -1,5 +1,5 @@
 //! The scheduled-job settings (`--lock`, `--lock-wait`, `--busy-exit`, `--once`,
-//! `--state`, `--lease-ttl`), with the targets clap parsed checked against each other.
+//! `--state`, `--lease-ttl`), with the targets parsed and checked against each other.
 //! Taking locks and recording markers is `jobs`' job.
 
 use std::time::Duration;
@@ -7,6 +7,28 @@ use std::time::Duration;
 use crate::cli::Cli;
 use crate::domain::ExitStatus;
 use crate::state::{self, Backend};
+
+/// `--lock` and `--state`, parsed (the error starting with the flag).
+pub fn parse_targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backend>)> {
+    let parse = |text: &Option<String>, parser: fn(&str) -> Result<Backend, String>| {
+        text.as_deref()
+            .map(parser)
+            .transpose()
+            .map_err(anyhow::Error::msg)
+    };
+    let lock = parse(&cli.lock, state::parse_lock_target)?;
+    Ok((lock, parse(&cli.state, state::parse_state_target)?))
+}
+
+/// `--lock` and `--state` parsed, each PostgreSQL target carrying `--lease-ttl`
+/// (refused when neither leases).
+pub fn targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backend>)> {
+    let (mut lock, mut state) = parse_targets(cli)?;
+    if let Some(ttl) = cli.lease_ttl {
+        state::give_lease_ttl(ttl, [lock.as_mut(), state.as_mut()]).map_err(anyhow::Error::msg)?;
+    }
+    Ok((lock, state))
+}
 
 /// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]
@@ -19,18 +41,19 @@ pub struct JobOptions {
     pub state: Option<Backend>,
     /// The command (or URL) being run, recorded in `--once` markers.
     pub command: Vec<String>,
-    /// `--lease-ttl`: the lifetime of a PostgreSQL lease.
-    pub lease_ttl: Duration,
     /// Records other endings than success (a scheduler's slots).
     pub statuses: bool,
 }
 
 impl JobOptions {
-    /// Checks the targets clap parsed against each other and the other flags, once,
-    /// before anything runs (exit 125 on error). `state` is `--state`, read once by
-    /// the configuration.
-    pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<JobOptions> {
-        let lock = cli.lock.clone();
+    /// Checks the targets against each other and the other flags, once,
+    /// before anything runs (exit 125 on error). `lock` and `state` are `--lock` and
+    /// `--state`, read once by the configuration ([`targets`]).
+    pub fn from_cli(
+        cli: &Cli,
+        lock: Option<Backend>,
+        state: Option<&Backend>,
+    ) -> anyhow::Result<JobOptions> {
         let once = cli.once.clone();
         let state = match (state, &once) {
             (Some(state), _) => Some(state.clone()),
@@ -43,15 +66,6 @@ impl JobOptions {
                 .check_key(key)
                 .map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
-        let leases = |b: &Option<Backend>| b.as_ref().is_some_and(Backend::leases);
-        let lease_ttl = match cli.lease_ttl {
-            Some(_) if !leases(&lock) && !leases(&state) => anyhow::bail!(
-                "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
-                 without --lock postgres://…#NAME or --state postgres://…"
-            ),
-            Some(ttl) => ttl,
-            None => state::DEFAULT_LEASE_TTL,
-        };
         Ok(JobOptions {
             lock,
             lock_wait: cli.lock_wait,
@@ -63,7 +77,6 @@ impl JobOptions {
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            lease_ttl,
             statuses: cli.schedule.is_some(),
         })
     }
@@ -75,8 +88,8 @@ mod tests {
 
     fn options(args: &[&str]) -> anyhow::Result<JobOptions> {
         let cli = crate::cli::parse(args.iter().copied()).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let state = cli.state.clone();
-        JobOptions::from_cli(&cli, state.as_ref())
+        let (lock, state) = targets(&cli)?;
+        JobOptions::from_cli(&cli, lock, state.as_ref())
     }
 
     #[test]
@@ -94,7 +107,20 @@ mod tests {
             "true",
         ])
         .unwrap();
-        assert_eq!(opts.lock, state::lock_target("/run/lock/x.lock").ok());
-        assert!(opts.state.as_ref().is_some_and(Backend::leases));
+        assert_eq!(opts.lock, state::parse_lock_target("/run/lock/x.lock").ok());
+        assert_eq!(
+            opts.state,
+            state::parse_state_target("postgres://u@h/db").ok()
+        );
+    }
+
+    #[test]
+    fn a_lease_ttl_rides_in_the_postgres_target_and_is_refused_without_one() {
+        let args = ["retry", "--lease-ttl", "6s", "--state", "postgres://u@h/db"];
+        let opts = options(&[&args[..], &["--once", "k", "true"]].concat()).unwrap();
+        let shown = opts.state.as_ref().map(|s| s.describe_marker("k")).unwrap();
+        assert!(shown.contains("for 6s, renewed every 2s"), "{shown}");
+        let err = options(&["retry", "--lease-ttl", "6s", "--lock", "x.lock", "true"]);
+        assert!(err.unwrap_err().to_string().starts_with("--lease-ttl: "));
     }
 }

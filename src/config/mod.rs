@@ -25,7 +25,7 @@ use serde_json::json;
 pub use self::command::CommandConfig;
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
-pub use self::jobs::JobOptions;
+pub use self::jobs::{JobOptions, parse_targets};
 pub use self::schedule::ScheduleConfig;
 use crate::cli::Cli;
 use crate::domain::{LogConfig, LogFormat, Policy};
@@ -135,8 +135,8 @@ impl Config {
         let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
         let report = ReportTo::from_cli(&cli)?;
         // --state is read by the markers, the fleet state and the scheduler.
-        let state = cli.state.clone();
-        let jobs = JobOptions::from_cli(&cli, state.as_ref())?;
+        let (lock, state) = jobs::targets(&cli)?;
+        let jobs = JobOptions::from_cli(&cli, lock, state.as_ref())?;
         let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
         let policy = policy::from_cli(&cli, nested)?;
         let hooks = HookConfig::from_cli(&cli);

@@ -6,6 +6,8 @@ use std::time::Duration;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::human;
+
 /// `--backoff`: how the delay grows from one retry to the next.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackoffKind {
@@ -115,6 +117,40 @@ impl Schedule {
         }
     }
 
+    /// How the delay grows ([`Schedule::nominal`]), is capped and jittered
+    /// ([`Schedule::delay`]), as `--dry-run` shows it.
+    pub fn describe(&self) -> String {
+        let growth = match (self.jitter, self.kind) {
+            (JitterKind::Decorrelated, _) => format!("decorrelated from {}", human(self.base)),
+            _ if !self.list.is_empty() => {
+                let list: Vec<String> = self.list.iter().map(|d| human(*d)).collect();
+                format!(
+                    "the list {} (--delays), the last repeating",
+                    list.join(", ")
+                )
+            }
+            (_, BackoffKind::Exponential) => {
+                format!(
+                    "exponential from {}, factor {}",
+                    human(self.base),
+                    self.factor
+                )
+            }
+            (_, BackoffKind::Linear) => format!("linear, {} per retry", human(self.base)),
+            (_, BackoffKind::Constant) => format!("constant {}", human(self.base)),
+            (_, BackoffKind::Fibonacci) => {
+                format!("fibonacci, {} x 1, 1, 2, 3, 5, 8 ...", human(self.base))
+            }
+        };
+        let jitter = match self.jitter {
+            JitterKind::Full => "full jitter U(0,d)",
+            JitterKind::Equal => "equal jitter d/2+U(0,d/2)",
+            JitterKind::Decorrelated => "decorrelated jitter min(cap,U(base,3*prev))",
+            JitterKind::None => "no jitter",
+        };
+        format!("{growth}, capped at {}; {jitter}", human(self.cap))
+    }
+
     /// The smallest and largest sleep that retry `n` can get.
     pub fn bounds(&self, n: u32) -> (Duration, Duration) {
         match self.jitter {
@@ -144,6 +180,17 @@ impl Schedule {
             JitterKind::None => Duration::ZERO,
             JitterKind::Full | JitterKind::Decorrelated => uniform(rng, Duration::ZERO, s),
             JitterKind::Equal => s / 2 + uniform(rng, Duration::ZERO, s / 2),
+        }
+    }
+
+    /// What [`Schedule::after_wait`] adds to a server's wait W, as `--dry-run` shows it.
+    pub fn describe_after_wait(&self) -> &'static str {
+        match self.jitter {
+            JitterKind::None => "waits exactly W (no jitter)",
+            JitterKind::Full | JitterKind::Decorrelated => {
+                "waits W + U(0,s), s = max(W, backoff delay)"
+            }
+            JitterKind::Equal => "waits W + s/2 + U(0,s/2), s = max(W, backoff delay)",
         }
     }
 }
@@ -224,6 +271,29 @@ mod tests {
 
     fn millis(list: &[u64]) -> Vec<Duration> {
         list.iter().map(|ms| Duration::from_millis(*ms)).collect()
+    }
+
+    #[test]
+    fn a_schedule_describes_the_growth_and_jitter_it_applies() {
+        let s = schedule(BackoffKind::Linear, JitterKind::Equal);
+        assert_eq!(
+            s.describe(),
+            "linear, 100ms per retry, capped at 5s; equal jitter d/2+U(0,d/2)"
+        );
+        assert_eq!(
+            s.bounds(3),
+            (Duration::from_millis(150), Duration::from_millis(300))
+        );
+        let listed = Schedule {
+            list: millis(&[200, 1000]),
+            ..schedule(BackoffKind::Exponential, JitterKind::None)
+        };
+        assert!(
+            listed
+                .describe()
+                .starts_with("the list 200ms, 1s (--delays)")
+        );
+        assert_eq!(listed.describe_after_wait(), "waits exactly W (no jitter)");
     }
 
     #[test]

@@ -5,6 +5,9 @@
 //! on them never sees clap's definition.
 
 use std::net::IpAddr;
+use std::time::Duration;
+
+use super::human;
 
 /// `--profile`: whose exit-code vocabulary classifies a command.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +78,33 @@ pub enum Throttled {
     Exit,
     /// Hold the run, sending nothing, and ask again later (needs --max-time, which bounds it)
     Wait,
+}
+
+impl Throttled {
+    /// What this does to a run, for `--dry-run`; `probe` is how often a spent budget
+    /// lets one held retry through fleet-wide (`--throttled wait`).
+    pub fn describe(self, probe: Option<Duration>) -> String {
+        match self {
+            Throttled::Exit => "exit: a refused retry ends the run with the last attempt's \
+                                status; an open circuit ends it with --circuit-exit"
+                .into(),
+            Throttled::Wait => {
+                let probe = probe
+                    .map(|p| {
+                        format!(
+                            "; while the budget is spent, one held retry per {} fleet-wide is \
+                             the probe",
+                            human(p)
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "wait: a refused retry or an open circuit holds the run (sending nothing, \
+                     not counted in -a) until --max-time{probe}"
+                )
+            }
+        }
+    }
 }
 
 /// Which addresses a name may resolve to (`-4` / `-6`).

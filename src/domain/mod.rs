@@ -24,7 +24,7 @@ pub use attempt::{
 pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
 pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, Throttled};
 pub use events::{Event, Events};
-pub use fleet::{BudgetConfig, CircuitConfig};
+pub use fleet::{BudgetConfig, CircuitConfig, LeaseTtl};
 pub use log::LogConfig;
 pub use policy::{Goal, Policy, of_limit};
 pub use protocols::{Protocols, url_hint};

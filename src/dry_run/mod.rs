@@ -2,11 +2,14 @@
 //! place: the schedule of a `--schedule` job and what a start now would catch up, the
 //! attempts and their sleeps ([`policy`]), the executor's classification rules, the lock
 //! and `--once` marker, and the fleet's budget and circuit as they stand (read only).
+//! Each rule's text is asked of the code that applies it (`describe`), so that the
+//! two cannot drift apart; this module lays them out.
 
 mod policy;
 
 use std::collections::HashSet;
 use std::fmt::Write;
+use std::time::Duration;
 
 use anyhow::Context;
 use jiff::Timestamp;
@@ -14,9 +17,9 @@ use jiff::Timestamp;
 use crate::config::crontab::Crontab;
 use crate::config::fleet::FleetConfig;
 use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
-use crate::domain::{BudgetConfig, CircuitConfig, Throttled, human, one_line, rfc3339_seconds};
+use crate::domain::{BudgetConfig, CircuitConfig, human, one_line, rfc3339_seconds};
 use crate::schedule::World;
-use crate::state::{self, Backend, CircuitState};
+use crate::state::{self, Backend};
 use crate::wait::Bound;
 use crate::{exec, fleet, schedule};
 
@@ -36,7 +39,8 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
         &exec.describe(),
     );
     text += &jobs(&config.jobs);
-    text += &fleet(&config.fleet, config.seed, config.run.nested);
+    let max_time = config.policy.max_time;
+    text += &fleet(&config.fleet, config.seed, max_time, config.run.nested);
     write_out(&text)
 }
 
@@ -161,23 +165,18 @@ fn read_state(
     Ok((world.handled()?, world.recorded_first_start()?))
 }
 
-/// The fleet part of the dry run: the splay, and the budget's and circuit's
-/// current state, read without changing it.
-pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
+/// The fleet part of the dry run: the splay (never past `max_time`, `--max-time`), and
+/// the budget's and circuit's current state, read without changing it.
+pub fn fleet(
+    config: &FleetConfig,
+    seed: Option<u64>,
+    max_time: Option<Duration>,
+    nested: bool,
+) -> String {
     let mut out = String::new();
     if !config.splay.is_zero() {
-        let this_run = match seed {
-            Some(seed) => format!(
-                "; with --seed {seed}: {}",
-                human(fleet::splay_delay(config.splay, seed))
-            ),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "splay:       U(0, {}) before the first attempt{this_run}",
-            human(config.splay)
-        );
+        let splay = fleet::describe_splay(config.splay, seed, max_time);
+        let _ = writeln!(out, "splay:       {splay}");
     }
     let Some(state) = &config.state else {
         return if out.is_empty() {
@@ -195,34 +194,9 @@ pub fn fleet(config: &FleetConfig, seed: Option<u64>, nested: bool) -> String {
     for line in fleet_state(state, config.budget.as_ref(), config.circuit.as_ref()) {
         let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(out, "{}", throttled_line(config));
-    format!("\n{out}")
-}
-
-/// What `--throttled` does to this run.
-fn throttled_line(config: &FleetConfig) -> String {
     let probe = config.budget.as_ref().and_then(|b| b.probe_after);
-    match (config.throttled, probe) {
-        (Throttled::Exit, _) => {
-            "throttled:   exit: a refused retry ends the run with the last attempt's status; \
-             an open circuit ends it with --circuit-exit"
-                .into()
-        }
-        (Throttled::Wait, probe) => {
-            let probe = probe
-                .map(|p| {
-                    format!(
-                        "; while the budget is spent, one held retry per {} fleet-wide is the probe",
-                        human(p)
-                    )
-                })
-                .unwrap_or_default();
-            format!(
-                "throttled:   wait: a refused retry or an open circuit holds the run (sending nothing, \
-                 not counted in -a) until --max-time{probe}"
-            )
-        }
-    }
+    let _ = writeln!(out, "throttled:   {}", config.throttled.describe(probe));
+    format!("\n{out}")
 }
 
 /// The scheduled-job part of the dry run: the lock, the `--once` key and where its
@@ -230,7 +204,7 @@ fn throttled_line(config: &FleetConfig) -> String {
 pub fn jobs(jobs: &JobOptions) -> String {
     let mut out = String::new();
     if let Some(lock) = &jobs.lock {
-        let _ = writeln!(out, "lock:        {}", lock.describe_lock(jobs.lease_ttl));
+        let _ = writeln!(out, "lock:        {}", lock.describe_lock());
         let _ = writeln!(
             out,
             "busy lock:   wait up to {}, then skip with exit status {}",
@@ -239,7 +213,7 @@ pub fn jobs(jobs: &JobOptions) -> String {
         );
     }
     if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
-        let place = state.describe_marker(key, jobs.lease_ttl);
+        let place = state.describe_marker(key);
         let _ = writeln!(
             out,
             "once:        key {key:?}: skip if it succeeded; else {place}"
@@ -267,12 +241,8 @@ fn fleet_state(
     if let Some(b) = budget {
         let line = match store.tokens(b, &bound) {
             Ok(t) => format!(
-                "budget:      {} holds {} of {} tokens (retries while more than {}; a success earns {}) in {}",
-                b.name,
-                fleet::show_tokens(t),
-                b.size,
-                fleet::show_tokens(f64::from(b.size) / 2.0),
-                b.ratio,
+                "budget:      {} in {}",
+                state::describe_budget(t, b),
                 store.describe()
             ),
             Err(err) => format!("budget:      {}: unreadable: {err:#}", b.name),
@@ -281,32 +251,10 @@ fn fleet_state(
     }
     if let Some(c) = circuit {
         let line = match store.circuit(c, &bound) {
-            Ok(state) => circuit_line(c, &state),
+            Ok(record) => format!("circuit:     {}", record.describe(c, state::now_ms())),
             Err(err) => format!("circuit:     {}: unreadable: {err:#}", c.name),
         };
         lines.push(line);
     }
     lines
-}
-
-fn circuit_line(c: &CircuitConfig, record: &CircuitState) -> String {
-    let now = state::now_ms();
-    let status = match record
-        .open_until_ms
-        .filter(|_| record.failures >= c.failures)
-    {
-        Some(until) if until > now => format!("open until {}", state::show_time(until)),
-        Some(_) => "open, cooldown over: the next run is the probe".into(),
-        None => "closed".into(),
-    };
-    // The count goes on past the threshold while runs keep failing: "15 of 5" read as nonsense.
-    format!(
-        "circuit:     {} is {status}; {} failed run{} in a row (it opens at {}); cooldown {}; refused runs exit {}",
-        c.name,
-        record.failures,
-        if record.failures == 1 { "" } else { "s" },
-        c.failures,
-        human(c.cooldown),
-        c.exit
-    )
 }

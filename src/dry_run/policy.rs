@@ -1,12 +1,14 @@
 //! The attempts part of the dry run: the policy (each retry's delay range and the
-//! worst-case total) and the executor's target, notes and classification rules.
+//! worst-case total) and the executor's target, notes and classification rules, each
+//! rule as it describes itself.
 
 use std::fmt::Write;
 use std::time::Duration;
 
 use crate::config::RunInfo;
-use crate::domain::{BackoffKind, Goal, JitterKind, Policy, human};
+use crate::domain::{Policy, human};
 use crate::exec::Description;
+use crate::{engine, fleet};
 
 /// `splay` is `--splay`: the longest sleep before the first attempt, part of the worst case.
 pub fn render(
@@ -29,10 +31,10 @@ pub fn render(
         ""
     };
     let _ = writeln!(out, "attempts:    {}{nested_note}", describe_limit(policy));
-    if let Some(goal) = describe_goal(policy) {
+    if let Some(goal) = engine::describe_goal(policy.goal, policy.schedule.base) {
         let _ = writeln!(out, "goal:        {goal}");
     }
-    let _ = writeln!(out, "backoff:     {}", describe_schedule(policy));
+    let _ = writeln!(out, "backoff:     {}", policy.schedule.describe());
     let _ = writeln!(
         out,
         "timeout:     {} per attempt; --max-time {}",
@@ -62,7 +64,7 @@ pub fn render(
             out,
             "retry-after: obeyed up to {} (--max-retry-after); {}",
             human(policy.max_wait_hint),
-            describe_hint_spread(policy.schedule.jitter)
+            policy.schedule.describe_after_wait()
         );
     }
     out.push('\n');
@@ -83,64 +85,6 @@ fn describe_limit(policy: &Policy) -> String {
     }
 }
 
-/// What the run is after, when that is more than its first success.
-fn describe_goal(policy: &Policy) -> Option<String> {
-    match policy.goal {
-        Goal::FirstSuccess => None,
-        Goal::Consecutive(n) => Some(format!(
-            "{n} successes in a row (--consecutive); the sleep after a success is {} \
-             (--delay), after a failure the backoff below from its start",
-            human(policy.schedule.base)
-        )),
-        Goal::UntilFailure => Some(
-            "the first failure (--until-failure): a success is followed by the backoff below \
-             and another attempt; every attempt succeeding exits 0"
-                .into(),
-        ),
-    }
-}
-
-fn describe_schedule(policy: &Policy) -> String {
-    let s = &policy.schedule;
-    let listed = || {
-        let list: Vec<String> = s.list.iter().map(|d| human(*d)).collect();
-        format!(
-            "the list {} (--delays), the last repeating",
-            list.join(", ")
-        )
-    };
-    let growth = match (s.jitter, s.kind) {
-        (JitterKind::Decorrelated, _) => format!("decorrelated from {}", human(s.base)),
-        _ if !s.list.is_empty() => listed(),
-        (_, BackoffKind::Exponential) => {
-            format!("exponential from {}, factor {}", human(s.base), s.factor)
-        }
-        (_, BackoffKind::Linear) => format!("linear, {} per retry", human(s.base)),
-        (_, BackoffKind::Constant) => format!("constant {}", human(s.base)),
-        (_, BackoffKind::Fibonacci) => {
-            format!("fibonacci, {} x 1, 1, 2, 3, 5, 8 ...", human(s.base))
-        }
-    };
-    let jitter = match s.jitter {
-        JitterKind::Full => "full jitter U(0,d)",
-        JitterKind::Equal => "equal jitter d/2+U(0,d/2)",
-        JitterKind::Decorrelated => "decorrelated jitter min(cap,U(base,3*prev))",
-        JitterKind::None => "no jitter",
-    };
-    format!("{growth}, capped at {}; {jitter}", human(s.cap))
-}
-
-/// What is added to a server-requested wait W (docs/internals.md, "A server's wait").
-fn describe_hint_spread(jitter: JitterKind) -> &'static str {
-    match jitter {
-        JitterKind::None => "waits exactly W (no jitter)",
-        JitterKind::Equal => "waits W + s/2 + U(0,s/2), s = max(W, backoff delay)",
-        JitterKind::Full | JitterKind::Decorrelated => {
-            "waits W + U(0,s), s = max(W, backoff delay)"
-        }
-    }
-}
-
 /// The per-attempt delay ranges and the worst case (the `splay` before the first
 /// attempt included), as a table.
 pub fn schedule_table(policy: &Policy, splay: Duration) -> String {
@@ -157,8 +101,7 @@ pub fn schedule_table(policy: &Policy, splay: Duration) -> String {
         let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(out);
-    // The splay is cut to --max-time when that is shorter, as the run does.
-    let splay = policy.max_time.map_or(splay, |max| splay.min(max));
+    let splay = fleet::longest_splay(splay, policy.max_time);
     let worst = backoff.saturating_add(splay);
     let sleeping = if splay.is_zero() {
         format!("worst case: {} of sleeping", human(worst))

@@ -4,7 +4,9 @@
 //! `--until-failure` wants a failure and attempts again after every success. Whether
 //! a failure is retried, and how long to sleep, stay the loop's.
 
-use crate::domain::{Class, ExitStatus, Goal, StopReason};
+use std::time::Duration;
+
+use crate::domain::{Class, ExitStatus, Goal, StopReason, human};
 
 /// What follows an attempt, as the goal sees it.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,6 +27,24 @@ pub enum Pause {
     Base,
     /// The backoff's sleep before retry n, jittered as any.
     Backoff(u32),
+}
+
+/// What the run is after when that is more than its first success, and the pauses
+/// [`Tally::after`] asks for (`delay` is `--delay`), as `--dry-run` shows it.
+pub fn describe_goal(goal: Goal, delay: Duration) -> Option<String> {
+    match goal {
+        Goal::FirstSuccess => None,
+        Goal::Consecutive(n) => Some(format!(
+            "{n} successes in a row (--consecutive); the sleep after a success is {} \
+             (--delay), after a failure the backoff below from its start",
+            human(delay)
+        )),
+        Goal::UntilFailure => Some(
+            "the first failure (--until-failure): a success is followed by the backoff below \
+             and another attempt; every attempt succeeding exits 0"
+                .into(),
+        ),
+    }
 }
 
 pub struct Tally {

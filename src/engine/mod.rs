@@ -27,6 +27,7 @@ mod goal;
 
 pub use env::{Clock, Env, Refusal, RetryBudget, RetryFacts, RetryHook, Sleeper};
 use goal::Tally;
+pub use goal::describe_goal;
 
 /// What to do after an attempt.
 enum Next {

@@ -10,7 +10,7 @@ use super::store::{Halt, Phase, Store};
 use crate::domain::BudgetConfig;
 use crate::engine::{Refusal, RetryBudget};
 use crate::report;
-use crate::state::{Answer, Spent, allows_retry};
+use crate::state::{Answer, Spent, allows_retry, show_tokens};
 
 /// A retry budget in the fleet's store, as the engine asks it.
 pub struct SharedBudget<'a> {
@@ -121,25 +121,5 @@ impl<'a> SharedBudget<'a> {
             ran_out: None,
             probing: false,
         }
-    }
-}
-
-/// `5` or `4.3`: tokens as a person reads them.
-pub fn show_tokens(tokens: f64) -> String {
-    if (tokens - tokens.round()).abs() < 1e-9 {
-        format!("{}", tokens.round())
-    } else {
-        format!("{tokens:.1}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_read_as_people_write_them() {
-        assert_eq!(show_tokens(5.0), "5");
-        assert_eq!(show_tokens(4.3), "4.3");
     }
 }

@@ -19,8 +19,10 @@ use crate::domain::{ExitStatus, Hold, RunSummary, StopReason, TimeLimit};
 use crate::engine::{Clock, Sleeper};
 use crate::state;
 use crate::wait::Bound;
-pub use budget::{SharedBudget, show_tokens};
+pub use budget::SharedBudget;
+#[cfg(test)]
 pub use splay::splay_delay;
+pub use splay::{describe as describe_splay, longest as longest_splay};
 use store::Store;
 
 /// A run's fleet: its settings, and its store unless it has none (no budget or

@@ -23,6 +23,28 @@ pub fn splay_delay(window: Duration, seed: u64) -> Duration {
     Duration::from_nanos(rng.random_range(0..=span))
 }
 
+/// The longest `--splay` sleep: the window, cut to `cap` (what is left of the time
+/// limit; at the start of a run, the whole `--max-time`) when that is shorter.
+pub fn longest(window: Duration, cap: Option<Duration>) -> Duration {
+    cap.map_or(window, |cap| window.min(cap))
+}
+
+/// The splay of `window` that the run of `seed` sleeps (never past `cap`).
+fn delay(window: Duration, seed: u64, cap: Option<Duration>) -> Duration {
+    splay_delay(window, seed).min(longest(window, cap))
+}
+
+/// What `--splay` does, for `--dry-run`: the draw and, with `--seed`, this run's sleep.
+pub fn describe(window: Duration, seed: Option<u64>, max_time: Option<Duration>) -> String {
+    let this_run = seed
+        .map(|seed| {
+            let sleep = delay(window, seed, max_time);
+            format!("; with --seed {seed}: {}", human(sleep))
+        })
+        .unwrap_or_default();
+    format!("U(0, {}) before the first attempt{this_run}", human(window))
+}
+
 /// Sleeps the splay of `window` (never past what is `left` of the time limit); a
 /// stopping signal ends it at once, and the run with it.
 pub(super) fn sleep(
@@ -31,10 +53,7 @@ pub(super) fn sleep(
     left: Option<Duration>,
     sleeper: &mut dyn Sleeper,
 ) -> Result<(), Stopped> {
-    let mut delay = splay_delay(window, seed);
-    if let Some(left) = left {
-        delay = delay.min(left);
-    }
+    let delay = delay(window, seed, left);
     if delay.is_zero() {
         return Ok(());
     }
@@ -68,5 +87,20 @@ mod tests {
         assert_ne!(splay_delay(window, 7), splay_delay(window, 8));
         assert!((0..100).all(|seed| splay_delay(window, seed) <= window));
         assert_eq!(splay_delay(Duration::ZERO, 7), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_description_shows_the_sleep_cut_to_max_time() {
+        let (window, max) = (Duration::from_secs(20), Duration::from_millis(1));
+        assert_eq!(longest(window, Some(max)), max);
+        assert_eq!(longest(window, None), window);
+        let cut = describe(window, Some(7), Some(max));
+        assert_eq!(
+            cut,
+            "U(0, 20s) before the first attempt; with --seed 7: 1ms"
+        );
+        let uncut = describe(window, Some(7), None);
+        let expected = human(splay_delay(window, 7));
+        assert!(uncut.ends_with(&format!("--seed 7: {expected}")), "{uncut}");
     }
 }

@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::HeldLocks;
 use crate::domain::{ExitStatus, RunSummary, StopReason};
 use crate::report;
-use crate::state::{self, Backend, DEFAULT_LEASE_TTL, LockLost, Marker, Status, host_name};
+use crate::state::{self, Backend, LockLost, Marker, Status, host_name};
 use crate::wait::Bound;
 
 /// Records how a slot ended with a store of its own (for a slot that never held its
@@ -22,7 +22,7 @@ fn record_status(
     command: &[String],
 ) -> anyhow::Result<()> {
     let bound = Bound::signals_only();
-    let mut store = state::open_markers(target, true, DEFAULT_LEASE_TTL, &bound)?;
+    let mut store = state::open_markers(target, true, &bound)?;
     let marker = Marker {
         key: key.to_string(),
         status,

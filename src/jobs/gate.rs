@@ -154,7 +154,7 @@ pub fn prepare(opts: &JobOptions, limit: &TimeLimit) -> anyhow::Result<Gate> {
     });
     let mut once = None;
     if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
-        let opened = state::open_markers(state, opts.statuses, opts.lease_ttl, &calls);
+        let opened = state::open_markers(state, opts.statuses, &calls);
         let mut store = match opened {
             Ok(store) => store,
             Err(err) => return stopped_by(err, "connecting to the --state server"),
@@ -173,7 +173,7 @@ pub fn prepare(opts: &JobOptions, limit: &TimeLimit) -> anyhow::Result<Gate> {
     let mut lock = None;
     let mut fencing_token = None;
     if let Some(target) = &opts.lock {
-        let opened = state::open_lock(target, opts.state.as_ref(), opts.lease_ttl, &calls);
+        let opened = state::open_lock(target, opts.state.as_ref(), &calls);
         let mut backend = match opened {
             Ok(backend) => backend,
             Err(err) => return stopped_by(err, "connecting to the --lock server"),

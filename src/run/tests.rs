@@ -128,8 +128,7 @@ fn the_gate_skips_a_key_that_succeeded_and_a_busy_lock() {
     let c = config(&["--lock", &lock, "--busy-exit", "75", "--state", &state]);
     let target = c.jobs.lock.clone().unwrap();
     let bound = Bound::signals_only();
-    let mut held =
-        state::open_lock(&target, c.jobs.state.as_ref(), c.jobs.lease_ttl, &bound).unwrap();
+    let mut held = state::open_lock(&target, c.jobs.state.as_ref(), &bound).unwrap();
     assert!(held.try_acquire(&bound).unwrap());
     let (summary, skipped) = early(Fakes::new().run(&c).gate().err().unwrap());
     assert_eq!(skipped, Some(SkipWhy::LockBusy));
@@ -299,7 +298,6 @@ fn the_locks_are_released_and_the_report_is_written_last() {
     assert_eq!(written["result"]["stopped_because"], "success");
     let bound = Bound::signals_only();
     let target = c.jobs.lock.clone().unwrap();
-    let mut again =
-        state::open_lock(&target, c.jobs.state.as_ref(), c.jobs.lease_ttl, &bound).unwrap();
+    let mut again = state::open_lock(&target, c.jobs.state.as_ref(), &bound).unwrap();
     assert!(again.try_acquire(&bound).unwrap(), "released");
 }

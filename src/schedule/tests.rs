@@ -34,7 +34,7 @@ fn config(cron: &str, catch_up: CatchUp, overlap: Overlap, window_s: u64) -> Sch
         window: std::time::Duration::from_secs(window_s),
         overlap,
         grace: std::time::Duration::from_secs(20),
-        state: crate::state::state_target("/nonexistent").unwrap(),
+        state: crate::state::parse_state_target("/nonexistent").unwrap(),
         metrics_listen: None,
         run_slot: None,
     }

@@ -133,10 +133,7 @@ impl<'a> SystemWorld<'a> {
     /// The slot records, opened for one call (no connection is held between slots).
     fn store(&self, bound: &Bound) -> anyhow::Result<Box<dyn MarkerStore>> {
         match self.config {
-            Some(config) => {
-                let ttl = config.jobs.lease_ttl;
-                state::open_markers(&self.schedule.state, true, ttl, bound)
-            }
+            Some(_) => state::open_markers(&self.schedule.state, true, bound),
             // A dry run reads the state and creates nothing.
             None => state::open_markers_read_only(&self.schedule.state, bound),
         }

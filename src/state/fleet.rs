@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{BudgetConfig, CircuitConfig};
+use crate::domain::{BudgetConfig, CircuitConfig, human};
 use crate::wait::Bound;
 
 /// Tokens after one attempt: a failure takes one (never below 0), a success adds
@@ -43,17 +43,44 @@ pub const LATEST_MS: u64 = 253_402_300_799_999;
 
 /// A retry is made only while the budget holds more than half its size.
 pub fn allows_retry(tokens: f64, size: u32) -> bool {
-    tokens > f64::from(size) / 2.0
+    tokens > retry_threshold(size)
+}
+
+/// What a budget must hold more than to let a retry through: half its size.
+fn retry_threshold(size: u32) -> f64 {
+    f64::from(size) / 2.0
+}
+
+/// A budget holding `tokens`, with the rules it is asked by ([`allows_retry`],
+/// [`tokens_after`]), as `--dry-run` shows it.
+pub fn describe_budget(tokens: f64, budget: &BudgetConfig) -> String {
+    format!(
+        "{} holds {} of {} tokens (retries while more than {}; a success earns {})",
+        budget.name,
+        show_tokens(tokens),
+        budget.size,
+        show_tokens(retry_threshold(budget.size)),
+        budget.ratio
+    )
+}
+
+/// `5` or `4.3`: tokens as a person reads them.
+pub fn show_tokens(tokens: f64) -> String {
+    if (tokens - tokens.round()).abs() < 1e-9 {
+        format!("{}", tokens.round())
+    } else {
+        format!("{tokens:.1}")
+    }
 }
 
 /// Tokens after a probe's attempt (`--throttled wait`): a failed probe takes none (the
 /// service is known to be down); a successful one sets the budget to the larger of
 /// T + R and N/2 + R, so that the held runs go on.
 pub fn tokens_after_probe(tokens: f64, size: u32, ratio: f64, success: bool) -> f64 {
-    let size = f64::from(size);
+    let (threshold, size) = (retry_threshold(size), f64::from(size));
     let tokens = tokens.min(size);
     if success {
-        (tokens + ratio).max(size / 2.0 + ratio).min(size)
+        (tokens + ratio).max(threshold + ratio).min(size)
     } else {
         tokens
     }
@@ -141,6 +168,27 @@ impl CircuitState {
         }
         self.open_until_ms = Some(open_until(now_ms, config));
         Admission::Probe
+    }
+
+    /// This record under `config` at `now_ms`, as [`CircuitState::admit`] would find
+    /// it, for `--dry-run`.
+    pub fn describe(&self, config: &CircuitConfig, now_ms: u64) -> String {
+        let open = self.open_until_ms.filter(|_| self.is_open(config.failures));
+        let status = match open {
+            Some(until) if now_ms < until => format!("open until {}", show_time(until)),
+            Some(_) => "open, cooldown over: the next run is the probe".into(),
+            None => "closed".into(),
+        };
+        // The count goes on past the threshold while runs keep failing: "15 of 5" read as nonsense.
+        format!(
+            "{} is {status}; {} failed run{} in a row (it opens at {}); cooldown {}; refused runs exit {}",
+            config.name,
+            self.failures,
+            if self.failures == 1 { "" } else { "s" },
+            config.failures,
+            human(config.cooldown),
+            config.exit
+        )
     }
 
     /// Counts a run that ended at `now_ms`: a success closes the circuit, a failure
@@ -254,6 +302,50 @@ mod tests {
     use crate::domain::ExitStatus;
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn tokens_read_as_people_write_them() {
+        assert_eq!(show_tokens(5.0), "5");
+        assert_eq!(show_tokens(4.3), "4.3");
+    }
+
+    #[test]
+    fn a_circuit_describes_itself_as_it_admits() {
+        let config = circuit(2, 10);
+        let mut record = CircuitState::default();
+        assert!(
+            record
+                .describe(&config, 0)
+                .starts_with("c is closed; 0 failed runs")
+        );
+        record.record(false, 0, &config);
+        assert!(
+            record
+                .describe(&config, 0)
+                .contains("closed; 1 failed run in a row (it opens at 2)")
+        );
+        record.record(false, 0, &config);
+        let until = show_time(10_000);
+        assert!(
+            record
+                .describe(&config, 9_999)
+                .contains(&format!("open until {until}"))
+        );
+        assert_eq!(
+            record.admit(9_999, &config),
+            Admission::Open {
+                until_ms: 10_000,
+                failures: 2
+            }
+        );
+        assert!(
+            record
+                .describe(&config, 10_000)
+                .contains("cooldown over: the next run is the probe")
+        );
+        assert_eq!(record.admit(10_000, &config), Admission::Probe);
+    }
+
     fn circuit(failures: u32, cooldown_s: u64) -> CircuitConfig {
         CircuitConfig {
             name: "c".into(),

@@ -23,15 +23,14 @@ mod target;
 pub use burst::{Burst, Patience, idle};
 pub use errors::{NoAnswer, Refused};
 pub use fleet::{
-    Admission, Answer, CircuitState, FleetStore, LATEST_MS, Spent, allows_retry, ms_since_epoch,
-    now_ms, show_time,
+    Admission, Answer, FleetStore, LATEST_MS, Spent, allows_retry, describe_budget, ms_since_epoch,
+    now_ms, show_time, show_tokens,
 };
 pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only};
 pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};
 pub use stores::{Lock, MarkerStore};
 pub use target::{
-    Backend, DEFAULT_LEASE_TTL, default_state, lease_ttl, lock_target, parse_lock_target,
-    parse_state_target, parse_target, state_target,
+    Backend, default_state, give_lease_ttl, parse_lock_target, parse_state_target, parse_target,
 };
 
 /// The readers of what the state directory holds (budget and circuit records, fencing

@@ -2,7 +2,6 @@
 //! backend by the target's kind. A new backend adds its arm to each function here.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::file::fleet::FileFleet;
 use super::file::lock::{FileLock, FileStore};
@@ -17,12 +16,11 @@ use crate::wait::Bound;
 pub fn open_lock(
     lock: &Backend,
     state: Option<&Backend>,
-    lease_ttl: Duration,
     bound: &Bound,
 ) -> anyhow::Result<Box<dyn Lock>> {
     Ok(match lock {
         Backend::File(path) => Box::new(FileLock::new(path.clone(), fencing_dir(state))),
-        Backend::Postgres(pg) => Box::new(PgLock::connect(pg.clone(), lease_ttl, bound)?),
+        Backend::Postgres(pg) => Box::new(PgLock::connect(pg.clone(), bound)?),
     })
 }
 
@@ -42,14 +40,11 @@ fn fencing_dir(state: Option<&Backend>) -> Option<PathBuf> {
 pub fn open_markers(
     target: &Backend,
     statuses: bool,
-    lease_ttl: Duration,
     bound: &Bound,
 ) -> anyhow::Result<Box<dyn MarkerStore>> {
     Ok(match target {
         Backend::File(dir) => Box::new(FileStore::open(dir.clone())?),
-        Backend::Postgres(pg) => {
-            Box::new(PgStore::connect(pg.clone(), statuses, lease_ttl, bound)?)
-        }
+        Backend::Postgres(pg) => Box::new(PgStore::connect(pg.clone(), statuses, bound)?),
     })
 }
 

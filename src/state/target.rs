@@ -4,11 +4,11 @@
 //! and how `--dry-run` describes it. Opening a target is `open`'s.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::postgres::url as postgres;
-pub use super::postgres::url::{DEFAULT_LEASE_TTL, PgTarget, lease_ttl};
+pub use super::postgres::url::PgTarget;
 use super::{file, postgres as pg};
+use crate::domain::LeaseTtl;
 
 /// Where a lock or the markers live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,10 +29,16 @@ impl Backend {
         }
     }
 
-    /// Whether a lock or a `--once` key's lock here is a lease, whose lifetime
-    /// `--lease-ttl` sets.
-    pub fn leases(&self) -> bool {
-        matches!(self, Backend::Postgres(_))
+    /// Gives the leases taken here (a lock, or a `--once` key's or a slot's lock) the
+    /// lifetime `ttl`; false where a lock is no lease (a file).
+    fn take_lease_ttl(&mut self, ttl: LeaseTtl) -> bool {
+        match self {
+            Backend::File(_) => false,
+            Backend::Postgres(target) => {
+                target.lease_ttl = ttl;
+                true
+            }
+        }
     }
 
     /// The directory, when the state lives on this host only.
@@ -44,18 +50,18 @@ impl Backend {
     }
 
     /// What a `--lock` here is, for `--dry-run`.
-    pub fn describe_lock(&self, lease_ttl: Duration) -> String {
+    pub fn describe_lock(&self) -> String {
         match self {
             Backend::File(path) => file::describe_lock(path),
-            Backend::Postgres(target) => pg::describe_lock(target, lease_ttl),
+            Backend::Postgres(target) => pg::describe_lock(target),
         }
     }
 
     /// Where the marker of `--once` key `key` goes here, for `--dry-run`.
-    pub fn describe_marker(&self, key: &str, lease_ttl: Duration) -> String {
+    pub fn describe_marker(&self, key: &str) -> String {
         match self {
             Backend::File(dir) => file::describe_marker(dir),
-            Backend::Postgres(target) => pg::describe_marker(target, key, lease_ttl),
+            Backend::Postgres(target) => pg::describe_marker(target, key),
         }
     }
 }
@@ -97,8 +103,8 @@ fn url_scheme(text: &str) -> Option<&str> {
 }
 
 /// `--lock TARGET`: a file path, or a PostgreSQL URL with `#NAME`; the error names
-/// no flag (clap names it).
-pub fn lock_target(text: &str) -> Result<Backend, String> {
+/// no flag ([`parse_lock_target`] adds it).
+fn lock_target(text: &str) -> Result<Backend, String> {
     let target = parse_target(text).map_err(|e| format!("{e}; {LOCK_ACCEPTS}"))?;
     match &target {
         Backend::Postgres(pg) if pg.name.is_none() => Err(format!(
@@ -153,8 +159,8 @@ fn refuse_long(name: &str, what: &str) -> Result<(), String> {
 const LOCK_NAME_MAX: usize = 200;
 
 /// `--state TARGET`: a directory, or a PostgreSQL URL without `#NAME`; the error
-/// names no flag (clap names it).
-pub fn state_target(text: &str) -> Result<Backend, String> {
+/// names no flag ([`parse_state_target`] adds it).
+fn state_target(text: &str) -> Result<Backend, String> {
     let target = parse_target(text).map_err(|e| format!("{e}; {STATE_ACCEPTS}"))?;
     match &target {
         Backend::Postgres(pg) if pg.name.is_some() => Err(format!(
@@ -174,6 +180,24 @@ pub fn parse_lock_target(text: &str) -> Result<Backend, String> {
 /// Parses `--state TARGET`, the error starting with the flag.
 pub fn parse_state_target(text: &str) -> Result<Backend, String> {
     state_target(text).map_err(|e| format!("--state: {e}"))
+}
+
+/// `--lease-ttl TTL`: given to the `--lock` and `--state` targets that lease; refused
+/// (the error starting with the flag) when neither does, as it would change nothing.
+pub fn give_lease_ttl(ttl: LeaseTtl, targets: [Option<&mut Backend>; 2]) -> Result<(), String> {
+    let taken = targets
+        .into_iter()
+        .flatten()
+        .fold(false, |taken, target| target.take_lease_ttl(ttl) | taken);
+    if taken {
+        Ok(())
+    } else {
+        Err(
+            "--lease-ttl: it sets the lifetime of a PostgreSQL lease, and there is none \
+             without --lock postgres://…#NAME or --state postgres://…"
+                .into(),
+        )
+    }
 }
 
 /// The default state: the state directory.
@@ -243,6 +267,21 @@ mod tests {
             parse_lock_target("/tmp/dir/").is_ok(),
             "a directory is locked, as by flock(1)"
         );
+    }
+
+    #[test]
+    fn a_lease_ttl_goes_to_the_targets_that_lease_and_is_refused_without_one() {
+        let ttl = LeaseTtl::new(std::time::Duration::from_secs(6)).unwrap();
+        let mut lock = parse_lock_target("/run/lock/x.lock").unwrap();
+        let mut state = parse_state_target("postgres://u@h/db").unwrap();
+        give_lease_ttl(ttl, [Some(&mut lock), Some(&mut state)]).unwrap();
+        assert_eq!(lock, parse_lock_target("/run/lock/x.lock").unwrap());
+        let Backend::Postgres(pg) = &state else {
+            panic!("{state:?}")
+        };
+        assert_eq!(pg.lease_ttl, ttl);
+        let err = give_lease_ttl(ttl, [Some(&mut lock), None]).unwrap_err();
+        assert!(err.starts_with("--lease-ttl: "), "{err}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct PgLock {
 
 impl PgLock {
     /// Connects (within `bound` and `connect_timeout`) and makes sure the lease table exists.
-    pub fn connect(target: PgTarget, ttl: Duration, bound: &Bound) -> anyhow::Result<PgLock> {
+    pub fn connect(target: PgTarget, bound: &Bound) -> anyhow::Result<PgLock> {
         let db = Db::open(&target);
         let needs = Needs {
             leases: true,
@@ -37,9 +37,9 @@ impl PgLock {
         let name = LeaseName::lock(target.name.as_deref().unwrap_or_default());
         Ok(PgLock {
             db,
-            target,
             name,
-            ttl,
+            ttl: target.lease_ttl.get(),
+            target,
             seed_from_fencing: found.fencing,
             held: None,
         })

@@ -39,12 +39,7 @@ const COLUMNS: &str = "succeeded_at, host, pid, command, attempts";
 impl PgStore {
     /// Connects (within `bound`) and makes sure the tables exist; `statuses` when the
     /// caller records endings other than success (a scheduler).
-    pub fn connect(
-        target: PgTarget,
-        statuses: bool,
-        ttl: Duration,
-        bound: &Bound,
-    ) -> anyhow::Result<PgStore> {
+    pub fn connect(target: PgTarget, statuses: bool, bound: &Bound) -> anyhow::Result<PgStore> {
         let db = Db::open(&target);
         let needs = Needs {
             leases: true,
@@ -56,9 +51,9 @@ impl PgStore {
             schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
         Ok(PgStore {
             db,
+            ttl: target.lease_ttl.get(),
             target,
             found,
-            ttl,
             held: None,
         })
     }
@@ -70,9 +65,9 @@ impl PgStore {
             .with_context(|| format!("--state: {target}"))?;
         Ok(PgStore {
             db,
+            ttl: target.lease_ttl.get(),
             target,
             found,
-            ttl: super::url::DEFAULT_LEASE_TTL,
             held: None,
         })
     }

@@ -37,13 +37,18 @@ fn describe_lease(name: &str, ttl: Duration) -> String {
 }
 
 /// What `--lock postgres://…#NAME` is, for `--dry-run`.
-pub fn describe_lock(target: &PgTarget, ttl: Duration) -> String {
+pub fn describe_lock(target: &PgTarget) -> String {
     let name = format!("lock:{}", target.name.as_deref().unwrap_or_default());
-    format!("{}: {}", target.server(), describe_lease(&name, ttl))
+    format!(
+        "{}: {}",
+        target.server(),
+        describe_lease(&name, target.lease_ttl.get())
+    )
 }
 
 /// Where a `--once` key's marker goes on the server, for `--dry-run`.
-pub fn describe_marker(target: &PgTarget, key: &str, ttl: Duration) -> String {
+pub fn describe_marker(target: &PgTarget, key: &str) -> String {
+    let ttl = target.lease_ttl.get();
     format!(
         "a row of {MARKER_TABLE} at {target}, written as {} is released",
         describe_lease(&format!("once:{key}"), ttl)
