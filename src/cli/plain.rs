@@ -1,12 +1,14 @@
 //! `retry -- COMMAND [ARG]...` and `retry COMMAND [ARG]...`, the command line without an
-//! option, read without clap: building clap's command of 150 options and parsing its 56
-//! defaults cost more instructions than everything else retry does before its first
-//! spawn. The test beside it holds every default here equal to clap's.
+//! option, read without clap (a URL is left to it): building clap's command of 150
+//! options and parsing its 56 defaults cost more instructions than everything else
+//! retry does before its first spawn. The test beside it holds every default here equal
+//! to clap's.
 
 use std::ffi::OsString;
 use std::time::Duration;
 
-use super::{Cli, JobOutput};
+use super::curl_words::target_mode;
+use super::{Cli, JobOutput, Mode};
 use crate::domain::{BackoffKind, CatchUp, JitterKind, LogFormat, Overlap, ProfileName, StdinMode};
 
 /// The parse of a command line that gives no option, or `None` for any other (clap's).
@@ -14,7 +16,10 @@ pub(super) fn without_options(args: &[OsString]) -> Option<Cli> {
     let first = args.get(1)?;
     let target = if first == "--" {
         args.get(2..).filter(|rest| !rest.is_empty())?
-    } else if first.as_encoded_bytes().first().is_some_and(|b| *b != b'-') {
+    } else if first.as_encoded_bytes().first().is_some_and(|b| *b != b'-')
+        // curl's options may follow a URL (`retry URL -o out`): clap's walk moves them.
+        && target_mode(first) == Mode::Command
+    {
         &args[1..]
     } else {
         return None;
@@ -175,7 +180,7 @@ mod tests {
             &["retry", "true"],
             &["retry", "--", "sh", "-c", "exit 3", "--attempts", "9"],
             &["retry", "ls", "-la", "--", "-a"],
-            &["retry", "http://127.0.0.1:1/"],
+            &["retry", "--", "http://127.0.0.1:1/", "-o", "x"],
         ];
         for words in lines {
             let fast = without_options(&args(words)).expect("taken without clap");
@@ -184,14 +189,16 @@ mod tests {
     }
 
     #[test]
-    fn anything_with_an_option_is_left_to_clap() {
-        let lines: [&[&str]; 6] = [
+    fn anything_with_an_option_or_a_url_is_left_to_clap() {
+        let lines: [&[&str]; 8] = [
             &["retry"],
             &["retry", "--"],
             &["retry", "-a", "3", "--", "true"],
             &["retry", "--help"],
             &["retry", "-", "x"],
             &["retry", "--attempts=3", "true"],
+            &["retry", "http://127.0.0.1:1/"],
+            &["retry", "HTTPS://127.0.0.1:1/", "-o", "x"],
         ];
         for words in lines {
             assert!(without_options(&args(words)).is_none(), "{words:?}");
