@@ -3,7 +3,8 @@
 //! [`help`] (the prose of `--help` and the man page), [`values`] (retry's value parsers,
 //! which return the types the program takes), [`modes`] (which options belong to one
 //! mode), [`curl`] (curl's value parsers), [`curl_words`] (curl's refused options and
-//! aliases) and [`spellings`] (other tools' words for retry's options). A bad value is
+//! aliases), [`spellings`] (other tools' words for retry's options) and [`plain`] (a
+//! command line without options, read without clap). A bad value is
 //! refused here, before anything runs; checking the flags
 //! against each other is `config`'s job.
 
@@ -11,6 +12,7 @@ pub mod curl;
 pub mod curl_words;
 pub mod help;
 mod modes;
+mod plain;
 pub mod spellings;
 pub mod usage;
 mod values;
@@ -811,6 +813,9 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(cli) = plain::without_options(&args) {
+        return Ok(cli);
+    }
     // A crontab's slot runs take the command line's options, then the line's own,
     // which override them (as the scheduler builds them: `--run-slot` before `--`).
     let slot_run = args
