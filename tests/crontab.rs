@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -536,4 +536,93 @@ fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table(
     assert_eq!(dir.count("a"), a_then, "{}", c.err());
     let (status, _, err) = c.stop();
     assert_eq!(status, Some(143), "SIGHUP never stopped it\n{err}");
+}
+
+/// Whether strace can trace here (ptrace allowed).
+fn strace_works() -> bool {
+    std::process::Command::new("strace")
+        .args(["-qq", "-o", "/dev/null", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_slot_s_state_work_lists_no_directory_however_many_records_and_counters() {
+    if !cmd::privileged("strace (ptrace)", strace_works()) {
+        return;
+    }
+    let dir = Scratch::new();
+    let state = dir.path("state");
+    // What 20 s of 100 jobs of `@every 1s` leave: 2,000 records and fencing counters.
+    fs::create_dir_all(state.join("fencing")).unwrap();
+    for n in 0..2000 {
+        let key = format!(
+            "old{}@2026-01-01T00:{:02}:{:02}Z",
+            n / 60,
+            n / 60 % 60,
+            n % 60
+        );
+        let record = format!(
+            r#"{{"key":"{key}","succeeded_at":"2026-01-01T00:00:00.000Z","host":"h","pid":1,"command":[],"attempts":1}}"#
+        );
+        fs::write(state.join(format!("{key}.json")), record).unwrap();
+        let counter = format!("{{\"lock\":\"--once key {key:?}\",\"token\":5}}");
+        fs::write(state.join(format!("fencing/{n:032x}.json")), counter).unwrap();
+    }
+    let tab = dir.write(
+        "t.tab",
+        b"@every 1s --job j -- echo \"$RETRY_FENCING_TOKEN\" >> \"$D/ran\"\n",
+    );
+    let trace = dir.p("trace");
+    let mut tracer = cmd::Invocation::of("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-v",
+            "-y",
+            "-s",
+            "64",
+            "-e",
+            "trace=execve,getdents64",
+        ])
+        .args(["-o", &trace, cmd::bin(), "--crontab"])
+        .arg(&tab)
+        .args(["--catch-up", "none", "--state", &dir.p("state")])
+        .env("D", dir.path(""))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let ran = cmd::wait_until(Duration::from_secs(20), || dir.count("ran") >= 2);
+    // strace blocks SIGTERM itself: the scheduler gets it, and strace ends with it.
+    let children = format!("/proc/{0}/task/{0}/children", tracer.id());
+    let scheduler: i32 = fs::read_to_string(children)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    kill(Pid::from_raw(scheduler), Signal::SIGTERM).unwrap();
+    tracer.wait().unwrap();
+    assert!(ran, "no two slots ran under strace");
+    let tokens = dir.read("ran");
+    assert!(
+        tokens
+            .lines()
+            .all(|t| t.parse::<i64>().is_ok_and(|t| t > 0)),
+        "each slot took a fencing token: {tokens}"
+    );
+    let text = fs::read_to_string(&trace).unwrap();
+    let pid = |line: &str| line.split_whitespace().next().unwrap_or("").to_string();
+    let slots: HashSet<String> = text
+        .lines()
+        .filter(|l| l.contains("execve(") && l.contains("\"--run-slot\""))
+        .map(pid)
+        .collect();
+    assert!(slots.len() >= 2, "{text:.3000}");
+    let state = state.display().to_string();
+    let listed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("getdents64(") && l.contains(&state))
+        .filter(|l| slots.contains(&pid(l)))
+        .collect();
+    assert!(listed.is_empty(), "a slot listed the state: {listed:?}");
 }

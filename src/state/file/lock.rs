@@ -84,9 +84,8 @@ impl FileLock {
         }
     }
 
-    /// Whether the lock's name still names the file behind `file`.
-    fn still_named(&self, file: &File) -> anyhow::Result<bool> {
-        let ours = crate::sys::identity(file)?;
+    /// Whether the lock's name still names the file whose identity is `ours`.
+    fn still_named(&self, ours: fencing::Holder) -> anyhow::Result<bool> {
         let now = match &self.place {
             Place::Path(path) => match crate::sys::path_identity(path) {
                 Ok(now) => Some(now),
@@ -98,13 +97,12 @@ impl FileLock {
         Ok(now == Some(ours))
     }
 
-    /// The counters this lock's tokens are kept under.
-    fn counters(&self, file: &File) -> anyhow::Result<Vec<Counter>> {
+    /// The counters this lock's tokens are kept under; `(dev, ino)` is the lock file's.
+    fn counters(&self, (dev, ino): fencing::Holder) -> anyhow::Result<Vec<Counter>> {
         Ok(match &self.place {
             Place::Path(path) => {
                 let absolute = std::fs::canonicalize(path)
                     .with_context(|| format!("cannot resolve {}", path.display()))?;
-                let (dev, ino) = crate::sys::identity(file)?;
                 vec![
                     Counter::lock_path(&absolute),
                     Counter::lock_inode(dev, ino, &absolute),
@@ -164,10 +162,11 @@ impl Lock for FileLock {
             match crate::sys::try_lock(file, true) {
                 Ok(Ok(locked)) => {
                     // The previous holder may have removed the file between our open and our flock.
-                    if self.still_named(&locked)? {
-                        let counters = self.counters(&locked)?;
-                        self.token =
-                            Some(fencing::next_token(self.counted_in.as_deref(), &counters)?);
+                    let holder = crate::sys::identity(&locked)?;
+                    if self.still_named(holder)? {
+                        let counters = self.counters(holder)?;
+                        let state = self.counted_in.as_deref();
+                        self.token = Some(fencing::next_token(state, &counters, holder)?);
                         self.held = Some(locked);
                         return Ok(true);
                     }
