@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::both_ways;
-use crate::support::{self as cmd, Scratch, retry, status_of};
+use crate::support::{self as cmd, Scratch, retry};
 
 /// A crontab scheduler in the background, its stdout and stderr in files.
 struct Crontab {
@@ -50,18 +50,7 @@ impl Crontab {
 
     /// Waits up to `limit` for the exit: the status (`None`: killed at the limit), stdout, stderr.
     fn exited_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
-        let end = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break Some(status_of(&status));
-            }
-            if Instant::now() >= end {
-                self.child.kill().unwrap();
-                self.child.wait().unwrap();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = crate::schedule::status_within(&mut self.child, limit);
         let out = fs::read_to_string(&self.out).unwrap();
         (status, out, self.err())
     }
@@ -187,18 +176,23 @@ fn raw_job_output_passes_unchanged() {
     assert!(out.lines().all(|l| l == "plain"), "{out}");
 }
 
+/// A crontab of one job of `@every 1s` that traps SIGTERM and runs `secs`, once its
+/// first slot has started.
+fn slow_crontab(secs: u32, grace: &str) -> (Scratch, Crontab) {
+    let dir = Scratch::new();
+    let tab = format!(
+        "@every 1s --job slow -- {}\n",
+        crate::schedule::slow_job(&dir, secs)
+    );
+    let args = ["--grace", grace, "--state", &dir.p("state")];
+    let c = Crontab::start(&dir, "slow", &tab, &args);
+    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    (dir, c)
+}
+
 #[test]
 fn sigterm_lets_running_slots_finish_within_the_grace_and_a_second_ends_them_at_once() {
-    let dir = Scratch::new();
-    let job = "trap 'echo TERM >> \"$D/got\"; exit 143' TERM; echo x >> \"$D/started\"; sleep 2 & wait; echo done >> \"$D/done\"";
-    let tab = format!("@every 1s --job slow -- {job}\n");
-    let c = Crontab::start(
-        &dir,
-        "grace",
-        &tab,
-        &["--grace", "10s", "--state", &dir.p("state")],
-    );
-    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (dir, c) = slow_crontab(2, "10s");
     let stopped = Instant::now();
     c.signal(Signal::SIGTERM);
     let (status, _, err) = c.exited_within(Duration::from_secs(10));
@@ -212,17 +206,7 @@ fn sigterm_lets_running_slots_finish_within_the_grace_and_a_second_ends_them_at_
     assert_eq!(dir.read("got"), "", "{err}");
     assert_eq!(dir.count("started"), 1, "no new slot started\n{err}");
 
-    let dir = Scratch::new();
-    let job =
-        "trap 'echo TERM >> \"$D/got\"; exit 143' TERM; echo x >> \"$D/started\"; sleep 30 & wait";
-    let tab = format!("@every 1s --job stuck -- {job}\n");
-    let mut c = Crontab::start(
-        &dir,
-        "twice",
-        &tab,
-        &["--grace", "30s", "--state", &dir.p("state")],
-    );
-    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (dir, mut c) = slow_crontab(30, "30s");
     c.signal(Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(700));
     assert!(
