@@ -132,7 +132,7 @@ pub fn clock_micros() -> i64 {
 /// returned, through the temporary files of `holder` (the lock file held). The clock
 /// is read here, after the lock was taken.
 pub fn next_token(
-    state: Option<&Path>,
+    state: Option<&StateDir>,
     counters: &[Counter],
     holder: Holder,
 ) -> anyhow::Result<i64> {
@@ -140,7 +140,7 @@ pub fn next_token(
     let Some(state) = state else {
         return Ok(clock.max(1));
     };
-    let dir = StateDir::open(state)?.subdir(DIR)?;
+    let dir = state.subdir(DIR)?;
     let mut last = 0;
     for counter in counters {
         last = last.max(stored(&dir, counter)?);
@@ -215,6 +215,11 @@ mod tests {
     /// The lock file a test's holder holds.
     const HOLDER: Holder = (1, 2);
 
+    /// A token counted in the state directory `state`.
+    fn token(state: &Path, counters: &[Counter], holder: Holder) -> anyhow::Result<i64> {
+        next_token(Some(&StateDir::open(state)?), counters, holder)
+    }
+
     #[test]
     fn counters_parse_only_tokens_in_range() {
         assert_eq!(
@@ -247,21 +252,15 @@ mod tests {
     fn tokens_follow_the_clock_and_never_go_back() {
         let tmp = tempfile::tempdir().unwrap();
         let key = [Counter::once_key("k")];
-        let first = next_token(Some(tmp.path()), &key, HOLDER).unwrap();
+        let first = token(tmp.path(), &key, HOLDER).unwrap();
         let now = clock_micros();
         assert!(first <= now && first > now - 60_000_000, "{first} vs {now}");
         // A counter ahead of the clock (the clock stepped back): it counts on.
         let ahead = now + 3_600_000_000;
         let file = tmp.path().join(DIR).join(key[0].file());
         std::fs::write(&file, format!("{{\"lock\":\"k\",\"token\":{ahead}}}")).unwrap();
-        assert_eq!(
-            next_token(Some(tmp.path()), &key, HOLDER).unwrap(),
-            ahead + 1
-        );
-        assert_eq!(
-            next_token(Some(tmp.path()), &key, HOLDER).unwrap(),
-            ahead + 2
-        );
+        assert_eq!(token(tmp.path(), &key, HOLDER).unwrap(), ahead + 1);
+        assert_eq!(token(tmp.path(), &key, HOLDER).unwrap(), ahead + 2);
     }
 
     #[test]
@@ -276,10 +275,7 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         let file = dir.join(both[1].file());
         std::fs::write(&file, format!("{{\"lock\":\"l\",\"token\":{ahead}}}")).unwrap();
-        assert_eq!(
-            next_token(Some(tmp.path()), &both, HOLDER).unwrap(),
-            ahead + 1
-        );
+        assert_eq!(token(tmp.path(), &both, HOLDER).unwrap(), ahead + 1);
         let path_file = std::fs::read(dir.join(both[0].file())).unwrap();
         assert_eq!(parse_counter(&path_file), Stored::Token(ahead + 1));
     }
@@ -293,9 +289,7 @@ mod tests {
         let file = dir.join(key[0].file());
         let text = format!("{{\"lock\":\"k\",\"token\":{}}}", i64::MAX);
         std::fs::write(&file, &text).unwrap();
-        let err = next_token(Some(tmp.path()), &key, HOLDER)
-            .unwrap_err()
-            .to_string();
+        let err = token(tmp.path(), &key, HOLDER).unwrap_err().to_string();
         assert!(err.contains("9223372036854775807"), "{err}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
@@ -314,7 +308,7 @@ mod tests {
         for file in [&left, &live, &other] {
             std::fs::write(file, "").unwrap();
         }
-        next_token(Some(tmp.path()), std::slice::from_ref(&mine), HOLDER).unwrap();
+        token(tmp.path(), std::slice::from_ref(&mine), HOLDER).unwrap();
         assert!(!left.exists());
         assert!(live.exists() && other.exists());
         let written = std::fs::read(dir.join(mine.file())).unwrap();

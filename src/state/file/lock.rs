@@ -44,7 +44,8 @@ enum Place {
 pub struct FileLock {
     place: Place,
     held: Option<crate::sys::Locked>,
-    /// The state directory that counts this lock's tokens (`None`: the clock alone).
+    /// The state directory that counts a `--lock`'s tokens (`None`: the clock alone);
+    /// a key's are counted in the key's own.
     counted_in: Option<PathBuf>,
     token: Option<i64>,
 }
@@ -64,7 +65,7 @@ impl FileLock {
     /// The lock on `key` in the state directory `dir`.
     fn key(dir: Rc<StateDir>, key: &str) -> FileLock {
         FileLock {
-            counted_in: Some(dir.path().to_path_buf()),
+            counted_in: None,
             place: Place::Key {
                 name: format!(".{}.lock", escape_key(key)),
                 key: key.to_string(),
@@ -95,6 +96,16 @@ impl FileLock {
             Place::Key { dir, name, .. } => dir.identity(name)?,
         };
         Ok(now == Some(ours))
+    }
+
+    /// Where this lock's tokens are counted: a key's own state directory (open
+    /// already), or `--lock`'s, opened now; `None`: the clock alone.
+    fn counting_dir(&self) -> anyhow::Result<Option<Rc<StateDir>>> {
+        match (&self.place, &self.counted_in) {
+            (Place::Key { dir, .. }, _) => Ok(Some(dir.clone())),
+            (Place::Path(_), Some(path)) => Ok(Some(Rc::new(StateDir::open(path)?))),
+            (Place::Path(_), None) => Ok(None),
+        }
     }
 
     /// The counters this lock's tokens are kept under; `(dev, ino)` is the lock file's.
@@ -165,8 +176,9 @@ impl Lock for FileLock {
                     let holder = crate::sys::identity(&locked)?;
                     if self.still_named(holder)? {
                         let counters = self.counters(holder)?;
-                        let state = self.counted_in.as_deref();
-                        self.token = Some(fencing::next_token(state, &counters, holder)?);
+                        let state = self.counting_dir()?;
+                        let token = fencing::next_token(state.as_deref(), &counters, holder)?;
+                        self.token = Some(token);
                         self.held = Some(locked);
                         return Ok(true);
                     }
