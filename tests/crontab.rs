@@ -4,14 +4,14 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::both_ways;
-use crate::support::{self as cmd, Scratch, retry, status_of};
+use crate::support::{self as cmd, Scratch, retry};
 
 /// A crontab scheduler in the background, its stdout and stderr in files.
 struct Crontab {
@@ -50,18 +50,7 @@ impl Crontab {
 
     /// Waits up to `limit` for the exit: the status (`None`: killed at the limit), stdout, stderr.
     fn exited_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
-        let end = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break Some(status_of(&status));
-            }
-            if Instant::now() >= end {
-                self.child.kill().unwrap();
-                self.child.wait().unwrap();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = crate::schedule::status_within(&mut self.child, limit);
         let out = fs::read_to_string(&self.out).unwrap();
         (status, out, self.err())
     }
@@ -187,18 +176,23 @@ fn raw_job_output_passes_unchanged() {
     assert!(out.lines().all(|l| l == "plain"), "{out}");
 }
 
+/// A crontab of one job of `@every 1s` that traps SIGTERM and runs `secs`, once its
+/// first slot has started.
+fn slow_crontab(secs: u32, grace: &str) -> (Scratch, Crontab) {
+    let dir = Scratch::new();
+    let tab = format!(
+        "@every 1s --job slow -- {}\n",
+        crate::schedule::slow_job(&dir, secs)
+    );
+    let args = ["--grace", grace, "--state", &dir.p("state")];
+    let c = Crontab::start(&dir, "slow", &tab, &args);
+    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    (dir, c)
+}
+
 #[test]
 fn sigterm_lets_running_slots_finish_within_the_grace_and_a_second_ends_them_at_once() {
-    let dir = Scratch::new();
-    let job = "trap 'echo TERM >> \"$D/got\"; exit 143' TERM; echo x >> \"$D/started\"; sleep 2 & wait; echo done >> \"$D/done\"";
-    let tab = format!("@every 1s --job slow -- {job}\n");
-    let c = Crontab::start(
-        &dir,
-        "grace",
-        &tab,
-        &["--grace", "10s", "--state", &dir.p("state")],
-    );
-    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (dir, c) = slow_crontab(2, "10s");
     let stopped = Instant::now();
     c.signal(Signal::SIGTERM);
     let (status, _, err) = c.exited_within(Duration::from_secs(10));
@@ -212,17 +206,7 @@ fn sigterm_lets_running_slots_finish_within_the_grace_and_a_second_ends_them_at_
     assert_eq!(dir.read("got"), "", "{err}");
     assert_eq!(dir.count("started"), 1, "no new slot started\n{err}");
 
-    let dir = Scratch::new();
-    let job =
-        "trap 'echo TERM >> \"$D/got\"; exit 143' TERM; echo x >> \"$D/started\"; sleep 30 & wait";
-    let tab = format!("@every 1s --job stuck -- {job}\n");
-    let mut c = Crontab::start(
-        &dir,
-        "twice",
-        &tab,
-        &["--grace", "30s", "--state", &dir.p("state")],
-    );
-    crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (dir, mut c) = slow_crontab(30, "30s");
     c.signal(Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(700));
     assert!(
@@ -536,4 +520,93 @@ fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table(
     assert_eq!(dir.count("a"), a_then, "{}", c.err());
     let (status, _, err) = c.stop();
     assert_eq!(status, Some(143), "SIGHUP never stopped it\n{err}");
+}
+
+/// Whether strace can trace here (ptrace allowed).
+fn strace_works() -> bool {
+    std::process::Command::new("strace")
+        .args(["-qq", "-o", "/dev/null", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_slot_s_state_work_lists_no_directory_however_many_records_and_counters() {
+    if !cmd::privileged("strace (ptrace)", strace_works()) {
+        return;
+    }
+    let dir = Scratch::new();
+    let state = dir.path("state");
+    // What 20 s of 100 jobs of `@every 1s` leave: 2,000 records and fencing counters.
+    fs::create_dir_all(state.join("fencing")).unwrap();
+    for n in 0..2000 {
+        let key = format!(
+            "old{}@2026-01-01T00:{:02}:{:02}Z",
+            n / 60,
+            n / 60 % 60,
+            n % 60
+        );
+        let record = format!(
+            r#"{{"key":"{key}","succeeded_at":"2026-01-01T00:00:00.000Z","host":"h","pid":1,"command":[],"attempts":1}}"#
+        );
+        fs::write(state.join(format!("{key}.json")), record).unwrap();
+        let counter = format!("{{\"lock\":\"--once key {key:?}\",\"token\":5}}");
+        fs::write(state.join(format!("fencing/{n:032x}.json")), counter).unwrap();
+    }
+    let tab = dir.write(
+        "t.tab",
+        b"@every 1s --job j -- echo \"$RETRY_FENCING_TOKEN\" >> \"$D/ran\"\n",
+    );
+    let trace = dir.p("trace");
+    let mut tracer = cmd::Invocation::of("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-v",
+            "-y",
+            "-s",
+            "64",
+            "-e",
+            "trace=execve,getdents64",
+        ])
+        .args(["-o", &trace, cmd::bin(), "--crontab"])
+        .arg(&tab)
+        .args(["--catch-up", "none", "--state", &dir.p("state")])
+        .env("D", dir.path(""))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let ran = cmd::wait_until(Duration::from_secs(20), || dir.count("ran") >= 2);
+    // strace blocks SIGTERM itself: the scheduler gets it, and strace ends with it.
+    let children = format!("/proc/{0}/task/{0}/children", tracer.id());
+    let scheduler: i32 = fs::read_to_string(children)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    kill(Pid::from_raw(scheduler), Signal::SIGTERM).unwrap();
+    tracer.wait().unwrap();
+    assert!(ran, "no two slots ran under strace");
+    let tokens = dir.read("ran");
+    assert!(
+        tokens
+            .lines()
+            .all(|t| t.parse::<i64>().is_ok_and(|t| t > 0)),
+        "each slot took a fencing token: {tokens}"
+    );
+    let text = fs::read_to_string(&trace).unwrap();
+    let pid = |line: &str| line.split_whitespace().next().unwrap_or("").to_string();
+    let slots: HashSet<String> = text
+        .lines()
+        .filter(|l| l.contains("execve(") && l.contains("\"--run-slot\""))
+        .map(pid)
+        .collect();
+    assert!(slots.len() >= 2, "{text:.3000}");
+    let state = state.display().to_string();
+    let listed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("getdents64(") && l.contains(&state))
+        .filter(|l| slots.contains(&pid(l)))
+        .collect();
+    assert!(listed.is_empty(), "a slot listed the state: {listed:?}");
 }

@@ -952,7 +952,7 @@ fn a_slot_the_open_circuit_refuses_is_recorded_as_refused() {
 // ---- A graceful stop (SPEC "Running on a schedule": --grace) ----
 
 /// A job that says when it starts, traps SIGTERM (saying so), and ends after `secs`.
-fn slow_job(dir: &Scratch, secs: u32) -> String {
+pub fn slow_job(dir: &Scratch, secs: u32) -> String {
     dir.script(
         "slow.sh",
         &format!(
@@ -970,19 +970,25 @@ fn term(s: &Scheduler) {
 
 /// Waits for the scheduler to exit, for up to `limit`: its status and the log.
 fn exited_within(mut s: Scheduler, limit: Duration) -> (Option<i32>, String) {
+    let status = status_within(&mut s.child, limit);
+    (status, fs::read_to_string(&s.log).unwrap())
+}
+
+/// Waits for a scheduler to exit, for up to `limit`: its status, or `None` when it
+/// was still running and was killed at the limit.
+pub fn status_within(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
     let end = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = s.child.try_wait().unwrap() {
-            break Some(status_of(&status));
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status_of(&status));
         }
         if Instant::now() >= end {
-            s.child.kill().unwrap();
-            s.child.wait().unwrap();
-            break None;
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
         }
         std::thread::sleep(Duration::from_millis(10));
-    };
-    (status, fs::read_to_string(&s.log).unwrap())
+    }
 }
 
 #[test]

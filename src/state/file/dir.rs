@@ -205,17 +205,41 @@ impl StateDir {
     /// directory. After it returns, the file survives a crash whole or not at all.
     pub fn replace(&self, name: &str, contents: &[u8], prefix: &str) -> anyhow::Result<()> {
         self.refuse_odd_entry(name)?;
-        let (temp, mut file) = self.create_temp(prefix)?;
+        let (temp, file) = self.create_temp(prefix)?;
+        self.put(name, contents, &temp, file)
+    }
+
+    /// Replaces `name` as [`replace`](Self::replace) does, through the temporary file
+    /// `temp`, a name only this caller writes: one that a killed writer left there is
+    /// removed first, found by its name, so no listing of the directory is needed.
+    pub fn replace_through(&self, name: &str, contents: &[u8], temp: &str) -> anyhow::Result<()> {
+        self.refuse_odd_entry(name)?;
+        match self.remove(temp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e)
+                    .with_context(|| format!("cannot remove {}", self.join(temp).display()));
+            }
+            _ => {}
+        }
+        let file = self
+            .create_new(temp)
+            .with_context(|| format!("cannot create {}", self.join(temp).display()))?;
+        self.put(name, contents, temp, file)
+    }
+
+    /// Writes `contents` to the new file `temp`, syncs it, renames it over `name` and
+    /// syncs the directory; a failure removes `temp`.
+    fn put(&self, name: &str, contents: &[u8], temp: &str, mut file: File) -> anyhow::Result<()> {
         let written = file
             .write_all(contents)
             .and_then(|()| file.sync_all())
-            .with_context(|| format!("--state: cannot write {}", self.join(&temp).display()))
+            .with_context(|| format!("--state: cannot write {}", self.join(temp).display()))
             .and_then(|()| {
-                renameat(&self.fd, temp.as_str(), &self.fd, name)
+                renameat(&self.fd, temp, &self.fd, name)
                     .with_context(|| format!("cannot rename into {}", self.join(name).display()))
             });
         if written.is_err() {
-            let _ = self.remove(&temp);
+            let _ = self.remove(temp);
         }
         written?;
         self.sync()
@@ -223,18 +247,11 @@ impl StateDir {
 
     /// A new file `PREFIX.RANDOM.tmp` (created, never opened through a link).
     fn create_temp(&self, prefix: &str) -> anyhow::Result<(String, File)> {
-        let flags =
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let mut last = Errno::EEXIST;
         for n in 0..TEMP_TRIES {
             let temp = format!("{prefix}.{}.tmp", temp_suffix(n));
-            match openat(
-                &self.fd,
-                temp.as_str(),
-                flags,
-                Mode::from_bits_truncate(0o600),
-            ) {
-                Ok(fd) => return Ok((temp, File::from(fd))),
+            match self.create_new(&temp) {
+                Ok(file) => return Ok((temp, file)),
                 Err(Errno::EEXIST) => last = Errno::EEXIST,
                 Err(e) => {
                     last = e;
@@ -244,6 +261,14 @@ impl StateDir {
         }
         Err(last)
             .with_context(|| format!("cannot create a temporary file in {}", self.path.display()))
+    }
+
+    /// Creates the file `name` (mode 0600) for writing; it must not exist yet, and a
+    /// link there is never followed.
+    fn create_new(&self, name: &str) -> Result<File, Errno> {
+        let flags =
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        openat(&self.fd, name, flags, Mode::from_bits_truncate(0o600)).map(File::from)
     }
 
     /// Makes renames and removals in this directory durable.
@@ -260,12 +285,6 @@ impl StateDir {
     /// The names in this directory (`.` and `..` left out); names that are not UTF-8
     /// are none of retry's.
     pub fn names(&self) -> anyhow::Result<Vec<String>> {
-        self.names_where(|_| true)
-    }
-
-    /// The names in this directory that `keep` takes, none of the others copied (a
-    /// directory may hold hundreds of thousands).
-    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<String>> {
         let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
         let mut dir = nix::dir::Dir::openat(&self.fd, ".", flags, Mode::empty())
             .with_context(|| format!("cannot list {}", self.path.display()))?;
@@ -273,7 +292,7 @@ impl StateDir {
         for entry in dir.iter() {
             let entry = entry.with_context(|| format!("cannot list {}", self.path.display()))?;
             if let Ok(name) = entry.file_name().to_str() {
-                if name != "." && name != ".." && keep(name) {
+                if name != "." && name != ".." {
                     names.push(name.to_string());
                 }
             }

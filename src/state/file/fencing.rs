@@ -4,7 +4,10 @@
 //! makes tokens grow across users, state directories and hosts, and the counter in
 //! `STATE/fencing/` makes them grow within one state directory even when the clock
 //! steps back. Counters are read and written only while the lock is held, so no flock
-//! of their own is needed; taking the lock is `file.rs`'s job.
+//! of their own is needed; taking the lock is `file.rs`'s job. A holder writes through
+//! a temporary file named after the counter and the lock file it holds, which no other
+//! live holder shares: a killed holder's leftover is found by that name, and a token
+//! costs the same however many counters the directory holds.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -68,16 +71,16 @@ impl Counter {
         format!("{}.json", self.stem)
     }
 
-    /// Temporary files are `.STEM.….tmp`, so the lock's next holder knows its own.
-    fn temp_prefix(&self) -> String {
-        format!(".{}", self.stem)
-    }
-
-    fn is_temp(&self, name: &str) -> bool {
-        name.strip_prefix(&self.temp_prefix())
-            .is_some_and(|rest| rest.starts_with('.') && rest.ends_with(".tmp"))
+    /// The temporary file of the holder of the lock file `holder` (device, inode):
+    /// `.STEM.DEV-INO.tmp`. An open lock file's inode is its own, so two live holders
+    /// never share one; the next holder of a killed one's lock file meets its leftover.
+    fn temp(&self, (dev, ino): Holder) -> String {
+        format!(".{}.{dev}-{ino}.tmp", self.stem)
     }
 }
+
+/// The lock file a holder holds: its device and inode.
+pub type Holder = (u64, u64);
 
 /// What a counter file holds.
 #[derive(Serialize, Deserialize)]
@@ -126,16 +129,20 @@ pub fn clock_micros() -> i64 {
 /// The token for an acquisition that holds the lock now: the clock alone without a
 /// state directory (`state` is `None` with a PostgreSQL `--state`), else counted on
 /// in `STATE/fencing/` under every one of `counters`, written durably before it is
-/// returned. The clock is read here, after the lock was taken.
-pub fn next_token(state: Option<&Path>, counters: &[Counter]) -> anyhow::Result<i64> {
+/// returned, through the temporary files of `holder` (the lock file held). The clock
+/// is read here, after the lock was taken.
+pub fn next_token(
+    state: Option<&StateDir>,
+    counters: &[Counter],
+    holder: Holder,
+) -> anyhow::Result<i64> {
     let clock = clock_micros();
     let Some(state) = state else {
         return Ok(clock.max(1));
     };
-    let dir = StateDir::open(state)?.subdir(DIR)?;
+    let dir = state.subdir(DIR)?;
     let mut last = 0;
     for counter in counters {
-        remove_leftovers(&dir, counter);
         last = last.max(stored(&dir, counter)?);
     }
     // `last` is at most 2^63−2 here, so this never wraps.
@@ -155,7 +162,7 @@ pub fn next_token(state: Option<&Path>, counters: &[Counter]) -> anyhow::Result<
             token,
         })?;
         text.push(b'\n');
-        dir.replace(&counter.file(), &text, &counter.temp_prefix())?;
+        dir.replace_through(&counter.file(), &text, &counter.temp(holder))?;
     }
     Ok(token)
 }
@@ -187,22 +194,6 @@ fn stored(dir: &StateDir, counter: &Counter) -> anyhow::Result<i64> {
     }
 }
 
-/// Removes the temporary files a killed holder of this lock left behind (only the
-/// lock's holder writes them, and that is this run now).
-fn remove_leftovers(dir: &StateDir, counter: &Counter) {
-    let Ok(names) = dir.names_where(|n| counter.is_temp(n)) else {
-        return;
-    };
-    for name in &names {
-        if let Err(e) = dir.remove(name) {
-            report::verbose(
-                1,
-                &format!("cannot remove {}: {e}", dir.join(name).display()),
-            );
-        }
-    }
-}
-
 /// Removes the counter of a `--once` key whose record was pruned (a slot's key is
 /// never locked again).
 pub fn forget_key(state: &StateDir, key: &str) -> anyhow::Result<()> {
@@ -220,6 +211,14 @@ pub fn forget_key(state: &StateDir, key: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lock file a test's holder holds.
+    const HOLDER: Holder = (1, 2);
+
+    /// A token counted in the state directory `state`.
+    fn token(state: &Path, counters: &[Counter], holder: Holder) -> anyhow::Result<i64> {
+        next_token(Some(&StateDir::open(state)?), counters, holder)
+    }
 
     #[test]
     fn counters_parse_only_tokens_in_range() {
@@ -253,15 +252,15 @@ mod tests {
     fn tokens_follow_the_clock_and_never_go_back() {
         let tmp = tempfile::tempdir().unwrap();
         let key = [Counter::once_key("k")];
-        let first = next_token(Some(tmp.path()), &key).unwrap();
+        let first = token(tmp.path(), &key, HOLDER).unwrap();
         let now = clock_micros();
         assert!(first <= now && first > now - 60_000_000, "{first} vs {now}");
         // A counter ahead of the clock (the clock stepped back): it counts on.
         let ahead = now + 3_600_000_000;
         let file = tmp.path().join(DIR).join(key[0].file());
         std::fs::write(&file, format!("{{\"lock\":\"k\",\"token\":{ahead}}}")).unwrap();
-        assert_eq!(next_token(Some(tmp.path()), &key).unwrap(), ahead + 1);
-        assert_eq!(next_token(Some(tmp.path()), &key).unwrap(), ahead + 2);
+        assert_eq!(token(tmp.path(), &key, HOLDER).unwrap(), ahead + 1);
+        assert_eq!(token(tmp.path(), &key, HOLDER).unwrap(), ahead + 2);
     }
 
     #[test]
@@ -276,7 +275,7 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         let file = dir.join(both[1].file());
         std::fs::write(&file, format!("{{\"lock\":\"l\",\"token\":{ahead}}}")).unwrap();
-        assert_eq!(next_token(Some(tmp.path()), &both).unwrap(), ahead + 1);
+        assert_eq!(token(tmp.path(), &both, HOLDER).unwrap(), ahead + 1);
         let path_file = std::fs::read(dir.join(both[0].file())).unwrap();
         assert_eq!(parse_counter(&path_file), Stored::Token(ahead + 1));
     }
@@ -290,31 +289,36 @@ mod tests {
         let file = dir.join(key[0].file());
         let text = format!("{{\"lock\":\"k\",\"token\":{}}}", i64::MAX);
         std::fs::write(&file, &text).unwrap();
-        let err = next_token(Some(tmp.path()), &key).unwrap_err().to_string();
+        let err = token(tmp.path(), &key, HOLDER).unwrap_err().to_string();
         assert!(err.contains("9223372036854775807"), "{err}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
 
     #[test]
-    fn a_killed_holders_temporary_files_go_and_others_stay() {
+    fn a_killed_holders_temporary_file_goes_and_other_holders_stay() {
         let tmp = tempfile::tempdir().unwrap();
         let mine = Counter::once_key("a");
-        let theirs = Counter::once_key("b");
         let dir = tmp.path().join(DIR);
         std::fs::create_dir(&dir).unwrap();
-        let left = dir.join(format!("{}.123-456-0.tmp", mine.temp_prefix()));
-        let other = dir.join(format!("{}.123-456-0.tmp", theirs.temp_prefix()));
-        std::fs::write(&left, "").unwrap();
-        std::fs::write(&other, "").unwrap();
-        next_token(Some(tmp.path()), std::slice::from_ref(&mine)).unwrap();
+        // Left by a killed holder of the same lock file, then a live holder of another
+        // (the lock file made again) and a holder of another key: only the first goes.
+        let left = dir.join(mine.temp(HOLDER));
+        let live = dir.join(mine.temp((1, 3)));
+        let other = dir.join(Counter::once_key("b").temp(HOLDER));
+        for file in [&left, &live, &other] {
+            std::fs::write(file, "").unwrap();
+        }
+        token(tmp.path(), std::slice::from_ref(&mine), HOLDER).unwrap();
         assert!(!left.exists());
-        assert!(other.exists());
+        assert!(live.exists() && other.exists());
+        let written = std::fs::read(dir.join(mine.file())).unwrap();
+        assert!(matches!(parse_counter(&written), Stored::Token(_)));
     }
 
     #[test]
     fn without_a_state_directory_the_token_is_the_clock() {
         let before = clock_micros();
-        let token = next_token(None, &[Counter::once_key("k")]).unwrap();
+        let token = next_token(None, &[Counter::once_key("k")], HOLDER).unwrap();
         assert!(token >= before && token <= clock_micros());
     }
 }

@@ -44,7 +44,8 @@ enum Place {
 pub struct FileLock {
     place: Place,
     held: Option<crate::sys::Locked>,
-    /// The state directory that counts this lock's tokens (`None`: the clock alone).
+    /// The state directory that counts a `--lock`'s tokens (`None`: the clock alone);
+    /// a key's are counted in the key's own.
     counted_in: Option<PathBuf>,
     token: Option<i64>,
 }
@@ -64,7 +65,7 @@ impl FileLock {
     /// The lock on `key` in the state directory `dir`.
     fn key(dir: Rc<StateDir>, key: &str) -> FileLock {
         FileLock {
-            counted_in: Some(dir.path().to_path_buf()),
+            counted_in: None,
             place: Place::Key {
                 name: format!(".{}.lock", escape_key(key)),
                 key: key.to_string(),
@@ -84,9 +85,8 @@ impl FileLock {
         }
     }
 
-    /// Whether the lock's name still names the file behind `file`.
-    fn still_named(&self, file: &File) -> anyhow::Result<bool> {
-        let ours = crate::sys::identity(file)?;
+    /// Whether the lock's name still names the file whose identity is `ours`.
+    fn still_named(&self, ours: fencing::Holder) -> anyhow::Result<bool> {
         let now = match &self.place {
             Place::Path(path) => match crate::sys::path_identity(path) {
                 Ok(now) => Some(now),
@@ -98,13 +98,22 @@ impl FileLock {
         Ok(now == Some(ours))
     }
 
-    /// The counters this lock's tokens are kept under.
-    fn counters(&self, file: &File) -> anyhow::Result<Vec<Counter>> {
+    /// Where this lock's tokens are counted: a key's own state directory (open
+    /// already), or `--lock`'s, opened now; `None`: the clock alone.
+    fn counting_dir(&self) -> anyhow::Result<Option<Rc<StateDir>>> {
+        match (&self.place, &self.counted_in) {
+            (Place::Key { dir, .. }, _) => Ok(Some(dir.clone())),
+            (Place::Path(_), Some(path)) => Ok(Some(Rc::new(StateDir::open(path)?))),
+            (Place::Path(_), None) => Ok(None),
+        }
+    }
+
+    /// The counters this lock's tokens are kept under; `(dev, ino)` is the lock file's.
+    fn counters(&self, (dev, ino): fencing::Holder) -> anyhow::Result<Vec<Counter>> {
         Ok(match &self.place {
             Place::Path(path) => {
                 let absolute = std::fs::canonicalize(path)
                     .with_context(|| format!("cannot resolve {}", path.display()))?;
-                let (dev, ino) = crate::sys::identity(file)?;
                 vec![
                     Counter::lock_path(&absolute),
                     Counter::lock_inode(dev, ino, &absolute),
@@ -164,10 +173,12 @@ impl Lock for FileLock {
             match crate::sys::try_lock(file, true) {
                 Ok(Ok(locked)) => {
                     // The previous holder may have removed the file between our open and our flock.
-                    if self.still_named(&locked)? {
-                        let counters = self.counters(&locked)?;
-                        self.token =
-                            Some(fencing::next_token(self.counted_in.as_deref(), &counters)?);
+                    let holder = crate::sys::identity(&locked)?;
+                    if self.still_named(holder)? {
+                        let counters = self.counters(holder)?;
+                        let state = self.counting_dir()?;
+                        let token = fencing::next_token(state.as_deref(), &counters, holder)?;
+                        self.token = Some(token);
                         self.held = Some(locked);
                         return Ok(true);
                     }
