@@ -158,11 +158,8 @@ fn fail(err: &anyhow::Error) -> ExitStatus {
 /// A crontab's slot run writes its own lines to `--slot-log-fd`, the scheduler's stderr:
 /// its command's output goes through the scheduler, labelled. The command does not get it.
 fn slot_run_log(raw: i32) {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    // SAFETY: the descriptor is only asked about and marked close-on-exec, never closed here.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
-    if fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).is_ok() {
-        report::log_to_fd(raw);
+    if let Some(file) = sys::adopt_log(i64::from(raw)) {
+        report::log_to(file);
     }
 }
 

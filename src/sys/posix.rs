@@ -235,6 +235,103 @@ pub fn pgpass_file() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pgpass"))
 }
 
+/// The system's signal, as nix names it.
+pub use nix::sys::signal::Signal;
+
+/// What `--signal` takes, for its refusal.
+pub const SIGNALS_ACCEPTED: &str =
+    "a name such as TERM, INT, HUP or KILL (with or without SIG) or a number such as 15";
+
+/// The signal numbered `number` on this system.
+pub fn signal_by_number(number: i32) -> Option<Signal> {
+    Signal::try_from(number).ok()
+}
+
+/// The signal named `name` (`SIGTERM`) on this system.
+pub fn signal_by_name(name: &str) -> Option<Signal> {
+    name.parse().ok()
+}
+
+/// The stream retry's own lines go to in a crontab's slot run: a copy of the scheduler's
+/// stderr above the standard descriptors, left open across exec for the slot runs.
+pub struct LogCopy(OwnedFd);
+
+impl LogCopy {
+    /// Copies stderr.
+    pub fn of_stderr() -> io::Result<LogCopy> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: F_DUPFD returns a new descriptor this process then owns.
+        let fd = unsafe { nix::libc::fcntl(2, nix::libc::F_DUPFD, 10) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just made and nothing else owns it.
+        Ok(LogCopy(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// How a slot run is told of it (`--slot-log-fd`): the descriptor's number.
+    pub fn token(&self) -> i64 {
+        use std::os::fd::AsRawFd;
+        i64::from(self.0.as_raw_fd())
+    }
+}
+
+/// The log stream a slot run was handed (`--slot-log-fd`), made close-on-exec at once so
+/// that its command does not get it; `None` when it is not open.
+pub fn adopt_log(token: i64) -> Option<std::fs::File> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    use std::os::fd::{BorrowedFd, FromRawFd};
+    let raw = i32::try_from(token).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: only asked about and marked close-on-exec before it is taken over.
+    let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).ok()?;
+    // SAFETY: the descriptor was handed over for this process to write to for its life.
+    Some(unsafe { std::fs::File::from_raw_fd(raw) })
+}
+
+/// Starts the command in a process group of its own: a terminal's Ctrl-C is then its
+/// parent's to pass on.
+pub fn own_process_group(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    command.process_group(0);
+}
+
+/// Asks the process `pid` to end (SIGTERM).
+pub fn ask_to_end(pid: u32) -> io::Result<()> {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).map_err(io::Error::other)?);
+    Ok(nix::sys::signal::kill(pid, Signal::SIGTERM)?)
+}
+
+/// Opens a directory to lock it, read-only, as flock(1) does.
+pub fn open_directory(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_DIRECTORY)
+        .open(path)
+}
+
+#[cfg(test)]
+/// An argument of these bytes, which need not be text.
+pub fn os_string_from_bytes(bytes: &[u8]) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    std::ffi::OsString::from_vec(bytes.to_vec())
+}
+
+/// See [`sys::suspend_aware_now`](crate::sys::suspend_aware_now).
+pub fn suspend_aware_now() -> std::time::Duration {
+    let mut ts = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into a live one; it cannot fail for a
+    // clock the system defines.
+    unsafe { nix::libc::clock_gettime(super::os::SUSPEND_CLOCK, &mut ts) };
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(ts.tv_nsec).unwrap_or(0);
+    std::time::Duration::new(secs, nanos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,19 +11,21 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::mem::size_of;
 use std::os::windows::fs::FileExt;
-use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
+use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_LOCK_VIOLATION, FALSE, FILETIME, HANDLE, INVALID_HANDLE_VALUE, TRUE,
+    ERROR_LOCK_VIOLATION, FALSE, FILETIME, HANDLE, HANDLE_FLAG_INHERIT, INVALID_HANDLE_VALUE,
+    SetHandleInformation, TRUE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK,
-    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
+    BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, GetFileInformationByHandle,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
 };
 use windows_sys::Win32::System::Console::{
-    CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, SetConsoleCtrlHandler,
+    CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, GenerateConsoleCtrlEvent,
+    SetConsoleCtrlHandler,
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
@@ -35,8 +37,9 @@ use windows_sys::Win32::System::JobObjects::{
     JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
     QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
+use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    CREATE_NEW_PROCESS_GROUP, GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
 };
 
 use super::Process;
@@ -431,4 +434,122 @@ pub fn console_events(on_event: fn(ConsoleEvent)) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// What `--signal` may name on Windows, which sends no signals: TERM is Ctrl-Break to the
+/// attempt's process group (and the end of its Job Object after `--kill-after`), KILL the
+/// Job Object's end at once.
+#[allow(clippy::upper_case_acronyms)] // the names the systems with signals give them
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Signal {
+    SIGKILL = 9,
+    SIGTERM = 15,
+}
+
+impl Signal {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Signal::SIGKILL => "SIGKILL",
+            Signal::SIGTERM => "SIGTERM",
+        }
+    }
+}
+
+/// What `--signal` takes, for its refusal.
+pub const SIGNALS_ACCEPTED: &str = "TERM or KILL (with or without SIG), or 15 or 9: Windows \
+     ends an attempt through Ctrl-Break and its Job Object, and can send no other signal";
+
+const SIGNALS: [Signal; 2] = [Signal::SIGKILL, Signal::SIGTERM];
+
+pub fn signal_by_number(number: i32) -> Option<Signal> {
+    SIGNALS.into_iter().find(|s| *s as i32 == number)
+}
+
+pub fn signal_by_name(name: &str) -> Option<Signal> {
+    SIGNALS.into_iter().find(|s| s.as_str() == name)
+}
+
+/// A copy of retry's stderr that slot runs inherit (an inheritable handle), to write
+/// their own lines to.
+pub struct LogCopy(OwnedHandle);
+
+impl LogCopy {
+    pub fn of_stderr() -> io::Result<LogCopy> {
+        let stderr = io::stderr();
+        let copy = stderr.as_handle().try_clone_to_owned()?;
+        // SAFETY: the handle is open and owned by `copy`.
+        let done = unsafe {
+            SetHandleInformation(
+                copy.as_raw_handle() as HANDLE,
+                HANDLE_FLAG_INHERIT,
+                HANDLE_FLAG_INHERIT,
+            )
+        };
+        if done == FALSE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(LogCopy(copy))
+    }
+
+    /// The handle's value, which is the same in a child that inherits it.
+    pub fn token(&self) -> i64 {
+        self.0.as_raw_handle() as i64
+    }
+}
+
+/// The log handle a slot run was handed (`--slot-log-fd`), made uninheritable at once
+/// so that its command does not get it; `None` when it is not an open handle.
+pub fn adopt_log(token: i64) -> Option<File> {
+    let raw = usize::try_from(token).ok().filter(|h| *h != 0)? as HANDLE;
+    // SAFETY: a handle value is only asked to change a flag; a bad one fails.
+    if unsafe { SetHandleInformation(raw, HANDLE_FLAG_INHERIT, 0) } == FALSE {
+        return None;
+    }
+    // SAFETY: the handle was handed over for this process to write to for its life.
+    Some(unsafe { File::from_raw_handle(raw as RawHandle) })
+}
+
+/// Starts the command in a process group of its own, which Ctrl-Break can be sent to.
+pub fn own_process_group(command: &mut std::process::Command) {
+    use std::os::windows::process::CommandExt;
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP);
+}
+
+/// Asks the process `pid`, started in a group of its own, to end: Ctrl-Break to its
+/// group, which retry takes as a signal.
+pub fn ask_to_end(pid: u32) -> io::Result<()> {
+    // SAFETY: no memory is passed; a group that is gone fails.
+    if unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, pid) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Opens a directory to lock it (`FILE_FLAG_BACKUP_SEMANTICS`, without which Windows
+/// opens no directory).
+pub fn open_directory(path: &Path) -> io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)
+}
+
+#[cfg(test)]
+/// An argument of these bytes: what is UTF-8 is kept, each other byte becomes an
+/// unpaired surrogate (as Python's `surrogateescape`), so that it is not text.
+pub fn os_string_from_bytes(bytes: &[u8]) -> std::ffi::OsString {
+    use std::os::windows::ffi::OsStringExt;
+    let mut wide = Vec::new();
+    for chunk in bytes.utf8_chunks() {
+        wide.extend(chunk.valid().encode_utf16());
+        wide.extend(chunk.invalid().iter().map(|b| 0xDC00 | u16::from(*b)));
+    }
+    std::ffi::OsString::from_wide(&wide)
+}
+
+/// Milliseconds since boot, suspended time included (`GetTickCount64`).
+pub fn suspend_aware_now() -> std::time::Duration {
+    // SAFETY: no arguments; it cannot fail.
+    std::time::Duration::from_millis(unsafe { GetTickCount64() })
 }
