@@ -38,7 +38,9 @@ mod os;
 #[cfg(target_os = "macos")]
 #[path = "macos.rs"]
 mod os;
-pub use family::{Locked, LogCopy, SIGNALS_ACCEPTED, Signal, USER_STATE_DIR_UNSET, user_state_dir};
+pub use family::{
+    Dir, Locked, LogCopy, SIGNALS_ACCEPTED, Signal, USER_STATE_DIR_UNSET, user_state_dir,
+};
 /// The calls one family of systems shares: `posix.rs` on every Unix, `windows.rs` on Windows.
 #[cfg(windows)]
 use os as family;
@@ -223,13 +225,6 @@ pub fn device_numbers(dev: u64) -> (u64, u64) {
 }
 
 #[cfg(unix)]
-/// A file's device and inode, as `MetadataExt::dev` and `ino` give them.
-#[allow(clippy::unnecessary_cast)] // the types differ between systems
-pub fn file_identity(st: &nix::sys::stat::FileStat) -> (u64, u64) {
-    (st.st_dev as u64, st.st_ino as u64)
-}
-
-#[cfg(unix)]
 /// The process umask, read by setting it and setting it back: call it before other
 /// threads create files.
 #[allow(clippy::useless_conversion)] // mode_t is 16 bits on the BSDs
@@ -377,4 +372,81 @@ pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> 
 /// An argument made of `bytes`, which need not be text (as a test gives one).
 pub fn os_string_from_bytes(bytes: &[u8]) -> std::ffi::OsString {
     family::os_string_from_bytes(bytes)
+}
+
+/// How a file in a [`Dir`] is opened: never through a link, and (but for
+/// `NewWriteOnly`) without blocking on a FIFO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileAccess {
+    Read,
+    /// Read and write, created (mode 0600) if missing.
+    Update,
+    /// Read and write, a new file (mode 0600) that must not exist yet.
+    New,
+    /// Write only, a new file (mode 0600) that must not exist yet.
+    NewWriteOnly,
+}
+
+/// What an entry of a [`Dir`] is, a link not followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Its device and inode (see [`identity`]).
+    pub identity: (u64, u64),
+    pub modified: Option<std::time::SystemTime>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+/// Whether an open through a [`Dir`] failed because it met a link it does not follow.
+pub fn is_link_refusal(error: &std::io::Error) -> bool {
+    family::is_link_refusal(error)
+}
+
+/// A file's owner (its uid); `None` where the system keeps an ACL instead (Windows).
+pub fn owner(meta: &std::fs::Metadata) -> Option<u32> {
+    family::owner(meta)
+}
+
+/// The user running retry (its effective uid); `None` on Windows.
+pub fn user_id() -> Option<u32> {
+    family::user_id()
+}
+
+/// Makes `path` and its missing parents, each new one private to this user (mode 0700;
+/// on Windows, the parent's inherited ACL).
+pub fn create_private_dirs(path: &std::path::Path) -> std::io::Result<()> {
+    family::create_private_dirs(path)
+}
+
+/// Makes `link` a symbolic link to `target` (a test's planted link; Windows asks for
+/// the right to make one).
+#[cfg(test)]
+pub fn symlink(target: &std::path::Path, link: &std::path::Path) -> std::io::Result<()> {
+    family::symlink(target, link)
+}
+
+/// Makes a FIFO at `path` (mode 0600).
+#[cfg(all(test, unix))]
+pub fn make_fifo(path: &std::path::Path) -> std::io::Result<()> {
+    family::make_fifo(path)
+}
+
+/// Opens the null device on any of the standard streams that is closed (the lowest free
+/// descriptor is the closed one, inherited by commands as their own); whether stdout
+/// was closed. Windows leaves a missing handle missing (std writes nothing there).
+pub fn open_standard_streams() -> bool {
+    family::open_standard_streams()
+}
+
+/// Has a write to a closed pipe fail with EPIPE rather than kill retry (SIGPIPE
+/// ignored; Windows has no SIGPIPE). Call it before other threads exist.
+pub fn ignore_sigpipe() {
+    family::ignore_sigpipe();
 }

@@ -22,8 +22,10 @@ use std::sync::{RwLock, RwLockWriteGuard};
 
 use super::PipeMode;
 
+mod dir;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
+pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
 pub use writer::PipeWriter;
 
@@ -330,6 +332,60 @@ pub fn suspend_aware_now() -> std::time::Duration {
     let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
     let nanos = u32::try_from(ts.tv_nsec).unwrap_or(0);
     std::time::Duration::new(secs, nanos)
+}
+
+/// See [`sys::open_standard_streams`](crate::sys::open_standard_streams).
+pub fn open_standard_streams() -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::BorrowedFd;
+    // SAFETY: 0, 1 and 2 are only polled; a closed one reports POLLNVAL.
+    let fds = [0, 1, 2].map(|fd| unsafe { BorrowedFd::borrow_raw(fd) });
+    let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::empty()));
+    if poll(&mut polled, PollTimeout::ZERO).is_err() {
+        return false;
+    }
+    let mut stdout_closed = false;
+    for (fd, p) in polled.iter().enumerate() {
+        if p.revents().is_some_and(|r| r.contains(PollFlags::POLLNVAL)) {
+            use nix::fcntl::{OFlag, open};
+            stdout_closed |= fd == 1;
+            // The lowest free descriptor is the closed one, checked in order; without
+            // O_CLOEXEC, since the command inherits it as its own.
+            match open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty()) {
+                Ok(file) => {
+                    use std::os::fd::IntoRawFd;
+                    let got = file.into_raw_fd();
+                    if got != fd as i32 {
+                        let _ = nix::unistd::close(got);
+                    }
+                }
+                Err(_) => std::process::abort(),
+            }
+        }
+    }
+    stdout_closed
+}
+
+/// See [`sys::ignore_sigpipe`](crate::sys::ignore_sigpipe).
+pub fn ignore_sigpipe() {
+    use nix::sys::signal::{SigHandler, signal};
+    // SAFETY: called before other threads exist, and SIG_IGN runs no code.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+}
+
+/// See [`sys::symlink`](crate::sys::symlink).
+#[cfg(test)]
+pub fn symlink(target: &std::path::Path, link: &std::path::Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// See [`sys::make_fifo`](crate::sys::make_fifo).
+#[cfg(test)]
+pub fn make_fifo(path: &std::path::Path) -> io::Result<()> {
+    Ok(nix::unistd::mkfifo(
+        path,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )?)
 }
 
 #[cfg(test)]
