@@ -32,8 +32,21 @@ mod wait;
 
 /// The clap definition, for tests that walk every option.
 pub use cli::Cli;
-/// For `main`: fd 1 was closed at start (and now holds /dev/null).
-pub use io::record_closed_stdout;
+/// For `main`, first: opens the null device on any of the standard streams that is
+/// closed, as std does, so that no file retry opens later becomes the command's stdin,
+/// stdout or stderr; a closed stdout is recorded (what retry writes there is lost, and
+/// it must say so: curl's 23).
+pub fn open_standard_streams() {
+    if sys::open_standard_streams() {
+        io::record_closed_stdout();
+    }
+}
+
+/// For `main`, while no other thread exists: writes to a closed pipe fail with EPIPE
+/// instead of killing retry (std does the same; Windows has no SIGPIPE).
+pub fn ignore_sigpipe() {
+    sys::ignore_sigpipe();
+}
 /// For `main`, before any signal disposition changes: records what retry inherited,
 /// which every command and hook it starts gets back.
 pub use signals::record_inherited as record_inherited_signals;
@@ -158,11 +171,8 @@ fn fail(err: &anyhow::Error) -> ExitStatus {
 /// A crontab's slot run writes its own lines to `--slot-log-fd`, the scheduler's stderr:
 /// its command's output goes through the scheduler, labelled. The command does not get it.
 fn slot_run_log(raw: i32) {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    // SAFETY: the descriptor is only asked about and marked close-on-exec, never closed here.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
-    if fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).is_ok() {
-        report::log_to_fd(raw);
+    if let Some(file) = sys::adopt_log(i64::from(raw)) {
+        report::log_to(file);
     }
 }
 

@@ -18,17 +18,10 @@ use std::io::Write;
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     exit_125_on_panic();
-    open_standard_descriptors();
+    retry::open_standard_streams();
     // Before SIGPIPE below: the commands retry starts get back what retry was given.
     retry::record_inherited_signals();
-    // Writes to a closed pipe must fail with EPIPE, not kill retry (std does the same).
-    // SAFETY: no other thread exists yet, and SIG_IGN runs no code.
-    let _ = unsafe {
-        nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGPIPE,
-            nix::sys::signal::SigHandler::SigIgn,
-        )
-    };
+    retry::ignore_sigpipe();
     let status = retry::run(std::env::args_os());
     // std's own exit path flushes stdout; this one must.
     let _ = std::io::stdout().flush();
@@ -57,39 +50,4 @@ fn exit_125_on_panic() {
         );
         std::process::exit(i32::from(code));
     }));
-}
-
-#[cfg(not(test))]
-/// Opens /dev/null on any of descriptors 0–2 that is closed, as std does, so that no
-/// file retry opens later becomes the command's stdin, stdout or stderr.
-fn open_standard_descriptors() {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::BorrowedFd;
-    // SAFETY: 0, 1 and 2 are only polled; a closed one reports POLLNVAL.
-    let fds = [0, 1, 2].map(|fd| unsafe { BorrowedFd::borrow_raw(fd) });
-    let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::empty()));
-    if poll(&mut polled, PollTimeout::ZERO).is_err() {
-        return;
-    }
-    for (fd, p) in polled.iter().enumerate() {
-        if p.revents().is_some_and(|r| r.contains(PollFlags::POLLNVAL)) {
-            use nix::fcntl::{OFlag, open};
-            if fd == 1 {
-                // What retry itself writes there is lost, and it must say so (curl's 23).
-                retry::record_closed_stdout();
-            }
-            // The lowest free descriptor is the closed one, checked in order; without
-            // O_CLOEXEC, since the command inherits it as its own.
-            match open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty()) {
-                Ok(file) => {
-                    use std::os::fd::IntoRawFd;
-                    let got = file.into_raw_fd();
-                    if got != fd as i32 {
-                        let _ = nix::unistd::close(got);
-                    }
-                }
-                Err(_) => std::process::abort(),
-            }
-        }
-    }
 }

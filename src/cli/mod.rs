@@ -229,7 +229,7 @@ pub struct Cli {
     ///
     /// A name (INT, SIGINT) or number. SIGCONT follows it, and SIGKILL after --kill-after.
     #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = signal_value, help_heading = PROCESS)]
-    pub signal: nix::sys::signal::Signal,
+    pub signal: crate::sys::Signal,
 
     /// A timed-out attempt exits with its own status (128+N for signal N), not 124
     ///

@@ -285,10 +285,10 @@ mod tests {
 
     #[test]
     fn invalid_utf8_names_its_option_or_its_position() {
-        use std::os::unix::ffi::OsStringExt;
+        use crate::sys::os_string_from_bytes;
         let line_for = |args: &[&[u8]]| {
             let mut words = vec![OsString::from("retry")];
-            words.extend(args.iter().map(|a| OsString::from_vec(a.to_vec())));
+            words.extend(args.iter().map(|a| os_string_from_bytes(a)));
             line(&crate::cli::parse(words.clone()).unwrap_err(), &words)
         };
         let bad: &[u8] = b"\xff";
@@ -299,11 +299,7 @@ mod tests {
         assert_eq!(
             invalid_utf8(
                 &Cli::command(),
-                &[
-                    "retry".into(),
-                    "-v".into(),
-                    OsString::from_vec(bad.to_vec())
-                ]
+                &["retry".into(), "-v".into(), os_string_from_bytes(bad)]
             ),
             "argument 2 ('\u{fffd}'): not valid UTF-8; give it as UTF-8 text"
         );

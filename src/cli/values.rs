@@ -59,25 +59,13 @@ pub fn continue_value(text: &str) -> Result<String, String> {
 }
 
 /// `--signal`: a name as kill(1) and timeout(1) take it (TERM, SIGTERM, term) or a number.
-pub fn signal_value(text: &str) -> Result<nix::sys::signal::Signal, String> {
-    use nix::sys::signal::Signal;
-    let refusal = || {
+pub fn signal_value(text: &str) -> Result<crate::sys::Signal, String> {
+    crate::sys::parse_signal(text).ok_or_else(|| {
         format!(
-            "'{text}' is not a signal; expected a name such as TERM, INT, HUP or KILL \
-             (with or without SIG) or a number such as 15"
+            "'{text}' is not a signal; expected {}",
+            crate::sys::SIGNALS_ACCEPTED
         )
-    };
-    let trimmed = text.trim();
-    if let Ok(number) = trimmed.parse::<i32>() {
-        return Signal::try_from(number).map_err(|_| refusal());
-    }
-    let upper = trimmed.to_ascii_uppercase();
-    let name = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    name.parse::<Signal>().map_err(|_| refusal())
+    })
 }
 
 /// Compiled here, once: the classifier takes the compiled pattern.

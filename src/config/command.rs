@@ -23,7 +23,7 @@ pub struct CommandConfig {
     pub hold_stderr: bool,
     pub kill_after: Duration,
     /// `--signal`: what `--timeout` sends first.
-    pub timeout_signal: nix::sys::signal::Signal,
+    pub timeout_signal: crate::sys::Signal,
     /// `--preserve-status`: a timed-out attempt's own status instead of 124.
     pub preserve_status: bool,
 }

@@ -90,25 +90,23 @@ impl Signal {
     }
 }
 
-/// The system's name for a signal number.
-#[cfg(unix)]
+/// The system's name for a signal number; on Windows, which has none, the names of the
+/// console events retry takes as signals (Ctrl-C, the console's close, Ctrl-Break) and of
+/// the statuses retry builds from them.
 fn signal_name(number: i32) -> Option<String> {
-    let known = nix::sys::signal::Signal::try_from(number).ok()?;
-    Some(known.as_str().to_string())
-}
-
-/// Windows has no signals: these are the console events retry takes as them (Ctrl-C,
-/// the console's close, Ctrl-Break) and the ones a status can be built from.
-#[cfg(not(unix))]
-fn signal_name(number: i32) -> Option<String> {
-    let names = [
+    let taken = [
         (1, "SIGHUP"),
         (2, "SIGINT"),
         (3, "SIGQUIT"),
         (13, "SIGPIPE"),
         (15, "SIGTERM"),
     ];
-    let (_, name) = names.iter().find(|(n, _)| *n == number)?;
+    let name = crate::sys::signal_name(number).or_else(|| {
+        taken
+            .iter()
+            .find(|(n, _)| *n == number)
+            .map(|(_, name)| *name)
+    })?;
     Some(name.to_string())
 }
 

@@ -142,7 +142,7 @@ impl RunningHook {
         let fault = Fault::default();
         let supervised = Supervisor {
             tree: &self.tree,
-            timeout_signal: nix::sys::signal::Signal::SIGTERM,
+            timeout_signal: crate::sys::Signal::SIGTERM,
             kill_after: KILL_AFTER,
             signal_grace: SIGNAL_GRACE,
             foreground: false,

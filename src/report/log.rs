@@ -83,30 +83,27 @@ fn write_text(cfg: &LogConfig, shown: &str) {
     put(format!("{}{shown}\n", prefix(cfg)));
 }
 
-/// Where retry's own lines go instead of stderr (-1: stderr): a crontab's slot run
+/// Where retry's own lines go instead of stderr (unset: stderr): a crontab's slot run
 /// writes them to the scheduler's stderr while its command's output goes through
 /// the scheduler to be labelled.
-static LOG_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static LOG_TO: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
 
-/// Sends retry's own lines to `fd` from now on.
-pub fn log_to_fd(fd: std::os::fd::RawFd) {
-    LOG_FD.store(fd, std::sync::atomic::Ordering::SeqCst);
+/// Sends retry's own lines to `file` from now on (the first call only).
+pub fn log_to(file: std::fs::File) {
+    let _ = LOG_TO.set(file);
 }
 
 /// Writes one whole line in one write, so lines of processes sharing the stream
 /// never interleave.
 fn put(line: String) {
-    let fd = LOG_FD.load(std::sync::atomic::Ordering::SeqCst);
-    if fd < 0 {
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
-        return;
+    match LOG_TO.get() {
+        Some(mut file) => {
+            let _ = file.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }
     }
-    // SAFETY: the descriptor was handed over at start and stays open for the process;
-    // ManuallyDrop keeps this File from closing it.
-    let file = std::mem::ManuallyDrop::new(unsafe {
-        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
-    });
-    let _ = (&*file).write_all(line.as_bytes());
 }
 
 /// Writes one JSON line: `"time"` first, then `line`'s members and the slot, if any.

@@ -8,8 +8,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -26,7 +24,7 @@ use super::{Scheduler, Slot, SlotEnd, Tally, World, slot_key};
 use crate::config::crontab::{Crontab, CrontabJob};
 use crate::domain::{ExitStatus, Signal, rfc3339_millis, rfc3339_seconds};
 use crate::state::Status;
-use crate::{report, signals};
+use crate::{report, signals, sys};
 
 /// What ends a job's loop when a reload removed it (never reported as a signal).
 const RETIRED: Signal = Signal::HUP;
@@ -47,7 +45,7 @@ struct Shared {
     out: Mutex<()>,
     /// Where slot runs write their own lines (`--slot-log-fd`): a copy of stderr that
     /// every slot run inherits; none under `--job-output raw`.
-    log: Option<OwnedFd>,
+    log: Option<sys::LogCopy>,
     json: bool,
 }
 
@@ -65,8 +63,7 @@ impl Shared {
     fn terminate_runs(&self) {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         for pid in running.keys() {
-            let pid = nix::unistd::Pid::from_raw(*pid as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let _ = sys::ask_to_end(*pid);
         }
     }
 
@@ -107,7 +104,11 @@ pub fn run(
         wake: Condvar::new(),
         running: Mutex::new(HashMap::new()),
         out: Mutex::new(()),
-        log: if raw { None } else { Some(log_descriptor()?) },
+        log: if raw {
+            None
+        } else {
+            Some(sys::LogCopy::of_stderr().context("cannot copy stderr for the slot runs")?)
+        },
         json: report::config().json,
     };
     signals::reload_on_hup().context("cannot install the SIGUSR2 handler")?;
@@ -485,16 +486,16 @@ impl CrontabWorld<'_> {
         // No pre_exec: the child is then started by posix_spawn (vfork), not by a fork
         // that copies this many-threaded process's memory map for every slot.
         if let Some(log) = &self.shared.log {
-            let fd = log.as_raw_fd().to_string();
+            let fd = log.token().to_string();
             command.args(["--slot-log-fd", &fd]);
             command.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         command
             .args(job.target())
             .envs(job.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            // Its own group: a terminal's Ctrl-C is the scheduler's to pass on.
-            .process_group(0);
+            .stdin(Stdio::null());
+        // Its own group: a terminal's Ctrl-C is the scheduler's to pass on.
+        sys::own_process_group(&mut command);
         let mut child = command
             .spawn()
             .context("cannot start the slot's run of retry")?;
@@ -581,20 +582,6 @@ impl Label<'_> {
             )
         }
     }
-}
-
-/// A copy of the scheduler's stderr above the standard descriptors, left open across
-/// exec: every slot run inherits it and marks it close-on-exec for its command at once.
-fn log_descriptor() -> anyhow::Result<OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: F_DUPFD returns a new descriptor this process then owns.
-    let fd = unsafe { nix::libc::fcntl(2, nix::libc::F_DUPFD, 10) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error())
-            .context("cannot copy stderr for the slot runs");
-    }
-    // SAFETY: `fd` was just made and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn outcome_of(status: Status) -> Outcome {

@@ -27,8 +27,6 @@ use nix::errno::Errno;
 #[cfg(unix)]
 use nix::poll::PollFlags;
 #[cfg(unix)]
-use nix::sys::signal::Signal;
-#[cfg(unix)]
 use nix::sys::socket::MsgFlags;
 
 #[cfg(target_os = "freebsd")]
@@ -40,28 +38,14 @@ mod os;
 #[cfg(target_os = "macos")]
 #[path = "macos.rs"]
 mod os;
-#[cfg(windows)]
-pub use os::Locked;
-#[cfg(windows)]
-pub use os::{USER_STATE_DIR_UNSET, user_state_dir};
-#[cfg(windows)]
-use os::{
-    check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
-    host_name as os_host_name, identity as os_identity, link_count as os_link_count,
-    login_name as os_login_name, path_identity as os_path_identity, pgpass_file as os_pgpass_file,
-    read_at as os_read_at, set_file_mode as os_set_file_mode, stamp_now_ms as os_stamp_now_ms,
-    sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
+pub use family::{
+    Dir, Locked, LogCopy, SIGNALS_ACCEPTED, Signal, USER_STATE_DIR_UNSET, user_state_dir,
 };
+/// The calls one family of systems shares: `posix.rs` on every Unix, `windows.rs` on Windows.
+#[cfg(windows)]
+use os as family;
 #[cfg(unix)]
-pub use posix::{Locked, USER_STATE_DIR_UNSET, user_state_dir};
-#[cfg(unix)]
-use posix::{
-    check_writable_in_place as os_check_writable_in_place, file_mode as os_file_mode,
-    host_name as os_host_name, identity as os_identity, link_count as os_link_count,
-    login_name as os_login_name, path_identity as os_path_identity, pgpass_file as os_pgpass_file,
-    read_at as os_read_at, set_file_mode as os_set_file_mode, stamp_now_ms as os_stamp_now_ms,
-    sync_dir as os_sync_dir, try_lock as os_try_lock, write_all_at as os_write_all_at,
-};
+use posix as family;
 #[cfg(windows)]
 #[path = "windows.rs"]
 mod os;
@@ -146,18 +130,9 @@ pub fn set_parent_death_signal(sig: Signal) -> io::Result<()> {
 /// A monotonic time (from an arbitrary start) that goes on while this process is
 /// stopped (SIGSTOP) and, where the system has such a clock (Linux `CLOCK_BOOTTIME`),
 /// while the machine is suspended, which `Instant` does not count on Linux.
-#[cfg(unix)]
+/// (Windows: `GetTickCount64`, which counts a suspended machine, in milliseconds.)
 pub fn suspend_aware_now() -> std::time::Duration {
-    let mut ts = nix::libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into a live one; it cannot fail for a
-    // clock the system defines.
-    unsafe { nix::libc::clock_gettime(os::SUSPEND_CLOCK, &mut ts) };
-    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
-    let nanos = u32::try_from(ts.tv_nsec).unwrap_or(0);
-    std::time::Duration::new(secs, nanos)
+    family::suspend_aware_now()
 }
 
 #[cfg(unix)]
@@ -240,20 +215,13 @@ impl PipeWriter {
 
 /// This machine's name.
 pub fn host_name() -> Option<String> {
-    os_host_name()
+    family::host_name()
 }
 
 /// The major and minor numbers of the device `dev` (as [`identity`] gives it; on
 /// Windows the volume's serial number and 0).
 pub fn device_numbers(dev: u64) -> (u64, u64) {
     os::device_numbers(dev)
-}
-
-#[cfg(unix)]
-/// A file's device and inode, as `MetadataExt::dev` and `ino` give them.
-#[allow(clippy::unnecessary_cast)] // the types differ between systems
-pub fn file_identity(st: &nix::sys::stat::FileStat) -> (u64, u64) {
-    (st.st_dev as u64, st.st_ino as u64)
 }
 
 #[cfg(unix)]
@@ -277,18 +245,18 @@ pub fn configure_name_lookup() {
 /// Reads into `buf` from `offset` of `file`, leaving the file's own position as it is
 /// where the system can (`pread`; Windows moves it, which no caller relies on).
 pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    os_read_at(file, buf, offset)
+    family::read_at(file, buf, offset)
 }
 
 /// Writes all of `buf` at `offset` of `file`.
 pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> std::io::Result<()> {
-    os_write_all_at(file, buf, offset)
+    family::write_all_at(file, buf, offset)
 }
 
 /// A file's permission bits (`mode & 0o7777`); `None` where the system has none
 /// (Windows: an ACL, not a mode).
 pub fn file_mode(meta: &std::fs::Metadata) -> Option<u32> {
-    os_file_mode(meta)
+    family::file_mode(meta)
 }
 
 /// Whether a file readable by others than its owner is what it looks like: true when
@@ -300,53 +268,53 @@ pub fn open_to_others(meta: &std::fs::Metadata) -> bool {
 /// The user's login name as the system keeps it (`/etc/passwd` for this uid on Unix,
 /// `USERNAME` on Windows); `None` when it cannot be found.
 pub fn login_name() -> Option<String> {
-    os_login_name()
+    family::login_name()
 }
 
 /// libpq's password file when `PGPASSFILE` is unset (`~/.pgpass`;
 /// `%APPDATA%\postgresql\pgpass.conf` on Windows).
 pub fn pgpass_file() -> Option<std::path::PathBuf> {
-    os_pgpass_file()
+    family::pgpass_file()
 }
 
 /// Sets a file's permission bits (Windows keeps only whether it is read-only: a mode
 /// without any write bit makes it so).
 pub fn set_file_mode(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
-    os_set_file_mode(path, mode)
+    family::set_file_mode(path, mode)
 }
 
 /// Makes a rename in `dir` durable (fsync of the directory; Windows has no such call
 /// through std, and its renames are journaled by NTFS: a no-op there).
 pub fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    os_sync_dir(dir)
+    family::sync_dir(dir)
 }
 
 /// Checks that a device or FIFO at `path` can be written in place, without blocking.
 pub fn check_writable_in_place(path: &std::path::Path) -> std::io::Result<()> {
-    os_check_writable_in_place(path)
+    family::check_writable_in_place(path)
 }
 
 /// What names a file for good: its device and inode (a volume's serial number and the
 /// file's index on Windows).
 pub fn identity(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
-    os_identity(file)
+    family::identity(file)
 }
 
 /// [`identity`] of the file `path` names.
 pub fn path_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
-    os_path_identity(path)
+    family::path_identity(path)
 }
 
 /// How many names (hard links) the file has.
 pub fn link_count(file: &std::fs::File) -> std::io::Result<u64> {
-    os_link_count(file)
+    family::link_count(file)
 }
 
 /// Stamps the file's modification time now and reads it back, in milliseconds since
 /// the epoch: the clock of the machine that holds the file where the system can do that
 /// (`futimens` with `UTIME_NOW`), this machine's on Windows.
 pub fn stamp_now_ms(file: &std::fs::File) -> std::io::Result<u64> {
-    os_stamp_now_ms(file)
+    family::stamp_now_ms(file)
 }
 
 /// An advisory lock on the whole file without waiting (`flock`; `LockFileEx` on
@@ -356,5 +324,129 @@ pub fn try_lock(
     file: std::fs::File,
     exclusive: bool,
 ) -> std::io::Result<Result<Locked, std::fs::File>> {
-    os_try_lock(file, exclusive)
+    family::try_lock(file, exclusive)
+}
+
+/// The signal `text` names, as kill(1) and timeout(1) take it (`TERM`, `SIGTERM`, `term`,
+/// or a number); `None` when this system has no such signal to send.
+pub fn parse_signal(text: &str) -> Option<Signal> {
+    let trimmed = text.trim();
+    if let Ok(number) = trimmed.parse::<i32>() {
+        return family::signal_by_number(number);
+    }
+    let upper = trimmed.to_ascii_uppercase();
+    match upper.starts_with("SIG") {
+        true => family::signal_by_name(&upper),
+        false => family::signal_by_name(&format!("SIG{upper}")),
+    }
+}
+
+/// The system's name for the signal numbered `number` (`SIGTERM`), if it has one.
+pub fn signal_name(number: i32) -> Option<&'static str> {
+    family::signal_by_number(number).map(Signal::as_str)
+}
+
+/// The log stream a crontab's slot run was handed (`--slot-log-fd`), kept from the
+/// run's command; `None` when it is not open.
+pub fn adopt_log(token: i64) -> Option<std::fs::File> {
+    family::adopt_log(token)
+}
+
+/// Starts `command` in a process group of its own (see [`ask_to_end`]).
+pub fn own_process_group(command: &mut std::process::Command) {
+    family::own_process_group(command);
+}
+
+/// Asks a process started with [`own_process_group`] to end: SIGTERM, or Ctrl-Break to
+/// its group on Windows.
+pub fn ask_to_end(pid: u32) -> std::io::Result<()> {
+    family::ask_to_end(pid)
+}
+
+/// Opens a directory read-only, to lock it.
+pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    family::open_directory(path)
+}
+
+#[cfg(test)]
+/// An argument made of `bytes`, which need not be text (as a test gives one).
+pub fn os_string_from_bytes(bytes: &[u8]) -> std::ffi::OsString {
+    family::os_string_from_bytes(bytes)
+}
+
+/// How a file in a [`Dir`] is opened: never through a link, and (but for
+/// `NewWriteOnly`) without blocking on a FIFO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileAccess {
+    Read,
+    /// Read and write, created (mode 0600) if missing.
+    Update,
+    /// Read and write, a new file (mode 0600) that must not exist yet.
+    New,
+    /// Write only, a new file (mode 0600) that must not exist yet.
+    NewWriteOnly,
+}
+
+/// What an entry of a [`Dir`] is, a link not followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Its device and inode (see [`identity`]).
+    pub identity: (u64, u64),
+    pub modified: Option<std::time::SystemTime>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+/// Whether an open through a [`Dir`] failed because it met a link it does not follow.
+pub fn is_link_refusal(error: &std::io::Error) -> bool {
+    family::is_link_refusal(error)
+}
+
+/// A file's owner (its uid); `None` where the system keeps an ACL instead (Windows).
+pub fn owner(meta: &std::fs::Metadata) -> Option<u32> {
+    family::owner(meta)
+}
+
+/// The user running retry (its effective uid); `None` on Windows.
+pub fn user_id() -> Option<u32> {
+    family::user_id()
+}
+
+/// Makes `path` and its missing parents, each new one private to this user (mode 0700;
+/// on Windows, the parent's inherited ACL).
+pub fn create_private_dirs(path: &std::path::Path) -> std::io::Result<()> {
+    family::create_private_dirs(path)
+}
+
+/// Makes `link` a symbolic link to `target` (a test's planted link; Windows asks for
+/// the right to make one).
+#[cfg(test)]
+pub fn symlink(target: &std::path::Path, link: &std::path::Path) -> std::io::Result<()> {
+    family::symlink(target, link)
+}
+
+/// Makes a FIFO at `path` (mode 0600).
+#[cfg(all(test, unix))]
+pub fn make_fifo(path: &std::path::Path) -> std::io::Result<()> {
+    family::make_fifo(path)
+}
+
+/// Opens the null device on any of the standard streams that is closed (the lowest free
+/// descriptor is the closed one, inherited by commands as their own); whether stdout
+/// was closed. Windows leaves a missing handle missing (std writes nothing there).
+pub fn open_standard_streams() -> bool {
+    family::open_standard_streams()
+}
+
+/// Has a write to a closed pipe fail with EPIPE rather than kill retry (SIGPIPE
+/// ignored; Windows has no SIGPIPE). Call it before other threads exist.
+pub fn ignore_sigpipe() {
+    family::ignore_sigpipe();
 }

@@ -22,8 +22,10 @@ use std::sync::{RwLock, RwLockWriteGuard};
 
 use super::PipeMode;
 
+mod dir;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
+pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
 pub use writer::PipeWriter;
 
@@ -233,6 +235,157 @@ pub const USER_STATE_DIR_UNSET: &str = "neither XDG_STATE_HOME nor HOME is set t
 /// libpq's password file when `PGPASSFILE` is unset: `~/.pgpass`.
 pub fn pgpass_file() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".pgpass"))
+}
+
+/// The system's signal, as nix names it.
+pub use nix::sys::signal::Signal;
+
+/// What `--signal` takes, for its refusal.
+pub const SIGNALS_ACCEPTED: &str =
+    "a name such as TERM, INT, HUP or KILL (with or without SIG) or a number such as 15";
+
+/// The signal numbered `number` on this system.
+pub fn signal_by_number(number: i32) -> Option<Signal> {
+    Signal::try_from(number).ok()
+}
+
+/// The signal named `name` (`SIGTERM`) on this system.
+pub fn signal_by_name(name: &str) -> Option<Signal> {
+    name.parse().ok()
+}
+
+/// The stream retry's own lines go to in a crontab's slot run: a copy of the scheduler's
+/// stderr above the standard descriptors, left open across exec for the slot runs.
+pub struct LogCopy(OwnedFd);
+
+impl LogCopy {
+    /// Copies stderr.
+    pub fn of_stderr() -> io::Result<LogCopy> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: F_DUPFD returns a new descriptor this process then owns.
+        let fd = unsafe { nix::libc::fcntl(2, nix::libc::F_DUPFD, 10) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just made and nothing else owns it.
+        Ok(LogCopy(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// How a slot run is told of it (`--slot-log-fd`): the descriptor's number.
+    pub fn token(&self) -> i64 {
+        use std::os::fd::AsRawFd;
+        i64::from(self.0.as_raw_fd())
+    }
+}
+
+/// The log stream a slot run was handed (`--slot-log-fd`), made close-on-exec at once so
+/// that its command does not get it; `None` when it is not open.
+pub fn adopt_log(token: i64) -> Option<std::fs::File> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    use std::os::fd::{BorrowedFd, FromRawFd};
+    let raw = i32::try_from(token).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: only asked about and marked close-on-exec before it is taken over.
+    let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).ok()?;
+    // SAFETY: the descriptor was handed over for this process to write to for its life.
+    Some(unsafe { std::fs::File::from_raw_fd(raw) })
+}
+
+/// Starts the command in a process group of its own: a terminal's Ctrl-C is then its
+/// parent's to pass on.
+pub fn own_process_group(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    command.process_group(0);
+}
+
+/// Asks the process `pid` to end (SIGTERM).
+pub fn ask_to_end(pid: u32) -> io::Result<()> {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).map_err(io::Error::other)?);
+    Ok(nix::sys::signal::kill(pid, Signal::SIGTERM)?)
+}
+
+/// Opens a directory to lock it, read-only, as flock(1) does.
+pub fn open_directory(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_DIRECTORY)
+        .open(path)
+}
+
+#[cfg(test)]
+/// An argument of these bytes, which need not be text.
+pub fn os_string_from_bytes(bytes: &[u8]) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    std::ffi::OsString::from_vec(bytes.to_vec())
+}
+
+/// See [`sys::suspend_aware_now`](crate::sys::suspend_aware_now).
+pub fn suspend_aware_now() -> std::time::Duration {
+    let mut ts = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into a live one; it cannot fail for a
+    // clock the system defines.
+    unsafe { nix::libc::clock_gettime(super::os::SUSPEND_CLOCK, &mut ts) };
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(ts.tv_nsec).unwrap_or(0);
+    std::time::Duration::new(secs, nanos)
+}
+
+/// See [`sys::open_standard_streams`](crate::sys::open_standard_streams).
+pub fn open_standard_streams() -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::BorrowedFd;
+    // SAFETY: 0, 1 and 2 are only polled; a closed one reports POLLNVAL.
+    let fds = [0, 1, 2].map(|fd| unsafe { BorrowedFd::borrow_raw(fd) });
+    let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::empty()));
+    if poll(&mut polled, PollTimeout::ZERO).is_err() {
+        return false;
+    }
+    let mut stdout_closed = false;
+    for (fd, p) in polled.iter().enumerate() {
+        if p.revents().is_some_and(|r| r.contains(PollFlags::POLLNVAL)) {
+            use nix::fcntl::{OFlag, open};
+            stdout_closed |= fd == 1;
+            // The lowest free descriptor is the closed one, checked in order; without
+            // O_CLOEXEC, since the command inherits it as its own.
+            match open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty()) {
+                Ok(file) => {
+                    use std::os::fd::IntoRawFd;
+                    let got = file.into_raw_fd();
+                    if got != fd as i32 {
+                        let _ = nix::unistd::close(got);
+                    }
+                }
+                Err(_) => std::process::abort(),
+            }
+        }
+    }
+    stdout_closed
+}
+
+/// See [`sys::ignore_sigpipe`](crate::sys::ignore_sigpipe).
+pub fn ignore_sigpipe() {
+    use nix::sys::signal::{SigHandler, signal};
+    // SAFETY: called before other threads exist, and SIG_IGN runs no code.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+}
+
+/// See [`sys::symlink`](crate::sys::symlink).
+#[cfg(test)]
+pub fn symlink(target: &std::path::Path, link: &std::path::Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// See [`sys::make_fifo`](crate::sys::make_fifo).
+#[cfg(test)]
+pub fn make_fifo(path: &std::path::Path) -> io::Result<()> {
+    Ok(nix::unistd::mkfifo(
+        path,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )?)
 }
 
 #[cfg(test)]

@@ -11,19 +11,22 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::mem::size_of;
 use std::os::windows::fs::FileExt;
-use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
+use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_LOCK_VIOLATION, FALSE, FILETIME, HANDLE, INVALID_HANDLE_VALUE, TRUE,
+    ERROR_LOCK_VIOLATION, ERROR_STOPPED_ON_SYMLINK, FALSE, FILETIME, HANDLE, HANDLE_FLAG_INHERIT,
+    INVALID_HANDLE_VALUE, SetHandleInformation, TRUE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK,
-    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
+    BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
+    UnlockFileEx,
 };
 use windows_sys::Win32::System::Console::{
-    CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, SetConsoleCtrlHandler,
+    CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, GenerateConsoleCtrlEvent, GetStdHandle,
+    STD_OUTPUT_HANDLE, SetConsoleCtrlHandler,
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
@@ -35,8 +38,9 @@ use windows_sys::Win32::System::JobObjects::{
     JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
     QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
+use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    CREATE_NEW_PROCESS_GROUP, GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
 };
 
 use super::Process;
@@ -432,3 +436,270 @@ pub fn console_events(on_event: fn(ConsoleEvent)) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// What `--signal` may name on Windows, which sends no signals: TERM is Ctrl-Break to the
+/// attempt's process group (and the end of its Job Object after `--kill-after`), KILL the
+/// Job Object's end at once.
+#[allow(clippy::upper_case_acronyms)] // the names the systems with signals give them
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Signal {
+    SIGKILL = 9,
+    SIGTERM = 15,
+}
+
+impl Signal {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Signal::SIGKILL => "SIGKILL",
+            Signal::SIGTERM => "SIGTERM",
+        }
+    }
+}
+
+/// What `--signal` takes, for its refusal.
+pub const SIGNALS_ACCEPTED: &str = "TERM or KILL (with or without SIG), or 15 or 9: Windows \
+     ends an attempt through Ctrl-Break and its Job Object, and can send no other signal";
+
+const SIGNALS: [Signal; 2] = [Signal::SIGKILL, Signal::SIGTERM];
+
+pub fn signal_by_number(number: i32) -> Option<Signal> {
+    SIGNALS.into_iter().find(|s| *s as i32 == number)
+}
+
+pub fn signal_by_name(name: &str) -> Option<Signal> {
+    SIGNALS.into_iter().find(|s| s.as_str() == name)
+}
+
+/// A copy of retry's stderr that slot runs inherit (an inheritable handle), to write
+/// their own lines to.
+pub struct LogCopy(OwnedHandle);
+
+impl LogCopy {
+    pub fn of_stderr() -> io::Result<LogCopy> {
+        let stderr = io::stderr();
+        let copy = stderr.as_handle().try_clone_to_owned()?;
+        // SAFETY: the handle is open and owned by `copy`.
+        let done = unsafe {
+            SetHandleInformation(
+                copy.as_raw_handle() as HANDLE,
+                HANDLE_FLAG_INHERIT,
+                HANDLE_FLAG_INHERIT,
+            )
+        };
+        if done == FALSE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(LogCopy(copy))
+    }
+
+    /// The handle's value, which is the same in a child that inherits it.
+    pub fn token(&self) -> i64 {
+        self.0.as_raw_handle() as i64
+    }
+}
+
+/// The log handle a slot run was handed (`--slot-log-fd`), made uninheritable at once
+/// so that its command does not get it; `None` when it is not an open handle.
+pub fn adopt_log(token: i64) -> Option<File> {
+    let raw = usize::try_from(token).ok().filter(|h| *h != 0)? as HANDLE;
+    // SAFETY: a handle value is only asked to change a flag; a bad one fails.
+    if unsafe { SetHandleInformation(raw, HANDLE_FLAG_INHERIT, 0) } == FALSE {
+        return None;
+    }
+    // SAFETY: the handle was handed over for this process to write to for its life.
+    Some(unsafe { File::from_raw_handle(raw as RawHandle) })
+}
+
+/// Starts the command in a process group of its own, which Ctrl-Break can be sent to.
+pub fn own_process_group(command: &mut std::process::Command) {
+    use std::os::windows::process::CommandExt;
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP);
+}
+
+/// Asks the process `pid`, started in a group of its own, to end: Ctrl-Break to its
+/// group, which retry takes as a signal.
+pub fn ask_to_end(pid: u32) -> io::Result<()> {
+    // SAFETY: no memory is passed; a group that is gone fails.
+    if unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, pid) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Opens a directory to lock it (`FILE_FLAG_BACKUP_SEMANTICS`, without which Windows
+/// opens no directory).
+pub fn open_directory(path: &Path) -> io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)
+}
+
+#[cfg(test)]
+/// An argument of these bytes: what is UTF-8 is kept, each other byte becomes an
+/// unpaired surrogate (as Python's `surrogateescape`), so that it is not text.
+pub fn os_string_from_bytes(bytes: &[u8]) -> std::ffi::OsString {
+    use std::os::windows::ffi::OsStringExt;
+    let mut wide = Vec::new();
+    for chunk in bytes.utf8_chunks() {
+        wide.extend(chunk.valid().encode_utf16());
+        wide.extend(chunk.invalid().iter().map(|b| 0xDC00 | u16::from(*b)));
+    }
+    std::ffi::OsString::from_wide(&wide)
+}
+
+/// Milliseconds since boot, suspended time included (`GetTickCount64`).
+pub fn suspend_aware_now() -> std::time::Duration {
+    // SAFETY: no arguments; it cannot fail.
+    std::time::Duration::from_millis(unsafe { GetTickCount64() })
+}
+
+/// A directory, by its path: Windows opens entries by name, and a link (a reparse
+/// point) is refused where one would be followed, then opened as itself
+/// (`FILE_FLAG_OPEN_REPARSE_POINT`), so that a link swapped in after the check is not
+/// followed either.
+#[derive(Debug)]
+pub struct Dir(PathBuf);
+
+/// The error of an open that met a link it does not follow.
+fn link_met() -> io::Error {
+    io::Error::from_raw_os_error(ERROR_STOPPED_ON_SYMLINK as i32)
+}
+
+impl Dir {
+    pub fn open(path: &Path, follow: bool) -> io::Result<Dir> {
+        let meta = match follow {
+            true => std::fs::metadata(path)?,
+            false => std::fs::symlink_metadata(path)?,
+        };
+        if meta.file_type().is_symlink() {
+            return Err(link_met());
+        }
+        if !meta.is_dir() {
+            return Err(io::ErrorKind::NotADirectory.into());
+        }
+        Ok(Dir(path.to_path_buf()))
+    }
+
+    pub fn open_dir(&self, name: &str) -> io::Result<Dir> {
+        Dir::open(&self.0.join(name), false)
+    }
+
+    pub fn make_dir(&self, name: &str) -> io::Result<()> {
+        std::fs::create_dir(self.0.join(name))
+    }
+
+    pub fn open_file(&self, name: &str, access: crate::sys::FileAccess) -> io::Result<File> {
+        use crate::sys::FileAccess;
+        use std::os::windows::fs::OpenOptionsExt;
+        let path = self.0.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(link_met());
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
+        match access {
+            FileAccess::Read => options.read(true),
+            FileAccess::Update => options.read(true).write(true).create(true),
+            FileAccess::New => options.read(true).write(true).create_new(true),
+            FileAccess::NewWriteOnly => options.write(true).create_new(true),
+        };
+        let file = options.open(&path)?;
+        if file.metadata()?.file_type().is_symlink() {
+            return Err(link_met());
+        }
+        Ok(file)
+    }
+
+    pub fn entry(&self, name: &str) -> io::Result<crate::sys::Entry> {
+        use crate::sys::{Entry, EntryKind};
+        use std::os::windows::fs::OpenOptionsExt;
+        let path = self.0.join(name);
+        let meta = std::fs::symlink_metadata(&path)?;
+        let kind = match meta.file_type() {
+            t if t.is_symlink() => EntryKind::Link,
+            t if t.is_file() => EntryKind::File,
+            t if t.is_dir() => EntryKind::Dir,
+            _ => EntryKind::Other,
+        };
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+            .open(&path)?;
+        Ok(Entry {
+            kind,
+            identity: identity(&opened)?,
+            modified: meta.modified().ok(),
+        })
+    }
+
+    /// `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, atomic on NTFS for files.
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.0.join(from), self.0.join(to))
+    }
+
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        std::fs::remove_file(self.0.join(name))
+    }
+
+    /// NTFS journals a rename; std cannot open a directory to flush it.
+    pub fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.0)? {
+            if let Some(name) = entry?.file_name().to_str() {
+                if keep(name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    /// Windows keeps an ACL, not an owner's uid and a mode.
+    pub fn owner_and_mode(&self) -> io::Result<Option<(u32, u32)>> {
+        Ok(None)
+    }
+}
+
+pub fn is_link_refusal(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(ERROR_STOPPED_ON_SYMLINK as i32)
+}
+
+/// Windows keeps an ACL, no uid.
+pub fn owner(_meta: &Metadata) -> Option<u32> {
+    None
+}
+
+pub fn user_id() -> Option<u32> {
+    None
+}
+
+/// New directories take the ACL their parent passes on (under `%LOCALAPPDATA%`, the user's).
+pub fn create_private_dirs(path: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(path)
+}
+
+/// A link to a directory or a file, as `target` is (the right to make links is needed).
+#[cfg(test)]
+pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    match target.is_dir() {
+        true => std::os::windows::fs::symlink_dir(target, link),
+        false => std::os::windows::fs::symlink_file(target, link),
+    }
+}
+
+/// Whether stdout is missing (no handle); Windows has no lowest-free-descriptor rule to
+/// guard against, and std writes nothing to a missing handle.
+pub fn open_standard_streams() -> bool {
+    // SAFETY: no arguments but the stream's number.
+    let out = unsafe { GetStdHandle(STD_OUTPUT_HANDLE) };
+    out.is_null() || out == INVALID_HANDLE_VALUE
+}
+
+/// Windows has no SIGPIPE: a write to a closed pipe fails with `ERROR_NO_DATA` already.
+pub fn ignore_sigpipe() {}

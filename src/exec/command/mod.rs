@@ -48,7 +48,7 @@ pub struct CommandExecutor {
     held: HeldOutput,
     kill_after: Duration,
     /// `--signal`: what the time limit sends first.
-    timeout_signal: nix::sys::signal::Signal,
+    timeout_signal: crate::sys::Signal,
     preserve_status: bool,
     info: RunInfo,
     /// Hand the terminal to the command: stdin is our controlling terminal and
@@ -208,7 +208,7 @@ impl CommandExecutor {
             format!("profile:     {} ({picked})", profile.name),
             format!("stdin:       {}", self.stdin.describe()),
         ];
-        if self.timeout_signal != nix::sys::signal::Signal::SIGTERM || self.preserve_status {
+        if self.timeout_signal != crate::sys::Signal::SIGTERM || self.preserve_status {
             let status = if self.preserve_status {
                 "its own status (--preserve-status)"
             } else {

@@ -8,17 +8,13 @@
 //! files hold is their owners' business.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::Context;
-use nix::errno::Errno;
-use nix::fcntl::{AtFlags, OFlag, openat, renameat};
-use nix::sys::stat::{Mode, SFlag, fstatat, mkdirat};
-use nix::unistd::{UnlinkatFlags, unlinkat};
+
+use crate::sys::{self, Dir, EntryKind, FileAccess};
 
 /// Mode bits that let someone other than the owner change a directory's entries.
 const OTHERS_WRITE: u32 = 0o022;
@@ -28,7 +24,7 @@ const TEMP_TRIES: u32 = 16;
 /// A checked directory of state files, held open.
 #[derive(Debug)]
 pub struct StateDir {
-    fd: OwnedFd,
+    dir: Dir,
     path: PathBuf,
 }
 
@@ -46,10 +42,7 @@ impl StateDir {
     /// Opens `--state DIR`, creating it (and missing parents) with mode 0700.
     pub fn open(path: &Path) -> anyhow::Result<StateDir> {
         refuse_foreign_link(path)?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
+        sys::create_private_dirs(path)
             .with_context(|| format!("--state: cannot create directory {}", path.display()))?;
         Self::open_existing(path)?
             .with_context(|| format!("--state: {} vanished as it was made", path.display()))
@@ -57,24 +50,25 @@ impl StateDir {
 
     /// Opens `--state DIR` when it exists (`None` when it does not), creating nothing.
     pub fn open_existing(path: &Path) -> anyhow::Result<Option<StateDir>> {
-        let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
         // Not through a link first; a link is followed only when its owner is trusted.
-        let opened = match nix::fcntl::open(path, flags | OFlag::O_NOFOLLOW, Mode::empty()) {
-            Err(Errno::ELOOP | Errno::ENOTDIR) if refuse_foreign_link(path)? => {
-                nix::fcntl::open(path, flags, Mode::empty())
+        let opened = match Dir::open(path, false) {
+            Err(e) if sys::is_link_refusal(&e) && refuse_foreign_link(path)? => {
+                Dir::open(path, true)
             }
             other => other,
         };
-        let fd = match opened {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Ok(None),
-            Err(Errno::ENOTDIR) => anyhow::bail!("--state: {} is not a directory", path.display()),
+        let dir = match opened {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotADirectory => {
+                anyhow::bail!("--state: {} is not a directory", path.display())
+            }
             Err(e) => {
                 return Err(e).with_context(|| format!("--state: cannot open {}", path.display()));
             }
         };
         let dir = StateDir {
-            fd,
+            dir,
             path: path.to_path_buf(),
         };
         dir.check()?;
@@ -83,8 +77,9 @@ impl StateDir {
 
     /// The directory `name` inside this one, created with mode 0700 if missing.
     pub fn subdir(&self, name: &str) -> anyhow::Result<StateDir> {
-        match mkdirat(&self.fd, name, Mode::from_bits_truncate(0o700)) {
-            Ok(()) | Err(Errno::EEXIST) => {}
+        match self.dir.make_dir(name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!(
@@ -104,22 +99,24 @@ impl StateDir {
 
     /// The directory `name` inside this one, if it exists (`None` when it does not).
     pub fn existing_subdir(&self, name: &str) -> anyhow::Result<Option<StateDir>> {
-        let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
         let path = self.join(name);
-        let fd = match openat(&self.fd, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Ok(None),
+        let dir = match self.dir.open_dir(name) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.refusal(name, e)),
         };
-        let dir = StateDir { fd, path };
+        let dir = StateDir { dir, path };
         dir.check()?;
         Ok(Some(dir))
     }
 
     /// Refuses a directory that someone other than this user (or root) could change.
     fn check(&self) -> anyhow::Result<()> {
-        let meta = File::from(self.fd.try_clone()?).metadata()?;
-        check_trusted(&self.path, meta.uid(), meta.mode())
+        match self.dir.owner_and_mode()? {
+            Some((uid, mode)) => check_trusted(&self.path, uid, mode),
+            // Windows: an ACL, which the directory inherits from where the user put it.
+            None => Ok(()),
+        }
     }
 
     /// Where `name` is, for messages.
@@ -134,16 +131,14 @@ impl StateDir {
     /// Opens the regular file `name`; `Ok(None)` when it is missing and `access` does
     /// not create it. A symbolic link, a FIFO or a device there is an error.
     pub fn open_file(&self, name: &str, access: Access) -> anyhow::Result<Option<File>> {
-        // Non-blocking, so that a FIFO planted there cannot hang the open.
-        let mut flags = OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
-        flags |= match access {
-            Access::Read => OFlag::O_RDONLY,
-            Access::Update => OFlag::O_RDWR | OFlag::O_CREAT,
-            Access::New => OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL,
+        let how = match access {
+            Access::Read => FileAccess::Read,
+            Access::Update => FileAccess::Update,
+            Access::New => FileAccess::New,
         };
-        let file = match openat(&self.fd, name, flags, Mode::from_bits_truncate(0o600)) {
-            Ok(fd) => File::from(fd),
-            Err(Errno::ENOENT) if access == Access::Read => return Ok(None),
+        let file = match self.dir.open_file(name, how) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound && access == Access::Read => return Ok(None),
             Err(e) => return Err(self.refusal(name, e)),
         };
         let meta = file
@@ -171,29 +166,28 @@ impl StateDir {
 
     /// The device and inode of `name` itself (a link is not followed), if it exists.
     pub fn identity(&self, name: &str) -> anyhow::Result<Option<(u64, u64)>> {
-        match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(crate::sys::file_identity(&st))),
-            Err(Errno::ENOENT) => Ok(None),
+        match self.dir.entry(name) {
+            Ok(entry) => Ok(Some(entry.identity)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("cannot stat {}", self.join(name).display())),
         }
     }
 
     /// Refuses a link, a directory or anything else but a regular file at `name`.
     pub fn refuse_odd_entry(&self, name: &str) -> anyhow::Result<()> {
-        let st = match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(Errno::ENOENT) => return Ok(()),
+        let entry = match self.dir.entry(name) {
+            Ok(entry) => entry,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
             Err(e) => {
                 return Err(e)
                     .with_context(|| format!("cannot stat {}", self.join(name).display()));
             }
         };
-        let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
-        if kind == SFlag::S_IFLNK {
-            return Err(self.refusal(name, Errno::ELOOP));
+        if entry.kind == EntryKind::Link {
+            return Err(self.link_refusal(name));
         }
         anyhow::ensure!(
-            kind == SFlag::S_IFREG,
+            entry.kind == EntryKind::File,
             "{} is not a regular file; retry keeps only regular files in its state directory (remove it)",
             self.join(name).display()
         );
@@ -215,14 +209,15 @@ impl StateDir {
     pub fn replace_through(&self, name: &str, contents: &[u8], temp: &str) -> anyhow::Result<()> {
         self.refuse_odd_entry(name)?;
         match self.remove(temp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e) if e.kind() != ErrorKind::NotFound => {
                 return Err(e)
                     .with_context(|| format!("cannot remove {}", self.join(temp).display()));
             }
             _ => {}
         }
         let file = self
-            .create_new(temp)
+            .dir
+            .open_file(temp, FileAccess::NewWriteOnly)
             .with_context(|| format!("cannot create {}", self.join(temp).display()))?;
         self.put(name, contents, temp, file)
     }
@@ -235,7 +230,9 @@ impl StateDir {
             .and_then(|()| file.sync_all())
             .with_context(|| format!("--state: cannot write {}", self.join(temp).display()))
             .and_then(|()| {
-                renameat(&self.fd, temp, &self.fd, name)
+                drop(file);
+                self.dir
+                    .rename(temp, name)
                     .with_context(|| format!("cannot rename into {}", self.join(name).display()))
             });
         if written.is_err() {
@@ -247,12 +244,12 @@ impl StateDir {
 
     /// A new file `PREFIX.RANDOM.tmp` (created, never opened through a link).
     fn create_temp(&self, prefix: &str) -> anyhow::Result<(String, File)> {
-        let mut last = Errno::EEXIST;
+        let mut last = std::io::Error::from(ErrorKind::AlreadyExists);
         for n in 0..TEMP_TRIES {
             let temp = format!("{prefix}.{}.tmp", temp_suffix(n));
-            match self.create_new(&temp) {
+            match self.dir.open_file(&temp, FileAccess::NewWriteOnly) {
                 Ok(file) => return Ok((temp, file)),
-                Err(Errno::EEXIST) => last = Errno::EEXIST,
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => last = e,
                 Err(e) => {
                     last = e;
                     break;
@@ -263,49 +260,35 @@ impl StateDir {
             .with_context(|| format!("cannot create a temporary file in {}", self.path.display()))
     }
 
-    /// Creates the file `name` (mode 0600) for writing; it must not exist yet, and a
-    /// link there is never followed.
-    fn create_new(&self, name: &str) -> Result<File, Errno> {
-        let flags =
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        openat(&self.fd, name, flags, Mode::from_bits_truncate(0o600)).map(File::from)
-    }
-
     /// Makes renames and removals in this directory durable.
     pub fn sync(&self) -> anyhow::Result<()> {
-        nix::unistd::fsync(&self.fd)
+        self.dir
+            .sync()
             .with_context(|| format!("cannot sync directory {}", self.path.display()))
     }
 
     /// Removes the file `name` (a link itself, never its target).
     pub fn remove(&self, name: &str) -> std::io::Result<()> {
-        unlinkat(&self.fd, name, UnlinkatFlags::NoRemoveDir).map_err(std::io::Error::from)
+        self.dir.remove(name)
     }
 
     /// The names in this directory (`.` and `..` left out); names that are not UTF-8
     /// are none of retry's.
     pub fn names(&self) -> anyhow::Result<Vec<String>> {
-        let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
-        let mut dir = nix::dir::Dir::openat(&self.fd, ".", flags, Mode::empty())
-            .with_context(|| format!("cannot list {}", self.path.display()))?;
-        let mut names = Vec::new();
-        for entry in dir.iter() {
-            let entry = entry.with_context(|| format!("cannot list {}", self.path.display()))?;
-            if let Ok(name) = entry.file_name().to_str() {
-                if name != "." && name != ".." {
-                    names.push(name.to_string());
-                }
-            }
-        }
-        Ok(names)
+        self.names_where(|_| true)
+    }
+
+    /// The names in this directory that `keep` takes, none of the others copied (a
+    /// directory may hold hundreds of thousands).
+    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<String>> {
+        self.dir
+            .names_where(keep)
+            .with_context(|| format!("cannot list {}", self.path.display()))
     }
 
     /// When `name` was last changed, if it exists.
     pub fn modified(&self, name: &str) -> Option<SystemTime> {
-        let st = fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
-        let secs = u64::try_from(st.st_mtime).ok()?;
-        let nanos = u32::try_from(st.st_mtime_nsec).ok()?;
-        SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
+        self.dir.entry(name).ok()?.modified
     }
 
     /// Creates and removes a file here: the operating system's own reason if it cannot.
@@ -316,27 +299,32 @@ impl StateDir {
             .with_context(|| format!("cannot remove {}", self.join(&temp).display()))
     }
 
+    fn link_refusal(&self, name: &str) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{} is a symbolic link; retry never follows one in its state directory, \
+             so nothing outside it is written (remove the link)",
+            self.join(name).display()
+        )
+    }
+
     /// The error for a file or directory `name` that could not be opened.
-    fn refusal(&self, name: &str, errno: Errno) -> anyhow::Error {
-        let path = self.join(name);
+    fn refusal(&self, name: &str, error: std::io::Error) -> anyhow::Error {
         // O_NOFOLLOW meets a link with ELOOP, or with ENOTDIR under O_DIRECTORY.
-        let link = matches!(errno, Errno::ELOOP | Errno::ENOTDIR)
-            && fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok_and(|st| {
-                SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK
-            });
+        let link = sys::is_link_refusal(&error)
+            && self
+                .dir
+                .entry(name)
+                .is_ok_and(|entry| entry.kind == EntryKind::Link);
         if link {
-            return anyhow::anyhow!(
-                "{} is a symbolic link; retry never follows one in its state directory, \
-                 so nothing outside it is written (remove the link)",
-                path.display()
-            );
+            return self.link_refusal(name);
         }
-        match errno {
-            Errno::ENOTDIR => anyhow::anyhow!(
+        match error.kind() {
+            ErrorKind::NotADirectory => anyhow::anyhow!(
                 "{} is not a directory (remove what is in its place)",
-                path.display()
+                self.join(name).display()
             ),
-            e => anyhow::Error::new(e).context(format!("cannot open {}", path.display())),
+            _ => anyhow::Error::new(error)
+                .context(format!("cannot open {}", self.join(name).display())),
         }
     }
 }
@@ -347,20 +335,21 @@ fn refuse_foreign_link(path: &Path) -> anyhow::Result<bool> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(false);
     };
-    if meta.file_type().is_symlink() && !trusted_owner(meta.uid()) {
+    let owner = sys::owner(&meta);
+    if meta.file_type().is_symlink() && !owner.is_none_or(trusted_owner) {
         anyhow::bail!(
             "--state: {} is a symbolic link owned by uid {}, not by the user running retry \
              (uid {}) or root; give the directory itself",
             path.display(),
-            meta.uid(),
-            nix::unistd::geteuid()
+            owner.unwrap_or_default(),
+            sys::user_id().unwrap_or_default()
         );
     }
     Ok(meta.file_type().is_symlink())
 }
 
 fn trusted_owner(uid: u32) -> bool {
-    uid == 0 || uid == nix::unistd::geteuid().as_raw()
+    uid == 0 || Some(uid) == sys::user_id()
 }
 
 /// The rule for a state directory: owned by this user or root, and not writable by
@@ -371,7 +360,7 @@ pub fn check_trusted(path: &Path, uid: u32, mode: u32) -> anyhow::Result<()> {
             "--state: {} is owned by uid {uid}, not by the user running retry (uid {}) or root; \
              another user could plant files or links there (use a directory of your own)",
             path.display(),
-            nix::unistd::geteuid()
+            sys::user_id().unwrap_or_default()
         );
     }
     if mode & OTHERS_WRITE != 0 {
@@ -402,38 +391,42 @@ fn temp_suffix(n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
-    #[test]
-    fn a_missing_directory_is_made_private() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = StateDir::open(&tmp.path().join("a/state")).unwrap();
-        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        let sub = dir.subdir("budgets").unwrap();
-        let mode = std::fs::metadata(sub.path()).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
+    fn mode(path: &Path) -> Option<u32> {
+        sys::file_mode(&std::fs::metadata(path).unwrap())
     }
 
     #[test]
+    #[cfg(unix)] // Windows keeps an ACL, no mode bits
+    fn a_missing_directory_is_made_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(&tmp.path().join("a/state")).unwrap();
+        assert_eq!(mode(dir.path()).unwrap() & 0o777, 0o700);
+        let sub = dir.subdir("budgets").unwrap();
+        assert_eq!(mode(sub.path()).unwrap() & 0o777, 0o700);
+    }
+
+    #[test]
+    #[cfg(unix)] // Windows keeps an ACL, no mode bits
     fn a_directory_others_may_write_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("state");
         std::fs::create_dir(&path).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        sys::set_file_mode(&path, 0o777).unwrap();
         let err = StateDir::open(&path).unwrap_err().to_string();
         assert!(
             err.contains("writable by group and others (mode 0777)"),
             "{err}"
         );
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1770)).unwrap();
+        sys::set_file_mode(&path, 0o1770).unwrap();
         let err = StateDir::open(&path).unwrap_err().to_string();
         assert!(err.contains("writable by its group (mode 1770)"), "{err}");
     }
 
     #[test]
+    #[cfg(unix)] // Windows has no uid
     fn the_owner_rule_takes_this_user_or_root() {
-        let me = nix::unistd::geteuid().as_raw();
+        let me = sys::user_id().unwrap();
         let path = Path::new("/state");
         assert!(check_trusted(path, me, 0o40700).is_ok());
         assert!(check_trusted(path, 0, 0o40755).is_ok());
@@ -448,7 +441,7 @@ mod tests {
         let dir = StateDir::open(&tmp.path().join("state")).unwrap();
         let victim = tmp.path().join("victim");
         std::fs::write(&victim, b"precious").unwrap();
-        std::os::unix::fs::symlink(&victim, dir.join("x.json")).unwrap();
+        sys::symlink(&victim, &dir.join("x.json")).unwrap();
         let err = dir
             .open_file("x.json", Access::Update)
             .unwrap_err()
@@ -457,7 +450,7 @@ mod tests {
         let err = dir.replace("x.json", b"new", ".x").unwrap_err().to_string();
         assert!(err.contains("is a symbolic link"), "{err}");
         assert!(dir.read("x.json").is_err());
-        std::os::unix::fs::symlink(tmp.path(), dir.join("budgets")).unwrap();
+        sys::symlink(tmp.path(), &dir.join("budgets")).unwrap();
         let err = dir.subdir("budgets").unwrap_err().to_string();
         assert!(err.contains("is a symbolic link"), "{err}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
@@ -476,10 +469,11 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // Windows has no FIFO in a directory
     fn a_fifo_is_refused_without_blocking() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = StateDir::open(tmp.path()).unwrap();
-        nix::unistd::mkfifo(&dir.join("f.json"), Mode::from_bits_truncate(0o600)).unwrap();
+        sys::make_fifo(&dir.join("f.json")).unwrap();
         let err = dir.read("f.json").unwrap_err().to_string();
         assert!(err.contains("not a regular file"), "{err}");
     }

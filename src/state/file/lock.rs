@@ -8,7 +8,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::SystemTime;
@@ -135,10 +134,7 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
         .truncate(false)
         .open(path);
     let opened = match opened {
-        Err(e) if e.kind() == ErrorKind::IsADirectory => OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_DIRECTORY)
-            .open(path),
+        Err(e) if e.kind() == ErrorKind::IsADirectory => crate::sys::open_directory(path),
         Err(e)
             if matches!(
                 e.kind(),
