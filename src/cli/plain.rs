@@ -55,7 +55,8 @@ fn defaults(target: Vec<OsString>) -> Cli {
         hold_stdout: false,
         hold_stderr: false,
         kill_after: Duration::from_secs(5),
-        signal: nix::sys::signal::Signal::SIGTERM,
+        // clap's default_value = "TERM", read the same way.
+        signal: crate::sys::parse_signal("TERM").expect("TERM names a signal on every system"),
         preserve_status: false,
         method: None,
         headers: Vec::new(),
