@@ -434,13 +434,15 @@ fn overlap_skip_logs_and_records_the_skipped_slot() {
     assert_no_key_twice(&keys(&dir, "runs"), &log);
 }
 
-#[test]
-fn overlap_queue_runs_the_slot_after_the_long_run() {
+/// A job of `secs` seconds every 2 s with `--overlap queue`, `--catch-up catch_up` and
+/// `--catch-up-window window`, stopped after `ms`: the log and the keys that ran (never
+/// one twice), with nothing skipped.
+fn queued_every_2s(secs: &str, catch_up: &str, window: &str, ms: u64) -> (String, Vec<String>) {
     let dir = Scratch::new();
     let state = dir.p("state");
     let work = dir.script(
         "slow.sh",
-        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 1.3",
+        &format!("echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep {secs}"),
     );
     let s = Scheduler::start(
         &dir,
@@ -451,63 +453,39 @@ fn overlap_queue_runs_the_slot_after_the_long_run() {
             "--job",
             "queued",
             "--catch-up",
-            "none",
+            catch_up,
             "--overlap",
             "queue",
             "--catch-up-window",
-            "1m",
+            window,
             "--state",
             &state,
             "--",
             &work,
         ],
     );
-    std::thread::sleep(Duration::from_millis(5000));
+    std::thread::sleep(Duration::from_millis(ms));
     let (_, log) = s.stop();
     assert!(!log.contains("skipped"), "{log}");
     let runs = keys(&dir, "runs");
     assert_no_key_twice(&runs, &log);
+    (log, runs)
+}
+
+#[test]
+fn overlap_queue_runs_the_slot_after_the_long_run() {
+    let (log, runs) = queued_every_2s("1.3", "none", "1m", 5000);
     // A 1.3 s job every 2 s never overlaps: nothing queued, every slot ran.
     assert!(runs.len() >= 2, "{runs:?}\n{log}");
 
-    let dir = Scratch::new();
-    let state = dir.p("state");
-    let work = dir.script(
-        "slower.sh",
-        "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; sleep 2.5",
-    );
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "@every 2s",
-            "--job",
-            "queued",
-            "--catch-up",
-            "latest",
-            "--overlap",
-            "queue",
-            // No window: nothing is caught up at start, so every catch-up is a queued slot.
-            "--catch-up-window",
-            "0s",
-            "--state",
-            &state,
-            "--",
-            &work,
-        ],
-    );
-    std::thread::sleep(Duration::from_millis(7000));
-    let (_, log) = s.stop();
-    assert!(!log.contains("skipped"), "{log}");
+    // No window: nothing is caught up at start, so every catch-up is a queued slot.
+    let (log, runs) = queued_every_2s("2.5", "latest", "0s", 7000);
     // The slot that came during a 2.5 s run runs right after it.
     assert!(
         log.matches("catch-up: running missed slot queued@").count() >= 1,
         "{log}"
     );
-    let runs = keys(&dir, "runs");
     assert!(runs.len() >= 2, "{runs:?}\n{log}");
-    assert_no_key_twice(&runs, &log);
 }
 
 #[test]
@@ -991,17 +969,30 @@ pub fn status_within(child: &mut std::process::Child, limit: Duration) -> Option
     }
 }
 
-#[test]
-fn sigterm_lets_the_running_slot_finish_within_the_grace_then_exits_143() {
+/// A scheduler running `slow_job(secs)` every second under `grace`, once its first
+/// slot has started.
+fn slot_running(secs: u32, job: &str, grace: &str) -> (Scratch, Scheduler) {
     let dir = Scratch::new();
-    let work = slow_job(&dir, 2);
-    let s = every_second(&dir, "graceful", &["--grace", "10s"], &work);
+    let work = slow_job(&dir, secs);
+    let s = every_second(&dir, job, &["--grace", grace], &work);
     wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    (dir, s)
+}
+
+/// Sends SIGTERM and waits up to `limit` for the scheduler to exit 143: the log and
+/// how long it took from the signal.
+fn term_exits_143(s: Scheduler, limit: Duration) -> (String, Duration) {
     let stopped = Instant::now();
     term(&s);
-    let (status, log) = exited_within(s, Duration::from_secs(10));
+    let (status, log) = exited_within(s, limit);
     assert_eq!(status, Some(143), "{log}");
-    let took = stopped.elapsed();
+    (log, stopped.elapsed())
+}
+
+#[test]
+fn sigterm_lets_the_running_slot_finish_within_the_grace_then_exits_143() {
+    let (dir, s) = slot_running(2, "graceful", "10s");
+    let (log, took) = term_exits_143(s, Duration::from_secs(10));
     assert!(took < Duration::from_secs(4), "{took:?}\n{log}");
     assert_eq!(dir.read("done"), "done\n", "the slot finished\n{log}");
     assert_eq!(dir.read("got"), "", "the job never got SIGTERM\n{log}");
@@ -1022,10 +1013,7 @@ fn sigterm_lets_the_running_slot_finish_within_the_grace_then_exits_143() {
 
 #[test]
 fn a_second_sigterm_during_the_grace_ends_the_running_slot_at_once() {
-    let dir = Scratch::new();
-    let work = slow_job(&dir, 30);
-    let s = every_second(&dir, "twice", &["--grace", "30s"], &work);
-    wait_lines(&dir, "started", 1, Duration::from_secs(10));
+    let (dir, s) = slot_running(30, "twice", "30s");
     term(&s);
     std::thread::sleep(Duration::from_millis(700));
     let mut s = s;
@@ -1035,30 +1023,16 @@ fn a_second_sigterm_during_the_grace_ends_the_running_slot_at_once() {
         "",
         "the first SIGTERM stays with the scheduler"
     );
-    let again = Instant::now();
-    term(&s);
-    let (status, log) = exited_within(s, Duration::from_secs(5));
-    assert_eq!(status, Some(143), "{log}");
-    assert!(
-        again.elapsed() < Duration::from_secs(2),
-        "{:?}\n{log}",
-        again.elapsed()
-    );
+    let (log, took) = term_exits_143(s, Duration::from_secs(5));
+    assert!(took < Duration::from_secs(2), "{took:?}\n{log}");
     assert!(dir.read("done").is_empty(), "{log}");
     assert!(log.contains("ending the running slot at once"), "{log}");
 }
 
 #[test]
 fn when_the_grace_is_over_the_running_slot_gets_sigterm() {
-    let dir = Scratch::new();
-    let work = slow_job(&dir, 30);
-    let s = every_second(&dir, "over", &["--grace", "1s"], &work);
-    wait_lines(&dir, "started", 1, Duration::from_secs(10));
-    let stopped = Instant::now();
-    term(&s);
-    let (status, log) = exited_within(s, Duration::from_secs(10));
-    assert_eq!(status, Some(143), "{log}");
-    let took = stopped.elapsed();
+    let (dir, s) = slot_running(30, "over", "1s");
+    let (log, took) = term_exits_143(s, Duration::from_secs(10));
     assert!(
         took >= Duration::from_millis(900) && took < Duration::from_secs(4),
         "{took:?}\n{log}"

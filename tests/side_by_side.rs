@@ -72,6 +72,27 @@ fn beside_timeout(timeout_args: &[&str], own: &[&str], script: &str) -> (Run, Ru
     (gnu, run(&ours))
 }
 
+/// Retry's exit status and output are GNU timeout's.
+fn assert_same_status_and_stdout(ours: &Run, gnu: &Run) {
+    assert_eq!(
+        (ours.status, ours.stdout_text()),
+        (gnu.status, gnu.stdout_text())
+    );
+}
+
+/// To the exit code rules a timed-out attempt is 124: with `--stop-on 124` a run of
+/// three attempts under `limit` stops after the first, exiting `status`.
+fn stops_at_once_on_124(limit: &[&str], command: &[&str], status: i32) {
+    let mut args = vec!["-a", "3", "--delay", "1ms"];
+    args.extend_from_slice(limit);
+    args.extend(["--stop-on", "124", "--"]);
+    args.extend_from_slice(command);
+    let stopped = run(&args);
+    assert_eq!(stopped.status, status, "{}", stopped.stderr);
+    stopped.assert_stderr_has("exit status 124 is in --stop-on");
+    stopped.assert_stderr_lacks("attempt 2/3");
+}
+
 /// `--signal INT` sends SIGINT at the limit, as `timeout -s INT` does, and the
 /// attempt is still a timeout (124).
 #[test]
@@ -80,10 +101,7 @@ fn signal_sends_the_named_signal_like_gnu_timeout() {
         "trap 'echo got INT; exit 3' INT; trap 'echo got TERM; exit 4' TERM; sleep 5 & wait";
     let (gnu, ours) = beside_timeout(&["-s", "INT", "1"], &["-t", "1", "--signal", "INT"], script);
     assert_eq!(gnu.status, 124);
-    assert_eq!(
-        (ours.status, ours.stdout_text()),
-        (gnu.status, gnu.stdout_text())
-    );
+    assert_same_status_and_stdout(&ours, &gnu);
     assert_eq!(ours.stdout_text(), "got INT\n");
     let (gnu, ours) = beside_timeout(
         &["--preserve-status", "-s", "INT", "1"],
@@ -109,23 +127,7 @@ fn preserve_status_exits_with_the_attempts_own_status_like_gnu_timeout() {
         "sleep 5",
     );
     assert_eq!((ours.status, gnu.status), (143, 143), "{}", ours.stderr);
-    let stopped = run(&[
-        "-a",
-        "3",
-        "--delay",
-        "1ms",
-        "-t",
-        "200ms",
-        "--preserve-status",
-        "--stop-on",
-        "124",
-        "--",
-        "sleep",
-        "5",
-    ]);
-    assert_eq!(stopped.status, 143, "{}", stopped.stderr);
-    stopped.assert_stderr_has("exit status 124 is in --stop-on");
-    stopped.assert_stderr_lacks("attempt 2/3");
+    stops_at_once_on_124(&["-t", "200ms", "--preserve-status"], &["sleep", "5"], 143);
 }
 
 /// `-t 0` and `-m 0` are no limit, as `timeout 0` is.
@@ -134,10 +136,7 @@ fn a_zero_timeout_is_no_limit_like_gnu_timeout() {
     let script = "sleep 1; echo done; exit 4";
     let (gnu, ours) = beside_timeout(&["0"], &["-t", "0"], script);
     assert_eq!((gnu.status, gnu.stdout_text()), (4, "done\n".to_string()));
-    assert_eq!(
-        (ours.status, ours.stdout_text()),
-        (gnu.status, gnu.stdout_text())
-    );
+    assert_same_status_and_stdout(&ours, &gnu);
     let (_, curl_word) = beside_timeout(&["0"], &["-m", "0"], script);
     assert_eq!(curl_word.status, 4, "{}", curl_word.stderr);
 }
@@ -152,25 +151,11 @@ fn an_attempt_killed_after_the_limit_exits_137_like_gnu_timeout() {
     ours.assert_stderr_has("timed out after 1s, killed 1s later");
     ours.assert_stderr_lacks("after 2s");
     // To the exit code rules it is a timeout: --stop-on 124 stops at once.
-    let stopped = run(&[
-        "-a",
-        "3",
-        "--delay",
-        "1ms",
-        "-t",
-        "300ms",
-        "--kill-after",
-        "300ms",
-        "--stop-on",
-        "124",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
-    assert_eq!(stopped.status, 137, "{}", stopped.stderr);
-    stopped.assert_stderr_has("exit status 124 is in --stop-on");
-    stopped.assert_stderr_lacks("attempt 2/3");
+    stops_at_once_on_124(
+        &["-t", "300ms", "--kill-after", "300ms"],
+        &["sh", "-c", script],
+        137,
+    );
 }
 
 /// `--retry-on-status 503 -- curl -fsS URL`: the status real curl prints with -f
