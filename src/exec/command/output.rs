@@ -11,12 +11,12 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::classify::command::Stream;
 use crate::domain::{Interrupted, Signal};
-use crate::io::{
+use crate::signals;
+use crate::spool::Spool;
+use crate::streams::{
     out::Output, out::Until, out::WriteError, out::deliver_result, pump::Pump, pump::Shared,
     pump::Sink,
 };
-use crate::signals;
-use crate::spool::Spool;
 
 /// One attempt's stdout or stderr, held until the engine says whether it is the final one.
 pub(super) enum Held {
@@ -128,7 +128,7 @@ impl Pumps {
 /// Whether retry's stdout or stderr is a pipe whose reader has gone.
 pub(super) fn output_reader_gone() -> bool {
     [1, 2].into_iter().any(|fd| {
-        let mut fds = [PollFd::new(crate::io::std_fd(fd), PollFlags::empty())];
+        let mut fds = [PollFd::new(crate::streams::std_fd(fd), PollFlags::empty())];
         poll(&mut fds, PollTimeout::ZERO).is_ok()
             && fds[0]
                 .revents()

@@ -17,8 +17,8 @@ use super::terminal::{reclaim_terminal, stdin_tty};
 use crate::classify::command::CommandEnd;
 use crate::domain::{self, ExitStatus};
 use crate::exec::procs::{self, Tree};
-use crate::io::Fault;
 use crate::signals;
+use crate::streams::Fault;
 
 pub(crate) struct Supervised {
     pub end: CommandEnd,

@@ -10,7 +10,7 @@ use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::{getpgrp, tcgetpgrp, tcsetpgrp};
 
 pub(super) fn stdin_tty() -> BorrowedFd<'static> {
-    crate::io::std_fd(0)
+    crate::streams::std_fd(0)
 }
 
 pub(super) fn in_terminal_foreground() -> bool {
