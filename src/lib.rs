@@ -38,7 +38,7 @@ pub use cli::Cli;
 /// it must say so: curl's 23).
 pub fn open_standard_streams() {
     if sys::open_standard_streams() {
-        io::record_closed_stdout();
+        streams::record_closed_stdout();
     }
 }
 
