@@ -148,7 +148,7 @@ fn names_system_calls(path: &[String]) -> bool {
 /// Files whose system calls are still to move into `src/sys`, each behind the face a
 /// Windows build needs of it: the list only shrinks (a file that no longer names a
 /// system must leave it).
-const SYSTEM_CALLS_TO_MOVE: [&str; 14] = [
+const SYSTEM_CALLS_TO_MOVE: [&str; 12] = [
     "exec/command/control.rs",
     "exec/command/mod.rs",
     "exec/command/output.rs",
@@ -161,8 +161,6 @@ const SYSTEM_CALLS_TO_MOVE: [&str; 14] = [
     "io/out.rs",
     "io/pump.rs",
     "io/stdin.rs",
-    "signals.rs",
-    "wait.rs",
 ];
 
 #[test]

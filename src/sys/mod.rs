@@ -52,6 +52,35 @@ mod os;
 #[cfg(unix)]
 mod posix;
 
+pub use catching::{
+    CHILD_SIGNAL, RELOAD_SIGNAL, catch as catch_signals, inherited_ignored,
+    record_inherited as record_inherited_signals, wait_for_wake, wake,
+};
+/// How signals are caught and waited for: a self-pipe on Unix, an event set by the
+/// console control handler on Windows.
+#[cfg(windows)]
+use os as catching;
+#[cfg(windows)]
+pub use os::{drain_wakes, wait_any, wake_handle};
+#[cfg(unix)]
+use posix::signals as catching;
+#[cfg(unix)]
+pub use posix::signals::{
+    ChildSignals, block_all as block_all_signals, for_child as child_signals, poll_with_wake,
+};
+/// A descriptor borrowed for a call, and the events a poll asks about.
+#[cfg(unix)]
+pub use {nix::poll::PollFlags as Events, std::os::fd::BorrowedFd as Fd};
+
+/// Set for each signal number (1 to 64) caught since its flag was last taken.
+static RAISED: [std::sync::atomic::AtomicBool; 65] =
+    [const { std::sync::atomic::AtomicBool::new(false) }; 65];
+
+/// The flag a caught signal numbered `number` sets (async-signal-safe: an atomic).
+pub fn raised(number: i32) -> Option<&'static std::sync::atomic::AtomicBool> {
+    usize::try_from(number).ok().and_then(|n| RAISED.get(n))
+}
+
 #[cfg(windows)]
 pub use os::{ConsoleEvent, Job, LockMode, console_events, lock_file, unlock_file};
 #[cfg(unix)]

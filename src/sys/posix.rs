@@ -23,6 +23,7 @@ use std::sync::{RwLock, RwLockWriteGuard};
 use super::PipeMode;
 
 mod dir;
+pub mod signals;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};

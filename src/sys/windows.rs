@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_LOCK_VIOLATION, ERROR_STOPPED_ON_SYMLINK, FALSE, FILETIME, HANDLE, HANDLE_FLAG_INHERIT,
-    INVALID_HANDLE_VALUE, SetHandleInformation, TRUE,
+    CloseHandle, ERROR_LOCK_VIOLATION, ERROR_STOPPED_ON_SYMLINK, FALSE, FILETIME, HANDLE,
+    HANDLE_FLAG_INHERIT, INVALID_HANDLE_VALUE, SetHandleInformation, TRUE, WAIT_FAILED,
+    WAIT_OBJECT_0,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
@@ -40,7 +41,9 @@ use windows_sys::Win32::System::JobObjects::{
 };
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    CREATE_NEW_PROCESS_GROUP, CreateEventW, GetProcessTimes, INFINITE, OpenProcess,
+    PROCESS_QUERY_LIMITED_INFORMATION, ResetEvent, SetEvent, WaitForMultipleObjects,
+    WaitForSingleObject,
 };
 
 use super::Process;
@@ -703,3 +706,135 @@ pub fn open_standard_streams() -> bool {
 
 /// Windows has no SIGPIPE: a write to a closed pipe fails with `ERROR_NO_DATA` already.
 pub fn ignore_sigpipe() {}
+
+/// Windows sends no SIGCHLD: a child's end is seen by waiting on its process handle.
+pub const CHILD_SIGNAL: Option<i32> = None;
+/// No SIGUSR2 either: a crontab is read again when its file changes, or at SIGHUP's part
+/// (the console's close is not one; nothing raises this number).
+pub const RELOAD_SIGNAL: Option<i32> = None;
+
+/// The manual-reset event a console event or [`wake`] sets, and every wait watches
+/// (0 until made).
+static WAKE_EVENT: AtomicUsize = AtomicUsize::new(0);
+/// Bit `n` is set when signal number `n`'s console event was asked for.
+static CAUGHT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The signal number each console event stands for (SIGINT, SIGQUIT, SIGHUP).
+fn event_number(event: ConsoleEvent) -> i32 {
+    match event {
+        ConsoleEvent::Interrupt => 2,
+        ConsoleEvent::Break => 3,
+        ConsoleEvent::Close => 1,
+    }
+}
+
+fn on_event(event: ConsoleEvent) {
+    let number = event_number(event);
+    if CAUGHT.load(Ordering::SeqCst) & (1 << number) == 0 {
+        return;
+    }
+    if let Some(flag) = super::raised(number) {
+        flag.store(true, Ordering::SeqCst);
+    }
+    wake();
+}
+
+fn wake_event() -> io::Result<HANDLE> {
+    let made = WAKE_EVENT.load(Ordering::SeqCst);
+    if made != 0 {
+        return Ok(made as HANDLE);
+    }
+    // SAFETY: no attributes or name; manual reset, not set. Kept for the process's life.
+    let raw = unsafe { CreateEventW(std::ptr::null(), TRUE, FALSE, std::ptr::null()) };
+    if raw.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    match WAKE_EVENT.compare_exchange(0, raw as usize, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => Ok(raw),
+        Err(other) => {
+            // SAFETY: the event just made, which no one else saw.
+            unsafe { CloseHandle(raw) };
+            Ok(other as HANDLE)
+        }
+    }
+}
+
+/// Has the console events standing for `numbers` (2 Ctrl-C, 3 Ctrl-Break, 1 the
+/// console's close) set their flags and wake a waiting thread; other numbers have no
+/// console event and are never raised.
+pub fn catch(numbers: &[i32]) -> io::Result<()> {
+    wake_event()?;
+    let bits = numbers
+        .iter()
+        .filter(|n| (0..64).contains(*n))
+        .fold(0u64, |bits, n| bits | 1 << n);
+    CAUGHT.fetch_or(bits, Ordering::SeqCst);
+    console_events(on_event)
+}
+
+/// The event that says a console event came or a thread called [`wake`], for a wait on
+/// other handles too (`None` before [`catch`]).
+pub fn wake_handle() -> Option<RawHandle> {
+    match WAKE_EVENT.load(Ordering::SeqCst) {
+        0 => None,
+        raw => Some(raw as RawHandle),
+    }
+}
+
+/// Milliseconds to wait for `d`, below `INFINITE`: every wait has an end.
+fn wait_ms(d: std::time::Duration) -> u32 {
+    d.as_millis().min(u128::from(INFINITE - 1)) as u32
+}
+
+/// Sleeps up to `d`, waking early at a console event or a [`wake`].
+pub fn wait_for_wake(d: std::time::Duration) {
+    let Some(event) = wake_handle() else {
+        std::thread::sleep(d);
+        return;
+    };
+    // SAFETY: the event stays open for the process's life.
+    unsafe { WaitForSingleObject(event as HANDLE, wait_ms(d)) };
+    drain_wakes();
+}
+
+/// Waits up to `d` for any of `handles` or the wake event: the index of a handle that is
+/// signalled, `None` when the time passed or the wake event was set.
+pub fn wait_any(handles: &[RawHandle], d: std::time::Duration) -> io::Result<Option<usize>> {
+    let mut all: Vec<HANDLE> = handles.iter().map(|h| *h as HANDLE).collect();
+    all.extend(wake_handle().map(|h| h as HANDLE));
+    // SAFETY: the handles are open for the length of the call (the caller's and ours).
+    let got = unsafe { WaitForMultipleObjects(all.len() as u32, all.as_ptr(), FALSE, wait_ms(d)) };
+    if got == WAIT_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let index = got.wrapping_sub(WAIT_OBJECT_0) as usize;
+    if index >= handles.len() {
+        drain_wakes();
+        return Ok(None);
+    }
+    Ok(Some(index))
+}
+
+/// Clears the wake event after a wait saw it (the flags keep what happened).
+pub fn drain_wakes() {
+    if let Some(event) = wake_handle() {
+        // SAFETY: the event stays open for the process's life.
+        unsafe { ResetEvent(event as HANDLE) };
+    }
+}
+
+/// Wakes a thread blocked in [`wait_for_wake`] or [`wait_any`].
+pub fn wake() {
+    if let Some(event) = wake_handle() {
+        // SAFETY: the event stays open for the process's life.
+        unsafe { SetEvent(event as HANDLE) };
+    }
+}
+
+/// Windows keeps no ignored signals across a process start.
+pub fn inherited_ignored(_number: i32) -> bool {
+    false
+}
+
+/// Nothing to record: see [`inherited_ignored`].
+pub fn record_inherited() {}

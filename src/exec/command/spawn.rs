@@ -21,7 +21,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, getpid, getppid, tcsetpgrp};
 
 use super::terminal::{reclaim_terminal, stdin_tty};
-use crate::{signals, sys};
+use crate::sys;
 
 /// What one of the child's descriptors 0, 1 and 2 is.
 pub(crate) enum Stdio {
@@ -89,7 +89,7 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
         .stderr(spec.stderr)
         .process_group(0);
     let setup = ChildSetup {
-        signals: signals::for_child(),
+        signals: sys::child_signals(),
         foreground: spec.foreground,
         parent: getpid(),
     };
@@ -100,7 +100,7 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
         command.pre_exec(move || setup.run());
     }
     let started = {
-        let _blocked = signals::block_all()?;
+        let _blocked = sys::block_all_signals()?;
         let _fork = sys::fork_guard();
         let started = command.spawn();
         if started.is_err() && spec.foreground {
@@ -122,7 +122,7 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
 /// What the child does between fork and exec, after std has set up its descriptors
 /// and its process group (and reset SIGPIPE, which is redone here as inherited).
 struct ChildSetup {
-    signals: signals::ChildSignals,
+    signals: sys::ChildSignals,
     foreground: bool,
     parent: Pid,
 }
