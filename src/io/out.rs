@@ -28,8 +28,8 @@ const CHUNK: usize = 64 << 10;
 pub enum Until<'a> {
     /// A stopping signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT).
     Signal,
-    /// A byte on this pipe: the attempt is over.
-    Cancelled(BorrowedFd<'a>),
+    /// The attempt is over.
+    Cancelled(&'a sys::Cancel),
 }
 
 #[derive(Debug)]
@@ -154,7 +154,7 @@ impl Output {
             Until::Cancelled(cancel) => {
                 let mut fds = [
                     PollFd::new(fd, events),
-                    PollFd::new(cancel, PollFlags::POLLIN),
+                    PollFd::new(cancel.fd(), PollFlags::POLLIN),
                 ];
                 match poll(&mut fds, PollTimeout::NONE) {
                     Ok(_) | Err(Errno::EINTR) => {}
@@ -215,10 +215,10 @@ mod tests {
             kind: pipe_writer(writer.as_fd()),
         };
         assert!(matches!(out.kind, Kind::Pipe(_)));
-        let (cancel_read, cancel_write) = pipe().unwrap();
-        nix::unistd::write(&cancel_write, b"x").unwrap();
+        let cancel = sys::Cancel::new().unwrap();
+        cancel.cancel();
         let big = vec![0u8; 4 << 20];
-        let result = out.write_all(&big, Until::Cancelled(cancel_read.as_fd()));
+        let result = out.write_all(&big, Until::Cancelled(&cancel));
         assert!(matches!(result, Err(WriteError::Stopped)));
     }
 
@@ -230,9 +230,9 @@ mod tests {
             fd: writer.as_raw_fd(),
             kind: pipe_writer(writer.as_fd()),
         };
-        let (cancel_read, _cancel_write) = pipe().unwrap();
+        let cancel = sys::Cancel::new().unwrap();
         let err = out
-            .write_all(b"hello", Until::Cancelled(cancel_read.as_fd()))
+            .write_all(b"hello", Until::Cancelled(&cancel))
             .unwrap_err();
         assert!(err.is_broken_pipe());
     }

@@ -21,7 +21,7 @@ use nix::unistd::{Whence, lseek, read, write};
 use super::Fault;
 use crate::domain::StdinMode;
 use crate::spool::Spool;
-use crate::sys::{self, PipeMode};
+use crate::sys::{self, Cancel, PipeMode};
 
 /// What an attempt's stdin is.
 pub enum ChildStdin {
@@ -55,7 +55,7 @@ pub struct Recorder {
 
 /// A running feeder: cancel it when the attempt's command has exited.
 pub struct Feeder {
-    cancel: OwnedFd,
+    cancel: Arc<Cancel>,
     handle: JoinHandle<Fed>,
 }
 
@@ -121,18 +121,13 @@ impl StdinPlan {
                 let (child_end, our_end) = sys::pipe(PipeMode::Blocking)?;
                 let flags = OFlag::from_bits_truncate(fcntl(&our_end, FcntlArg::F_GETFL)?);
                 fcntl(&our_end, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-                let (cancel_read, cancel_write) = sys::pipe(PipeMode::Blocking)?;
+                let cancel = Arc::new(Cancel::new()?);
+                let theirs = Arc::clone(&cancel);
                 let fault = Arc::clone(fault);
                 let handle = std::thread::Builder::new()
                     .name("stdin-replay".into())
-                    .spawn(move || feed(recorder, our_end, cancel_read, &fault))?;
-                Ok((
-                    ChildStdin::Pipe(child_end),
-                    Some(Feeder {
-                        cancel: cancel_write,
-                        handle,
-                    }),
-                ))
+                    .spawn(move || feed(recorder, our_end, &theirs, &fault))?;
+                Ok((ChildStdin::Pipe(child_end), Some(Feeder { cancel, handle })))
             }
         }
     }
@@ -140,7 +135,7 @@ impl StdinPlan {
     /// Stops the feeder (the attempt is over) and keeps its recording.
     pub fn finish(&mut self, feeder: Option<Feeder>) {
         let Some(feeder) = feeder else { return };
-        let _ = write(&feeder.cancel, b"x");
+        feeder.cancel.cancel();
         // A feeder that panicked loses the recording: later attempts would get a part.
         let fed = feeder
             .handle
@@ -156,8 +151,8 @@ impl StdinPlan {
 /// before it is passed on, until the source ends, the command stops reading, or
 /// the attempt is over. A failure to replay, read or record is a fault: the
 /// command's stdin stays open so it cannot take a part for the whole.
-fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd, fault: &Fault) -> Fed {
-    match pass_on(&mut rec, &child, &cancel) {
+fn feed(mut rec: Recorder, child: OwnedFd, cancel: &Cancel, fault: &Fault) -> Fed {
+    match pass_on(&mut rec, &child, cancel) {
         Ok(()) => Fed {
             recorder: rec,
             _held_open: None,
@@ -172,7 +167,7 @@ fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd, fault: &Fault) -> Fe
     }
 }
 
-fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), String> {
+fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &Cancel) -> Result<(), String> {
     let mut buf = vec![0u8; CHUNK];
     let mut offset = 0;
     while offset < rec.spool.len() {
@@ -187,7 +182,7 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
         offset += n as u64;
     }
     while !rec.source_done {
-        match super::wait_readable(stdin_fd(), cancel) {
+        match sys::wait_readable(stdin_fd(), cancel) {
             Ok(true) => {}
             _ => return Ok(()),
         }
@@ -213,7 +208,7 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
 
 /// Writes all of `data` to the command; false if the attempt was cancelled or
 /// the command stopped reading first.
-fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> bool {
+fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &Cancel) -> bool {
     while !data.is_empty() {
         match write(child, data) {
             Ok(n) => data = &data[n..],
@@ -221,7 +216,7 @@ fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> bool {
             Err(Errno::EAGAIN) => {
                 let mut fds = [
                     PollFd::new(child.as_fd(), PollFlags::POLLOUT),
-                    PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
+                    PollFd::new(cancel.fd(), PollFlags::POLLIN),
                 ];
                 let _ = poll(&mut fds, PollTimeout::NONE);
                 if fds[1].any().unwrap_or(false) {

@@ -56,10 +56,18 @@ pub use catching::{
     CHILD_SIGNAL, RELOAD_SIGNAL, catch as catch_signals, inherited_ignored,
     record_inherited as record_inherited_signals, wait_for_wake, wake,
 };
+/// A cancel for a thread blocked on a pipe, and the wait for a pipe's bytes it ends.
+pub use family::{Cancel, wait_readable};
+/// The events a poll asks about.
+#[cfg(unix)]
+pub use nix::poll::PollFlags as Events;
 /// How signals are caught and waited for: a self-pipe on Unix, an event set by the
 /// console control handler on Windows.
 #[cfg(windows)]
 use os as catching;
+/// A descriptor (a handle on Windows) borrowed for a call, and one owned.
+#[cfg(windows)]
+pub use os::{Fd, Owned, borrow};
 #[cfg(windows)]
 pub use os::{drain_wakes, wait_any, wake_handle};
 #[cfg(unix)]
@@ -68,9 +76,24 @@ use posix::signals as catching;
 pub use posix::signals::{
     ChildSignals, block_all as block_all_signals, for_child as child_signals, poll_with_wake,
 };
-/// A descriptor borrowed for a call, and the events a poll asks about.
 #[cfg(unix)]
-pub use {nix::poll::PollFlags as Events, std::os::fd::BorrowedFd as Fd};
+pub use std::os::fd::{BorrowedFd as Fd, OwnedFd as Owned};
+
+/// retry's own stdin, stdout or stderr (0, 1 or 2), borrowed for the process's life.
+#[cfg(unix)]
+pub fn std_stream(fd: i32) -> Fd<'static> {
+    assert!((0..=2).contains(&fd), "fd {fd} is not a standard stream");
+    // SAFETY: fds 0, 1 and 2 stay open for the whole process: retry never closes them.
+    unsafe { Fd::borrow_raw(fd) }
+}
+#[cfg(windows)]
+pub use os::std_stream;
+
+/// `file`'s descriptor, borrowed.
+#[cfg(unix)]
+pub fn borrow(file: &std::fs::File) -> Fd<'_> {
+    std::os::fd::AsFd::as_fd(file)
+}
 
 /// Set for each signal number (1 to 64) caught since its flag was last taken.
 static RAISED: [std::sync::atomic::AtomicBool; 65] =

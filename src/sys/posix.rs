@@ -22,10 +22,12 @@ use std::sync::{RwLock, RwLockWriteGuard};
 
 use super::PipeMode;
 
+mod cancel;
 mod dir;
 pub mod signals;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
+pub use cancel::{Cancel, wait_readable};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
 pub use writer::PipeWriter;

@@ -27,7 +27,7 @@ use windows_sys::Win32::Storage::FileSystem::{
 };
 use windows_sys::Win32::System::Console::{
     CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, GenerateConsoleCtrlEvent, GetStdHandle,
-    STD_OUTPUT_HANDLE, SetConsoleCtrlHandler,
+    STD_ERROR_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, SetConsoleCtrlHandler,
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
@@ -39,6 +39,7 @@ use windows_sys::Win32::System::JobObjects::{
     JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
     QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
+use windows_sys::Win32::System::Pipes::PeekNamedPipe;
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
     CREATE_NEW_PROCESS_GROUP, CreateEventW, GetProcessTimes, INFINITE, OpenProcess,
@@ -838,3 +839,87 @@ pub fn inherited_ignored(_number: i32) -> bool {
 
 /// Nothing to record: see [`inherited_ignored`].
 pub fn record_inherited() {}
+
+/// A cancel that a thread reading a pipe sees within [`PEEK_EVERY`]: a manual-reset
+/// event, set once.
+pub struct Cancel(OwnedHandle);
+
+/// How often a wait for a pipe's bytes looks at the pipe (anonymous pipes cannot be
+/// waited on): the cancel event is waited on in between.
+const PEEK_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+
+impl Cancel {
+    pub fn new() -> io::Result<Cancel> {
+        // SAFETY: no attributes or name; manual reset, not set; owned below.
+        let raw = unsafe { CreateEventW(std::ptr::null(), TRUE, FALSE, std::ptr::null()) };
+        if raw.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a handle just returned, owned from here on.
+        Ok(Cancel(unsafe {
+            OwnedHandle::from_raw_handle(raw as RawHandle)
+        }))
+    }
+
+    /// Ends every wait on this cancel, now and later.
+    pub fn cancel(&self) {
+        // SAFETY: the event is open while `self` lives.
+        unsafe { SetEvent(self.0.as_raw_handle() as HANDLE) };
+    }
+
+    fn cancelled_within(&self, d: std::time::Duration) -> bool {
+        // SAFETY: the event is open while `self` lives.
+        let got = unsafe { WaitForSingleObject(self.0.as_raw_handle() as HANDLE, wait_ms(d)) };
+        got == WAIT_OBJECT_0
+    }
+}
+
+/// Waits until the pipe `handle` has bytes or is broken (true: a read will not block)
+/// or `cancel` is cancelled (false).
+pub fn wait_readable(handle: Fd<'_>, cancel: &Cancel) -> io::Result<bool> {
+    loop {
+        let mut available = 0u32;
+        // SAFETY: the handle is open for the call; only the count is asked for.
+        let peeked = unsafe {
+            PeekNamedPipe(
+                handle.as_raw_handle() as HANDLE,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                &mut available,
+                std::ptr::null_mut(),
+            )
+        };
+        if peeked == FALSE || available > 0 {
+            return Ok(true);
+        }
+        if cancel.cancelled_within(PEEK_EVERY) {
+            return Ok(false);
+        }
+    }
+}
+
+/// A handle borrowed for a call.
+pub type Fd<'a> = std::os::windows::io::BorrowedHandle<'a>;
+/// A handle owned.
+pub type Owned = OwnedHandle;
+
+/// `file`'s handle, borrowed.
+pub fn borrow(file: &File) -> Fd<'_> {
+    file.as_handle()
+}
+
+/// retry's own stdin, stdout or stderr (0, 1 or 2), borrowed for the process's life.
+pub fn std_stream(fd: i32) -> Fd<'static> {
+    let which = match fd {
+        0 => STD_INPUT_HANDLE,
+        1 => STD_OUTPUT_HANDLE,
+        2 => STD_ERROR_HANDLE,
+        _ => panic!("fd {fd} is not a standard stream"),
+    };
+    // SAFETY: asks for a handle the process holds; nothing is passed.
+    let raw = unsafe { GetStdHandle(which) };
+    // SAFETY: the standard handles stay open for the whole process: retry never closes
+    // them (a missing one is null, which a borrowed handle may be).
+    unsafe { Fd::borrow_raw(raw as RawHandle) }
+}
