@@ -79,6 +79,21 @@ pub use posix::signals::{
 #[cfg(unix)]
 pub use std::os::fd::{BorrowedFd as Fd, OwnedFd as Owned};
 
+/// What a standard stream is, as far as how to read or write it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A regular file: it can be rewound.
+    File,
+    Pipe,
+    Socket,
+    /// A terminal, a device, /dev/null.
+    Other,
+}
+
+/// What a stream is, where a file stands, reads, and the pipe a command's stdin is fed
+/// through, with the writes to it that a cancel ends.
+pub use family::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
+
 /// retry's own stdin, stdout or stderr (0, 1 or 2), borrowed for the process's life.
 #[cfg(unix)]
 pub fn std_stream(fd: i32) -> Fd<'static> {

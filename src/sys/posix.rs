@@ -25,10 +25,12 @@ use super::PipeMode;
 mod cancel;
 mod dir;
 pub mod signals;
+mod stream;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
 pub use cancel::{Cancel, wait_readable};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
+pub use stream::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
 pub use writer::PipeWriter;
 

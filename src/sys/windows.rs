@@ -22,8 +22,8 @@ use windows_sys::Win32::Foundation::{
 };
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
-    UnlockFileEx,
+    FILE_TYPE_DISK, FILE_TYPE_PIPE, GetFileInformationByHandle, GetFileType,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
 };
 use windows_sys::Win32::System::Console::{
     CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, GenerateConsoleCtrlEvent, GetStdHandle,
@@ -39,7 +39,9 @@ use windows_sys::Win32::System::JobObjects::{
     JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
     QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
-use windows_sys::Win32::System::Pipes::PeekNamedPipe;
+use windows_sys::Win32::System::Pipes::{
+    CreatePipe, PIPE_NOWAIT, PeekNamedPipe, SetNamedPipeHandleState,
+};
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
     CREATE_NEW_PROCESS_GROUP, CreateEventW, GetProcessTimes, INFINITE, OpenProcess,
@@ -922,4 +924,104 @@ pub fn std_stream(fd: i32) -> Fd<'static> {
     // SAFETY: the standard handles stay open for the whole process: retry never closes
     // them (a missing one is null, which a borrowed handle may be).
     unsafe { Fd::borrow_raw(raw as RawHandle) }
+}
+
+/// What the open handle is: a disk file, a pipe (sockets read as pipes), or something
+/// else (a console, NUL); `None` for a missing handle.
+pub fn stream_kind(handle: Fd<'_>) -> Option<crate::sys::StreamKind> {
+    use crate::sys::StreamKind;
+    let raw = handle.as_raw_handle() as HANDLE;
+    if raw.is_null() || raw == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    // SAFETY: the handle is open for the call.
+    Some(match unsafe { GetFileType(raw) } {
+        FILE_TYPE_DISK => StreamKind::File,
+        FILE_TYPE_PIPE => StreamKind::Pipe,
+        _ => StreamKind::Other,
+    })
+}
+
+/// The borrowed handle as a `File` that is never closed here.
+fn as_file(handle: Fd<'_>) -> std::mem::ManuallyDrop<File> {
+    // SAFETY: the handle is open while borrowed; `ManuallyDrop` never closes it.
+    std::mem::ManuallyDrop::new(unsafe { File::from_raw_handle(handle.as_raw_handle()) })
+}
+
+/// Where the file stands (its offset).
+pub fn position(handle: Fd<'_>) -> io::Result<i64> {
+    use std::io::Seek;
+    let offset = as_file(handle).stream_position()?;
+    i64::try_from(offset).map_err(|_| io::Error::other("offset out of range"))
+}
+
+/// Moves the file to `offset`.
+pub fn seek_to(handle: Fd<'_>, offset: i64) -> io::Result<()> {
+    use std::io::Seek;
+    let offset = u64::try_from(offset).map_err(|_| io::Error::other("negative offset"))?;
+    as_file(handle).seek(io::SeekFrom::Start(offset))?;
+    Ok(())
+}
+
+/// Reads what the handle has; a pipe whose writer is gone reads as its end (0).
+pub fn read(handle: Fd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    use std::io::Read;
+    match as_file(handle).read(buf) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        other => other,
+    }
+}
+
+/// A pipe to feed a command's stdin through: the command's end, and retry's, in
+/// `PIPE_NOWAIT` mode, so that [`write_or_cancel`] never blocks. Neither is inherited
+/// (std hands the command a copy of its end).
+pub fn feed_pipe() -> io::Result<(OwnedHandle, OwnedHandle)> {
+    let mut read_end: HANDLE = std::ptr::null_mut();
+    let mut write_end: HANDLE = std::ptr::null_mut();
+    // SAFETY: two handles to fill; no attributes (not inheritable), the default size.
+    if unsafe { CreatePipe(&mut read_end, &mut write_end, std::ptr::null(), 0) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both handles were just made, owned from here on.
+    let ends = unsafe {
+        (
+            OwnedHandle::from_raw_handle(read_end as RawHandle),
+            OwnedHandle::from_raw_handle(write_end as RawHandle),
+        )
+    };
+    let mode = PIPE_NOWAIT;
+    // SAFETY: the write end is open; only the wait mode is set.
+    let set = unsafe {
+        SetNamedPipeHandleState(
+            ends.1.as_raw_handle() as HANDLE,
+            &mode,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if set == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ends)
+}
+
+/// Writes all of `data` to retry's end of a [`feed_pipe`]; false if `cancel` came or
+/// the command stopped reading first. A full pipe takes nothing: the cancel is
+/// waited on for [`PEEK_EVERY`] before the next try.
+pub fn write_or_cancel(to: &OwnedHandle, mut data: &[u8], cancel: &Cancel) -> bool {
+    use std::io::Write;
+    let mut file = as_file(to.as_handle());
+    while !data.is_empty() {
+        match file.write(data) {
+            Ok(0) => {
+                if cancel.cancelled_within(PEEK_EVERY) {
+                    return false;
+                }
+            }
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
