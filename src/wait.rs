@@ -227,18 +227,14 @@ pub fn sleep_or_stop(d: Duration) -> Result<(), Stop> {
     }
 }
 
-/// Waits until `fd` is ready for `events` (or reports an error or hang-up).
-#[cfg(unix)]
-pub fn ready(
-    fd: crate::sys::Fd<'_>,
-    events: crate::sys::Events,
-    bound: &Bound,
-) -> Result<(), Ended> {
+/// Waits until `ready_within` says something is ready (a descriptor, for the events it
+/// polls); it is handed the slice it may block for, and should end early at a wake-up.
+pub fn ready(bound: &Bound, mut ready_within: impl FnMut(Duration) -> bool) -> Result<(), Ended> {
     loop {
         bound.check()?;
-        // The wake-up is polled beside `fd`; a short slice bounds the time a flag set
-        // without one goes unnoticed, and the flags are checked at the loop's top.
-        if crate::sys::poll_with_wake(fd, events, bound.slice(Duration::from_secs(1))) {
+        // A short slice bounds the time a flag set without a wake-up goes unnoticed,
+        // and the flags are checked at the loop's top.
+        if ready_within(bound.slice(Duration::from_secs(1))) {
             return Ok(());
         }
     }

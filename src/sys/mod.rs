@@ -58,9 +58,6 @@ pub use catching::{
 };
 /// A cancel for a thread blocked on a pipe, and the wait for a pipe's bytes it ends.
 pub use family::{Cancel, wait_readable};
-/// The events a poll asks about.
-#[cfg(unix)]
-pub use nix::poll::PollFlags as Events;
 /// How signals are caught and waited for: a self-pipe on Unix, an event set by the
 /// console control handler on Windows.
 #[cfg(windows)]
@@ -74,7 +71,7 @@ pub use os::{drain_wakes, wait_any, wake_handle};
 use posix::signals as catching;
 #[cfg(unix)]
 pub use posix::signals::{
-    ChildSignals, block_all as block_all_signals, for_child as child_signals, poll_with_wake,
+    ChildSignals, block_all as block_all_signals, for_child as child_signals,
 };
 #[cfg(unix)]
 pub use std::os::fd::{BorrowedFd as Fd, OwnedFd as Owned};
@@ -90,6 +87,13 @@ pub enum StreamKind {
     Other,
 }
 
+/// retry's stdout or stderr, written so that a stalled reader cannot hang it.
+pub use family::StdOutput;
+/// The terminal's foreground (a console has none), and a reader gone from retry's output;
+/// the `raw_os_error`s of a spawn that ran out of processes (EAGAIN) or memory (ENOMEM).
+pub use family::{
+    NO_MEMORY, NO_PROCESSES, ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal,
+};
 /// What a stream is, where a file stands, reads, and the pipe a command's stdin is fed
 /// through, with the writes to it that a cancel ends.
 pub use family::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};

@@ -1025,3 +1025,70 @@ pub fn write_or_cancel(to: &OwnedHandle, mut data: &[u8], cancel: &Cancel) -> bo
     }
     true
 }
+
+/// retry's stdout or stderr. Windows' anonymous pipes have no wait for room and no
+/// non-blocking write to a pipe that others share, so each write is a blocking
+/// `WriteFile`: a reader that stalls holds the writing thread until it reads again
+/// or goes away (a pump's thread, or retry's own final output).
+pub struct StdOutput<'a>(Fd<'a>);
+
+impl StdOutput<'static> {
+    pub fn new(fd: i32) -> StdOutput<'static> {
+        StdOutput(std_stream(fd))
+    }
+}
+
+impl<'a> StdOutput<'a> {
+    /// The writer of `handle`, which need not be a standard stream.
+    pub fn over(handle: Fd<'a>) -> StdOutput<'a> {
+        StdOutput(handle)
+    }
+
+    /// Writes what it can of `data`, blocking while the pipe is full; `BrokenPipe`
+    /// when the reader is gone.
+    pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        if stream_kind(self.0).is_none() {
+            // No handle (a GUI parent's): what would be written is lost, as std's own is.
+            return Ok(data.len());
+        }
+        as_file(self.0).write(data)
+    }
+
+    /// Nothing is ever taken on to be written later.
+    pub fn pending(&self) -> io::Result<bool> {
+        Ok(false)
+    }
+
+    /// There is always room: writes block instead (see [`StdOutput`]).
+    pub fn room_within(&self, _slice: std::time::Duration) -> bool {
+        true
+    }
+
+    /// There is always room: writes block instead (see [`StdOutput`]).
+    pub fn room_or_cancel(&self, _cancel: &Cancel) -> io::Result<bool> {
+        Ok(true)
+    }
+}
+
+/// A console has no foreground process group: every process attached to it reads it
+/// and gets its Ctrl-C, so there is nothing to hand over or take back.
+pub fn in_terminal_foreground(_tty: Fd<'_>) -> bool {
+    false
+}
+
+/// No SIGTTOU on Windows (see [`in_terminal_foreground`]).
+pub fn ignore_sigttou() {}
+
+/// Nothing to take back (see [`in_terminal_foreground`]).
+pub fn reclaim_terminal(_tty: Fd<'_>) {}
+
+/// Whether a reader of `handle` is gone: not known before a write to an anonymous
+/// pipe fails with `BrokenPipe`, which the writer reports.
+pub fn reader_gone(_handle: Fd<'_>) -> bool {
+    false
+}
+
+/// `raw_os_error`s of a process that could not be started for want of resources.
+pub const NO_PROCESSES: i32 = windows_sys::Win32::Foundation::ERROR_NO_SYSTEM_RESOURCES as i32;
+pub const NO_MEMORY: i32 = windows_sys::Win32::Foundation::ERROR_NOT_ENOUGH_MEMORY as i32;
