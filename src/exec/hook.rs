@@ -257,7 +257,7 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
-        let tree = Tree::new(nix::unistd::Pid::from_raw(child.id() as i32), Before::now());
+        let tree = Tree::new(child.id() as i32, Before::now());
         (child, Arc::new(tree))
     }
 

@@ -186,7 +186,8 @@ struct Ending {
 impl Tree {
     /// The tree of the process just started as `leader`, in a group of its own, with
     /// retry's children as they were [`Before`] it started.
-    pub fn new(leader: Pid, before: Before) -> Tree {
+    pub fn new(leader: i32, before: Before) -> Tree {
+        let leader = Pid::from_raw(leader);
         let origin = Origin {
             pgid: leader,
             since: sys::started(leader.as_raw()),
@@ -418,7 +419,7 @@ mod tests {
             stat_of(escaped).is_some_and(|p| p.pgid != leader_pid)
         });
         assert!(left, "setsid never ran");
-        let tree = Tree::new(Pid::from_raw(leader_pid), Before(Vec::new()));
+        let tree = Tree::new(leader_pid, Before(Vec::new()));
         let members = tree.survey();
         assert!(members.group);
         assert_eq!(members.escaped, [escaped]);
@@ -437,7 +438,7 @@ mod tests {
         // belongs to init, and only having seen it before keeps it the tree's.
         let (mut leader, escaped) =
             leader_and_escaped("setsid sh -c 'echo $$; exec sleep 30' & read go");
-        let tree = Tree::new(Pid::from_raw(leader.id() as i32), Before(Vec::new()));
+        let tree = Tree::new(leader.id() as i32, Before(Vec::new()));
         assert_eq!(tree.survey().escaped, [escaped], "seen through its parent");
         drop(leader.stdin.take());
         leader.wait().unwrap();

@@ -70,10 +70,6 @@ pub use os::{drain_wakes, wait_any, wake_handle};
 #[cfg(unix)]
 use posix::signals as catching;
 #[cfg(unix)]
-pub use posix::signals::{
-    ChildSignals, block_all as block_all_signals, for_child as child_signals,
-};
-#[cfg(unix)]
 pub use std::os::fd::{BorrowedFd as Fd, OwnedFd as Owned};
 
 /// What a standard stream is, as far as how to read or write it goes.
@@ -94,6 +90,9 @@ pub use family::StdOutput;
 pub use family::{
     NO_MEMORY, NO_PROCESSES, ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal,
 };
+/// Starting a process in a group of its own (on Windows, suspended into a Job Object,
+/// then resumed).
+pub use family::{Started, start};
 /// What a stream is, where a file stands, reads, and the pipe a command's stdin is fed
 /// through, with the writes to it that a cancel ends.
 pub use family::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};

@@ -26,6 +26,7 @@ mod cancel;
 mod dir;
 mod output;
 pub mod signals;
+mod spawn;
 mod stream;
 mod terminal;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
@@ -35,6 +36,7 @@ pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
 /// `raw_os_error`s of a process that could not be started for want of resources.
 pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};
 pub use output::StdOutput;
+pub use spawn::{Started, start};
 pub use stream::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
 pub use terminal::{ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]

@@ -31,6 +31,7 @@ use windows_sys::Win32::System::Console::{
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
+    TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 use windows_sys::Win32::System::JobObjects::{
@@ -44,9 +45,9 @@ use windows_sys::Win32::System::Pipes::{
 };
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, CreateEventW, GetProcessTimes, INFINITE, OpenProcess,
-    PROCESS_QUERY_LIMITED_INFORMATION, ResetEvent, SetEvent, WaitForMultipleObjects,
-    WaitForSingleObject,
+    CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, CreateEventW, GetProcessTimes, INFINITE,
+    OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, ResetEvent, ResumeThread, SetEvent,
+    THREAD_SUSPEND_RESUME, WaitForMultipleObjects, WaitForSingleObject,
 };
 
 use super::Process;
@@ -1092,3 +1093,76 @@ pub fn reader_gone(_handle: Fd<'_>) -> bool {
 /// `raw_os_error`s of a process that could not be started for want of resources.
 pub const NO_PROCESSES: i32 = windows_sys::Win32::Foundation::ERROR_NO_SYSTEM_RESOURCES as i32;
 pub const NO_MEMORY: i32 = windows_sys::Win32::Foundation::ERROR_NOT_ENOUGH_MEMORY as i32;
+
+/// A process started in a group of its own, held with everything it starts in a Job
+/// Object: ending the job ends the tree, and retry's end (its handle closing) does too.
+pub struct Started {
+    pub child: std::process::Child,
+    pub job: Job,
+}
+
+/// Starts `command` suspended in a process group of its own, puts it in a new Job
+/// Object, then lets it run: nothing it starts can leave the job first. A console has
+/// no foreground to hand over (`_foreground`).
+pub fn start(mut command: std::process::Command, _foreground: bool) -> io::Result<Started> {
+    use std::os::windows::process::CommandExt;
+    let job = Job::new()?;
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED);
+    let mut child = command.spawn()?;
+    let held = job
+        .assign(child.as_raw_handle())
+        .and_then(|()| resume_threads(child.id()));
+    if let Err(e) = held {
+        // Never left suspended or outside the job: it has not run a single instruction.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    Ok(Started { child, job })
+}
+
+/// Resumes every thread of the process `pid` (one, the main thread, after
+/// `CREATE_SUSPENDED`): std keeps no handle to it, so it is found in a snapshot.
+fn resume_threads(pid: u32) -> io::Result<()> {
+    // SAFETY: a snapshot of the system's threads, owned and closed below.
+    let raw = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
+    if raw == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    let snapshot = unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) };
+    // SAFETY: plain data: all zeroes is a valid value; the size is set as the call needs.
+    let mut entry: THREADENTRY32 = unsafe { std::mem::zeroed() };
+    entry.dwSize = size_of::<THREADENTRY32>() as u32;
+    let handle = snapshot.as_raw_handle() as HANDLE;
+    let mut resumed = 0;
+    // SAFETY: the snapshot is open; `entry` is the record the calls fill.
+    let mut more = unsafe { Thread32First(handle, &mut entry) } != FALSE;
+    while more {
+        if entry.th32OwnerProcessID == pid {
+            resume_thread(entry.th32ThreadID)?;
+            resumed += 1;
+        }
+        // SAFETY: as above.
+        more = unsafe { Thread32Next(handle, &mut entry) } != FALSE;
+    }
+    match resumed {
+        0 => Err(io::Error::other("the new process has no thread to resume")),
+        _ => Ok(()),
+    }
+}
+
+fn resume_thread(tid: u32) -> io::Result<()> {
+    // SAFETY: opens a thread by id for resuming only; checked and closed below.
+    let raw = unsafe { OpenThread(THREAD_SUSPEND_RESUME, FALSE, tid) };
+    if raw.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    let thread = unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) };
+    // SAFETY: the thread's handle is open.
+    if unsafe { ResumeThread(thread.as_raw_handle() as HANDLE) } == u32::MAX {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

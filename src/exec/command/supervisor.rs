@@ -208,7 +208,6 @@ fn is_keyboard_signal(sig: domain::Signal) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nix::unistd::Pid;
 
     #[test]
     fn a_wait_that_fails_is_retrys_own_error_not_an_exit_status() {
@@ -220,7 +219,7 @@ mod tests {
             .unwrap();
         let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         let fault = Fault::default();
-        let tree = Tree::new(Pid::from_raw(pid), procs::Before::now());
+        let tree = Tree::new(pid, procs::Before::now());
         let supervised = Supervisor {
             tree: &tree,
             timeout_signal: Signal::SIGTERM,
