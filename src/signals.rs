@@ -232,15 +232,12 @@ pub fn installed() -> bool {
     STATE.get().is_some()
 }
 
-/// Whether a SIGCHLD arrived since the last call; always where the system sends none
-/// (Windows), so a child is looked at on every wake.
+/// Whether a SIGCHLD arrived since the last call; never where the system sends none
+/// (Windows: a supervisor waits on the process itself, and no orphan needs reaping).
 pub fn child_changed() -> bool {
-    match sys::CHILD_SIGNAL {
-        Some(sig) => {
-            STATE.get().is_some() && raised(domain::Signal::new(sig)).swap(false, Ordering::SeqCst)
-        }
-        None => true,
-    }
+    sys::CHILD_SIGNAL.is_some_and(|sig| {
+        STATE.get().is_some() && raised(domain::Signal::new(sig)).swap(false, Ordering::SeqCst)
+    })
 }
 
 /// Sleeps up to `d`, waking early when any handled signal arrives (or a thread calls

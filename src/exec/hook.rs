@@ -117,7 +117,7 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
         Err(e) => {
             // A hook nothing would cut at its limit must not run at all.
             tree.kill_now();
-            let _ = nix::sys::wait::waitpid(tree.leader(), None);
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(tree.leader()), None);
             tree.end(Duration::ZERO);
             Err(HookEnd::Failed(format!("cannot watch its time limit: {e}")))
         }

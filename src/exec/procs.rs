@@ -201,8 +201,8 @@ impl Tree {
     }
 
     /// The main process, which leads the group.
-    pub fn leader(&self) -> Pid {
-        self.origin.pgid
+    pub fn leader(&self) -> i32 {
+        self.origin.pgid.as_raw()
     }
 
     fn state(&self) -> MutexGuard<'_, Ending> {
@@ -335,14 +335,14 @@ impl Tree {
 
 /// Reaps every exited child of retry except `keep` (the attempt's main process,
 /// which the supervisor waits for itself).
-pub fn reap_adopted(keep: Option<Pid>) {
+pub fn reap_adopted(keep: Option<i32>) {
     let Some(all) = sys::processes() else {
         return;
     };
     let me = getpid().as_raw();
     for process in all.iter().filter(|p| p.ppid == me && p.zombie) {
         let pid = Pid::from_raw(process.pid);
-        if Some(pid) != keep {
+        if Some(process.pid) != keep {
             while let Err(Errno::EINTR) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {}
         }
     }

@@ -83,6 +83,17 @@ pub enum StreamKind {
     Other,
 }
 
+/// How a child was last seen by [`try_wait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildState {
+    /// It exited with this code.
+    Exited(i32),
+    /// This signal ended it.
+    Signaled(i32),
+    /// It was stopped (Ctrl-Z at the terminal).
+    Stopped,
+}
+
 /// retry's stdout or stderr, written so that a stalled reader cannot hang it.
 pub use family::StdOutput;
 /// The terminal's foreground (a console has none), and a reader gone from retry's output;
@@ -96,6 +107,8 @@ pub use family::{Started, start};
 /// What a stream is, where a file stands, reads, and the pipe a command's stdin is fed
 /// through, with the writes to it that a cancel ends.
 pub use family::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
+/// A look at a child without blocking, and the wait between two looks.
+pub use family::{pause_for_child, stop_in_turn, try_wait};
 
 /// retry's own stdin, stdout or stderr (0, 1 or 2), borrowed for the process's life.
 #[cfg(unix)]

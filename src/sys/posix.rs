@@ -23,6 +23,7 @@ use std::sync::{RwLock, RwLockWriteGuard};
 use super::PipeMode;
 
 mod cancel;
+mod child;
 mod dir;
 mod output;
 pub mod signals;
@@ -32,6 +33,7 @@ mod terminal;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
 pub use cancel::{Cancel, wait_readable};
+pub use child::{pause_for_child, stop_in_turn, try_wait};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
 /// `raw_os_error`s of a process that could not be started for want of resources.
 pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};

@@ -45,9 +45,9 @@ use windows_sys::Win32::System::Pipes::{
 };
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, CreateEventW, GetProcessTimes, INFINITE,
-    OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, ResetEvent, ResumeThread, SetEvent,
-    THREAD_SUSPEND_RESUME, WaitForMultipleObjects, WaitForSingleObject,
+    CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, CreateEventW, GetExitCodeProcess, GetProcessTimes,
+    INFINITE, OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, ResetEvent, ResumeThread,
+    SYNCHRONIZE, SetEvent, THREAD_SUSPEND_RESUME, WaitForMultipleObjects, WaitForSingleObject,
 };
 
 use super::Process;
@@ -711,7 +711,8 @@ pub fn open_standard_streams() -> bool {
 /// Windows has no SIGPIPE: a write to a closed pipe fails with `ERROR_NO_DATA` already.
 pub fn ignore_sigpipe() {}
 
-/// Windows sends no SIGCHLD: a child's end is seen by waiting on its process handle.
+/// Windows sends no SIGCHLD: a child's end is seen by waiting on its process handle
+/// ([`pause_for_child`]), and there are no orphans to reap.
 pub const CHILD_SIGNAL: Option<i32> = None;
 /// No SIGUSR2 either: a crontab is read again when its file changes, or at SIGHUP's part
 /// (the console's close is not one; nothing raises this number).
@@ -1166,3 +1167,47 @@ fn resume_thread(tid: u32) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The process `pid` opened to wait for it and read its exit code; retry holds the
+/// process's own handle while it waits, so the pid names it until then.
+fn open_child(pid: i32) -> io::Result<OwnedHandle> {
+    let pid = u32::try_from(pid).map_err(|_| io::Error::other("no such process"))?;
+    // SAFETY: opens a process by id with the rights named; checked and owned below.
+    let raw = unsafe { OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid) };
+    if raw.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    Ok(unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) })
+}
+
+/// What became of the child `pid`: its exit code once it ended (a process ended through
+/// its job gets the code the job was ended with); `None` while it runs.
+pub fn try_wait(pid: i32) -> io::Result<Option<crate::sys::ChildState>> {
+    let process = open_child(pid)?;
+    let handle = process.as_raw_handle() as HANDLE;
+    // SAFETY: the handle is open; a zero wait only looks.
+    if unsafe { WaitForSingleObject(handle, 0) } != WAIT_OBJECT_0 {
+        return Ok(None);
+    }
+    let mut code = 0u32;
+    // SAFETY: the handle is open; `code` is the value the call fills.
+    if unsafe { GetExitCodeProcess(handle, &mut code) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Some(crate::sys::ChildState::Exited(code as i32)))
+}
+
+/// Waits up to `d` for the child `pid` to end, or a console event or [`wake`].
+pub fn pause_for_child(pid: i32, d: std::time::Duration) {
+    match open_child(pid) {
+        Ok(process) => {
+            let _ = wait_any(&[process.as_raw_handle()], d);
+        }
+        Err(_) => wait_for_wake(d),
+    }
+}
+
+/// Windows has no job control: a child is never reported stopped, so there is nothing
+/// to pass on.
+pub fn stop_in_turn(_tty: Fd<'_>, _pgid: i32) {}
