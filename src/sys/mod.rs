@@ -83,6 +83,12 @@ pub enum StreamKind {
     Other,
 }
 
+/// Ending an attempt's processes: its group (on Windows its Job Object), what left the
+/// group, the signal passed on for retry's own, and an exited child reaped.
+pub use family::{
+    CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
+};
+
 /// How a child was last seen by [`try_wait`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildState {

@@ -25,6 +25,7 @@ use super::PipeMode;
 mod cancel;
 mod child;
 mod dir;
+mod group;
 mod output;
 pub mod signals;
 mod spawn;
@@ -35,6 +36,9 @@ mod writer;
 pub use cancel::{Cancel, wait_readable};
 pub use child::{pause_for_child, stop_in_turn, try_wait};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
+pub use group::{
+    CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
+};
 /// `raw_os_error`s of a process that could not be started for want of resources.
 pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};
 pub use output::StdOutput;

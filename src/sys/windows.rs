@@ -46,8 +46,9 @@ use windows_sys::Win32::System::Pipes::{
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
     CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, CreateEventW, GetExitCodeProcess, GetProcessTimes,
-    INFINITE, OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, ResetEvent, ResumeThread,
-    SYNCHRONIZE, SetEvent, THREAD_SUSPEND_RESUME, WaitForMultipleObjects, WaitForSingleObject,
+    INFINITE, OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE,
+    ResetEvent, ResumeThread, SetEvent, THREAD_SUSPEND_RESUME, WaitForMultipleObjects,
+    WaitForSingleObject,
 };
 
 use super::Process;
@@ -1096,10 +1097,10 @@ pub const NO_PROCESSES: i32 = windows_sys::Win32::Foundation::ERROR_NO_SYSTEM_RE
 pub const NO_MEMORY: i32 = windows_sys::Win32::Foundation::ERROR_NOT_ENOUGH_MEMORY as i32;
 
 /// A process started in a group of its own, held with everything it starts in a Job
-/// Object: ending the job ends the tree, and retry's end (its handle closing) does too.
+/// Object kept for the group ([`signal_group`], [`release_group`]): ending the job ends
+/// the tree, and retry's end (its handle closing) does too.
 pub struct Started {
     pub child: std::process::Child,
-    pub job: Job,
 }
 
 /// Starts `command` suspended in a process group of its own, puts it in a new Job
@@ -1119,7 +1120,8 @@ pub fn start(mut command: std::process::Command, _foreground: bool) -> io::Resul
         let _ = child.wait();
         return Err(e);
     }
-    Ok(Started { child, job })
+    hold_group(child.id() as i32, job);
+    Ok(Started { child })
 }
 
 /// Resumes every thread of the process `pid` (one, the main thread, after
@@ -1173,7 +1175,13 @@ fn resume_thread(tid: u32) -> io::Result<()> {
 fn open_child(pid: i32) -> io::Result<OwnedHandle> {
     let pid = u32::try_from(pid).map_err(|_| io::Error::other("no such process"))?;
     // SAFETY: opens a process by id with the rights named; checked and owned below.
-    let raw = unsafe { OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid) };
+    let raw = unsafe {
+        OpenProcess(
+            PROCESS_SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
+            FALSE,
+            pid,
+        )
+    };
     if raw.is_null() {
         return Err(io::Error::last_os_error());
     }
@@ -1211,3 +1219,56 @@ pub fn pause_for_child(pid: i32, d: std::time::Duration) {
 /// Windows has no job control: a child is never reported stopped, so there is nothing
 /// to pass on.
 pub fn stop_in_turn(_tty: Fd<'_>, _pgid: i32) {}
+
+/// An attempt's Job Object holds every process it starts: no search for the rest.
+pub const GROUP_HOLDS_TREE: bool = true;
+
+/// Windows stops no process to be continued.
+pub const CONTINUE: Option<Signal> = None;
+
+/// The Job Object of each group [`start`] began, by its leader's pid, until
+/// [`release_group`]: what ends a group's tree.
+static JOBS: std::sync::Mutex<Vec<(i32, Job)>> = std::sync::Mutex::new(Vec::new());
+
+fn with_job<T>(pgid: i32, f: impl FnOnce(&Job) -> T) -> Option<T> {
+    let jobs = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    jobs.iter()
+        .find(|(id, _)| *id == pgid)
+        .map(|(_, job)| f(job))
+}
+
+/// Keeps `job` as the group `pgid`'s.
+fn hold_group(pgid: i32, job: Job) {
+    JOBS.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((pgid, job));
+}
+
+/// Closes the group's Job Object, which ends whatever of it is still running.
+pub fn release_group(pgid: i32) {
+    JOBS.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|(id, _)| *id != pgid);
+}
+
+/// Asks the group `pgid` to end (TERM: Ctrl-Break to it) or ends its whole job (KILL,
+/// exit code 137 as a shell reports SIGKILL); `None` only asks whether any of it runs.
+/// Whether it was sent.
+pub fn signal_group(pgid: i32, sig: Option<Signal>) -> bool {
+    match sig {
+        None => with_job(pgid, |job| job.active().is_ok_and(|n| n > 0)).unwrap_or(false),
+        Some(Signal::SIGTERM) => u32::try_from(pgid).is_ok_and(|id| ask_to_end(id).is_ok()),
+        Some(Signal::SIGKILL) => with_job(pgid, |job| job.terminate(137).is_ok()).unwrap_or(false),
+    }
+}
+
+/// No process leaves its job: nothing is ever signalled alone.
+pub fn signal_process(_pid: i32, _sig: Signal) {}
+
+/// Every stopping signal is passed on as the one ask Windows has: Ctrl-Break (TERM).
+pub fn passed_on(_number: i32) -> Option<Signal> {
+    Some(Signal::SIGTERM)
+}
+
+/// Windows keeps no zombies to reap.
+pub fn reap(_pid: i32) {}

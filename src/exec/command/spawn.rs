@@ -57,8 +57,8 @@ pub(crate) struct Spawned {
     pub stdin: Option<sys::Owned>,
     pub stdout: Option<sys::Owned>,
     pub stderr: Option<sys::Owned>,
-    /// The process as started; on Windows its Job Object, which ends the whole tree
-    /// when dropped, so it is kept for the attempt's life.
+    /// The process as started, kept for the attempt's life: on Windows its handle keeps
+    /// its pid from naming another process while the attempt is waited for by pid.
     #[cfg_attr(unix, allow(dead_code))] // Unix waits for the process by its pid
     pub process: sys::Started,
 }
