@@ -89,6 +89,12 @@ pub use family::{
     CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
 };
 
+#[cfg(test)]
+/// The signal that ended a process, if one did (Windows ends processes by exit code only).
+pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    family::exit_signal(status)
+}
+
 /// How a child was last seen by [`try_wait`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildState {

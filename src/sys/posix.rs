@@ -36,6 +36,8 @@ mod writer;
 pub use cancel::{Cancel, wait_readable};
 pub use child::{pause_for_child, stop_in_turn, try_wait};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
+#[cfg(test)]
+pub use group::exit_signal;
 pub use group::{
     CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
 };

@@ -1120,7 +1120,15 @@ pub fn start(mut command: std::process::Command, _foreground: bool) -> io::Resul
         let _ = child.wait();
         return Err(e);
     }
-    hold_group(child.id() as i32, job);
+    let leader = match child.as_handle().try_clone_to_owned() {
+        Ok(leader) => leader,
+        Err(e) => {
+            let _ = job.terminate(1);
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    hold_group(child.id() as i32, job, leader);
     Ok(Started { child })
 }
 
@@ -1170,9 +1178,12 @@ fn resume_thread(tid: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// The process `pid` opened to wait for it and read its exit code; retry holds the
-/// process's own handle while it waits, so the pid names it until then.
+/// The process `pid` to wait for and read the exit code of: the leader's handle [`start`]
+/// kept, or else the process opened by its pid.
 fn open_child(pid: i32) -> io::Result<OwnedHandle> {
+    if let Some(kept) = with_group(pid, |g| g.leader.try_clone()) {
+        return kept;
+    }
     let pid = u32::try_from(pid).map_err(|_| io::Error::other("no such process"))?;
     // SAFETY: opens a process by id with the rights named; checked and owned below.
     let raw = unsafe {
@@ -1226,29 +1237,40 @@ pub const GROUP_HOLDS_TREE: bool = true;
 /// Windows stops no process to be continued.
 pub const CONTINUE: Option<Signal> = None;
 
-/// The Job Object of each group [`start`] began, by its leader's pid, until
-/// [`release_group`]: what ends a group's tree.
-static JOBS: std::sync::Mutex<Vec<(i32, Job)>> = std::sync::Mutex::new(Vec::new());
-
-fn with_job<T>(pgid: i32, f: impl FnOnce(&Job) -> T) -> Option<T> {
-    let jobs = JOBS.lock().unwrap_or_else(|p| p.into_inner());
-    jobs.iter()
-        .find(|(id, _)| *id == pgid)
-        .map(|(_, job)| f(job))
+/// What [`start`] keeps of each group it began, by its leader's pid, until
+/// [`release_group`]: the Job Object that ends its tree, and a handle to the leader,
+/// which keeps its pid and exit code while retry waits for it.
+struct Group {
+    pgid: i32,
+    job: Job,
+    leader: OwnedHandle,
 }
 
-/// Keeps `job` as the group `pgid`'s.
-fn hold_group(pgid: i32, job: Job) {
-    JOBS.lock()
+static GROUPS: std::sync::Mutex<Vec<Group>> = std::sync::Mutex::new(Vec::new());
+
+fn with_group<T>(pgid: i32, f: impl FnOnce(&Group) -> T) -> Option<T> {
+    let groups = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    groups.iter().find(|g| g.pgid == pgid).map(f)
+}
+
+fn with_job<T>(pgid: i32, f: impl FnOnce(&Job) -> T) -> Option<T> {
+    with_group(pgid, |g| f(&g.job))
+}
+
+/// Keeps `job` and a handle to its leader as the group `pgid`'s.
+fn hold_group(pgid: i32, job: Job, leader: OwnedHandle) {
+    GROUPS
+        .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push((pgid, job));
+        .push(Group { pgid, job, leader });
 }
 
 /// Closes the group's Job Object, which ends whatever of it is still running.
 pub fn release_group(pgid: i32) {
-    JOBS.lock()
+    GROUPS
+        .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .retain(|(id, _)| *id != pgid);
+        .retain(|g| g.pgid != pgid);
 }
 
 /// Asks the group `pgid` to end (TERM: Ctrl-Break to it) or ends its whole job (KILL,
@@ -1272,3 +1294,9 @@ pub fn passed_on(_number: i32) -> Option<Signal> {
 
 /// Windows keeps no zombies to reap.
 pub fn reap(_pid: i32) {}
+
+#[cfg(test)]
+/// Windows ends processes with an exit code only, never a signal.
+pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
+}

@@ -59,7 +59,6 @@ pub(crate) struct Spawned {
     pub stderr: Option<sys::Owned>,
     /// The process as started, kept for the attempt's life: on Windows its handle keeps
     /// its pid from naming another process while the attempt is waited for by pid.
-    #[cfg_attr(unix, allow(dead_code))] // Unix waits for the process by its pid
     pub process: sys::Started,
 }
 

@@ -38,3 +38,9 @@ pub fn reap(pid: i32) {
 
 /// Nothing is held for a group on Unix.
 pub fn release_group(_pgid: i32) {}
+
+#[cfg(test)]
+/// The signal that ended a process, if one did.
+pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
