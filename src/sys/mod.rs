@@ -95,6 +95,11 @@ pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
     family::exit_signal(status)
 }
 
+/// A private directory for `RETRY_CONTROL` (mode 0700; refused on Windows, which keeps
+/// an ACL instead), and what the command left there opened without blocking or
+/// following a link.
+pub use family::{describe_kind, make_private_dir, open_unfollowed, private_dir_permissions};
+
 /// How a child was last seen by [`try_wait`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildState {
@@ -202,6 +207,8 @@ pub fn children() -> Vec<i32> {
     os::children()
 }
 
+#[cfg(windows)]
+pub use os::become_subreaper;
 #[cfg(unix)]
 /// Makes retry the parent of every orphaned descendant from now on (Linux
 /// `PR_SET_CHILD_SUBREAPER`, FreeBSD `PROC_REAP_ACQUIRE`); `Err` leaves orphans to

@@ -27,6 +27,7 @@ mod child;
 mod dir;
 mod group;
 mod output;
+mod private;
 pub mod signals;
 mod spawn;
 mod stream;
@@ -44,6 +45,7 @@ pub use group::{
 /// `raw_os_error`s of a process that could not be started for want of resources.
 pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};
 pub use output::StdOutput;
+pub use private::{describe_kind, make_private_dir, open_unfollowed, private_dir_permissions};
 pub use spawn::{Started, start};
 pub use stream::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
 pub use terminal::{ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal};

@@ -1300,3 +1300,42 @@ pub fn reap(_pid: i32) {}
 pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
     None
 }
+
+/// Windows has no subreaper: an attempt's Job Object holds every process it starts
+/// instead, orphans too.
+pub fn become_subreaper() -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "Windows has no subreaper; each attempt's Job Object holds its orphans",
+    ))
+}
+
+/// Why a private directory for `RETRY_CONTROL` cannot be had on Windows.
+const NO_PRIVATE_DIR: &str = "RETRY_CONTROL is not available on Windows: its directory \
+     must be private to this user, which Windows decides by an ACL that retry does not set";
+
+/// See [`NO_PRIVATE_DIR`].
+pub fn make_private_dir(_path: &Path) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, NO_PRIVATE_DIR))
+}
+
+/// See [`NO_PRIVATE_DIR`].
+pub fn private_dir_permissions() -> io::Result<std::fs::Permissions> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, NO_PRIVATE_DIR))
+}
+
+/// Opens `path` to read, refusing a link (`Ok(Err(()))`).
+pub fn open_unfollowed(path: &Path) -> io::Result<Result<File, ()>> {
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Ok(Err(()));
+    }
+    File::open(path).map(Ok)
+}
+
+/// What a file that is not a regular one is, for a warning.
+pub fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    match kind.is_dir() {
+        true => "a directory",
+        false => "something else",
+    }
+}
