@@ -65,8 +65,6 @@ use os as catching;
 /// A descriptor (a handle on Windows) borrowed for a call, and one owned.
 #[cfg(windows)]
 pub use os::{Fd, Owned, borrow};
-#[cfg(windows)]
-pub use os::{drain_wakes, wait_any, wake_handle};
 #[cfg(unix)]
 use posix::signals as catching;
 #[cfg(unix)]
@@ -78,6 +76,7 @@ pub enum StreamKind {
     /// A regular file: it can be rewound.
     File,
     Pipe,
+    #[cfg_attr(windows, allow(dead_code))] // Windows reports a socket as a pipe
     Socket,
     /// A terminal, a device, /dev/null.
     Other,
@@ -106,8 +105,10 @@ pub enum ChildState {
     /// It exited with this code.
     Exited(i32),
     /// This signal ended it.
+    #[cfg_attr(windows, allow(dead_code))] // Windows ends a process with a code only
     Signaled(i32),
     /// It was stopped (Ctrl-Z at the terminal).
+    #[cfg_attr(windows, allow(dead_code))] // Windows has no job control
     Stopped,
 }
 

@@ -1037,7 +1037,7 @@ pub struct StdOutput<'a>(Fd<'a>);
 
 impl StdOutput<'static> {
     pub fn new(fd: i32) -> StdOutput<'static> {
-        StdOutput(std_stream(fd))
+        StdOutput::over(std_stream(fd))
     }
 }
 
