@@ -775,7 +775,13 @@ pub fn catch(numbers: &[i32]) -> io::Result<()> {
         .filter(|n| (0..64).contains(*n))
         .fold(0u64, |bits, n| bits | 1 << n);
     CAUGHT.fetch_or(bits, Ordering::SeqCst);
-    console_events(on_event)
+    // One handler for the process: a second call (the crontab's reload) only adds numbers.
+    static HANDLER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if HANDLER.get().is_none() {
+        console_events(on_event)?;
+        let _ = HANDLER.set(());
+    }
+    Ok(())
 }
 
 /// The event that says a console event came or a thread called [`wake`], for a wait on
