@@ -1,7 +1,7 @@
 //! Files retry writes: the one durable, atomic replacement (temporary file in
 //! the same directory, fsync, rename, fsync of the directory) used by
 //! `--report`, `--once` markers and `-o`, and the up-front checks that a file
-//! flag's path can be written. What goes into the files is the callers' job.
+//! flag's path can be written. What goes into the files is the callers' work.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

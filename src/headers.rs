@@ -3,7 +3,7 @@
 //! X-RateLimit-Remaining, and the `-H` header lines a user writes or keeps in a
 //! file. Every function takes plain text (and the current time where a date is
 //! involved), so each can be tested on any input; none panics. Deciding what a
-//! parsed value means for the run is the classifier's and the engine's job.
+//! parsed value means for the run is the classifier's and the engine's work.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -3,7 +3,7 @@
 //! stdin), and what its failure means: a warning, never another exit status or decision.
 //! `--on-retry` runs inside the engine's backoff sleep through
 //! [`RetryHook`]; `--on-success` and `--on-give-up` run from [`Hooks::after_run`].
-//! Starting and ending the process is [`exec::hook`](crate::exec::hook)'s job.
+//! Starting and ending the process is [`exec::hook`](crate::exec::hook)'s work.
 
 use std::ffi::OsString;
 use std::time::Duration;

@@ -14,11 +14,10 @@ mod engine;
 mod exec;
 mod files;
 mod fleet;
+mod gate;
 mod generate;
 mod headers;
 mod hooks;
-mod io;
-mod jobs;
 mod parse;
 mod report;
 mod resolve;
@@ -27,6 +26,7 @@ mod schedule;
 mod signals;
 mod spool;
 mod state;
+mod streams;
 mod sys;
 mod wait;
 
@@ -38,7 +38,7 @@ pub use cli::Cli;
 /// it must say so: curl's 23).
 pub fn open_standard_streams() {
     if sys::open_standard_streams() {
-        io::record_closed_stdout();
+        streams::record_closed_stdout();
     }
 }
 

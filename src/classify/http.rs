@@ -4,7 +4,7 @@
 //! transport failures with the curl exit code each one ends with. The status
 //! table also classifies a status a tool shows on stderr (`profiles`).
 //! `HttpRules::status` and `HttpRules::transport` turn facts about one attempt
-//! into a verdict; running the request is the executor's job and reading its
+//! into a verdict; running the request is the executor's work and reading its
 //! headers `wait`'s.
 
 use crate::classify::endings;

@@ -6,7 +6,7 @@
 //! aliases), [`spellings`] (other tools' words for retry's options) and [`plain`] (a
 //! command line without options, read without clap). A bad value is
 //! refused here, before anything runs; checking the flags
-//! against each other is `config`'s job.
+//! against each other is `config`'s work.
 
 pub mod curl;
 pub mod curl_words;

@@ -1,7 +1,7 @@
 //! Command mode's settings: the argv, the inputs of the classification rules (exit
 //! code lists, the output patterns compiled once by clap, the profile asked for) and
 //! the process-handling options. Building the rule tables from them is the command
-//! executor's job.
+//! executor's work.
 
 use std::ffi::OsString;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The fleet settings (`--retry-budget`, `--circuit`, `--splay`) and where their
-//! shared state lives. Running them is `fleet`'s job.
+//! shared state lives. Running them is `fleet`'s work.
 
 use std::time::Duration;
 

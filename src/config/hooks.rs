@@ -1,6 +1,6 @@
 //! The hooks' settings: which shell commands run after a failed attempt that
 //! will be retried, after giving up and after success, and their time limit.
-//! Running them is `hooks`' job.
+//! Running them is `hooks`' work.
 
 use std::time::Duration;
 

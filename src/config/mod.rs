@@ -5,14 +5,14 @@
 //! module sees nothing downstream: it depends on `cli`, the readers of outside input
 //! (`parse`, `headers`, `cron`, `files`, `spool`), the storage layer's target grammar
 //! (`state`), `wait` and the bottom layers. It leaves running the attempts to the
-//! executors and the gate to [`jobs`].
+//! executors and the gate to [`gate`](crate::gate).
 
 mod command;
 pub mod crontab;
 pub mod fleet;
+mod gate;
 pub mod hooks;
 pub mod http;
-mod jobs;
 mod policy;
 pub mod schedule;
 
@@ -23,9 +23,9 @@ use anyhow::Context;
 use serde_json::json;
 
 pub use self::command::CommandConfig;
+pub use self::gate::{GateOptions, parse_targets};
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
-pub use self::jobs::{JobOptions, parse_targets};
 pub use self::schedule::ScheduleConfig;
 use crate::cli::Cli;
 use crate::domain::{LogConfig, LogFormat, Policy};
@@ -38,7 +38,7 @@ pub struct Config {
     pub run: RunInfo,
     /// Show a live countdown while sleeping (stderr is a terminal, text logs, not quiet).
     pub countdown: bool,
-    pub jobs: JobOptions,
+    pub gate: GateOptions,
     pub hooks: HookConfig,
     /// Retry budget, circuit breaker and splay (`--retry-budget`, `--circuit`, `--splay`).
     pub fleet: fleet::FleetConfig,
@@ -135,8 +135,8 @@ impl Config {
         let countdown = std::io::stderr().is_terminal() && log.level >= 0 && !log.json;
         let report = ReportTo::from_cli(&cli)?;
         // --state is read by the markers, the fleet state and the scheduler.
-        let (lock, state) = jobs::targets(&cli)?;
-        let jobs = JobOptions::from_cli(&cli, lock, state.as_ref())?;
+        let (lock, state) = gate::targets(&cli)?;
+        let gate = GateOptions::from_cli(&cli, lock, state.as_ref())?;
         let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
         let policy = policy::from_cli(&cli, nested)?;
         let hooks = HookConfig::from_cli(&cli);
@@ -151,7 +151,7 @@ impl Config {
             policy,
             run,
             countdown,
-            jobs,
+            gate,
             hooks,
             fleet,
             report,

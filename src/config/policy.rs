@@ -1,7 +1,7 @@
 //! The attempts part of the configuration: the limit, the timing flags turned into
 //! one backoff `Schedule` (`--delays` or `--delay`/`--backoff`/`--factor`/
 //! `--max-delay`), and what the run is after (`--consecutive`, `--until-failure`),
-//! checked together. Applying it is the engine's job.
+//! checked together. Applying it is the engine's work.
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! (`Verdict`, with the per-rule retry `Limit`), how it ended (`Outcome`), the wait the
 //! other side asked for (`WaitHint`), and the record of a run (`AttemptRecord`,
 //! `RunSummary`, `StopReason`). Deciding any of it is the classifier's and the
-//! engine's job; this module only names it.
+//! engine's work; this module only names it.
 
 use std::time::{Duration, SystemTime};
 

@@ -2,19 +2,19 @@
 //! the crate. What an attempt and a run come to ([`attempt`]), the events of a run
 //! ([`events`]), the policy and its backoff schedule ([`policy`], [`backoff`]), exit statuses
 //! and signals ([`status`]), why a run stops early ([`stop`]), the user's fixed choices
-//! ([`choices`]), what a shared retry budget and circuit are ([`fleet`]), how retry is to speak ([`log`]), how values are shown ([`text`]) and the run's time limit ([`time_limit`]).
+//! ([`choices`]), what a shared retry budget and circuit are ([`throttles`]), how retry is to speak ([`log`]), how values are shown ([`text`]) and the run's time limit ([`time_limit`]).
 
 mod attempt;
 mod backoff;
 mod choices;
 mod events;
-mod fleet;
 mod log;
 mod policy;
 mod protocols;
 mod status;
 mod stop;
 mod text;
+mod throttles;
 mod time_limit;
 
 pub use attempt::{
@@ -24,7 +24,6 @@ pub use attempt::{
 pub use backoff::{BackoffKind, Jitter, JitterKind, Schedule, random_seed};
 pub use choices::{CatchUp, Family, LogFormat, Overlap, ProfileName, StdinMode, Throttled};
 pub use events::{Event, Events};
-pub use fleet::{BudgetConfig, CircuitConfig, LeaseTtl};
 pub use log::LogConfig;
 pub use policy::{Goal, Policy, of_limit};
 pub use protocols::{Protocols, url_hint};
@@ -33,4 +32,5 @@ pub use stop::{Interrupted, OutputLost, Stop};
 pub use text::{
     command_line, human, one_line, parse_rfc3339, redact_url, rfc3339_millis, rfc3339_seconds,
 };
+pub use throttles::{BudgetConfig, CircuitConfig, LeaseTtl};
 pub use time_limit::TimeLimit;

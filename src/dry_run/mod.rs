@@ -16,7 +16,7 @@ use jiff::Timestamp;
 
 use crate::config::crontab::Crontab;
 use crate::config::fleet::FleetConfig;
-use crate::config::{Config, JobOptions, ScheduleConfig, TargetConfig};
+use crate::config::{Config, GateOptions, ScheduleConfig, TargetConfig};
 use crate::domain::{BudgetConfig, CircuitConfig, human, one_line, rfc3339_seconds};
 use crate::schedule::World;
 use crate::state::{self, Backend};
@@ -38,7 +38,7 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
         is_http,
         &exec.describe(),
     );
-    text += &jobs(&config.jobs);
+    text += &gate(&config.gate);
     let max_time = config.policy.max_time;
     text += &fleet(&config.fleet, config.seed, max_time, config.run.nested);
     write_out(&text)
@@ -201,18 +201,18 @@ pub fn fleet(
 
 /// The scheduled-job part of the dry run: the lock, the `--once` key and where its
 /// marker goes, and how long a PostgreSQL lease lives. Nothing is locked or read.
-pub fn jobs(jobs: &JobOptions) -> String {
+pub fn gate(gate: &GateOptions) -> String {
     let mut out = String::new();
-    if let Some(lock) = &jobs.lock {
+    if let Some(lock) = &gate.lock {
         let _ = writeln!(out, "lock:        {}", lock.describe_lock());
         let _ = writeln!(
             out,
             "busy lock:   wait up to {}, then skip with exit status {}",
-            human(jobs.lock_wait),
-            jobs.busy_exit
+            human(gate.lock_wait),
+            gate.busy_exit
         );
     }
-    if let (Some(key), Some(state)) = (&jobs.once, &jobs.state) {
+    if let (Some(key), Some(state)) = (&gate.once, &gate.state) {
         let place = state.describe_marker(key);
         let _ = writeln!(
             out,

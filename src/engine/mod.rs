@@ -1,7 +1,7 @@
 //! The one retry loop, shared by every mode. It owns the policy (attempt limit,
 //! the time limit, backoff and jitter, server-requested waits, per-rule retry
 //! limits) and nothing else: running an attempt and classifying it is the
-//! executor's job, what the run is after (the first success, N in a row, the first
+//! executor's work, what the run is after (the first success, N in a row, the first
 //! failure) the goal's tally, sleeping is the sleeper's, running `--on-retry` beside
 //! the sleep is the retry hook's, and the clock is injected so the loop is tested
 //! without sleeping. Each turn of the loop is a sequence of phases on [`Loop`]: the

@@ -7,7 +7,7 @@
 //! engine sleeps beside it; waiting for it is command mode's supervisor, which
 //! passes retry's stopping signals on and ends it when the run's lock is lost; when
 //! its main process is gone, whatever it left is ended too. What a hook is told,
-//! and when it runs, is `hooks`' job.
+//! and when it runs, is `hooks`' work.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -22,8 +22,8 @@ use crate::exec::command::{
     spawn, spawn::Spec, spawn::Stdio, supervisor::Supervisor, supervisor::lost_lock_grace,
 };
 use crate::exec::procs::{Before, Tree};
-use crate::io::Fault;
 use crate::signals;
+use crate::streams::Fault;
 
 /// After the time limit's SIGTERM, the hook has this long before SIGKILL, and so has
 /// what it leaves behind when it ends.
@@ -74,7 +74,9 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
     let cannot = |e: std::io::Error| HookEnd::Failed(format!("cannot start sh: {e}"));
     let argv = [OsString::from("sh"), "-c".into(), spec.command.into()];
     // Its output is about the run, not the command's result: stderr for both.
-    let stderr = crate::io::std_fd(2).try_clone_to_owned().map_err(cannot)?;
+    let stderr = crate::streams::std_fd(2)
+        .try_clone_to_owned()
+        .map_err(cannot)?;
     // Every RETRY_* variable of retry's own environment goes first; the hook's are set after.
     let removed = spec.remove.iter().map(|name| (*name, None));
     let set = spec

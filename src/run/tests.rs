@@ -126,9 +126,9 @@ fn the_gate_skips_a_key_that_succeeded_and_a_busy_lock() {
 
     let lock = tmp.path().join("lock").display().to_string();
     let c = config(&["--lock", &lock, "--busy-exit", "75", "--state", &state]);
-    let target = c.jobs.lock.clone().unwrap();
+    let target = c.gate.lock.clone().unwrap();
     let bound = Bound::signals_only();
-    let mut held = state::open_lock(&target, c.jobs.state.as_ref(), &bound).unwrap();
+    let mut held = state::open_lock(&target, c.gate.state.as_ref(), &bound).unwrap();
     assert!(held.try_acquire(&bound).unwrap());
     let (summary, skipped) = early(Fakes::new().run(&c).gate().err().unwrap());
     assert_eq!(skipped, Some(SkipWhy::LockBusy));
@@ -297,7 +297,7 @@ fn the_locks_are_released_and_the_report_is_written_last() {
         serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(written["result"]["stopped_because"], "success");
     let bound = Bound::signals_only();
-    let target = c.jobs.lock.clone().unwrap();
-    let mut again = state::open_lock(&target, c.jobs.state.as_ref(), &bound).unwrap();
+    let target = c.gate.lock.clone().unwrap();
+    let mut again = state::open_lock(&target, c.gate.state.as_ref(), &bound).unwrap();
     assert!(again.try_acquire(&bound).unwrap(), "released");
 }

@@ -403,7 +403,7 @@ impl World for CrontabWorld<'_> {
         let watch = Watch {
             schedule: self.job.schedule(),
             metrics: self.metrics.as_ref(),
-            command: &self.job.config.jobs.command,
+            command: &self.job.config.gate.command,
             graceful: false,
         };
         if let Some(metrics) = &self.metrics {

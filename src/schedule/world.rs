@@ -15,7 +15,7 @@ use super::outcome::{Ended, Outcome};
 use super::{Slot, SlotEnd, Tally, World, first_start_key, slot_key, slot_of_key, whole_second};
 use crate::config::{Config, ScheduleConfig};
 use crate::domain::{Overlap, Signal, parse_rfc3339, rfc3339_seconds};
-use crate::jobs;
+use crate::gate;
 use crate::run::{self, SlotRun};
 use crate::state::{self, Marker, MarkerStore, Status, UnreadableRecord};
 use crate::wait::{self, Bound};
@@ -121,7 +121,7 @@ impl<'a> SystemWorld<'a> {
     fn command_line(&self) -> String {
         let argv = self
             .config
-            .map(|c| c.jobs.command.as_slice())
+            .map(|c| c.gate.command.as_slice())
             .unwrap_or_default();
         crate::domain::redact_url(&crate::domain::command_line(argv))
     }
@@ -231,7 +231,7 @@ impl World for SystemWorld<'_> {
             pid: std::process::id(),
             command: self
                 .config
-                .map(|c| c.jobs.command.clone())
+                .map(|c| c.gate.command.clone())
                 .unwrap_or_default(),
             attempts: 0,
         };
@@ -269,7 +269,7 @@ impl World for SystemWorld<'_> {
         let watch = Watch {
             schedule: self.schedule,
             metrics: self.metrics.as_ref(),
-            command: &config.jobs.command,
+            command: &config.gate.command,
             graceful: true,
         };
         let (end, skipped) = if self.watch {
@@ -282,8 +282,8 @@ impl World for SystemWorld<'_> {
         }
         let ended = match &end {
             Ok(end) => {
-                if end.skipped == Some(jobs::SkipWhy::LockBusy) {
-                    record(&slot_run, Status::Skipped, &config.jobs.command);
+                if end.skipped == Some(gate::SkipWhy::LockBusy) {
+                    record(&slot_run, Status::Skipped, &config.gate.command);
                 }
                 Ended::of_run(&end.summary, began.elapsed())
             }
@@ -314,7 +314,7 @@ impl World for SystemWorld<'_> {
         if self.skipped_through.is_some_and(|through| slot <= through) {
             return;
         }
-        let command = self.config.map(|c| c.jobs.command.as_slice());
+        let command = self.config.map(|c| c.gate.command.as_slice());
         skip(
             self.schedule,
             self.metrics.as_ref(),
@@ -513,5 +513,5 @@ impl Watch<'_> {
 }
 
 fn record(slot: &SlotRun, status: Status, command: &[String]) {
-    jobs::record_slot(&slot.state, &slot.key, status, command);
+    gate::record_slot(&slot.state, &slot.key, status, command);
 }

@@ -1,5 +1,5 @@
 //! Where locks, `--once` markers, slot records and the fleet's budgets and circuits
-//! live: the storage layer, under `jobs` and [`fleet`]. It owns the grammar of a
+//! live: the storage layer, under [`gate`](crate::gate) and [`fleet`](crate::fleet). It owns the grammar of a
 //! `--lock`/`--state` target ([`Backend`]), what a record holds and the errors callers
 //! decide on ([`NoAnswer`], [`Refused`], [`LockLost`], [`UnreadableRecord`]), the three
 //! store traits ([`Lock`], [`MarkerStore`], [`FleetStore`], with the rules every store
@@ -8,26 +8,26 @@
 //! folder behind those traits: `file/` (the checked state directory, flocks, fencing
 //! counters, JSON records) and `postgres/` (connections, leases, tables). Nothing
 //! outside this module names a backend; when to lock, record or consult a budget is
-//! `jobs`' and [`fleet`]'s.
+//! [`gate`](crate::gate)'s and [`fleet`](crate::fleet)'s.
 
 mod burst;
 mod errors;
 mod file;
-mod fleet;
 mod open;
 mod postgres;
 mod record;
+mod rules;
 mod stores;
 mod target;
 
 pub use burst::{Burst, Patience, idle};
 pub use errors::{NoAnswer, Refused};
-pub use fleet::{
+pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only};
+pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};
+pub use rules::{
     Admission, Answer, FleetStore, LATEST_MS, Spent, allows_retry, describe_budget, ms_since_epoch,
     now_ms, show_time, show_tokens,
 };
-pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only};
-pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};
 pub use stores::{Lock, MarkerStore};
 pub use target::{
     Backend, default_state, give_lease_ttl, parse_lock_target, parse_state_target, parse_target,
@@ -37,7 +37,7 @@ pub use target::{
 /// counters, `--once` markers, marker file names), public for the property tests.
 pub mod readers {
     pub use super::file::fencing::{Stored, parse_counter};
-    pub use super::file::fleet::{parse_budget, parse_circuit};
     pub use super::file::key::{check_key, escape_key, key_from_file_name};
     pub use super::file::lock::parse_marker;
+    pub use super::file::throttle_files::{parse_budget, parse_circuit};
 }

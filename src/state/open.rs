@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use super::file::fleet::FileFleet;
 use super::file::lock::{FileLock, FileStore};
-use super::postgres::fleet::PgFleet;
+use super::file::throttle_files::FileFleet;
+use super::postgres::throttle_rows::PgFleet;
 use super::postgres::{PgLock, PgStore};
 use super::target::{Backend, default_state_dir};
 use super::{FleetStore, Lock, MarkerStore};

@@ -1,7 +1,7 @@
 //! What a `--once` key's record says (`Marker`) and what a store found (`Done`), how
 //! a run ended (`Status`), and the errors a store gives when a record cannot be read
 //! or a lease was gone when it was written. Writing and reading records is the
-//! stores' job (`file`, `postgres`).
+//! stores' work (`file`, `postgres`).
 
 use serde::{Deserialize, Serialize};
 

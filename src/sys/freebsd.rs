@@ -1,7 +1,7 @@
 //! FreeBSD: processes from the `kern.proc` sysctl (`kinfo_proc`), `procctl` for the
 //! reaper (`PROC_REAP_ACQUIRE`) and the parent-death signal (`PROC_PDEATHSIG_CTL`),
 //! `pipe2`, MSG_NOSIGNAL. Its `/dev/fd/N` is the same open file as fd N, so a shared pipe is written
-//! by `posix.rs`'s writer thread.
+//! by `posix/`'s writer thread.
 //!
 //! Ending an attempt's processes lists them and signals each (the same code as on
 //! Linux), rather than `PROC_REAP_KILL`: that signals every descendant of the reaper

@@ -1,7 +1,7 @@
 //! Linux: processes from `/proc`, `PR_SET_CHILD_SUBREAPER` and `PR_SET_PDEATHSIG`,
 //! `pipe2`, MSG_NOSIGNAL, and a shared pipe written through a second, non-blocking open of it
 //! (`/proc/self/fd/N`: a new open file description, so its O_NONBLOCK is retry's
-//! alone). With the `portable-paths` feature the last four are `posix.rs`'s instead.
+//! alone). With the `portable-paths` feature the last four are `posix/`'s instead.
 
 use nix::sys::socket::MsgFlags;
 use std::fs;

@@ -1,7 +1,7 @@
 //! macOS: processes from libproc (`proc_listallpids`, `proc_pidinfo`). It has no child
 //! subreaper and no parent-death signal, no `pipe2` (a pipe is made close-on-exec in a
 //! second step, under the fork lock), and its `/dev/fd/N` is the same open file as fd
-//! N: all of that is `posix.rs`'s. `MSG_NOSIGNAL` it has, though nix does not name it.
+//! N: all of that is `posix/`'s. `MSG_NOSIGNAL` it has, though nix does not name it.
 
 use std::mem::size_of;
 

@@ -5,7 +5,7 @@
 //! the umask, a clock that counts a suspended machine, and how the C library looks up
 //! host names. This file is the face; each system's way is in its own file (`linux.rs`,
 //! `freebsd.rs`, `macos.rs`), and what systems without a Linux facility do instead is
-//! in `posix.rs`. Nothing else in the crate names a system. Which guarantee rests on
+//! in `posix/`. Nothing else in the crate names a system. Which guarantee rests on
 //! what is the caller's to say: this module imports nothing of the crate.
 //!
 //! Windows (`windows.rs`) has its own face for what it gives instead: the processes there
@@ -13,7 +13,7 @@
 //! retry's signals, `LockFileEx`, and where per-user state lives. The POSIX face below is
 //! compiled for Unix systems only.
 //!
-//! The `portable-paths` feature makes a Linux build take `posix.rs`'s way wherever
+//! The `portable-paths` feature makes a Linux build take `posix/`'s way wherever
 //! Linux has both (pipe then fcntl, the writer thread, no subreaper, no parent-death
 //! signal), so that CI runs those paths; it is for testing, not for a release.
 
@@ -41,7 +41,7 @@ mod os;
 pub use family::{
     Dir, Locked, LogCopy, SIGNALS_ACCEPTED, Signal, USER_STATE_DIR_UNSET, user_state_dir,
 };
-/// The calls one family of systems shares: `posix.rs` on every Unix, `windows.rs` on Windows.
+/// The calls one family of systems shares: `posix/` on every Unix, `windows.rs` on Windows.
 #[cfg(windows)]
 use os as family;
 #[cfg(unix)]

@@ -1,6 +1,6 @@
 //! Where a request's results go, checked before anything is sent: the body
 //! (`-o FILE`, `-O`, or stdout), curl's output options (`-w`, `-D`,
-//! `--fail-with-body`, `-C -`). Holding and delivering the body is [`exec::http`](crate::exec::http)'s job.
+//! `--fail-with-body`, `-C -`). Holding and delivering the body is [`exec::http`](crate::exec::http)'s work.
 
 use std::fs;
 use std::path::{Path, PathBuf};

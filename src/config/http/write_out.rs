@@ -1,6 +1,6 @@
 //! `-w/--write-out`: curl's format, read (from the flag, `@FILE` or `@-`) and parsed
 //! once before anything runs, so that an unknown variable is a usage error. Rendering
-//! it after the final attempt is [`exec::http`](crate::exec::http)'s job.
+//! it after the final attempt is [`exec::http`](crate::exec::http)'s work.
 
 use std::io::{self, Read};
 

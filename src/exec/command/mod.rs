@@ -26,8 +26,8 @@ use crate::classify::{
 use crate::config::{CommandConfig, RunInfo};
 use crate::domain::{Class, ExitStatus, Outcome, url_hint};
 use crate::exec::{AttemptContext, AttemptReport, Description, Executor, procs};
-use crate::io::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
 use crate::spool;
+use crate::streams::{Fault, pump::Shared, stdin::ChildStdin, stdin::StdinPlan};
 use crate::{report, signals};
 use control::ControlFile;
 use output::{Held, HeldOutput, Holding, Pumps, output_reader_gone};

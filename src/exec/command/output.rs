@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use crate::classify::command::Stream;
 use crate::domain::{Interrupted, Signal};
-use crate::io::{
+use crate::signals;
+use crate::spool::Spool;
+use crate::streams::{
     out::Output, out::Until, out::WriteError, out::deliver_result, pump::Pump, pump::Shared,
     pump::Sink,
 };
-use crate::signals;
-use crate::spool::Spool;
 use crate::sys;
 
 /// One attempt's stdout or stderr, held until the engine says whether it is the final one.
@@ -127,5 +127,5 @@ impl Pumps {
 pub(super) fn output_reader_gone() -> bool {
     [1, 2]
         .into_iter()
-        .any(|fd| sys::reader_gone(crate::io::std_fd(fd)))
+        .any(|fd| sys::reader_gone(crate::streams::std_fd(fd)))
 }

@@ -12,8 +12,8 @@ use super::terminal::stdin_tty;
 use crate::classify::command::CommandEnd;
 use crate::domain::{self, ExitStatus};
 use crate::exec::procs::{self, Tree};
-use crate::io::Fault;
 use crate::signals;
+use crate::streams::Fault;
 use crate::sys::{self, ChildState, Signal};
 
 pub(crate) struct Supervised {

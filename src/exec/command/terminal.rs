@@ -6,7 +6,7 @@
 use crate::sys;
 
 pub(super) fn stdin_tty() -> sys::Fd<'static> {
-    crate::io::std_fd(0)
+    crate::streams::std_fd(0)
 }
 
 pub(super) fn in_terminal_foreground() -> bool {

@@ -18,7 +18,7 @@ use super::resume::{Asked, Resume};
 use super::scan::BodyScan;
 use super::writeout::Transfer;
 use crate::classify::command::OutputWatch;
-use crate::classify::{http::HttpRules, http::Transport, wait};
+use crate::classify::{http::HttpRules, http::Transport, server_wait};
 use crate::config::{http::Destination, http::Payload, http::Request};
 use crate::domain::{Class, Verdict, WaitHint, human};
 use crate::report;
@@ -83,7 +83,7 @@ impl Exchange<'_> {
         let appending = asked.is_some() && response.status() == StatusCode::PARTIAL_CONTENT;
         let status = response.status().as_u16();
         let (facts, hint) =
-            wait::server_wait(response.headers(), status, SystemTime::now(), &mut |note| {
+            server_wait::from_headers(response.headers(), status, SystemTime::now(), &mut |note| {
                 report::verbose(1, &note)
             });
         let verdict = self.rules.status(&facts);

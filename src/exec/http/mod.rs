@@ -24,7 +24,9 @@ use reqwest::Url;
 
 use crate::classify::command::OutputWatch;
 use crate::classify::profiles;
-use crate::classify::{endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, wait};
+use crate::classify::{
+    endings, http::EXIT_HTTP_ERROR, http::HttpRules, http::Transport, server_wait,
+};
 use crate::config::{
     RunInfo, http::Destination, http::HttpConfig, http::HttpVersion, http::OutputOptions,
     http::Payload, http::Request,
@@ -133,7 +135,7 @@ impl HttpExecutor {
             "a wait the server asks for is obeyed up to {} (--max-retry-after); a longer wait ends the run",
             human(self.max_retry_after)
         ));
-        out.extend(wait::describe());
+        out.extend(server_wait::describe());
         out.push(match self.max_redirs {
             0 => "redirects are not followed (--max-redirs 0): a 3xx response is the result".into(),
             n => format!(

@@ -14,8 +14,8 @@ use crate::classify::http::{Transport, transport_row};
 use crate::config::http::Destination;
 use crate::domain::{Interrupted, OutputLost, Signal};
 use crate::files::Replacement;
-use crate::io::out::{Output, Until, WriteError};
 use crate::spool::Spool;
+use crate::streams::out::{Output, Until, WriteError};
 use crate::{report, signals};
 
 /// Writes to an `-o` temporary file are gathered to this size: a decoded body
@@ -110,7 +110,7 @@ impl Body {
 }
 
 fn write_stdout(spool: &Spool) -> anyhow::Result<()> {
-    if spool.len() > 0 && crate::io::stdout_was_closed() {
+    if spool.len() > 0 && crate::streams::stdout_was_closed() {
         anyhow::bail!("stdout is closed");
     }
     match Output::new(1).write_spool(spool, Until::Signal) {

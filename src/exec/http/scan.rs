@@ -4,7 +4,7 @@
 
 use crate::classify::command::{OutputFacts, OutputWatch, Stream, output_verdict};
 use crate::domain::Verdict;
-use crate::io::pump::Lines;
+use crate::streams::pump::Lines;
 
 /// How much of a body (after decoding) the rules read.
 pub const SCANNED: usize = 1 << 20;

@@ -4,7 +4,7 @@
 //! makes tokens grow across users, state directories and hosts, and the counter in
 //! `STATE/fencing/` makes them grow within one state directory even when the clock
 //! steps back. Counters are read and written only while the lock is held, so no flock
-//! of their own is needed; taking the lock is `file.rs`'s job. A holder writes through
+//! of their own is needed; taking the lock is [`lock`](super::lock)'s work. A holder writes through
 //! a temporary file named after the counter and the lock file it holds, which no other
 //! live holder shares: a killed holder's leftover is found by that name, and a token
 //! costs the same however many counters the directory holds.

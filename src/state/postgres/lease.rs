@@ -243,7 +243,7 @@ pub struct Renewal {
 }
 
 /// What the renewer thread is asked to keep alive, until `stop` is dropped.
-struct Job {
+struct Order {
     lease: Renewed,
     stop: oneshot::Receiver<()>,
     /// Set when the lease is lost.
@@ -274,7 +274,7 @@ impl Renewal {
         lost: &Arc<AtomicBool>,
     ) -> Renewal {
         let (stop_tx, stop) = oneshot::channel();
-        let job = Job {
+        let order = Order {
             lease: Renewed {
                 target: target.clone(),
                 name: name.clone(),
@@ -287,7 +287,7 @@ impl Renewal {
             stop,
             lost: Arc::clone(lost),
         };
-        if renewer().send(job).is_err() {
+        if renewer().send(order).is_err() {
             // The thread could not be started: say so; the run has no renewals, so the
             // lease counts as lost at its loss deadline.
             let ttl = loss_after(ttl);
@@ -302,10 +302,10 @@ impl Renewal {
 }
 
 /// The renewer thread's queue, started at the first lease.
-fn renewer() -> &'static mpsc::UnboundedSender<Job> {
-    static RENEWER: OnceLock<mpsc::UnboundedSender<Job>> = OnceLock::new();
+fn renewer() -> &'static mpsc::UnboundedSender<Order> {
+    static RENEWER: OnceLock<mpsc::UnboundedSender<Order>> = OnceLock::new();
     RENEWER.get_or_init(|| {
-        let (jobs, queue) = mpsc::unbounded_channel();
+        let (orders, queue) = mpsc::unbounded_channel();
         let started = std::thread::Builder::new()
             .name("lease-renewer".into())
             .spawn(move || {
@@ -316,36 +316,36 @@ fn renewer() -> &'static mpsc::UnboundedSender<Job> {
         if let Err(e) = started {
             report::error(&format!("cannot start the lease renewer thread: {e}"));
         }
-        jobs
+        orders
     })
 }
 
 /// The renewer: one task per lease; leases on one server share one connection, open
 /// only while a renewal is being made.
-async fn serve(mut queue: mpsc::UnboundedReceiver<Job>) {
+async fn serve(mut queue: mpsc::UnboundedReceiver<Order>) {
     let mut conns: HashMap<String, Weak<Shared>> = HashMap::new();
-    while let Some(job) = queue.recv().await {
-        let key = super::db::server_key(&job.lease.target);
+    while let Some(order) = queue.recv().await {
+        let key = super::db::server_key(&order.lease.target);
         let conn = match conns.get(&key).and_then(Weak::upgrade) {
             Some(conn) => conn,
             None => {
-                let conn = Arc::new(Shared::new(&job.lease.target, "lease renewal"));
+                let conn = Arc::new(Shared::new(&order.lease.target, "lease renewal"));
                 conns.insert(key, Arc::downgrade(&conn));
                 conn
             }
         };
         conns.retain(|_, c| c.strong_count() > 0);
-        tokio::task::spawn_local(renew(job, conn));
+        tokio::task::spawn_local(renew(order, conn));
     }
 }
 
 /// Keeps one lease alive until its holder stops the renewals, or says it was lost.
-async fn renew(job: Job, conn: Arc<Shared>) {
-    let Job {
+async fn renew(order: Order, conn: Arc<Shared>) {
+    let Order {
         mut lease,
         mut stop,
         lost: lost_flag,
-    } = job;
+    } = order;
     let renewing = async {
         loop {
             let slept = sleep_watching(lease.sent + lease.ttl / 3).await;
@@ -420,11 +420,11 @@ fn stopped_meanwhile(lease: &Renewed, slept: Slept) -> Option<String> {
 /// [`renew_once`], with one warning (per process) when it has used half the time to
 /// its loss deadline: the server takes the renewals' connections or answers them
 /// more slowly than a fleet's renewals need, and the lease is in danger next.
-async fn renew_watched(job: &Renewed, conn: &Shared) -> Result<(Instant, Duration), String> {
+async fn renew_watched(order: &Renewed, conn: &Shared) -> Result<(Instant, Duration), String> {
     let began = Instant::now();
-    let deadline = job.sent + loss_after(job.ttl);
+    let deadline = order.sent + loss_after(order.ttl);
     let halfway = began + deadline.saturating_duration_since(began) / 2;
-    let renewal = renew_once(job, conn);
+    let renewal = renew_once(order, conn);
     tokio::pin!(renewal);
     tokio::select! {
         biased;
@@ -437,9 +437,9 @@ async fn renew_watched(job: &Renewed, conn: &Shared) -> Result<(Instant, Duratio
              left before the lease counts as lost: the server takes connections or answers \
              more slowly than the renewals need; a longer --lease-ttl (now {}) or PgBouncer \
              in front of the server gives them room",
-            job.name,
+            order.name,
             crate::domain::human(began.elapsed()),
-            crate::domain::human(job.ttl)
+            crate::domain::human(order.ttl)
         ));
     }
     renewal.await
@@ -448,10 +448,10 @@ async fn renew_watched(job: &Renewed, conn: &Shared) -> Result<(Instant, Duratio
 /// One renewal, tried again on a fresh connection until the loss deadline (a server
 /// that refuses for capacity, until then too); returns when the answered renewal was
 /// sent (by `Instant` and by the clock that counts a stop).
-async fn renew_once(job: &Renewed, conn: &Shared) -> Result<(Instant, Duration), String> {
-    let deadline = job.sent + loss_after(job.ttl);
+async fn renew_once(order: &Renewed, conn: &Shared) -> Result<(Instant, Duration), String> {
+    let deadline = order.sent + loss_after(order.ttl);
     let bound = Bound::background(deadline);
-    let secs = job.ttl.as_secs_f64();
+    let secs = order.ttl.as_secs_f64();
     let mut last_error = String::from("no renewal was answered in time");
     loop {
         let sent = Instant::now();
@@ -459,16 +459,16 @@ async fn renew_once(job: &Renewed, conn: &Shared) -> Result<(Instant, Duration),
         if sent >= deadline {
             return Err(format!(
                 "no renewal was answered within {} ({last_error})",
-                crate::domain::human(loss_after(job.ttl))
+                crate::domain::human(loss_after(order.ttl))
             ));
         }
         let renewed = conn
             .execute(
                 RENEW_SQL,
                 &[
-                    (&job.name.0, Type::TEXT),
-                    (&job.holder, Type::TEXT),
-                    (&job.token, Type::INT8),
+                    (&order.name.0, Type::TEXT),
+                    (&order.holder, Type::TEXT),
+                    (&order.token, Type::INT8),
                     (&secs, Type::FLOAT8),
                 ],
                 &bound,

@@ -3,20 +3,20 @@
 //! and interruptible, nothing kept in a server session (so transaction poolers such
 //! as PgBouncer work). `--lock postgres://…#NAME` is a lease ([`lease`], [`lock`]),
 //! `--state postgres://…` keeps `--once` markers and schedule records ([`markers`])
-//! and the fleet's budgets and circuits ([`fleet`]), [`schema`] owns the tables and
+//! and the fleet's budgets and circuits ([`throttle_rows`]), [`schema`] owns the tables and
 //! their DDL, [`capacity`] tells a refusal for want of capacity from an answer,
 //! [`pgpass`] finds the password libpq would, [`tls`] builds the certificate checks
 //! `sslmode` asks for, and [`url`] parses a `postgres://` target. Deciding when to lock and record is
-//! `jobs`' and [`fleet`]'s.
+//! [`gate`](crate::gate)'s and [`fleet`](crate::fleet)'s.
 
 mod capacity;
 pub mod db;
-pub mod fleet;
 pub mod lease;
 mod lock;
 mod markers;
 mod pgpass;
 pub mod schema;
+pub mod throttle_rows;
 mod tls;
 pub mod url;
 

@@ -2,7 +2,7 @@
 //! URL as curl reads it, headers, the body built once or the `-T` upload), the
 //! classification rules' inputs, where the body goes and curl's output options
 //! ([`output`], [`write_out`]), and the client settings. A bad value is refused here, naming its flag; a malformed URL is
-//! left to the attempt (exit 3). Sending the request is [`exec::http`](crate::exec::http)'s job.
+//! left to the attempt (exit 3). Sending the request is [`exec::http`](crate::exec::http)'s work.
 
 mod body;
 mod client;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 
-use crate::config::JobOptions;
+use crate::config::GateOptions;
 use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, TimeLimit, human};
 use crate::report;
 use crate::signals;
@@ -141,7 +141,7 @@ impl HeldLocks {
 /// checks and takes share one
 /// connection (none is open while a wait pauses), and a server that refuses it for
 /// capacity is asked again until `--lock-wait` ends, or for `connect_timeout`.
-pub fn prepare(opts: &JobOptions, limit: &TimeLimit) -> anyhow::Result<Gate> {
+pub fn prepare(opts: &GateOptions, limit: &TimeLimit) -> anyhow::Result<Gate> {
     let calls = Bound::ending_with(limit);
     let wait = limit
         .total()
@@ -291,7 +291,7 @@ fn acquire(
 }
 
 /// `wait` is how long the gate waited: `--lock-wait`, or less when the time limit is shorter.
-fn busy(opts: &JobOptions, wait: Duration, text: String) -> Gate {
+fn busy(opts: &GateOptions, wait: Duration, text: String) -> Gate {
     let waited = if wait.is_zero() {
         String::new()
     } else if wait < opts.lock_wait {
@@ -334,7 +334,7 @@ fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
 /// Whether a record makes the run a skip: any record of a scheduled slot (the slot was
 /// handled, however it ended), only a success for a `--once` key (a run that gave up
 /// is run again).
-fn skips(opts: &JobOptions, done: &Done) -> bool {
+fn skips(opts: &GateOptions, done: &Done) -> bool {
     opts.statuses || done.status == Status::Succeeded
 }
 

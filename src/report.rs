@@ -1,6 +1,7 @@
-//! How retry speaks: stderr lines (text or JSON Lines), GitHub Actions
-//! annotations, the events of a run as the engine emits them, and the JSON of
-//! the `--report` file. Where and how a file is written is `files`' job.
+//! Everything retry says about a run, and how it says it: stderr lines (text or JSON
+//! Lines), GitHub Actions annotations, the events of a run as the engine emits them, and
+//! the JSON of the `--report` file. The engine emits events; it never formats them.
+//! Where and how a file is written is `files`' work.
 //!
 //! Every JSON line starts with `"time"`; under `--schedule` every text line starts
 //! with the time too (a container's log has no other clock). Annotations and the

@@ -28,7 +28,7 @@ use super::dir::{Access, StateDir};
 use super::key::escape_key;
 use crate::domain::{BudgetConfig, CircuitConfig, Interrupted, Stop};
 use crate::report;
-use crate::state::fleet::{
+use crate::state::rules::{
     Admission, Answer, CircuitState, FleetStore, LATEST_MS, Spent, check_tokens, now_ms,
 };
 use crate::wait::{self, Bound, Ended};
@@ -457,7 +457,7 @@ impl FleetStore for FileFleet {
             |stored: Option<BudgetFile>, record| {
                 let tokens = fresh_tokens(stored.as_ref(), budget);
                 let last = stored.and_then(|b| b.last_retry_ms);
-                let (answer, last_retry_ms) = crate::state::fleet::ask(
+                let (answer, last_retry_ms) = crate::state::rules::ask(
                     tokens,
                     budget.size,
                     last,

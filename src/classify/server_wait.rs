@@ -94,7 +94,7 @@ fn hint(name: &str, value: &str, wait: Duration) -> WaitHint {
 
 /// Reads the rate-limit facts and the requested wait from a response's headers;
 /// `note` hears of a wait header that asks for nothing or cannot be read.
-pub fn server_wait(
+pub fn from_headers(
     headers: &HeaderMap,
     status: u16,
     now: SystemTime,
@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn retry_after_wins_over_rate_limit_headers() {
         let h = headers(&[("retry-after", "7"), ("x-ratelimit-reset", "60")]);
-        let (facts, hint) = server_wait(&h, 429, now(), &mut |_| {});
+        let (facts, hint) = from_headers(&h, 429, now(), &mut |_| {});
         assert!(facts.retry_after);
         let hint = hint.unwrap();
         assert_eq!(hint.wait, Duration::from_secs(7));
@@ -184,16 +184,19 @@ mod tests {
             ("x-ratelimit-remaining", "0"),
         ]);
         assert_eq!(
-            server_wait(&h, 429, now(), &mut |_| {}).1.unwrap().wait,
+            from_headers(&h, 429, now(), &mut |_| {}).1.unwrap().wait,
             Duration::from_secs(30)
         );
-        let (facts, hint) = server_wait(&h, 403, now(), &mut |_| {});
+        let (facts, hint) = from_headers(&h, 403, now(), &mut |_| {});
         assert!(facts.rate_limited);
         assert_eq!(hint.unwrap().source, "X-RateLimit-Reset: 1700000030");
-        assert!(server_wait(&h, 503, now(), &mut |_| {}).1.is_none());
+        assert!(from_headers(&h, 503, now(), &mut |_| {}).1.is_none());
         let field = headers(&[("ratelimit", "\"default\";r=0;t=12")]);
         assert_eq!(
-            server_wait(&field, 429, now(), &mut |_| {}).1.unwrap().wait,
+            from_headers(&field, 429, now(), &mut |_| {})
+                .1
+                .unwrap()
+                .wait,
             Duration::from_secs(12)
         );
     }
@@ -206,7 +209,7 @@ mod tests {
             ("ratelimit", "\"default\";r=0;t=9"),
         ]);
         assert_eq!(
-            server_wait(&h, 429, now(), &mut |_| {}).1.unwrap().source,
+            from_headers(&h, 429, now(), &mut |_| {}).1.unwrap().source,
             "X-RateLimit-Reset: 5"
         );
     }
@@ -214,10 +217,10 @@ mod tests {
     #[test]
     fn malformed_or_past_retry_after_gives_no_hint() {
         let bad = headers(&[("retry-after", "tomorrow")]);
-        let (facts, hint) = server_wait(&bad, 503, now(), &mut |_| {});
+        let (facts, hint) = from_headers(&bad, 503, now(), &mut |_| {});
         assert!(!facts.retry_after && hint.is_none());
         let past = headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]);
-        let (facts, hint) = server_wait(&past, 503, now(), &mut |_| {});
+        let (facts, hint) = from_headers(&past, 503, now(), &mut |_| {});
         assert!(facts.retry_after && hint.is_none());
     }
 }

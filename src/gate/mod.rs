@@ -1,5 +1,5 @@
-//! Scheduled-job safety: the single-instance lock (`--lock`) and run-once markers
-//! (`--once`, `--state`). [`gate`] is the gate in front of the retry loop: it takes the
+//! The gate, for scheduled jobs: the single-instance lock (`--lock`) and run-once markers
+//! (`--once`, `--state`). [`enter`] is the gate in front of the retry loop: it takes the
 //! locks, checks and records markers, and decides whether the run proceeds or is
 //! skipped; [`end`] records a scheduled slot's other endings. The stores, what a record
 //! says and parsing a target are `state`'s; the retry loop, the report and the exit
@@ -10,9 +10,9 @@
 //! [`signals::lose_lock_within`](crate::signals::lose_lock_within).
 
 mod end;
-mod gate;
+mod enter;
 
 #[cfg(doc)]
 use crate::wait::Bound;
 pub use end::{record_gave_up, record_slot, record_success};
-pub use gate::{Gate, HeldLocks, SkipWhy, prepare};
+pub use enter::{Gate, HeldLocks, SkipWhy, prepare};

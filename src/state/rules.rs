@@ -2,8 +2,8 @@
 //! budget's tokens (gRPC's retry throttling, with a probe for held runs) and a circuit
 //! breaker's failed runs and open-until time, as pure functions of the record, the
 //! settings and the store's clock, and [`FleetStore`], the trait a store implements.
-//! Files apply the rules in Rust ([`file::fleet`](crate::state::file::fleet)), PostgreSQL in SQL that mirrors them
-//! ([`postgres::fleet`](crate::state::postgres::fleet)). When a run consults them is `fleet`'s.
+//! Files apply the rules in Rust ([`file::throttle_files`](crate::state::file::throttle_files)), PostgreSQL in SQL that mirrors them
+//! ([`postgres::throttle_rows`](crate::state::postgres::throttle_rows)). When a run consults them is `fleet`'s.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

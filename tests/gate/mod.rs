@@ -1,4 +1,4 @@
-//! Scheduled jobs, end to end: the real binary, real `flock`s, real marker files and
+//! The gate, end to end: the real binary, real `flock`s, real marker files and
 //! a real PostgreSQL server. The "work" is a shell command that appends a line to a
 //! counter file, so "done exactly once" is a line count.
 

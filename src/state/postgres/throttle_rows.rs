@@ -23,7 +23,7 @@ use super::url::PgTarget;
 use crate::domain::{BudgetConfig, CircuitConfig};
 use crate::report;
 use crate::state::Burst;
-use crate::state::fleet::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
+use crate::state::rules::{Admission, Answer, CircuitState, FleetStore, Spent, allows_retry};
 use crate::wait::Bound;
 
 pub use super::schema::{BUDGET_TABLE, CIRCUIT_TABLE};
@@ -148,7 +148,7 @@ impl PgFleet {
 }
 
 /// The tokens after an attempt, from the tokens `t` held before: $3 is what the attempt
-/// adds (R or -1), $4 whether it was a probe ([`fleet::Spent::tokens_after`](crate::state::fleet::Spent::tokens_after) in SQL).
+/// adds (R or -1), $4 whether it was a probe ([`rules::Spent::tokens_after`](crate::state::rules::Spent::tokens_after) in SQL).
 fn tokens_after_sql(t: &str) -> String {
     format!(
         "CASE WHEN NOT $4::bool THEN greatest(least({t} + $3::float8, $2::float8), 0)
@@ -226,7 +226,7 @@ impl FleetStore for PgFleet {
         let row = rows.first().context("no row")?;
         if let Some(Err(why)) = row
             .get::<_, Option<f64>>(1)
-            .map(crate::state::fleet::check_tokens)
+            .map(crate::state::rules::check_tokens)
         {
             self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");
         }
@@ -307,7 +307,7 @@ impl FleetStore for PgFleet {
         let Some(tokens) = rows.first().map(|r| r.get::<_, f64>(0)) else {
             return Ok(size);
         };
-        match crate::state::fleet::check_tokens(tokens) {
+        match crate::state::rules::check_tokens(tokens) {
             Ok(()) => Ok(tokens.min(size)),
             Err(why) => {
                 self.unreadable(BUDGET_TABLE, &budget.name, &why, "a full budget");

@@ -4,19 +4,19 @@
 //! hook, the release of the locks, the report. Each phase can end the run with its
 //! outcome ([`Ended`]). A plain invocation makes one run; a scheduler makes one per
 //! slot with that slot's overrides ([`SlotRun`]). Building the configuration is
-//! `config`'s job, the retry loop `engine`'s, the locks and markers `jobs`', the
+//! `config`'s work, the retry loop `engine`'s, the locks and markers [`gate`]'s, the
 //! budget, circuit and splay `fleet`'s.
 
 use serde_json::json;
 
 use crate::clock::{SignalSleeper, SystemClock};
-use crate::config::{Config, JobOptions, ReportTo, RunInfo, TargetConfig};
+use crate::config::{Config, GateOptions, ReportTo, RunInfo, TargetConfig};
 use crate::domain::{ExitStatus, Hold, Jitter, RunSummary, Stop, StopReason, TimeLimit};
 use crate::engine::{self, Clock, RetryBudget, Sleeper};
 use crate::exec::{self, Executor};
 use crate::fleet::{self, Fleet};
+use crate::gate::{self, Gate, HeldLocks, SkipWhy};
 use crate::hooks::Hooks;
-use crate::jobs::{self, Gate, HeldLocks, SkipWhy};
 use crate::report::{self, ReportHeader};
 use crate::signals;
 use crate::state::{self, Backend, NoAnswer, Status};
@@ -106,7 +106,7 @@ struct Run<'a> {
     slot: Option<&'a SlotRun>,
     info: &'a RunInfo,
     /// The scheduled-job options with the slot's overrides.
-    jobs: JobOptions,
+    gate: GateOptions,
     header: ReportHeader<'a>,
     seed: u64,
     /// The time limit (`--max-time`), counted from the run's start.
@@ -122,11 +122,11 @@ impl<'a> Run<'a> {
         waits: Waits<'a>,
     ) -> Run<'a> {
         let shown = info.key_requested || matches!(config.target, TargetConfig::Command(_));
-        let mut jobs = config.jobs.clone();
+        let mut gate = config.gate.clone();
         if let Some(slot) = slot {
-            jobs.once = Some(slot.key.clone());
-            jobs.state = Some(slot.state.clone());
-            jobs.statuses = true;
+            gate.once = Some(slot.key.clone());
+            gate.state = Some(slot.state.clone());
+            gate.statuses = true;
         }
         Run {
             header: ReportHeader {
@@ -138,7 +138,7 @@ impl<'a> Run<'a> {
             config,
             slot,
             info,
-            jobs,
+            gate,
             limit: TimeLimit::starting_now(config.policy.max_time),
             waits,
         }
@@ -199,7 +199,7 @@ impl<'a> Run<'a> {
     /// The lock and the `--once` check: the run goes ahead holding its locks, or is
     /// skipped, or was stopped while waiting.
     fn gate(&self) -> Result<HeldLocks, Ended> {
-        let gate = jobs::prepare(&self.jobs, &self.limit);
+        let gate = gate::prepare(&self.gate, &self.limit);
         let gate = gate.map_err(|e| self.out_of_time(e))?;
         let (exit_code, reason, message, skipped) = match gate {
             Gate::Proceed(held) => return Ok(held),
@@ -233,7 +233,7 @@ impl<'a> Run<'a> {
         let open = refused.reason == StopReason::CircuitOpen;
         let ended = self.stopped(refused);
         if let Some(slot) = self.slot.filter(|_| open) {
-            jobs::record_slot(&slot.state, &slot.key, Status::Refused, &self.jobs.command);
+            gate::record_slot(&slot.state, &slot.key, Status::Refused, &self.gate.command);
         }
         Err(ended)
     }
@@ -282,11 +282,11 @@ impl<'a> Run<'a> {
         let burst = state::Burst::begin();
         let mut summary = summary;
         if summary.stopped_because == StopReason::Success {
-            summary = jobs::record_success(held, summary);
+            summary = gate::record_success(held, summary);
         }
         if let Some(slot) = self.slot {
             let place = (&slot.state, slot.key.as_str());
-            jobs::record_gave_up(held, place, &summary, &self.jobs.command);
+            gate::record_gave_up(held, place, &summary, &self.gate.command);
         }
         fleet.record_run(&summary);
         drop(burst);

@@ -1,6 +1,6 @@
 //! The scheduled-job settings (`--lock`, `--lock-wait`, `--busy-exit`, `--once`,
 //! `--state`, `--lease-ttl`), with the targets parsed and checked against each other.
-//! Taking locks and recording markers is `jobs`' job.
+//! Taking locks and recording markers is [`gate`](crate::gate)'s work.
 
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ pub fn targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backend>)> 
 
 /// The scheduled-job settings, with lock and state targets parsed and checked.
 #[derive(Clone, Debug)]
-pub struct JobOptions {
+pub struct GateOptions {
     pub lock: Option<Backend>,
     pub lock_wait: Duration,
     pub busy_exit: ExitStatus,
@@ -45,7 +45,7 @@ pub struct JobOptions {
     pub statuses: bool,
 }
 
-impl JobOptions {
+impl GateOptions {
     /// Checks the targets against each other and the other flags, once,
     /// before anything runs (exit 125 on error). `lock` and `state` are `--lock` and
     /// `--state`, read once by the configuration ([`targets`]).
@@ -53,7 +53,7 @@ impl JobOptions {
         cli: &Cli,
         lock: Option<Backend>,
         state: Option<&Backend>,
-    ) -> anyhow::Result<JobOptions> {
+    ) -> anyhow::Result<GateOptions> {
         let once = cli.once.clone();
         let state = match (state, &once) {
             (Some(state), _) => Some(state.clone()),
@@ -66,7 +66,7 @@ impl JobOptions {
                 .check_key(key)
                 .map_err(|e| anyhow::anyhow!("--once: {e}"))?;
         }
-        Ok(JobOptions {
+        Ok(GateOptions {
             lock,
             lock_wait: cli.lock_wait,
             busy_exit: ExitStatus::new(cli.busy_exit),
@@ -86,10 +86,10 @@ impl JobOptions {
 mod tests {
     use super::*;
 
-    fn options(args: &[&str]) -> anyhow::Result<JobOptions> {
+    fn options(args: &[&str]) -> anyhow::Result<GateOptions> {
         let cli = crate::cli::parse(args.iter().copied()).map_err(|e| anyhow::anyhow!("{e}"))?;
         let (lock, state) = targets(&cli)?;
-        JobOptions::from_cli(&cli, lock, state.as_ref())
+        GateOptions::from_cli(&cli, lock, state.as_ref())
     }
 
     #[test]
