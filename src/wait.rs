@@ -9,10 +9,7 @@
 //! last one); how to wait is this module's.
 
 use std::future::Future;
-use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
-
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::domain::{BackoffKind, Jitter, JitterKind, Schedule, Stop, TimeLimit};
 use crate::signals;
@@ -230,35 +227,15 @@ pub fn sleep_or_stop(d: Duration) -> Result<(), Stop> {
     }
 }
 
-/// Waits until `fd` is ready for `events` (or reports an error or hang-up).
-pub fn ready(fd: BorrowedFd<'_>, events: PollFlags, bound: &Bound) -> Result<(), Ended> {
+/// Waits until `ready_within` says something is ready (a descriptor, for the events it
+/// polls); it is handed the slice it may block for, and should end early at a wake-up.
+pub fn ready(bound: &Bound, mut ready_within: impl FnMut(Duration) -> bool) -> Result<(), Ended> {
     loop {
         bound.check()?;
-        let slice = bound.slice(Duration::from_secs(1));
-        let ms = u16::try_from(slice.as_millis()).unwrap_or(u16::MAX);
-        let mut fds = [PollFd::new(fd, events)];
-        // The self-pipe is polled by `signals::wait`; here a short slice bounds the
-        // time a signal goes unnoticed, and the flags are checked at the loop's top.
-        match signals::wake_fd() {
-            Some(wake) => {
-                let mut both = [
-                    PollFd::new(fd, events),
-                    PollFd::new(wake, PollFlags::POLLIN),
-                ];
-                let _ = poll(&mut both, PollTimeout::from(ms));
-                if both[1].any().unwrap_or(false) {
-                    signals::drain_wakes();
-                }
-                if both[0].any().unwrap_or(false) {
-                    return Ok(());
-                }
-            }
-            None => {
-                let _ = poll(&mut fds, PollTimeout::from(ms));
-                if fds[0].any().unwrap_or(false) {
-                    return Ok(());
-                }
-            }
+        // A short slice bounds the time a flag set without a wake-up goes unnoticed,
+        // and the flags are checked at the loop's top.
+        if ready_within(bound.slice(Duration::from_secs(1))) {
+            return Ok(());
         }
     }
 }

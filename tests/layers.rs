@@ -148,22 +148,7 @@ fn names_system_calls(path: &[String]) -> bool {
 /// Files whose system calls are still to move into `src/sys`, each behind the face a
 /// Windows build needs of it: the list only shrinks (a file that no longer names a
 /// system must leave it).
-const SYSTEM_CALLS_TO_MOVE: [&str; 14] = [
-    "exec/command/control.rs",
-    "exec/command/mod.rs",
-    "exec/command/output.rs",
-    "exec/command/spawn.rs",
-    "exec/command/supervisor.rs",
-    "exec/command/terminal.rs",
-    "exec/hook.rs",
-    "exec/procs.rs",
-    "streams/mod.rs",
-    "streams/out.rs",
-    "streams/pump.rs",
-    "streams/stdin.rs",
-    "signals.rs",
-    "wait.rs",
-];
+const SYSTEM_CALLS_TO_MOVE: [&str; 0] = [];
 
 #[test]
 fn only_sys_makes_system_calls() {

@@ -12,7 +12,6 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -119,7 +118,7 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
         Err(e) => {
             // A hook nothing would cut at its limit must not run at all.
             tree.kill_now();
-            let _ = nix::sys::wait::waitpid(tree.leader(), None);
+            let _ = child.process.child.wait();
             tree.end(Duration::ZERO);
             Err(HookEnd::Failed(format!("cannot watch its time limit: {e}")))
         }
@@ -128,7 +127,7 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
 
 /// Writes the hook's stdin from a thread of its own: a hook that never reads it
 /// must not hold retry up (the write fails with EPIPE once the hook is gone).
-fn feed(stdin: OwnedFd, bytes: Vec<u8>) {
+fn feed(stdin: crate::sys::Owned, bytes: Vec<u8>) {
     let _ = std::thread::Builder::new()
         .name("hook-stdin".into())
         .spawn(move || {
@@ -250,16 +249,14 @@ impl Watchdog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::process::Command;
 
     fn sleeper() -> (std::process::Child, Arc<Tree>) {
-        let child = Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let tree = Tree::new(nix::unistd::Pid::from_raw(child.id() as i32), Before::now());
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        crate::sys::own_process_group(&mut command);
+        let child = command.spawn().unwrap();
+        let tree = Tree::new(child.id() as i32, Before::now());
         (child, Arc::new(tree))
     }
 
@@ -273,7 +270,10 @@ mod tests {
             guard.guard(&tree, Instant::now() + Duration::from_millis(50))
         });
         let status = child.wait().unwrap();
-        assert_eq!(status.signal(), Some(nix::libc::SIGTERM));
+        assert_eq!(
+            crate::sys::exit_signal(&status),
+            Some(crate::sys::Signal::SIGTERM as i32)
+        );
         assert!(start.elapsed() >= Duration::from_millis(50));
         assert!(watchdog.finish(), "it fired");
         thread.join().unwrap();

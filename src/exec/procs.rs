@@ -18,12 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::sys::wait::{WaitPidFlag, waitpid};
-use nix::unistd::{Pid, getpid};
-
-use crate::sys::{self, Process};
+use crate::sys::{self, Process, Signal};
 use crate::{domain, signals};
 
 /// How long a tree gets after its SIGKILL to be gone before retry stops waiting
@@ -80,12 +75,12 @@ impl Members {
         !self.group && self.escaped.is_empty()
     }
 
-    fn signal(&self, pgid: Pid, sig: Signal) {
+    fn signal(&self, pgid: i32, sig: Signal) {
         if self.group {
-            let _ = killpg(pgid, sig);
+            sys::signal_group(pgid, Some(sig));
         }
         for pid in &self.escaped {
-            let _ = kill(Pid::from_raw(*pid), sig);
+            sys::signal_process(*pid, sig);
         }
     }
 }
@@ -93,7 +88,7 @@ impl Members {
 /// Where a tree begins: its group, when its main process started, and retry's
 /// children that were there before it (not its own).
 struct Origin {
-    pgid: Pid,
+    pgid: i32,
     since: Option<u64>,
     strangers: Vec<Identity>,
 }
@@ -107,8 +102,10 @@ struct Origin {
 /// outside the group are, for `known` next time.
 fn survey(origin: &Origin, known: &[Identity]) -> (Members, Vec<Identity>) {
     let pgid = origin.pgid;
-    let Some(all) = sys::processes() else {
-        let group = killpg(pgid, None).is_ok();
+    // Where the group holds the whole tree (a Job Object), it is all there is to see.
+    let listed = sys::processes().filter(|_| !sys::GROUP_HOLDS_TREE);
+    let Some(all) = listed else {
+        let group = sys::signal_group(pgid, None);
         return (
             Members {
                 group,
@@ -117,18 +114,18 @@ fn survey(origin: &Origin, known: &[Identity]) -> (Members, Vec<Identity>) {
             Vec::new(),
         );
     };
-    let me = getpid().as_raw();
+    let me = std::process::id() as i32;
     let adopts = SUBREAPER.load(Ordering::SeqCst);
     let stranger = |p: &Process| origin.strangers.contains(&(p.pid, p.start));
     let roots = all.iter().filter(|p| {
         let newer = origin.since.is_none_or(|t| p.start >= t);
         let adopted = adopts && p.ppid == me && newer && !stranger(p);
-        p.pgid == pgid.as_raw() || adopted || known.contains(&(p.pid, p.start))
+        p.pgid == pgid || adopted || known.contains(&(p.pid, p.start))
     });
     let roots: Vec<i32> = roots.map(|s| s.pid).collect();
     let members = with_descendants(&all, &roots);
     let (group, escaped): (Vec<&Process>, Vec<&Process>) =
-        members.into_iter().partition(|p| p.pgid == pgid.as_raw());
+        members.into_iter().partition(|p| p.pgid == pgid);
     let members = Members {
         group: !group.is_empty(),
         escaped: escaped.iter().map(|p| p.pid).collect(),
@@ -186,10 +183,10 @@ struct Ending {
 impl Tree {
     /// The tree of the process just started as `leader`, in a group of its own, with
     /// retry's children as they were [`Before`] it started.
-    pub fn new(leader: Pid, before: Before) -> Tree {
+    pub fn new(leader: i32, before: Before) -> Tree {
         let origin = Origin {
             pgid: leader,
-            since: sys::started(leader.as_raw()),
+            since: sys::started(leader),
             strangers: before.0,
         };
         Tree {
@@ -200,7 +197,7 @@ impl Tree {
     }
 
     /// The main process, which leads the group.
-    pub fn leader(&self) -> Pid {
+    pub fn leader(&self) -> i32 {
         self.origin.pgid
     }
 
@@ -221,9 +218,10 @@ impl Tree {
 
     /// Sends `sigs` to the group and to every process that left it, in that order.
     fn send(&self, sigs: &[Signal]) {
+        let sigs = sigs.iter().copied();
         let members = self.survey();
         for sig in sigs {
-            members.signal(self.origin.pgid, *sig);
+            members.signal(self.origin.pgid, sig);
         }
     }
 
@@ -236,7 +234,8 @@ impl Tree {
 
     /// As [`terminate`](Tree::terminate), with `sig` in place of SIGTERM (`--signal`).
     pub fn terminate_with(&self, sig: Signal, kill_at: Instant) {
-        self.send(&[sig, Signal::SIGCONT]);
+        let then: Vec<Signal> = std::iter::once(sig).chain(sys::CONTINUE).collect();
+        self.send(&then);
         self.kill_by(kill_at);
     }
 
@@ -265,8 +264,8 @@ impl Tree {
         let first = self.state().passed_on.is_none();
         if first {
             self.state().passed_on = Some(sig);
-            if let Ok(nix_sig) = Signal::try_from(sig.number()) {
-                self.send(&[nix_sig]);
+            if let Some(passed) = sys::passed_on(sig.number()) {
+                self.send(&[passed]);
             }
             self.kill_by(now + grace);
         } else if signals::take_repeat().is_some() {
@@ -332,17 +331,24 @@ impl Tree {
     }
 }
 
+impl Drop for Tree {
+    /// Lets go of what the system holds for the group (on Windows its Job Object, whose
+    /// close ends whatever of it still runs).
+    fn drop(&mut self) {
+        sys::release_group(self.origin.pgid);
+    }
+}
+
 /// Reaps every exited child of retry except `keep` (the attempt's main process,
 /// which the supervisor waits for itself).
-pub fn reap_adopted(keep: Option<Pid>) {
+pub fn reap_adopted(keep: Option<i32>) {
     let Some(all) = sys::processes() else {
         return;
     };
-    let me = getpid().as_raw();
+    let me = std::process::id() as i32;
     for process in all.iter().filter(|p| p.ppid == me && p.zombie) {
-        let pid = Pid::from_raw(process.pid);
-        if Some(pid) != keep {
-            while let Err(Errno::EINTR) = waitpid(pid, Some(WaitPidFlag::WNOHANG)) {}
+        if Some(process.pid) != keep {
+            sys::reap(process.pid);
         }
     }
 }
@@ -350,7 +356,6 @@ pub fn reap_adopted(keep: Option<Pid>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::CommandExt;
 
     fn process(pid: i32, ppid: i32, pgid: i32, zombie: bool) -> Process {
         Process {
@@ -387,13 +392,13 @@ mod tests {
     /// Starts `sh -c script` as the leader of its own group, and reads the PID of the
     /// process that leaves it from the script's first line.
     fn leader_and_escaped(script: &str) -> (std::process::Child, i32) {
-        let mut leader = std::process::Command::new("sh")
+        let mut command = std::process::Command::new("sh");
+        command
             .args(["-c", script])
             .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
+            .stdout(std::process::Stdio::piped());
+        sys::own_process_group(&mut command);
+        let mut leader = command.spawn().unwrap();
         let mut line = String::new();
         std::io::BufRead::read_line(
             &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
@@ -418,7 +423,7 @@ mod tests {
             stat_of(escaped).is_some_and(|p| p.pgid != leader_pid)
         });
         assert!(left, "setsid never ran");
-        let tree = Tree::new(Pid::from_raw(leader_pid), Before(Vec::new()));
+        let tree = Tree::new(leader_pid, Before(Vec::new()));
         let members = tree.survey();
         assert!(members.group);
         assert_eq!(members.escaped, [escaped]);
@@ -437,7 +442,7 @@ mod tests {
         // belongs to init, and only having seen it before keeps it the tree's.
         let (mut leader, escaped) =
             leader_and_escaped("setsid sh -c 'echo $$; exec sleep 30' & read go");
-        let tree = Tree::new(Pid::from_raw(leader.id() as i32), Before(Vec::new()));
+        let tree = Tree::new(leader.id() as i32, Before(Vec::new()));
         assert_eq!(tree.survey().escaped, [escaped], "seen through its parent");
         drop(leader.stdin.take());
         leader.wait().unwrap();

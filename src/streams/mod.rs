@@ -6,11 +6,6 @@ pub mod out;
 pub mod pump;
 pub mod stdin;
 
-use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-
-use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -30,31 +25,8 @@ pub fn stdout_was_closed() -> bool {
 }
 
 /// retry's own stdin, stdout or stderr (fd 0, 1 or 2).
-pub fn std_fd(fd: i32) -> BorrowedFd<'static> {
-    assert!((0..=2).contains(&fd), "fd {fd} is not a standard stream");
-    // SAFETY: fds 0, 1 and 2 stay open for the whole process: retry never closes them.
-    unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-/// Waits until `fd` is readable (true) or the attempt is cancelled (false).
-pub fn wait_readable(fd: BorrowedFd<'_>, cancel: &OwnedFd) -> io::Result<bool> {
-    loop {
-        let mut fds = [
-            PollFd::new(fd, PollFlags::POLLIN),
-            PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
-        ];
-        match poll(&mut fds, PollTimeout::NONE) {
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-            Ok(_) => {}
-        }
-        if fds[1].any().unwrap_or(false) {
-            return Ok(false);
-        }
-        if fds[0].any().unwrap_or(false) {
-            return Ok(true);
-        }
-    }
+pub fn std_fd(fd: i32) -> crate::sys::Fd<'static> {
+    crate::sys::std_stream(fd)
 }
 
 /// The first failure of retry's own plumbing during an attempt (a stdin

@@ -1,24 +1,15 @@
 //! Writes to retry's own stdout and stderr that a stalled reader cannot hang:
-//! every wait for room is a `poll` that a signal (or a cancel pipe) also ends,
-//! so SIGTERM takes effect while `… | sleep 20` reads nothing. A pipe is written
-//! through [`sys::PipeWriter`], because setting O_NONBLOCK on fd 1 itself would
-//! change it for every process sharing it; a socket is sent to with MSG_DONTWAIT;
-//! anything else (a file, a terminal, /dev/null) does not stall and is written as
-//! it is.
+//! every wait for room is one that a signal (or a cancel) also ends, so SIGTERM
+//! takes effect while `… | sleep 20` reads nothing. How each kind of stream is
+//! written without blocking is [`sys::StdOutput`]'s.
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
-use std::os::unix::fs::FileExt;
-
-use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::stat::{SFlag, fstat};
 
 use crate::domain::{Interrupted, Signal};
 use crate::signals;
 use crate::spool::{Held, Spool};
-use crate::sys::{self, PipeWriter};
+use crate::sys::{self, StdOutput};
 use crate::wait::Bound;
 
 const CHUNK: usize = 64 << 10;
@@ -28,8 +19,8 @@ const CHUNK: usize = 64 << 10;
 pub enum Until<'a> {
     /// A stopping signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT).
     Signal,
-    /// A byte on this pipe: the attempt is over.
-    Cancelled(BorrowedFd<'a>),
+    /// The attempt is over.
+    Cancelled(&'a sys::Cancel),
 }
 
 #[derive(Debug)]
@@ -47,64 +38,26 @@ impl WriteError {
     }
 }
 
-impl From<Errno> for WriteError {
-    fn from(e: Errno) -> Self {
-        WriteError::Io(e.into())
-    }
-}
-
-enum Kind {
-    Pipe(PipeWriter),
-    Socket,
-    /// The pipe has no reader left.
-    Gone,
-    Blocking,
-}
-
 /// retry's fd 1 or 2, ready for writes that never block for long.
 pub struct Output {
-    fd: i32,
-    kind: Kind,
+    out: StdOutput<'static>,
 }
 
 impl Output {
     pub fn new(fd: i32) -> Output {
-        let kind = match fstat(super::std_fd(fd)) {
-            Ok(st) => match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
-                SFlag::S_IFIFO => pipe_writer(super::std_fd(fd)),
-                SFlag::S_IFSOCK => Kind::Socket,
-                _ => Kind::Blocking,
-            },
-            Err(_) => Kind::Blocking,
-        };
-        Output { fd, kind }
-    }
-
-    /// What to wait on for room, and for which events.
-    fn room(&self) -> (BorrowedFd<'_>, PollFlags) {
-        match &self.kind {
-            Kind::Pipe(pipe) => pipe.room(),
-            _ => (super::std_fd(self.fd), PollFlags::POLLOUT),
-        }
-    }
-
-    fn try_write(&self, data: &[u8]) -> Result<usize, Errno> {
-        match &self.kind {
-            Kind::Pipe(pipe) => pipe.try_write(data),
-            Kind::Socket => sys::send_nonblocking(super::std_fd(self.fd), data),
-            Kind::Gone => Err(Errno::EPIPE),
-            Kind::Blocking => nix::unistd::write(super::std_fd(self.fd), data),
+        Output {
+            out: StdOutput::new(fd),
         }
     }
 
     /// Writes all of `data`, unless the reader goes away or `until` comes first.
     pub fn write_all(&self, mut data: &[u8], until: Until<'_>) -> Result<(), WriteError> {
         while !data.is_empty() {
-            match self.try_write(data) {
+            match self.out.try_write(data) {
                 Ok(n) => data = &data[n..],
-                Err(Errno::EINTR) => {}
-                Err(Errno::EAGAIN) => self.wait_for_room(until)?,
-                Err(e) => return Err(e.into()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_for_room(until)?,
+                Err(e) => return Err(WriteError::Io(e)),
             }
         }
         self.settle(until)
@@ -112,10 +65,8 @@ impl Output {
 
     /// Waits until what the pipe's writer took on is written (at once elsewhere).
     fn settle(&self, until: Until<'_>) -> Result<(), WriteError> {
-        if let Kind::Pipe(pipe) = &self.kind {
-            while pipe.pending()? {
-                self.wait_for_room(until)?;
-            }
+        while self.out.pending().map_err(WriteError::Io)? {
+            self.wait_for_room(until)?;
         }
         Ok(())
     }
@@ -126,7 +77,7 @@ impl Output {
         let mut offset = 0;
         while offset < len {
             let want = buf.len().min((len - offset) as usize);
-            let n = match file.read_at(&mut buf[..want], offset) {
+            let n = match sys::read_at(file, &mut buf[..want], offset) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -147,24 +98,16 @@ impl Output {
     }
 
     fn wait_for_room(&self, until: Until<'_>) -> Result<(), WriteError> {
-        let (fd, events) = self.room();
-        match until {
-            Until::Signal => crate::wait::ready(fd, events, &Bound::signals_only())
-                .map_err(|_| WriteError::Stopped),
-            Until::Cancelled(cancel) => {
-                let mut fds = [
-                    PollFd::new(fd, events),
-                    PollFd::new(cancel, PollFlags::POLLIN),
-                ];
-                match poll(&mut fds, PollTimeout::NONE) {
-                    Ok(_) | Err(Errno::EINTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                if fds[1].any().unwrap_or(false) {
-                    return Err(WriteError::Stopped);
-                }
-                Ok(())
+        let room = match until {
+            Until::Signal => {
+                crate::wait::ready(&Bound::signals_only(), |slice| self.out.room_within(slice))
+                    .is_ok()
             }
+            Until::Cancelled(cancel) => self.out.room_or_cancel(cancel).map_err(WriteError::Io)?,
+        };
+        match room {
+            true => Ok(()),
+            false => Err(WriteError::Stopped),
         }
     }
 }
@@ -184,55 +127,38 @@ pub fn deliver_result(written: Result<(), WriteError>, what: &str) -> anyhow::Re
     }
 }
 
-fn pipe_writer(fd: BorrowedFd<'_>) -> Kind {
-    match PipeWriter::new(fd) {
-        Ok(writer) => Kind::Pipe(writer),
-        Err(e) if e.raw_os_error() == Some(Errno::EPIPE as i32) => Kind::Gone,
-        // Written as it is: blocking, which a signal still interrupts (no SA_RESTART
-        // wait is unbounded for long: the handler's byte wakes nothing here).
-        Err(_) => Kind::Blocking,
-    }
-}
-
-/// The raw fd, for callers that must compare (a pump forwarding to fd 1).
-impl AsRawFd for Output {
-    fn as_raw_fd(&self) -> i32 {
-        self.fd
-    }
-}
-
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use nix::unistd::pipe;
-    use std::os::fd::AsFd;
+    use std::fs::File;
+
+    /// An output over a new pipe, and its read end when `keep_reader`.
+    fn pipe_output(keep_reader: bool) -> (Output, Option<File>) {
+        let (reader, writer) = sys::pipe(sys::PipeMode::Blocking).unwrap();
+        // Leaked: the output borrows its stream for good, as it does retry's fd 1.
+        let writer: &'static File = Box::leak(Box::new(File::from(writer)));
+        let out = Output {
+            out: StdOutput::over(sys::borrow(writer)),
+        };
+        (out, keep_reader.then(|| File::from(reader)))
+    }
 
     #[test]
     fn a_cancelled_wait_on_a_full_pipe_returns_instead_of_blocking() {
-        let (_reader, writer) = pipe().unwrap();
-        let out = Output {
-            fd: writer.as_raw_fd(),
-            kind: pipe_writer(writer.as_fd()),
-        };
-        assert!(matches!(out.kind, Kind::Pipe(_)));
-        let (cancel_read, cancel_write) = pipe().unwrap();
-        nix::unistd::write(&cancel_write, b"x").unwrap();
+        let (out, _reader) = pipe_output(true);
+        let cancel = sys::Cancel::new().unwrap();
+        cancel.cancel();
         let big = vec![0u8; 4 << 20];
-        let result = out.write_all(&big, Until::Cancelled(cancel_read.as_fd()));
+        let result = out.write_all(&big, Until::Cancelled(&cancel));
         assert!(matches!(result, Err(WriteError::Stopped)));
     }
 
     #[test]
     fn a_pipe_without_a_reader_is_a_broken_pipe() {
-        let (reader, writer) = pipe().unwrap();
-        drop(reader);
-        let out = Output {
-            fd: writer.as_raw_fd(),
-            kind: pipe_writer(writer.as_fd()),
-        };
-        let (cancel_read, _cancel_write) = pipe().unwrap();
+        let (out, _reader) = pipe_output(false);
+        let cancel = sys::Cancel::new().unwrap();
         let err = out
-            .write_all(b"hello", Until::Cancelled(cancel_read.as_fd()))
+            .write_all(b"hello", Until::Cancelled(&cancel))
             .unwrap_err();
         assert!(err.is_broken_pipe());
     }

@@ -4,15 +4,14 @@
 //! scanning its lines for the classification patterns. Used only when something
 //! needs to read the stream; otherwise the command writes to retry's fds itself.
 //!
-//! A pump can always be stopped: reads and writes wait in `poll` beside a cancel
-//! pipe, so a background process that keeps the pipe open, or a reader that
+//! A pump can always be stopped: reads and writes wait beside a cancel
+//! (`sys::Cancel`), so a background process that keeps the pipe open, or a reader that
 //! stalls, never holds the run. When retry's own reader goes away the pump closes
 //! the command's pipe, so the command meets the broken pipe as it would without
 //! retry.
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -20,7 +19,7 @@ use super::Fault;
 use super::out::{Output, Until, WriteError};
 use crate::classify::command::{OutputFacts, OutputWatch, Stream};
 use crate::spool::Spool;
-use crate::sys::{self, PipeMode};
+use crate::sys::{self, Cancel};
 
 const CHUNK: usize = 64 << 10;
 /// Longest line kept for matching; the rest of a longer line is passed on unscanned.
@@ -33,7 +32,7 @@ pub enum Sink {
 }
 
 pub struct Pump {
-    cancel: OwnedFd,
+    cancel: Arc<Cancel>,
     handle: JoinHandle<io::Result<Option<Spool>>>,
 }
 
@@ -46,14 +45,20 @@ pub struct Shared {
 }
 
 impl Pump {
-    pub fn start(source: OwnedFd, sink: Sink, stream: Stream, shared: Shared) -> io::Result<Pump> {
-        let (cancel_read, cancel) = sys::pipe(PipeMode::Blocking)?;
+    pub fn start(
+        source: sys::Owned,
+        sink: Sink,
+        stream: Stream,
+        shared: Shared,
+    ) -> io::Result<Pump> {
+        let cancel = Arc::new(Cancel::new()?);
+        let theirs = Arc::clone(&cancel);
         let handle = std::thread::Builder::new()
             .name(format!("{stream:?}-pump"))
             .spawn(move || {
                 let ends = Ends {
                     source: File::from(source),
-                    cancel: cancel_read,
+                    cancel: theirs,
                 };
                 pump(ends, sink, stream, &shared)
             })?;
@@ -67,7 +72,7 @@ impl Pump {
     /// Stops reading (what is still unread is left in the pipe) and waits for
     /// the thread; returns the spool for `Sink::Hold`.
     pub fn stop(self) -> io::Result<Option<Spool>> {
-        let _ = nix::unistd::write(&self.cancel, b"x");
+        self.cancel.cancel();
         self.handle
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("output thread panicked")))
@@ -76,13 +81,13 @@ impl Pump {
 
 struct Ends {
     source: File,
-    cancel: OwnedFd,
+    cancel: Arc<Cancel>,
 }
 
 impl Ends {
     /// Waits for input; false once the pump is cancelled.
     fn readable(&self) -> io::Result<bool> {
-        super::wait_readable(self.source.as_fd(), &self.cancel)
+        sys::wait_readable(sys::borrow(&self.source), &self.cancel)
     }
 }
 
@@ -114,7 +119,7 @@ fn pump(
         }
         match (&mut sink, &output) {
             (Sink::Forward(_), Some(out)) => {
-                match out.write_all(chunk, Until::Cancelled(ends.cancel.as_fd())) {
+                match out.write_all(chunk, Until::Cancelled(&ends.cancel)) {
                     Ok(()) => {}
                     Err(WriteError::Stopped) => break,
                     // The reader went away: returning closes the command's pipe, so it sees the broken pipe too.

@@ -8,20 +8,13 @@
 //! end of file after a part of its input.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-
-use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::stat::{SFlag, fstat};
-use nix::unistd::{Whence, lseek, read, write};
 
 use super::Fault;
 use crate::domain::StdinMode;
 use crate::spool::Spool;
-use crate::sys::{self, PipeMode};
+use crate::sys::{self, Cancel, Owned, StreamKind};
 
 /// What an attempt's stdin is.
 pub enum ChildStdin {
@@ -30,7 +23,7 @@ pub enum ChildStdin {
     /// /dev/null.
     Null,
     /// The read end of the pipe the feeder replays the recording into.
-    Pipe(OwnedFd),
+    Pipe(Owned),
 }
 
 const CHUNK: usize = 64 << 10;
@@ -55,7 +48,7 @@ pub struct Recorder {
 
 /// A running feeder: cancel it when the attempt's command has exited.
 pub struct Feeder {
-    cancel: OwnedFd,
+    cancel: Arc<Cancel>,
     handle: JoinHandle<Fed>,
 }
 
@@ -63,29 +56,28 @@ pub struct Feeder {
 /// command's stdin, kept open until the attempt is over.
 struct Fed {
     recorder: Recorder,
-    _held_open: Option<OwnedFd>,
+    _held_open: Option<Owned>,
 }
 
-fn stdin_fd() -> BorrowedFd<'static> {
+fn stdin_fd() -> sys::Fd<'static> {
     super::std_fd(0)
 }
 
 impl StdinPlan {
     /// Resolves `--stdin` against what fd 0 actually is.
     pub fn new(mode: StdinMode) -> Self {
-        let stat = fstat(stdin_fd()).ok();
-        let kind = stat.map(|s| SFlag::from_bits_truncate(s.st_mode) & SFlag::S_IFMT);
+        let kind = sys::stream_kind(stdin_fd());
         match mode {
             StdinMode::Null => StdinPlan::Null,
             StdinMode::Inherit => StdinPlan::Inherit,
-            StdinMode::Replay if stat.is_some() => StdinPlan::Replay(Some(Recorder::default())),
+            StdinMode::Replay if kind.is_some() => StdinPlan::Replay(Some(Recorder::default())),
             StdinMode::Replay => StdinPlan::Inherit,
             StdinMode::Auto => match kind {
-                Some(SFlag::S_IFREG) => match lseek(stdin_fd(), 0, Whence::SeekCur) {
+                Some(StreamKind::File) => match sys::position(stdin_fd()) {
                     Ok(offset) => StdinPlan::Rewind { offset },
                     Err(_) => StdinPlan::Replay(Some(Recorder::default())),
                 },
-                Some(SFlag::S_IFIFO) | Some(SFlag::S_IFSOCK) => {
+                Some(StreamKind::Pipe | StreamKind::Socket) => {
                     StdinPlan::Replay(Some(Recorder::default()))
                 }
                 _ => StdinPlan::Inherit,
@@ -113,26 +105,19 @@ impl StdinPlan {
             StdinPlan::Inherit => Ok((ChildStdin::Inherit, None)),
             StdinPlan::Null => Ok((ChildStdin::Null, None)),
             StdinPlan::Rewind { offset } => {
-                lseek(stdin_fd(), *offset, Whence::SeekSet)?;
+                sys::seek_to(stdin_fd(), *offset)?;
                 Ok((ChildStdin::Inherit, None))
             }
             StdinPlan::Replay(slot) => {
                 let recorder = slot.take().unwrap_or_default();
-                let (child_end, our_end) = sys::pipe(PipeMode::Blocking)?;
-                let flags = OFlag::from_bits_truncate(fcntl(&our_end, FcntlArg::F_GETFL)?);
-                fcntl(&our_end, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-                let (cancel_read, cancel_write) = sys::pipe(PipeMode::Blocking)?;
+                let (child_end, our_end) = sys::feed_pipe()?;
+                let cancel = Arc::new(Cancel::new()?);
+                let theirs = Arc::clone(&cancel);
                 let fault = Arc::clone(fault);
                 let handle = std::thread::Builder::new()
                     .name("stdin-replay".into())
-                    .spawn(move || feed(recorder, our_end, cancel_read, &fault))?;
-                Ok((
-                    ChildStdin::Pipe(child_end),
-                    Some(Feeder {
-                        cancel: cancel_write,
-                        handle,
-                    }),
-                ))
+                    .spawn(move || feed(recorder, our_end, &theirs, &fault))?;
+                Ok((ChildStdin::Pipe(child_end), Some(Feeder { cancel, handle })))
             }
         }
     }
@@ -140,7 +125,7 @@ impl StdinPlan {
     /// Stops the feeder (the attempt is over) and keeps its recording.
     pub fn finish(&mut self, feeder: Option<Feeder>) {
         let Some(feeder) = feeder else { return };
-        let _ = write(&feeder.cancel, b"x");
+        feeder.cancel.cancel();
         // A feeder that panicked loses the recording: later attempts would get a part.
         let fed = feeder
             .handle
@@ -156,8 +141,8 @@ impl StdinPlan {
 /// before it is passed on, until the source ends, the command stops reading, or
 /// the attempt is over. A failure to replay, read or record is a fault: the
 /// command's stdin stays open so it cannot take a part for the whole.
-fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd, fault: &Fault) -> Fed {
-    match pass_on(&mut rec, &child, &cancel) {
+fn feed(mut rec: Recorder, child: Owned, cancel: &Cancel, fault: &Fault) -> Fed {
+    match pass_on(&mut rec, &child, cancel) {
         Ok(()) => Fed {
             recorder: rec,
             _held_open: None,
@@ -172,7 +157,7 @@ fn feed(mut rec: Recorder, child: OwnedFd, cancel: OwnedFd, fault: &Fault) -> Fe
     }
 }
 
-fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), String> {
+fn pass_on(rec: &mut Recorder, child: &Owned, cancel: &Cancel) -> Result<(), String> {
     let mut buf = vec![0u8; CHUNK];
     let mut offset = 0;
     while offset < rec.spool.len() {
@@ -181,55 +166,39 @@ fn pass_on(rec: &mut Recorder, child: &OwnedFd, cancel: &OwnedFd) -> Result<(), 
             Ok(n) => n,
             Err(e) => return Err(format!("stdin: cannot replay the recorded input: {e}")),
         };
-        if !write_all(child, &buf[..n], cancel) {
+        if !sys::write_or_cancel(child, &buf[..n], cancel) {
             return Ok(());
         }
         offset += n as u64;
     }
     while !rec.source_done {
-        match super::wait_readable(stdin_fd(), cancel) {
+        match sys::wait_readable(stdin_fd(), cancel) {
             Ok(true) => {}
             _ => return Ok(()),
         }
-        let n = match read(stdin_fd(), &mut buf) {
+        let n = match sys::read(stdin_fd(), &mut buf) {
             Ok(0) => {
                 rec.source_done = true;
                 break;
             }
             Ok(n) => n,
-            Err(Errno::EINTR | Errno::EAGAIN) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) =>
+            {
+                continue;
+            }
             Err(e) => return Err(format!("stdin: cannot read retry's standard input: {e}")),
         };
         // Record first: a chunk read for a command that then dies must reach the next attempt.
         rec.spool.append(&buf[..n]).map_err(|e| {
             format!("stdin: cannot record the input for later attempts (4 MiB are kept in memory, the rest on disk): {e}")
         })?;
-        if !write_all(child, &buf[..n], cancel) {
+        if !sys::write_or_cancel(child, &buf[..n], cancel) {
             return Ok(());
         }
     }
     Ok(())
-}
-
-/// Writes all of `data` to the command; false if the attempt was cancelled or
-/// the command stopped reading first.
-fn write_all(child: &OwnedFd, mut data: &[u8], cancel: &OwnedFd) -> bool {
-    while !data.is_empty() {
-        match write(child, data) {
-            Ok(n) => data = &data[n..],
-            Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => {
-                let mut fds = [
-                    PollFd::new(child.as_fd(), PollFlags::POLLOUT),
-                    PollFd::new(cancel.as_fd(), PollFlags::POLLIN),
-                ];
-                let _ = poll(&mut fds, PollTimeout::NONE);
-                if fds[1].any().unwrap_or(false) {
-                    return false;
-                }
-            }
-            Err(_) => return false,
-        }
-    }
-    true
 }

@@ -52,6 +52,107 @@ mod os;
 #[cfg(unix)]
 mod posix;
 
+pub use catching::{
+    CHILD_SIGNAL, RELOAD_SIGNAL, catch as catch_signals, inherited_ignored,
+    record_inherited as record_inherited_signals, wait_for_wake, wake,
+};
+/// A cancel for a thread blocked on a pipe, and the wait for a pipe's bytes it ends.
+pub use family::{Cancel, wait_readable};
+/// How signals are caught and waited for: a self-pipe on Unix, an event set by the
+/// console control handler on Windows.
+#[cfg(windows)]
+use os as catching;
+/// A descriptor (a handle on Windows) borrowed for a call, and one owned.
+#[cfg(windows)]
+pub use os::{Fd, Owned, borrow};
+#[cfg(unix)]
+use posix::signals as catching;
+#[cfg(unix)]
+pub use std::os::fd::{BorrowedFd as Fd, OwnedFd as Owned};
+
+/// What a standard stream is, as far as how to read or write it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A regular file: it can be rewound.
+    File,
+    Pipe,
+    #[cfg_attr(windows, allow(dead_code))] // Windows reports a socket as a pipe
+    Socket,
+    /// A terminal, a device, /dev/null.
+    Other,
+}
+
+/// Ending an attempt's processes: its group (on Windows its Job Object), what left the
+/// group, the signal passed on for retry's own, and an exited child reaped.
+pub use family::{
+    CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
+};
+
+#[cfg(test)]
+/// The signal that ended a process, if one did (Windows ends processes by exit code only).
+pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    family::exit_signal(status)
+}
+
+/// A private directory for `RETRY_CONTROL` (mode 0700; refused on Windows, which keeps
+/// an ACL instead), and what the command left there opened without blocking or
+/// following a link.
+pub use family::{describe_kind, make_private_dir, open_unfollowed, private_dir_permissions};
+
+/// How a child was last seen by [`try_wait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildState {
+    /// It exited with this code.
+    Exited(i32),
+    /// This signal ended it.
+    #[cfg_attr(windows, allow(dead_code))] // Windows ends a process with a code only
+    Signaled(i32),
+    /// It was stopped (Ctrl-Z at the terminal).
+    #[cfg_attr(windows, allow(dead_code))] // Windows has no job control
+    Stopped,
+}
+
+/// retry's stdout or stderr, written so that a stalled reader cannot hang it.
+pub use family::StdOutput;
+/// The terminal's foreground (a console has none), and a reader gone from retry's output;
+/// the `raw_os_error`s of a spawn that ran out of processes (EAGAIN) or memory (ENOMEM).
+pub use family::{
+    NO_MEMORY, NO_PROCESSES, ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal,
+};
+/// Starting a process in a group of its own (on Windows, suspended into a Job Object,
+/// then resumed).
+pub use family::{Started, start};
+/// What a stream is, where a file stands, reads, and the pipe a command's stdin is fed
+/// through, with the writes to it that a cancel ends.
+pub use family::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
+/// A look at a child without blocking, and the wait between two looks.
+pub use family::{pause_for_child, stop_in_turn, try_wait};
+
+/// retry's own stdin, stdout or stderr (0, 1 or 2), borrowed for the process's life.
+#[cfg(unix)]
+pub fn std_stream(fd: i32) -> Fd<'static> {
+    assert!((0..=2).contains(&fd), "fd {fd} is not a standard stream");
+    // SAFETY: fds 0, 1 and 2 stay open for the whole process: retry never closes them.
+    unsafe { Fd::borrow_raw(fd) }
+}
+#[cfg(windows)]
+pub use os::std_stream;
+
+/// `file`'s descriptor, borrowed.
+#[cfg(unix)]
+pub fn borrow(file: &std::fs::File) -> Fd<'_> {
+    std::os::fd::AsFd::as_fd(file)
+}
+
+/// Set for each signal number (1 to 64) caught since its flag was last taken.
+static RAISED: [std::sync::atomic::AtomicBool; 65] =
+    [const { std::sync::atomic::AtomicBool::new(false) }; 65];
+
+/// The flag a caught signal numbered `number` sets (async-signal-safe: an atomic).
+pub fn raised(number: i32) -> Option<&'static std::sync::atomic::AtomicBool> {
+    usize::try_from(number).ok().and_then(|n| RAISED.get(n))
+}
+
 #[cfg(windows)]
 pub use os::{ConsoleEvent, Job, LockMode, console_events, lock_file, unlock_file};
 #[cfg(unix)]
@@ -107,6 +208,8 @@ pub fn children() -> Vec<i32> {
     os::children()
 }
 
+#[cfg(windows)]
+pub use os::become_subreaper;
 #[cfg(unix)]
 /// Makes retry the parent of every orphaned descendant from now on (Linux
 /// `PR_SET_CHILD_SUBREAPER`, FreeBSD `PROC_REAP_ACQUIRE`); `Err` leaves orphans to

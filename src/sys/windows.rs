@@ -16,20 +16,22 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_LOCK_VIOLATION, ERROR_STOPPED_ON_SYMLINK, FALSE, FILETIME, HANDLE, HANDLE_FLAG_INHERIT,
-    INVALID_HANDLE_VALUE, SetHandleInformation, TRUE,
+    CloseHandle, ERROR_LOCK_VIOLATION, ERROR_STOPPED_ON_SYMLINK, FALSE, FILETIME, HANDLE,
+    HANDLE_FLAG_INHERIT, INVALID_HANDLE_VALUE, SetHandleInformation, TRUE, WAIT_FAILED,
+    WAIT_OBJECT_0,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
-    UnlockFileEx,
+    FILE_TYPE_DISK, FILE_TYPE_PIPE, GetFileInformationByHandle, GetFileType,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
 };
 use windows_sys::Win32::System::Console::{
     CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, GenerateConsoleCtrlEvent, GetStdHandle,
-    STD_OUTPUT_HANDLE, SetConsoleCtrlHandler,
+    STD_ERROR_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, SetConsoleCtrlHandler,
 };
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
+    TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 use windows_sys::Win32::System::JobObjects::{
@@ -38,9 +40,15 @@ use windows_sys::Win32::System::JobObjects::{
     JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
     QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
+use windows_sys::Win32::System::Pipes::{
+    CreatePipe, PIPE_NOWAIT, PeekNamedPipe, SetNamedPipeHandleState,
+};
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, CreateEventW, GetExitCodeProcess, GetProcessTimes,
+    INFINITE, OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE,
+    ResetEvent, ResumeThread, SetEvent, THREAD_SUSPEND_RESUME, WaitForMultipleObjects,
+    WaitForSingleObject,
 };
 
 use super::Process;
@@ -703,3 +711,637 @@ pub fn open_standard_streams() -> bool {
 
 /// Windows has no SIGPIPE: a write to a closed pipe fails with `ERROR_NO_DATA` already.
 pub fn ignore_sigpipe() {}
+
+/// Windows sends no SIGCHLD: a child's end is seen by waiting on its process handle
+/// ([`pause_for_child`]), and there are no orphans to reap.
+pub const CHILD_SIGNAL: Option<i32> = None;
+/// No SIGUSR2 either: a crontab is read again when its file changes, or at SIGHUP's part
+/// (the console's close is not one; nothing raises this number).
+pub const RELOAD_SIGNAL: Option<i32> = None;
+
+/// The manual-reset event a console event or [`wake`] sets, and every wait watches
+/// (0 until made).
+static WAKE_EVENT: AtomicUsize = AtomicUsize::new(0);
+/// Bit `n` is set when signal number `n`'s console event was asked for.
+static CAUGHT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The signal number each console event stands for (SIGINT, SIGQUIT, SIGHUP).
+fn event_number(event: ConsoleEvent) -> i32 {
+    match event {
+        ConsoleEvent::Interrupt => 2,
+        ConsoleEvent::Break => 3,
+        ConsoleEvent::Close => 1,
+    }
+}
+
+fn on_event(event: ConsoleEvent) {
+    let number = event_number(event);
+    if CAUGHT.load(Ordering::SeqCst) & (1 << number) == 0 {
+        return;
+    }
+    if let Some(flag) = super::raised(number) {
+        flag.store(true, Ordering::SeqCst);
+    }
+    wake();
+}
+
+fn wake_event() -> io::Result<HANDLE> {
+    let made = WAKE_EVENT.load(Ordering::SeqCst);
+    if made != 0 {
+        return Ok(made as HANDLE);
+    }
+    // SAFETY: no attributes or name; manual reset, not set. Kept for the process's life.
+    let raw = unsafe { CreateEventW(std::ptr::null(), TRUE, FALSE, std::ptr::null()) };
+    if raw.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    match WAKE_EVENT.compare_exchange(0, raw as usize, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => Ok(raw),
+        Err(other) => {
+            // SAFETY: the event just made, which no one else saw.
+            unsafe { CloseHandle(raw) };
+            Ok(other as HANDLE)
+        }
+    }
+}
+
+/// Has the console events standing for `numbers` (2 Ctrl-C, 3 Ctrl-Break, 1 the
+/// console's close) set their flags and wake a waiting thread; other numbers have no
+/// console event and are never raised.
+pub fn catch(numbers: &[i32]) -> io::Result<()> {
+    wake_event()?;
+    let bits = numbers
+        .iter()
+        .filter(|n| (0..64).contains(*n))
+        .fold(0u64, |bits, n| bits | 1 << n);
+    CAUGHT.fetch_or(bits, Ordering::SeqCst);
+    // One handler for the process: a second call (the crontab's reload) only adds numbers.
+    static HANDLER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if HANDLER.get().is_none() {
+        console_events(on_event)?;
+        let _ = HANDLER.set(());
+    }
+    Ok(())
+}
+
+/// The event that says a console event came or a thread called [`wake`], for a wait on
+/// other handles too (`None` before [`catch`]).
+pub fn wake_handle() -> Option<RawHandle> {
+    match WAKE_EVENT.load(Ordering::SeqCst) {
+        0 => None,
+        raw => Some(raw as RawHandle),
+    }
+}
+
+/// Milliseconds to wait for `d`, below `INFINITE`: every wait has an end.
+fn wait_ms(d: std::time::Duration) -> u32 {
+    d.as_millis().min(u128::from(INFINITE - 1)) as u32
+}
+
+/// Sleeps up to `d`, waking early at a console event or a [`wake`].
+pub fn wait_for_wake(d: std::time::Duration) {
+    let Some(event) = wake_handle() else {
+        std::thread::sleep(d);
+        return;
+    };
+    // SAFETY: the event stays open for the process's life.
+    unsafe { WaitForSingleObject(event as HANDLE, wait_ms(d)) };
+    drain_wakes();
+}
+
+/// Waits up to `d` for any of `handles` or the wake event: the index of a handle that is
+/// signalled, `None` when the time passed or the wake event was set.
+pub fn wait_any(handles: &[RawHandle], d: std::time::Duration) -> io::Result<Option<usize>> {
+    let mut all: Vec<HANDLE> = handles.iter().map(|h| *h as HANDLE).collect();
+    all.extend(wake_handle().map(|h| h as HANDLE));
+    // SAFETY: the handles are open for the length of the call (the caller's and ours).
+    let got = unsafe { WaitForMultipleObjects(all.len() as u32, all.as_ptr(), FALSE, wait_ms(d)) };
+    if got == WAIT_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let index = got.wrapping_sub(WAIT_OBJECT_0) as usize;
+    if index >= handles.len() {
+        drain_wakes();
+        return Ok(None);
+    }
+    Ok(Some(index))
+}
+
+/// Clears the wake event after a wait saw it (the flags keep what happened).
+pub fn drain_wakes() {
+    if let Some(event) = wake_handle() {
+        // SAFETY: the event stays open for the process's life.
+        unsafe { ResetEvent(event as HANDLE) };
+    }
+}
+
+/// Wakes a thread blocked in [`wait_for_wake`] or [`wait_any`].
+pub fn wake() {
+    if let Some(event) = wake_handle() {
+        // SAFETY: the event stays open for the process's life.
+        unsafe { SetEvent(event as HANDLE) };
+    }
+}
+
+/// Windows keeps no ignored signals across a process start.
+pub fn inherited_ignored(_number: i32) -> bool {
+    false
+}
+
+/// Nothing to record: see [`inherited_ignored`].
+pub fn record_inherited() {}
+
+/// A cancel that a thread reading a pipe sees within [`PEEK_EVERY`]: a manual-reset
+/// event, set once.
+pub struct Cancel(OwnedHandle);
+
+/// How often a wait for a pipe's bytes looks at the pipe (anonymous pipes cannot be
+/// waited on): the cancel event is waited on in between.
+const PEEK_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+
+impl Cancel {
+    pub fn new() -> io::Result<Cancel> {
+        // SAFETY: no attributes or name; manual reset, not set; owned below.
+        let raw = unsafe { CreateEventW(std::ptr::null(), TRUE, FALSE, std::ptr::null()) };
+        if raw.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a handle just returned, owned from here on.
+        Ok(Cancel(unsafe {
+            OwnedHandle::from_raw_handle(raw as RawHandle)
+        }))
+    }
+
+    /// Ends every wait on this cancel, now and later.
+    pub fn cancel(&self) {
+        // SAFETY: the event is open while `self` lives.
+        unsafe { SetEvent(self.0.as_raw_handle() as HANDLE) };
+    }
+
+    fn cancelled_within(&self, d: std::time::Duration) -> bool {
+        // SAFETY: the event is open while `self` lives.
+        let got = unsafe { WaitForSingleObject(self.0.as_raw_handle() as HANDLE, wait_ms(d)) };
+        got == WAIT_OBJECT_0
+    }
+}
+
+/// Waits until the pipe `handle` has bytes or is broken (true: a read will not block)
+/// or `cancel` is cancelled (false).
+pub fn wait_readable(handle: Fd<'_>, cancel: &Cancel) -> io::Result<bool> {
+    loop {
+        let mut available = 0u32;
+        // SAFETY: the handle is open for the call; only the count is asked for.
+        let peeked = unsafe {
+            PeekNamedPipe(
+                handle.as_raw_handle() as HANDLE,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                &mut available,
+                std::ptr::null_mut(),
+            )
+        };
+        if peeked == FALSE || available > 0 {
+            return Ok(true);
+        }
+        if cancel.cancelled_within(PEEK_EVERY) {
+            return Ok(false);
+        }
+    }
+}
+
+/// A handle borrowed for a call.
+pub type Fd<'a> = std::os::windows::io::BorrowedHandle<'a>;
+/// A handle owned.
+pub type Owned = OwnedHandle;
+
+/// `file`'s handle, borrowed.
+pub fn borrow(file: &File) -> Fd<'_> {
+    file.as_handle()
+}
+
+/// retry's own stdin, stdout or stderr (0, 1 or 2), borrowed for the process's life.
+pub fn std_stream(fd: i32) -> Fd<'static> {
+    let which = match fd {
+        0 => STD_INPUT_HANDLE,
+        1 => STD_OUTPUT_HANDLE,
+        2 => STD_ERROR_HANDLE,
+        _ => panic!("fd {fd} is not a standard stream"),
+    };
+    // SAFETY: asks for a handle the process holds; nothing is passed.
+    let raw = unsafe { GetStdHandle(which) };
+    // SAFETY: the standard handles stay open for the whole process: retry never closes
+    // them (a missing one is null, which a borrowed handle may be).
+    unsafe { Fd::borrow_raw(raw as RawHandle) }
+}
+
+/// What the open handle is: a disk file, a pipe (sockets read as pipes), or something
+/// else (a console, NUL); `None` for a missing handle.
+pub fn stream_kind(handle: Fd<'_>) -> Option<crate::sys::StreamKind> {
+    use crate::sys::StreamKind;
+    let raw = handle.as_raw_handle() as HANDLE;
+    if raw.is_null() || raw == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    // SAFETY: the handle is open for the call.
+    Some(match unsafe { GetFileType(raw) } {
+        FILE_TYPE_DISK => StreamKind::File,
+        FILE_TYPE_PIPE => StreamKind::Pipe,
+        _ => StreamKind::Other,
+    })
+}
+
+/// The borrowed handle as a `File` that is never closed here.
+fn as_file(handle: Fd<'_>) -> std::mem::ManuallyDrop<File> {
+    // SAFETY: the handle is open while borrowed; `ManuallyDrop` never closes it.
+    std::mem::ManuallyDrop::new(unsafe { File::from_raw_handle(handle.as_raw_handle()) })
+}
+
+/// Where the file stands (its offset).
+pub fn position(handle: Fd<'_>) -> io::Result<i64> {
+    use std::io::Seek;
+    let offset = as_file(handle).stream_position()?;
+    i64::try_from(offset).map_err(|_| io::Error::other("offset out of range"))
+}
+
+/// Moves the file to `offset`.
+pub fn seek_to(handle: Fd<'_>, offset: i64) -> io::Result<()> {
+    use std::io::Seek;
+    let offset = u64::try_from(offset).map_err(|_| io::Error::other("negative offset"))?;
+    as_file(handle).seek(io::SeekFrom::Start(offset))?;
+    Ok(())
+}
+
+/// Reads what the handle has; a pipe whose writer is gone reads as its end (0).
+pub fn read(handle: Fd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    use std::io::Read;
+    match as_file(handle).read(buf) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        other => other,
+    }
+}
+
+/// A pipe to feed a command's stdin through: the command's end, and retry's, in
+/// `PIPE_NOWAIT` mode, so that [`write_or_cancel`] never blocks. Neither is inherited
+/// (std hands the command a copy of its end).
+pub fn feed_pipe() -> io::Result<(OwnedHandle, OwnedHandle)> {
+    let mut read_end: HANDLE = std::ptr::null_mut();
+    let mut write_end: HANDLE = std::ptr::null_mut();
+    // SAFETY: two handles to fill; no attributes (not inheritable), the default size.
+    if unsafe { CreatePipe(&mut read_end, &mut write_end, std::ptr::null(), 0) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both handles were just made, owned from here on.
+    let ends = unsafe {
+        (
+            OwnedHandle::from_raw_handle(read_end as RawHandle),
+            OwnedHandle::from_raw_handle(write_end as RawHandle),
+        )
+    };
+    let mode = PIPE_NOWAIT;
+    // SAFETY: the write end is open; only the wait mode is set.
+    let set = unsafe {
+        SetNamedPipeHandleState(
+            ends.1.as_raw_handle() as HANDLE,
+            &mode,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if set == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ends)
+}
+
+/// Writes all of `data` to retry's end of a [`feed_pipe`]; false if `cancel` came or
+/// the command stopped reading first. A full pipe takes nothing: the cancel is
+/// waited on for [`PEEK_EVERY`] before the next try.
+pub fn write_or_cancel(to: &OwnedHandle, mut data: &[u8], cancel: &Cancel) -> bool {
+    use std::io::Write;
+    let mut file = as_file(to.as_handle());
+    while !data.is_empty() {
+        match file.write(data) {
+            Ok(0) => {
+                if cancel.cancelled_within(PEEK_EVERY) {
+                    return false;
+                }
+            }
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// retry's stdout or stderr. Windows' anonymous pipes have no wait for room and no
+/// non-blocking write to a pipe that others share, so each write is a blocking
+/// `WriteFile`: a reader that stalls holds the writing thread until it reads again
+/// or goes away (a pump's thread, or retry's own final output).
+pub struct StdOutput<'a>(Fd<'a>);
+
+impl StdOutput<'static> {
+    pub fn new(fd: i32) -> StdOutput<'static> {
+        StdOutput::over(std_stream(fd))
+    }
+}
+
+impl<'a> StdOutput<'a> {
+    /// The writer of `handle`, which need not be a standard stream.
+    pub fn over(handle: Fd<'a>) -> StdOutput<'a> {
+        StdOutput(handle)
+    }
+
+    /// Writes what it can of `data`, blocking while the pipe is full; `BrokenPipe`
+    /// when the reader is gone.
+    pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        if stream_kind(self.0).is_none() {
+            // No handle (a GUI parent's): what would be written is lost, as std's own is.
+            return Ok(data.len());
+        }
+        as_file(self.0).write(data)
+    }
+
+    /// Nothing is ever taken on to be written later.
+    pub fn pending(&self) -> io::Result<bool> {
+        Ok(false)
+    }
+
+    /// There is always room: writes block instead (see [`StdOutput`]).
+    pub fn room_within(&self, _slice: std::time::Duration) -> bool {
+        true
+    }
+
+    /// There is always room: writes block instead (see [`StdOutput`]).
+    pub fn room_or_cancel(&self, _cancel: &Cancel) -> io::Result<bool> {
+        Ok(true)
+    }
+}
+
+/// A console has no foreground process group: every process attached to it reads it
+/// and gets its Ctrl-C, so there is nothing to hand over or take back.
+pub fn in_terminal_foreground(_tty: Fd<'_>) -> bool {
+    false
+}
+
+/// No SIGTTOU on Windows (see [`in_terminal_foreground`]).
+pub fn ignore_sigttou() {}
+
+/// Nothing to take back (see [`in_terminal_foreground`]).
+pub fn reclaim_terminal(_tty: Fd<'_>) {}
+
+/// Whether a reader of `handle` is gone: not known before a write to an anonymous
+/// pipe fails with `BrokenPipe`, which the writer reports.
+pub fn reader_gone(_handle: Fd<'_>) -> bool {
+    false
+}
+
+/// `raw_os_error`s of a process that could not be started for want of resources.
+pub const NO_PROCESSES: i32 = windows_sys::Win32::Foundation::ERROR_NO_SYSTEM_RESOURCES as i32;
+pub const NO_MEMORY: i32 = windows_sys::Win32::Foundation::ERROR_NOT_ENOUGH_MEMORY as i32;
+
+/// A process started in a group of its own, held with everything it starts in a Job
+/// Object kept for the group ([`signal_group`], [`release_group`]): ending the job ends
+/// the tree, and retry's end (its handle closing) does too.
+pub struct Started {
+    pub child: std::process::Child,
+}
+
+/// Starts `command` suspended in a process group of its own, puts it in a new Job
+/// Object, then lets it run: nothing it starts can leave the job first. A console has
+/// no foreground to hand over (`_foreground`).
+pub fn start(mut command: std::process::Command, _foreground: bool) -> io::Result<Started> {
+    use std::os::windows::process::CommandExt;
+    let job = Job::new()?;
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED);
+    let mut child = command.spawn()?;
+    let held = job
+        .assign(child.as_raw_handle())
+        .and_then(|()| resume_threads(child.id()));
+    if let Err(e) = held {
+        // Never left suspended or outside the job: it has not run a single instruction.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    let leader = match child.as_handle().try_clone_to_owned() {
+        Ok(leader) => leader,
+        Err(e) => {
+            let _ = job.terminate(1);
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    hold_group(child.id() as i32, job, leader);
+    Ok(Started { child })
+}
+
+/// Resumes every thread of the process `pid` (one, the main thread, after
+/// `CREATE_SUSPENDED`): std keeps no handle to it, so it is found in a snapshot.
+fn resume_threads(pid: u32) -> io::Result<()> {
+    // SAFETY: a snapshot of the system's threads, owned and closed below.
+    let raw = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
+    if raw == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    let snapshot = unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) };
+    // SAFETY: plain data: all zeroes is a valid value; the size is set as the call needs.
+    let mut entry: THREADENTRY32 = unsafe { std::mem::zeroed() };
+    entry.dwSize = size_of::<THREADENTRY32>() as u32;
+    let handle = snapshot.as_raw_handle() as HANDLE;
+    let mut resumed = 0;
+    // SAFETY: the snapshot is open; `entry` is the record the calls fill.
+    let mut more = unsafe { Thread32First(handle, &mut entry) } != FALSE;
+    while more {
+        if entry.th32OwnerProcessID == pid {
+            resume_thread(entry.th32ThreadID)?;
+            resumed += 1;
+        }
+        // SAFETY: as above.
+        more = unsafe { Thread32Next(handle, &mut entry) } != FALSE;
+    }
+    match resumed {
+        0 => Err(io::Error::other("the new process has no thread to resume")),
+        _ => Ok(()),
+    }
+}
+
+fn resume_thread(tid: u32) -> io::Result<()> {
+    // SAFETY: opens a thread by id for resuming only; checked and closed below.
+    let raw = unsafe { OpenThread(THREAD_SUSPEND_RESUME, FALSE, tid) };
+    if raw.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    let thread = unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) };
+    // SAFETY: the thread's handle is open.
+    if unsafe { ResumeThread(thread.as_raw_handle() as HANDLE) } == u32::MAX {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The process `pid` to wait for and read the exit code of: the leader's handle [`start`]
+/// kept, or else the process opened by its pid.
+fn open_child(pid: i32) -> io::Result<OwnedHandle> {
+    if let Some(kept) = with_group(pid, |g| g.leader.try_clone()) {
+        return kept;
+    }
+    let pid = u32::try_from(pid).map_err(|_| io::Error::other("no such process"))?;
+    // SAFETY: opens a process by id with the rights named; checked and owned below.
+    let raw = unsafe {
+        OpenProcess(
+            PROCESS_SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION,
+            FALSE,
+            pid,
+        )
+    };
+    if raw.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle just returned, owned from here on.
+    Ok(unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) })
+}
+
+/// What became of the child `pid`: its exit code once it ended (a process ended through
+/// its job gets the code the job was ended with); `None` while it runs.
+pub fn try_wait(pid: i32) -> io::Result<Option<crate::sys::ChildState>> {
+    let process = open_child(pid)?;
+    let handle = process.as_raw_handle() as HANDLE;
+    // SAFETY: the handle is open; a zero wait only looks.
+    if unsafe { WaitForSingleObject(handle, 0) } != WAIT_OBJECT_0 {
+        return Ok(None);
+    }
+    let mut code = 0u32;
+    // SAFETY: the handle is open; `code` is the value the call fills.
+    if unsafe { GetExitCodeProcess(handle, &mut code) } == FALSE {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Some(crate::sys::ChildState::Exited(code as i32)))
+}
+
+/// Waits up to `d` for the child `pid` to end, or a console event or [`wake`].
+pub fn pause_for_child(pid: i32, d: std::time::Duration) {
+    match open_child(pid) {
+        Ok(process) => {
+            let _ = wait_any(&[process.as_raw_handle()], d);
+        }
+        Err(_) => wait_for_wake(d),
+    }
+}
+
+/// Windows has no job control: a child is never reported stopped, so there is nothing
+/// to pass on.
+pub fn stop_in_turn(_tty: Fd<'_>, _pgid: i32) {}
+
+/// An attempt's Job Object holds every process it starts: no search for the rest.
+pub const GROUP_HOLDS_TREE: bool = true;
+
+/// Windows stops no process to be continued.
+pub const CONTINUE: Option<Signal> = None;
+
+/// What [`start`] keeps of each group it began, by its leader's pid, until
+/// [`release_group`]: the Job Object that ends its tree, and a handle to the leader,
+/// which keeps its pid and exit code while retry waits for it.
+struct Group {
+    pgid: i32,
+    job: Job,
+    leader: OwnedHandle,
+}
+
+static GROUPS: std::sync::Mutex<Vec<Group>> = std::sync::Mutex::new(Vec::new());
+
+fn with_group<T>(pgid: i32, f: impl FnOnce(&Group) -> T) -> Option<T> {
+    let groups = GROUPS.lock().unwrap_or_else(|p| p.into_inner());
+    groups.iter().find(|g| g.pgid == pgid).map(f)
+}
+
+fn with_job<T>(pgid: i32, f: impl FnOnce(&Job) -> T) -> Option<T> {
+    with_group(pgid, |g| f(&g.job))
+}
+
+/// Keeps `job` and a handle to its leader as the group `pgid`'s.
+fn hold_group(pgid: i32, job: Job, leader: OwnedHandle) {
+    GROUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Group { pgid, job, leader });
+}
+
+/// Closes the group's Job Object, which ends whatever of it is still running.
+pub fn release_group(pgid: i32) {
+    GROUPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|g| g.pgid != pgid);
+}
+
+/// Asks the group `pgid` to end (TERM: Ctrl-Break to it) or ends its whole job (KILL,
+/// exit code 137 as a shell reports SIGKILL); `None` only asks whether any of it runs.
+/// Whether it was sent.
+pub fn signal_group(pgid: i32, sig: Option<Signal>) -> bool {
+    match sig {
+        None => with_job(pgid, |job| job.active().is_ok_and(|n| n > 0)).unwrap_or(false),
+        Some(Signal::SIGTERM) => u32::try_from(pgid).is_ok_and(|id| ask_to_end(id).is_ok()),
+        Some(Signal::SIGKILL) => with_job(pgid, |job| job.terminate(137).is_ok()).unwrap_or(false),
+    }
+}
+
+/// No process leaves its job: nothing is ever signalled alone.
+pub fn signal_process(_pid: i32, _sig: Signal) {}
+
+/// Every stopping signal is passed on as the one ask Windows has: Ctrl-Break (TERM).
+pub fn passed_on(_number: i32) -> Option<Signal> {
+    Some(Signal::SIGTERM)
+}
+
+/// Windows keeps no zombies to reap.
+pub fn reap(_pid: i32) {}
+
+#[cfg(test)]
+/// Windows ends processes with an exit code only, never a signal.
+pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// Windows has no subreaper: an attempt's Job Object holds every process it starts
+/// instead, orphans too.
+pub fn become_subreaper() -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "Windows has no subreaper; each attempt's Job Object holds its orphans",
+    ))
+}
+
+/// Why a private directory for `RETRY_CONTROL` cannot be had on Windows.
+const NO_PRIVATE_DIR: &str = "RETRY_CONTROL is not available on Windows: its directory \
+     must be private to this user, which Windows decides by an ACL that retry does not set";
+
+/// See [`NO_PRIVATE_DIR`].
+pub fn make_private_dir(_path: &Path) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, NO_PRIVATE_DIR))
+}
+
+/// See [`NO_PRIVATE_DIR`].
+pub fn private_dir_permissions() -> io::Result<std::fs::Permissions> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, NO_PRIVATE_DIR))
+}
+
+/// Opens `path` to read, refusing a link (`Ok(Err(()))`).
+pub fn open_unfollowed(path: &Path) -> io::Result<Result<File, ()>> {
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Ok(Err(()));
+    }
+    File::open(path).map(Ok)
+}
+
+/// What a file that is not a regular one is, for a warning.
+pub fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    match kind.is_dir() {
+        true => "a directory",
+        false => "something else",
+    }
+}

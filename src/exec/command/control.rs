@@ -13,11 +13,10 @@
 //! open would wait for a writer), a device or a link is a warning, never a hang.
 
 use std::io::Read;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::classify::control::{self, Directive};
-use crate::report;
+use crate::{report, sys};
 
 pub(super) struct ControlFile {
     path: PathBuf,
@@ -37,15 +36,16 @@ fn base() -> PathBuf {
 /// This user's directory under `base`, made if missing; `None` unless it is a directory
 /// (not a symbolic link) owned by this user with no access for group or others.
 fn own_dir(base: &Path) -> Option<PathBuf> {
-    let uid = nix::unistd::geteuid().as_raw();
+    let uid = sys::user_id()?;
     let dir = base.join(format!("retry-control-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+    match sys::make_private_dir(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(_) => return None,
     }
     let meta = std::fs::symlink_metadata(&dir).ok()?;
-    (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0).then_some(dir)
+    let private = sys::file_mode(&meta).is_some_and(|mode| mode & 0o077 == 0);
+    (meta.is_dir() && sys::owner(&meta) == Some(uid) && private).then_some(dir)
 }
 
 /// A new empty file (mode 0600) with a name of its own in `dir`.
@@ -64,10 +64,13 @@ impl ControlFile {
         if let Some(path) = own_dir(&base).and_then(|dir| new_file(&dir).ok()) {
             return Ok(ControlFile { path, fresh: None });
         }
-        let made = tempfile::Builder::new()
-            .prefix("retry-control-")
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(&base)
+        let made = sys::private_dir_permissions()
+            .and_then(|mode| {
+                tempfile::Builder::new()
+                    .prefix("retry-control-")
+                    .permissions(mode)
+                    .tempdir_in(&base)
+            })
             .and_then(|dir| new_file(dir.path()).map(|path| (dir, path)));
         made.map(|(dir, path)| ControlFile {
             path,
@@ -117,17 +120,11 @@ impl Drop for ControlFile {
 /// The file's text, refused when it is not a regular file, longer than a directive
 /// can be or not UTF-8.
 fn read_limited(path: &Path) -> Result<String, String> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW | nix::libc::O_NOCTTY)
-        .open(path);
-    let file = match opened {
-        Ok(file) => file,
+    let file = match sys::open_unfollowed(path) {
+        Ok(Ok(file)) => file,
+        Ok(Err(())) => return Err("it is a symbolic link, not a regular file".into()),
         // Removed by the command: it said nothing.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
-            return Err("it is a symbolic link, not a regular file".into());
-        }
         Err(e) => return Err(format!("cannot read it: {e}")),
     };
     let kind = file
@@ -149,18 +146,7 @@ fn read_limited(path: &Path) -> Result<String, String> {
 
 /// What a file that is not a regular one is, for the warning.
 fn describe(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_dir() {
-        "a directory"
-    } else {
-        "something else"
-    }
+    sys::describe_kind(kind)
 }
 
 fn warn(why: &str) {
@@ -183,11 +169,12 @@ mod tests {
         assert_eq!(read_limited(&path), Ok("stop\n".into()));
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_fifo_a_device_or_a_link_is_refused_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        sys::make_fifo(&fifo).unwrap();
         // No writer ever opens it: a blocking open would never return.
         assert_eq!(
             read_limited(&fifo),
@@ -198,7 +185,7 @@ mod tests {
             Err("it is a device, not a regular file".into())
         );
         let link = dir.path().join("link");
-        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        sys::symlink(Path::new("/dev/zero"), &link).unwrap();
         assert_eq!(
             read_limited(&link),
             Err("it is a symbolic link, not a regular file".into())

@@ -16,7 +16,6 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::libc;
 use regex::bytes::Regex;
 
 use crate::classify::{
@@ -286,7 +285,10 @@ impl CommandExecutor {
     /// under `--preserve-status`, and 137 when `--kill-after`'s SIGKILL was needed.
     fn timed_out(&self, limit: Duration, supervised: &Supervised) -> (Outcome, ExitStatus) {
         let own = supervised.own_status.unwrap_or(ExitStatus::TIMEOUT);
-        let killed = own.signal() == Some(crate::domain::Signal::new(nix::libc::SIGKILL));
+        let killed = own.signal()
+            == Some(crate::domain::Signal::new(
+                crate::sys::Signal::SIGKILL as i32,
+            ));
         let status = if self.preserve_status || killed {
             own
         } else {
@@ -372,13 +374,13 @@ impl CommandExecutor {
     fn spawn_failure(&self, err: &io::Error) -> AttemptReport {
         let name = self.argv[0].to_string_lossy();
         let end = match (err.raw_os_error(), err.kind()) {
-            (Some(libc::EAGAIN), _) => CommandEnd::NoResources {
+            (Some(crate::sys::NO_PROCESSES), _) => CommandEnd::NoResources {
                 message: format!(
                     "cannot start {name}: no process can be created now \
                      (EAGAIN: ulimit -u or a cgroup's pids.max reached)"
                 ),
             },
-            (Some(libc::ENOMEM), _) => CommandEnd::NoResources {
+            (Some(crate::sys::NO_MEMORY), _) => CommandEnd::NoResources {
                 message: format!("cannot start {name}: out of memory (ENOMEM)"),
             },
             (_, io::ErrorKind::NotFound) => CommandEnd::NotRunnable {

@@ -4,10 +4,7 @@
 //! [`classify::command`](crate::classify::command)'s.
 
 use std::io;
-use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
-
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::classify::command::Stream;
 use crate::domain::{Interrupted, Signal};
@@ -17,6 +14,7 @@ use crate::streams::{
     out::Output, out::Until, out::WriteError, out::deliver_result, pump::Pump, pump::Shared,
     pump::Sink,
 };
+use crate::sys;
 
 /// One attempt's stdout or stderr, held until the engine says whether it is the final one.
 pub(super) enum Held {
@@ -84,12 +82,12 @@ pub(super) struct Pumps {
 impl Pumps {
     /// Starts a pump on each stream retry reads, holding or forwarding it.
     pub fn start(
-        stdout: Option<OwnedFd>,
-        stderr: Option<OwnedFd>,
+        stdout: Option<sys::Owned>,
+        stderr: Option<sys::Owned>,
         holding: Holding,
         shared: &Shared,
     ) -> io::Result<Pumps> {
-        let start = |source: Option<OwnedFd>, hold: bool, stream: Stream, fd: i32| {
+        let start = |source: Option<sys::Owned>, hold: bool, stream: Stream, fd: i32| {
             let sink = if hold {
                 Sink::Hold(Spool::new())
             } else {
@@ -127,11 +125,7 @@ impl Pumps {
 
 /// Whether retry's stdout or stderr is a pipe whose reader has gone.
 pub(super) fn output_reader_gone() -> bool {
-    [1, 2].into_iter().any(|fd| {
-        let mut fds = [PollFd::new(crate::streams::std_fd(fd), PollFlags::empty())];
-        poll(&mut fds, PollTimeout::ZERO).is_ok()
-            && fds[0]
-                .revents()
-                .is_some_and(|r| r.contains(PollFlags::POLLERR))
-    })
+    [1, 2]
+        .into_iter()
+        .any(|fd| sys::reader_gone(crate::streams::std_fd(fd)))
 }

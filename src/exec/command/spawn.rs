@@ -1,11 +1,7 @@
-//! The one way retry starts a process, for attempts and hooks alike: std's `Command`
-//! (fork, then exec), in a process group of its own, with what posix_spawn promises
-//! and more, done in the child before the exec: every signal disposition retry
-//! changed back to what retry inherited, the signal mask retry inherited, the
-//! terminal's foreground when the attempt gets the terminal, and the parent-death
-//! signal where the system has one. Every signal is blocked in retry from before the
-//! fork until the child has exec'd, so none of retry's handlers can run in the child,
-//! and the fork lock is held, so no descriptor half made reaches the child.
+//! The one way retry starts a process, for attempts and hooks alike: std's `Command`,
+//! in a process group of its own, started by `sys::start` (on Unix with the signal
+//! state retry inherited, the terminal's foreground when the attempt gets the terminal,
+//! and the parent-death signal; on Windows suspended into a Job Object, then resumed).
 //!
 //! If the process cannot be started, the terminal is handed back to retry at once,
 //! before the error goes anywhere. What the error means (not found, not executable,
@@ -13,15 +9,9 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::{Pid, getpid, getppid, tcsetpgrp};
-
-use super::terminal::{reclaim_terminal, stdin_tty};
-use crate::{signals, sys};
+use crate::sys;
 
 /// What one of the child's descriptors 0, 1 and 2 is.
 pub(crate) enum Stdio {
@@ -30,7 +20,7 @@ pub(crate) enum Stdio {
     /// /dev/null.
     Null,
     /// This descriptor (retry keeps no copy once the child has started).
-    Fd(OwnedFd),
+    Fd(sys::Owned),
     /// A new pipe; retry gets the other end.
     Piped,
 }
@@ -63,10 +53,13 @@ pub(crate) struct Spec<'a> {
 
 /// A started process and retry's ends of its piped streams.
 pub(crate) struct Spawned {
-    pub pid: Pid,
-    pub stdin: Option<OwnedFd>,
-    pub stdout: Option<OwnedFd>,
-    pub stderr: Option<OwnedFd>,
+    pub pid: i32,
+    pub stdin: Option<sys::Owned>,
+    pub stdout: Option<sys::Owned>,
+    pub stderr: Option<sys::Owned>,
+    /// The process as started, kept for the attempt's life: on Windows its handle keeps
+    /// its pid from naming another process while the attempt is waited for by pid.
+    pub process: sys::Started,
 }
 
 /// Starts `spec`'s process; `Err` is why it could not be started (the OS error of the
@@ -86,78 +79,23 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     command
         .stdin(spec.stdin)
         .stdout(spec.stdout)
-        .stderr(spec.stderr)
-        .process_group(0);
-    let setup = ChildSetup {
-        signals: signals::for_child(),
-        foreground: spec.foreground,
-        parent: getpid(),
-    };
-    // SAFETY: `ChildSetup::run` only makes system calls through thin wrappers, taking
-    // no lock and allocating nothing (see there), which is what a closure run after a
-    // fork in a process that may have other threads must keep to.
-    unsafe {
-        command.pre_exec(move || setup.run());
-    }
-    let started = {
-        let _blocked = signals::block_all()?;
-        let _fork = sys::fork_guard();
-        let started = command.spawn();
-        if started.is_err() && spec.foreground {
-            // The child may have taken the terminal before it failed: nobody would
-            // get a Ctrl-C typed from now on.
-            reclaim_terminal();
-        }
-        started
-    };
-    let mut child = started?;
+        .stderr(spec.stderr);
+    let mut process = sys::start(command, spec.foreground)?;
+    let child = &mut process.child;
     Ok(Spawned {
-        pid: Pid::from_raw(child.id() as i32),
-        stdin: child.stdin.take().map(OwnedFd::from),
-        stdout: child.stdout.take().map(OwnedFd::from),
-        stderr: child.stderr.take().map(OwnedFd::from),
+        pid: child.id() as i32,
+        stdin: child.stdin.take().map(sys::Owned::from),
+        stdout: child.stdout.take().map(sys::Owned::from),
+        stderr: child.stderr.take().map(sys::Owned::from),
+        process,
     })
-}
-
-/// What the child does between fork and exec, after std has set up its descriptors
-/// and its process group (and reset SIGPIPE, which is redone here as inherited).
-struct ChildSetup {
-    signals: signals::ChildSignals,
-    foreground: bool,
-    parent: Pid,
-}
-
-impl ChildSetup {
-    /// Runs in the forked child with every signal blocked. Each call here is a thin
-    /// wrapper of one system call (sigaction, tcsetpgrp, getpid, prctl or procctl,
-    /// getppid, kill, sigprocmask), none takes a lock or allocates, and errors are OS
-    /// error numbers.
-    fn run(&self) -> io::Result<()> {
-        self.signals.restore_dispositions()?;
-        if self.foreground {
-            // SIGTTOU is blocked, so taking the terminal from the background cannot stop
-            // the child; should it fail, the command runs in the background, as a job
-            // started with `&` does.
-            let _ = tcsetpgrp(stdin_tty(), getpid());
-        }
-        if sys::PARENT_DEATH_SIGNAL {
-            // If retry is SIGKILLed, the kernel ends the command's main process too.
-            sys::set_parent_death_signal(Signal::SIGKILL)?;
-            if getppid() != self.parent {
-                // retry died before the line above took effect.
-                let _ = kill(getpid(), Signal::SIGKILL);
-            }
-        }
-        // Last: a signal that arrived meanwhile is delivered as the command will see it.
-        self.signals.restore_mask()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nix::sys::wait::{WaitStatus, waitpid};
     use std::io::Read;
+    use std::process::ExitStatus;
 
     fn argv(words: &[&str]) -> Vec<OsString> {
         words.iter().map(OsString::from).collect()
@@ -174,14 +112,15 @@ mod tests {
         }
     }
 
-    fn output(mut spawned: Spawned) -> (String, WaitStatus) {
+    fn output(mut spawned: Spawned) -> (String, ExitStatus) {
         let mut text = String::new();
         std::fs::File::from(spawned.stdout.take().unwrap())
             .read_to_string(&mut text)
             .unwrap();
-        (text, waitpid(spawned.pid, None).unwrap())
+        (text, spawned.process.child.wait().unwrap())
     }
 
+    #[cfg(unix)]
     #[test]
     fn runs_a_command_found_on_path_with_the_environment_changed() {
         let words = argv(&[
@@ -196,9 +135,8 @@ mod tests {
             ("RETRY_TEST_SET", Some("set".into())),
         ];
         let spawned = spawn(s).unwrap();
-        let pid = spawned.pid;
         let (text, status) = output(spawned);
-        assert_eq!(status, WaitStatus::Exited(pid, 0));
+        assert_eq!(status.code(), Some(0));
         let fields: Vec<&str> = text.trim().split('/').collect();
         assert_eq!(fields[..2], ["set", ""], "{text}");
         // Its own process group.

@@ -8,17 +8,13 @@
 
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::sys::signal::{self, Signal, killpg};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::tcsetpgrp;
-
-use super::terminal::{reclaim_terminal, stdin_tty};
+use super::terminal::stdin_tty;
 use crate::classify::command::CommandEnd;
 use crate::domain::{self, ExitStatus};
 use crate::exec::procs::{self, Tree};
 use crate::signals;
 use crate::streams::Fault;
+use crate::sys::{self, ChildState, Signal};
 
 pub(crate) struct Supervised {
     pub end: CommandEnd,
@@ -78,8 +74,8 @@ impl Supervisor<'_> {
         let pid = self.tree.leader();
         let mut seen = Seen::default();
         loop {
-            match waitpid(pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::WUNTRACED)) {
-                Ok(WaitStatus::Exited(_, code)) => {
+            match sys::try_wait(pid) {
+                Ok(Some(ChildState::Exited(code))) => {
                     let code = ExitStatus::from_wait(code);
                     // Stopped by the time limit however it ended: exit 124 to every rule.
                     let end = if seen.timed_out {
@@ -89,9 +85,9 @@ impl Supervisor<'_> {
                     };
                     return Ok(self.ended(end, &seen, start, (code, false)));
                 }
-                Ok(WaitStatus::Signaled(_, sig, _)) => {
-                    let killed = sig == Signal::SIGKILL;
-                    let sig = domain::Signal::new(sig as i32);
+                Ok(Some(ChildState::Signaled(sig))) => {
+                    let killed = sig == Signal::SIGKILL as i32;
+                    let sig = domain::Signal::new(sig);
                     let end = if seen.timed_out {
                         CommandEnd::TimedOut
                     } else {
@@ -108,9 +104,8 @@ impl Supervisor<'_> {
                     let own = (ExitStatus::of_signal(sig), killed);
                     return Ok(self.ended(end, &seen, start, own));
                 }
-                Ok(WaitStatus::Stopped(_, _)) if self.foreground => self.suspend(),
+                Ok(Some(ChildState::Stopped)) if self.foreground => self.suspend(),
                 Ok(_) => {}
-                Err(Errno::EINTR) => continue,
                 // retry's own failure: never passed off as the command's exit status.
                 Err(e) => {
                     self.tree.kill_now();
@@ -127,7 +122,7 @@ impl Supervisor<'_> {
             }
             let next = self.watch(Instant::now(), deadline, &mut seen);
             if !child_changed {
-                crate::wait::pause(next);
+                sys::pause_for_child(pid, next);
             }
         }
     }
@@ -194,10 +189,7 @@ impl Supervisor<'_> {
     /// The command was stopped from the terminal (Ctrl-Z): stop retry too, so the
     /// shell gets its job back, and resume the command when retry is continued.
     fn suspend(&self) {
-        reclaim_terminal();
-        let _ = signal::raise(Signal::SIGSTOP);
-        let _ = tcsetpgrp(stdin_tty(), self.tree.leader());
-        let _ = killpg(self.tree.leader(), Signal::SIGCONT);
+        sys::stop_in_turn(stdin_tty(), self.tree.leader());
     }
 }
 
@@ -208,7 +200,6 @@ fn is_keyboard_signal(sig: domain::Signal) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nix::unistd::Pid;
 
     #[test]
     fn a_wait_that_fails_is_retrys_own_error_not_an_exit_status() {
@@ -220,7 +211,7 @@ mod tests {
             .unwrap();
         let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         let fault = Fault::default();
-        let tree = Tree::new(Pid::from_raw(pid), procs::Before::now());
+        let tree = Tree::new(pid, procs::Before::now());
         let supervised = Supervisor {
             tree: &tree,
             timeout_signal: Signal::SIGTERM,

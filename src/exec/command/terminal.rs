@@ -3,29 +3,22 @@
 //! attempt. The child's side (its own group in the foreground), and the hand-back
 //! when it cannot start, are `spawn`'s.
 
-use std::io::IsTerminal;
-use std::os::fd::BorrowedFd;
+use crate::sys;
 
-use nix::sys::signal::{self, SigHandler, Signal};
-use nix::unistd::{getpgrp, tcgetpgrp, tcsetpgrp};
-
-pub(super) fn stdin_tty() -> BorrowedFd<'static> {
+pub(super) fn stdin_tty() -> sys::Fd<'static> {
     crate::streams::std_fd(0)
 }
 
 pub(super) fn in_terminal_foreground() -> bool {
     // Not io::stdin(): its first use allocates a buffer that start-up does not need.
-    stdin_tty().is_terminal() && tcgetpgrp(stdin_tty()).is_ok_and(|fg| fg == getpgrp())
+    sys::in_terminal_foreground(stdin_tty())
 }
 
 /// retry must be able to take the terminal back from the background.
 pub(super) fn ignore_sigttou() {
-    // SAFETY: SIG_IGN installs no handler code, so no async-signal-safety rule can be broken.
-    unsafe {
-        let _ = signal::signal(Signal::SIGTTOU, SigHandler::SigIgn);
-    }
+    sys::ignore_sigttou();
 }
 
 pub(super) fn reclaim_terminal() {
-    let _ = tcsetpgrp(stdin_tty(), getpgrp());
+    sys::reclaim_terminal(stdin_tty());
 }

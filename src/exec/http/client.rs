@@ -65,9 +65,23 @@ pub fn build(settings: &ClientSettings) -> anyhow::Result<reqwest::Client> {
         builder = builder.local_address(local);
     }
     if let Some(path) = &settings.unix_socket {
-        builder = builder.unix_socket(path.as_path());
+        builder = unix_socket(builder, path)?;
     }
     builder.build().context("cannot set up the HTTP client")
+}
+
+/// Connects through the Unix domain socket `path` (`--unix-socket`).
+#[cfg(unix)]
+fn unix_socket(builder: ClientBuilder, path: &std::path::Path) -> anyhow::Result<ClientBuilder> {
+    Ok(builder.unix_socket(path))
+}
+
+/// The HTTP client has no Unix domain sockets on Windows.
+#[cfg(windows)]
+fn unix_socket(_builder: ClientBuilder, _path: &std::path::Path) -> anyhow::Result<ClientBuilder> {
+    anyhow::bail!(
+        "--unix-socket: not available on Windows (the HTTP client connects over TCP only)"
+    )
 }
 
 fn proxies(choice: &ProxyChoice, builder: ClientBuilder) -> ClientBuilder {

@@ -22,10 +22,33 @@ use std::sync::{RwLock, RwLockWriteGuard};
 
 use super::PipeMode;
 
+mod cancel;
+mod child;
 mod dir;
+mod group;
+mod output;
+mod private;
+pub mod signals;
+mod spawn;
+mod stream;
+mod terminal;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
+pub use cancel::{Cancel, wait_readable};
+pub use child::{pause_for_child, stop_in_turn, try_wait};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
+#[cfg(test)]
+pub use group::exit_signal;
+pub use group::{
+    CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
+};
+/// `raw_os_error`s of a process that could not be started for want of resources.
+pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};
+pub use output::StdOutput;
+pub use private::{describe_kind, make_private_dir, open_unfollowed, private_dir_permissions};
+pub use spawn::{Started, start};
+pub use stream::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
+pub use terminal::{ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
 pub use writer::PipeWriter;
 
