@@ -14,7 +14,7 @@
 //!
 //! What retry inherited (which signals were ignored, the signal mask) is recorded
 //! before retry changes anything, and every process retry starts gets exactly that
-//! back ([`for_child`]): a signal that `nohup` or a shell ignored stays ignored, in
+//! back (through [`sys`]): a signal that `nohup` or a shell ignored stays ignored, in
 //! retry (a stopping signal it inherited ignored gets no handler) and in the command.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};

@@ -1,5 +1,5 @@
 //! retry's fd 1 or 2, written so that a stalled reader cannot hang it: a pipe through
-//! [`PipeWriter`](crate::sys::PipeWriter), because setting O_NONBLOCK on fd 1 itself
+//! [`PipeWriter`], because setting O_NONBLOCK on fd 1 itself
 //! would change it for every process sharing it; a socket with MSG_DONTWAIT; anything
 //! else (a file, a terminal, /dev/null) does not stall and is written as it is.
 
