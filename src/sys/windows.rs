@@ -656,13 +656,11 @@ impl Dir {
         Ok(())
     }
 
-    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> io::Result<Vec<String>> {
+    pub fn names(&self) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&self.0)? {
             if let Some(name) = entry?.file_name().to_str() {
-                if keep(name) {
-                    names.push(name.to_string());
-                }
+                names.push(name.to_string());
             }
         }
         Ok(names)

@@ -275,14 +275,8 @@ impl StateDir {
     /// The names in this directory (`.` and `..` left out); names that are not UTF-8
     /// are none of retry's.
     pub fn names(&self) -> anyhow::Result<Vec<String>> {
-        self.names_where(|_| true)
-    }
-
-    /// The names in this directory that `keep` takes, none of the others copied (a
-    /// directory may hold hundreds of thousands).
-    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<String>> {
         self.dir
-            .names_where(keep)
+            .names()
             .with_context(|| format!("cannot list {}", self.path.display()))
     }
 

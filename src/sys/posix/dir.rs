@@ -86,14 +86,13 @@ impl Dir {
         Ok(nix::unistd::fsync(&self.0)?)
     }
 
-    /// The names in it that `keep` takes (`.` and `..` left out, and names that are
-    /// not UTF-8).
-    pub fn names_where(&self, keep: impl Fn(&str) -> bool) -> io::Result<Vec<String>> {
+    /// The names in it (`.` and `..` left out, and names that are not UTF-8).
+    pub fn names(&self) -> io::Result<Vec<String>> {
         let mut dir = nix::dir::Dir::openat(&self.0, ".", DIR_FLAGS, Mode::empty())?;
         let mut names = Vec::new();
         for entry in dir.iter() {
             if let Ok(name) = entry?.file_name().to_str() {
-                if name != "." && name != ".." && keep(name) {
+                if name != "." && name != ".." {
                     names.push(name.to_string());
                 }
             }
