@@ -65,4 +65,5 @@ mod schedule;
 mod schedule_ops;
 mod side_by_side;
 mod tools;
+mod windows;
 mod words;

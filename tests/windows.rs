@@ -1,0 +1,435 @@
+//! The Windows build under Wine: `.ci/windows` cross-builds `retry.exe` and names it in
+//! `RETRY_WINDOWS_EXE` (with `WINEPREFIX` and a wineserver kept up); each test here runs
+//! it through `wine` against Windows' own commands (`cmd /c`, `ping`) and the suite's
+//! servers on 127.0.0.1. Without the variable every test says SKIPPED and why. Paths
+//! given to the .exe are Linux paths under Wine's `Z:` drive.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::http_server::{Reply, Server};
+use crate::support::{
+    Invocation, Run, Scratch, current_test, say_skipped, wait_for_run, wait_until,
+};
+
+/// `wine retry.exe`, ready for arguments; `None` (said SKIPPED) without a Windows build.
+fn windows_retry() -> Option<Invocation> {
+    let Ok(exe) = std::env::var("RETRY_WINDOWS_EXE") else {
+        say_skipped(&format!(
+            "{}: RETRY_WINDOWS_EXE is not set; .ci/windows builds retry.exe and runs these \
+             tests under Wine",
+            current_test()
+        ));
+        return None;
+    };
+    let mut wine = Invocation::of("wine");
+    wine.arg(exe);
+    // Wine's own diagnostics would mix with retry's stderr.
+    wine.env("WINEDEBUG", "-all");
+    Some(wine)
+}
+
+/// A Linux path as the .exe sees it: on Wine's `Z:` drive, which maps `/`.
+fn win(path: &Path) -> String {
+    format!("Z:{}", path.display()).replace('/', "\\")
+}
+
+/// Wine processes whose command line has all of `words`: what Windows runs shows in
+/// Linux's process list as `C:\windows\system32\PING.EXE -n 31 127.0.0.1`.
+fn wine_processes_with(words: &[&str]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let line = String::from_utf8_lossy(&line)
+                .replace('\0', " ")
+                .to_lowercase();
+            words.iter().all(|w| line.contains(&w.to_lowercase()))
+        })
+        .collect()
+}
+
+fn assert_status(r: &Run, status: i32, what: &str) {
+    assert_eq!(r.status, status, "{what}\nstderr:\n{}", r.stderr);
+}
+
+#[test]
+fn exit_codes_and_classification() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let r = retry
+        .args(["-a", "3", "--delay", "10ms", "--", "cmd", "/c"])
+        .arg("if %RETRY_ATTEMPT% lss 3 (exit 75) else (echo ok on attempt %RETRY_ATTEMPT%)")
+        .run();
+    assert_status(&r, 0, "succeeds on the third attempt");
+    assert_eq!(r.stdout_text().trim(), "ok on attempt 3");
+
+    let r = windows_retry()
+        .unwrap()
+        .args(["-a", "3", "--delay", "10ms", "--", "cmd", "/c", "exit 75"])
+        .run();
+    assert_status(
+        &r,
+        75,
+        "a transient failure, retried until the attempts run out",
+    );
+    r.assert_stderr_has("gave up after 3 attempts");
+
+    let r = windows_retry()
+        .unwrap()
+        .args([
+            "-a",
+            "3",
+            "--delay",
+            "10ms",
+            "--stop-on",
+            "2",
+            "--",
+            "cmd",
+            "/c",
+            "exit 2",
+        ])
+        .run();
+    assert_status(&r, 2, "--stop-on makes exit 2 permanent: one attempt");
+    r.assert_stderr_lacks("attempt 2");
+
+    let r = windows_retry()
+        .unwrap()
+        .args(["-a", "3", "--", "no-such-program-here"])
+        .run();
+    assert_status(
+        &r,
+        127,
+        "a command that is not there is permanent, as in a shell",
+    );
+}
+
+#[test]
+fn backoff_and_max_time() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let r = retry
+        .args([
+            "-a",
+            "3",
+            "--delay",
+            "700ms",
+            "--backoff",
+            "constant",
+            "-j",
+            "none",
+        ])
+        .args(["--", "cmd", "/c", "exit 75"])
+        .run();
+    assert_status(&r, 75, "three attempts");
+    assert!(
+        r.elapsed >= Duration::from_millis(1400),
+        "two sleeps of 700 ms, took {:?}",
+        r.elapsed
+    );
+
+    let r = windows_retry()
+        .unwrap()
+        .args([
+            "-a",
+            "0",
+            "--max-time",
+            "3s",
+            "--delay",
+            "300ms",
+            "-j",
+            "none",
+        ])
+        .args(["--backoff", "constant", "--", "cmd", "/c", "exit 75"])
+        .run();
+    assert_status(
+        &r,
+        75,
+        "the budget ends the run with the last failure's status",
+    );
+    assert!(
+        r.elapsed >= Duration::from_millis(1500) && r.elapsed < Duration::from_secs(15),
+        "--max-time 3s, took {:?}",
+        r.elapsed
+    );
+}
+
+#[test]
+fn timeout_ends_the_tree() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    // A count no other test pings with, to find this tree's ping among Wine's processes.
+    let child = retry
+        .args([
+            "-a",
+            "1",
+            "-t",
+            "3s",
+            "--",
+            "cmd",
+            "/c",
+            "ping -n 31 127.0.0.1",
+        ])
+        .start();
+    let seen = wait_until(Duration::from_secs(20), || {
+        !wine_processes_with(&["ping", "-n 31"]).is_empty()
+    });
+    let r = wait_for_run(child);
+    assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
+    assert_status(&r, 124, "-t 3s ends the attempt: exit 124");
+    assert!(
+        r.elapsed < Duration::from_secs(15),
+        "ended within a few seconds, took {:?}",
+        r.elapsed
+    );
+    let gone = wait_until(Duration::from_secs(3), || {
+        wine_processes_with(&["ping", "-n 31"]).is_empty()
+    });
+    assert!(
+        gone,
+        "ping outlived retry: the Job Object did not end the tree"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_the_run_and_its_tree() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    // Wine turns SIGINT into the console's Ctrl-C event, the way Windows delivers it.
+    let child = retry
+        .args(["-a", "1", "--", "cmd", "/c", "ping -n 32 127.0.0.1"])
+        .start();
+    let seen = wait_until(Duration::from_secs(20), || {
+        !wine_processes_with(&["ping", "-n 32"]).is_empty()
+    });
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let r = wait_for_run(child);
+    assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
+    assert_status(&r, 130, "Ctrl-C: exit 130, as shells report it");
+    assert!(r.elapsed < Duration::from_secs(20), "took {:?}", r.elapsed);
+    let gone = wait_until(Duration::from_secs(3), || {
+        wine_processes_with(&["ping", "-n 32"]).is_empty()
+    });
+    assert!(gone, "ping outlived retry after Ctrl-C");
+}
+
+#[test]
+fn stdin_is_replayed() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let r = retry
+        .args([
+            "-a", "2", "--delay", "10ms", "--stdin", "replay", "--", "cmd", "/c",
+        ])
+        .arg("findstr line & exit 75")
+        .input("line one\nline two\n")
+        .run();
+    assert_status(&r, 75, "two attempts");
+    let text = r.stdout_text().replace('\r', "");
+    assert_eq!(
+        text.matches("line one\nline two\n").count(),
+        2,
+        "each attempt read the same input: {text:?}"
+    );
+}
+
+#[test]
+fn output_is_replaced_atomically() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let dir = Scratch::new();
+    let out = dir.write("out.txt", b"old\n");
+    let server = Server::script(vec![Reply::status(503)]);
+    let r = retry
+        .args([
+            "-a",
+            "2",
+            "--delay",
+            "10ms",
+            "-o",
+            &win(&out),
+            &server.url("/"),
+        ])
+        .run();
+    assert_ne!(r.status, 0, "every answer is 503\nstderr:\n{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "old\n",
+        "kept on failure"
+    );
+
+    let server = Server::script(vec![Reply::status(503), Reply::ok("new\n")]);
+    let r = windows_retry()
+        .unwrap()
+        .args([
+            "-a",
+            "3",
+            "--delay",
+            "10ms",
+            "-o",
+            &win(&out),
+            &server.url("/"),
+        ])
+        .run();
+    assert_status(&r, 0, "the second answer is 200");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new\n");
+    let left: Vec<_> = std::fs::read_dir(dir.dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["out.txt"], "no temporary file left beside it");
+}
+
+#[test]
+fn http_and_https_against_local_servers() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let server = Server::script(vec![
+        Reply::status(503),
+        Reply::status(503),
+        Reply::ok("hello from 127.0.0.1\n"),
+    ])
+    .expect_hits(3);
+    let r = retry
+        .args(["-a", "5", "--delay", "10ms", &server.url("/x")])
+        .run();
+    assert_status(&r, 0, "503, 503, then 200");
+    assert_eq!(r.stdout_text(), "hello from 127.0.0.1\n");
+
+    // rustls with ring, the TLS the Windows build ships, over Windows' sockets.
+    let tls = Server::tls_script(vec![Reply::status(502), Reply::ok("over TLS\n")]).expect_hits(2);
+    let r = windows_retry()
+        .unwrap()
+        .args(["-k", "-a", "3", "--delay", "10ms", &tls.https_url("/")])
+        .run();
+    assert_status(&r, 0, "502, then 200 over TLS");
+    assert_eq!(r.stdout_text(), "over TLS\n");
+
+    let r = windows_retry()
+        .unwrap()
+        .args(["-a", "2", "--delay", "10ms", "--stop-on-status", "404"])
+        .arg(
+            Server::script(vec![Reply::status(404)])
+                .expect_hits(1)
+                .url("/"),
+        )
+        .run();
+    assert_ne!(
+        r.status, 0,
+        "404 is permanent: one request\nstderr:\n{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_lock_held_by_another_retry_skips() {
+    let Some(mut holder) = windows_retry() else {
+        return;
+    };
+    let dir = Scratch::new();
+    let lock = win(&dir.path("job.lock"));
+    let holding = holder
+        .args(["--lock", &lock, "--", "cmd", "/c", "ping -n 6 127.0.0.1"])
+        .start();
+    // The command runs only once the lock is held.
+    let held = wait_until(Duration::from_secs(20), || {
+        !wine_processes_with(&["ping", "-n 6 127"]).is_empty()
+    });
+    let busy = windows_retry()
+        .unwrap()
+        .args([
+            "--lock",
+            &lock,
+            "--busy-exit",
+            "75",
+            "--",
+            "cmd",
+            "/c",
+            "exit 0",
+        ])
+        .run();
+    let first = wait_for_run(holding);
+    assert!(held, "the holder never ran\nstderr:\n{}", first.stderr);
+    assert_status(&busy, 75, "the lock is busy: --busy-exit");
+    assert_status(&first, 0, "the holder's command");
+    let after = windows_retry()
+        .unwrap()
+        .args([
+            "--lock",
+            &lock,
+            "--busy-exit",
+            "75",
+            "--",
+            "cmd",
+            "/c",
+            "exit 0",
+        ])
+        .run();
+    assert_status(&after, 0, "released with the holder's end");
+}
+
+#[test]
+fn schedule_every_second_runs_its_slots() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let dir = Scratch::new();
+    let slots = win(&dir.path("slots"));
+    let child = retry
+        .args(["--schedule", "@every 1s", "--", "cmd", "/c"])
+        .arg(format!("echo slot>>{slots}"))
+        .start();
+    let three = wait_until(Duration::from_secs(20), || dir.count("slots") >= 3);
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let r = wait_for_run(child);
+    assert!(
+        three,
+        "3 slots of @every 1s within 20 s\nstderr:\n{}",
+        r.stderr
+    );
+    assert_status(&r, 130, "Ctrl-C stops the scheduler");
+}
+
+#[test]
+fn powershell_completion_loads() {
+    if windows_retry().is_none() {
+        return;
+    }
+    let pwsh = std::process::Command::new("pwsh")
+        .args(["-NoProfile", "-NonInteractive", "-Command"])
+        .arg(format!(
+            ". '{}'; (TabExpansion2 -inputScript 'retry --max-d' -cursorColumn 13)\
+             .CompletionMatches.CompletionText",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("completions/_retry.ps1")
+                .display()
+        ))
+        .output();
+    let Ok(out) = pwsh else {
+        say_skipped(&format!(
+            "{}: no PowerShell here: Debian, PyPI and npm do not ship one (it comes as a .NET \
+             tool from NuGet), and Wine runs no Windows PowerShell",
+            current_test()
+        ));
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pwsh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.lines().any(|l| l == "--max-delay"), "offered: {text}");
+}
