@@ -34,12 +34,18 @@ fn win(path: &Path) -> String {
     format!("Z:{}", path.display()).replace('/', "\\")
 }
 
-/// Wine processes whose command line has all of `words`: what Windows runs shows in
-/// Linux's process list as `C:\windows\system32\PING.EXE -n 31 127.0.0.1`.
-fn wine_processes_with(words: &[&str]) -> Vec<u32> {
+/// The `ping -n COUNT` processes Wine runs: in Linux's process list a Windows process
+/// shows its command line as given (`ping -n 31 127.0.0.1`), or with its path
+/// (`C:\windows\system32\PING.EXE -n 31 …`); the `cmd /c` and retry around it are not
+/// matched.
+fn pings(count: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let (bare, path) = (
+        format!("ping -n {count} "),
+        format!("\\ping.exe -n {count} "),
+    );
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -48,7 +54,7 @@ fn wine_processes_with(words: &[&str]) -> Vec<u32> {
             let line = String::from_utf8_lossy(&line)
                 .replace('\0', " ")
                 .to_lowercase();
-            words.iter().all(|w| line.contains(&w.to_lowercase()))
+            line.starts_with(&bare) || line.contains(&path)
         })
         .collect()
 }
@@ -178,9 +184,7 @@ fn timeout_ends_the_tree() {
             "ping -n 31 127.0.0.1",
         ])
         .start();
-    let seen = wait_until(Duration::from_secs(20), || {
-        !wine_processes_with(&["ping", "-n 31"]).is_empty()
-    });
+    let seen = wait_until(Duration::from_secs(20), || !pings(31).is_empty());
     let r = wait_for_run(child);
     assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
     assert_status(&r, 124, "-t 3s ends the attempt: exit 124");
@@ -189,9 +193,7 @@ fn timeout_ends_the_tree() {
         "ended within a few seconds, took {:?}",
         r.elapsed
     );
-    let gone = wait_until(Duration::from_secs(3), || {
-        wine_processes_with(&["ping", "-n 31"]).is_empty()
-    });
+    let gone = wait_until(Duration::from_secs(3), || pings(31).is_empty());
     assert!(
         gone,
         "ping outlived retry: the Job Object did not end the tree"
@@ -207,17 +209,13 @@ fn ctrl_c_ends_the_run_and_its_tree() {
     let child = retry
         .args(["-a", "1", "--", "cmd", "/c", "ping -n 32 127.0.0.1"])
         .start();
-    let seen = wait_until(Duration::from_secs(20), || {
-        !wine_processes_with(&["ping", "-n 32"]).is_empty()
-    });
+    let seen = wait_until(Duration::from_secs(20), || !pings(32).is_empty());
     crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
     let r = wait_for_run(child);
     assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
     assert_status(&r, 130, "Ctrl-C: exit 130, as shells report it");
     assert!(r.elapsed < Duration::from_secs(20), "took {:?}", r.elapsed);
-    let gone = wait_until(Duration::from_secs(3), || {
-        wine_processes_with(&["ping", "-n 32"]).is_empty()
-    });
+    let gone = wait_until(Duration::from_secs(3), || pings(32).is_empty());
     assert!(gone, "ping outlived retry after Ctrl-C");
 }
 
@@ -226,14 +224,14 @@ fn stdin_is_replayed() {
     let Some(mut retry) = windows_retry() else {
         return;
     };
+    // Windows' find prints the lines of its stdin that hold the word; two successes in a
+    // row are asked for, so both attempts read it.
     let r = retry
-        .args([
-            "-a", "2", "--delay", "10ms", "--stdin", "replay", "--", "cmd", "/c",
-        ])
-        .arg("findstr line & exit 75")
+        .args(["--consecutive", "2", "--delay", "10ms", "--stdin", "replay"])
+        .args(["--", "find", "line"])
         .input("line one\nline two\n")
         .run();
-    assert_status(&r, 75, "two attempts");
+    assert_status(&r, 0, "two attempts");
     let text = r.stdout_text().replace('\r', "");
     assert_eq!(
         text.matches("line one\nline two\n").count(),
@@ -344,9 +342,7 @@ fn a_lock_held_by_another_retry_skips() {
         .args(["--lock", &lock, "--", "cmd", "/c", "ping -n 6 127.0.0.1"])
         .start();
     // The command runs only once the lock is held.
-    let held = wait_until(Duration::from_secs(20), || {
-        !wine_processes_with(&["ping", "-n 6 127"]).is_empty()
-    });
+    let held = wait_until(Duration::from_secs(20), || !pings(6).is_empty());
     let busy = windows_retry()
         .unwrap()
         .args([
