@@ -157,7 +157,7 @@ fn backoff_and_max_time() {
     assert_status(
         &r,
         75,
-        "the budget ends the run with the last failure's status",
+        "the time limit ends the run with the last failure's status",
     );
     assert!(
         r.elapsed >= Duration::from_millis(1500) && r.elapsed < Duration::from_secs(15),
