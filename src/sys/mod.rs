@@ -153,8 +153,6 @@ pub fn raised(number: i32) -> Option<&'static std::sync::atomic::AtomicBool> {
     usize::try_from(number).ok().and_then(|n| RAISED.get(n))
 }
 
-#[cfg(windows)]
-pub use os::{ConsoleEvent, Job, LockMode, console_events, lock_file, unlock_file};
 #[cfg(unix)]
 pub use posix::ForkGuard;
 

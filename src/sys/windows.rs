@@ -23,7 +23,7 @@ use windows_sys::Win32::Foundation::{
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
     FILE_TYPE_DISK, FILE_TYPE_PIPE, GetFileInformationByHandle, GetFileType,
-    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
+    LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
 };
 use windows_sys::Win32::System::Console::{
     CTRL_BREAK_EVENT, CTRL_C_EVENT, CTRL_CLOSE_EVENT, GenerateConsoleCtrlEvent, GetStdHandle,
@@ -376,26 +376,6 @@ pub fn lock_file(file: &File, mode: LockMode) -> io::Result<bool> {
         return Ok(false);
     }
     Err(error)
-}
-
-/// Releases what `lock_file` took.
-pub fn unlock_file(file: &File) -> io::Result<()> {
-    // SAFETY: as in `lock_file`.
-    let mut at: OVERLAPPED = unsafe { std::mem::zeroed() };
-    // SAFETY: the file's handle is open; the range is the one locked.
-    let done = unsafe {
-        UnlockFileEx(
-            file.as_raw_handle() as HANDLE,
-            0,
-            u32::MAX,
-            u32::MAX,
-            &mut at,
-        )
-    };
-    if done == FALSE {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// The console events retry takes as signals.
@@ -1277,13 +1257,20 @@ pub fn release_group(pgid: i32) {
         .retain(|g| g.pgid != pgid);
 }
 
-/// Asks the group `pgid` to end (TERM: Ctrl-Break to it) or ends its whole job (KILL,
-/// exit code 137 as a shell reports SIGKILL); `None` only asks whether any of it runs.
+/// Asks the group `pgid` to end (TERM: Ctrl-Break to it, or its job's end when retry
+/// has no console to send it through) or ends its whole job (KILL, exit code 137 as a
+/// shell reports SIGKILL); `None` only asks whether any of it runs.
 /// Whether it was sent.
 pub fn signal_group(pgid: i32, sig: Option<Signal>) -> bool {
     match sig {
         None => with_job(pgid, |job| job.active().is_ok_and(|n| n > 0)).unwrap_or(false),
-        Some(Signal::SIGTERM) => u32::try_from(pgid).is_ok_and(|id| ask_to_end(id).is_ok()),
+        // Ctrl-Break reaches only processes that share retry's console. Without one (a
+        // service, some CI agents, Wine) the job's end is the only ask left: at once,
+        // with the 128+15 a shell reports for SIGTERM.
+        Some(Signal::SIGTERM) => {
+            u32::try_from(pgid).is_ok_and(|id| ask_to_end(id).is_ok())
+                || with_job(pgid, |job| job.terminate(143).is_ok()).unwrap_or(false)
+        }
         Some(Signal::SIGKILL) => with_job(pgid, |job| job.terminate(137).is_ok()).unwrap_or(false),
     }
 }
