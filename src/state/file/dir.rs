@@ -386,6 +386,7 @@ fn temp_suffix(n: u32) -> String {
 mod tests {
     use super::*;
 
+    #[cfg(unix)] // Windows keeps an ACL, no mode bits
     fn mode(path: &Path) -> Option<u32> {
         sys::file_mode(&std::fs::metadata(path).unwrap())
     }
