@@ -5,11 +5,13 @@
 //! given to the .exe are Linux paths under Wine's `Z:` drive.
 
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::http_server::{Reply, Server};
 use crate::support::{
-    Invocation, Run, Scratch, current_test, say_skipped, wait_for_run, wait_until,
+    Invocation, Run, Scratch, current_test, say_skipped, wait_exit, wait_for_file, wait_for_run,
+    wait_until,
 };
 
 /// `wine retry.exe`, ready for arguments; `None` (said SKIPPED) without a Windows build.
@@ -217,6 +219,36 @@ fn ctrl_c_ends_the_run_and_its_tree() {
     assert!(r.elapsed < Duration::from_secs(20), "took {:?}", r.elapsed);
     let gone = wait_until(Duration::from_secs(3), || pings(32).is_empty());
     assert!(gone, "ping outlived retry after Ctrl-C");
+}
+
+#[test]
+fn ctrl_c_ends_the_run_while_its_held_output_waits_for_a_stalled_reader() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let dir = Scratch::new();
+    let done = win(&dir.path("done"));
+    // About 300 KB held until the attempt ends, for a reader that never reads: the pipe
+    // fills and retry's delivery has to wait, on its writer thread, not its own.
+    let mut child = retry
+        .args(["--hold-stdout", "--", "cmd", "/c"])
+        .arg(format!(
+            "(for /L %i in (1,1,5000) do @echo line %i of the output held for a reader) \
+             & echo done>{done}"
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    wait_for_file(&dir.path("done"), Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "retry should be waiting for its reader"
+    );
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(status, 130, "Ctrl-C: exit 130");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
 }
 
 #[test]

@@ -1013,11 +1013,13 @@ pub fn write_or_cancel(to: &OwnedHandle, mut data: &[u8], cancel: &Cancel) -> bo
     true
 }
 
-/// retry's stdout or stderr. Windows' anonymous pipes have no wait for room and no
-/// non-blocking write to a pipe that others share, so each write is a blocking
-/// `WriteFile`: a reader that stalls holds the writing thread until it reads again
-/// or goes away (a pump's thread, or retry's own final output).
-pub struct StdOutput<'a>(Fd<'a>);
+/// retry's stdout or stderr. A pipe is written by a thread of its own ([`PipeWriter`]),
+/// so that a reader that stalls holds that thread and never retry's; a file, a console
+/// or NUL does not stall and is written as it is.
+pub struct StdOutput<'a> {
+    handle: Fd<'a>,
+    pipe: Option<PipeWriter>,
+}
 
 impl StdOutput<'static> {
     pub fn new(fd: i32) -> StdOutput<'static> {
@@ -1028,33 +1030,190 @@ impl StdOutput<'static> {
 impl<'a> StdOutput<'a> {
     /// The writer of `handle`, which need not be a standard stream.
     pub fn over(handle: Fd<'a>) -> StdOutput<'a> {
-        StdOutput(handle)
+        let pipe = match stream_kind(handle) {
+            // Without a thread (none could be made) the pipe is written as it is.
+            Some(crate::sys::StreamKind::Pipe) => PipeWriter::new(handle).ok(),
+            _ => None,
+        };
+        StdOutput { handle, pipe }
     }
 
-    /// Writes what it can of `data`, blocking while the pipe is full; `BrokenPipe`
-    /// when the reader is gone.
+    /// Writes what fits of `data` now: `WouldBlock` while the pipe's thread is still
+    /// writing what it took on (wait for room then), `BrokenPipe` when the reader is gone.
     pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
         use std::io::Write;
-        if stream_kind(self.0).is_none() {
+        if let Some(pipe) = &self.pipe {
+            return pipe.take_on(data);
+        }
+        if stream_kind(self.handle).is_none() {
             // No handle (a GUI parent's): what would be written is lost, as std's own is.
             return Ok(data.len());
         }
-        as_file(self.0).write(data)
+        as_file(self.handle).write(data)
     }
 
-    /// Nothing is ever taken on to be written later.
+    /// Whether bytes taken on earlier are still on their way (wait for room until
+    /// they are not); the error of a write that failed since, once.
     pub fn pending(&self) -> io::Result<bool> {
-        Ok(false)
+        self.pipe.as_ref().map_or(Ok(false), PipeWriter::pending)
     }
 
-    /// There is always room: writes block instead (see [`StdOutput`]).
-    pub fn room_within(&self, _slice: std::time::Duration) -> bool {
-        true
+    /// Waits up to `slice` for the pipe's thread to finish its write, ending early at a
+    /// console event or a [`wake`]: whether there may be room.
+    pub fn room_within(&self, slice: std::time::Duration) -> bool {
+        let Some(pipe) = &self.pipe else {
+            return true;
+        };
+        matches!(wait_any(&[pipe.idle_handle()], slice), Ok(Some(_)) | Err(_))
     }
 
-    /// There is always room: writes block instead (see [`StdOutput`]).
-    pub fn room_or_cancel(&self, _cancel: &Cancel) -> io::Result<bool> {
-        Ok(true)
+    /// Waits for room until `cancel` comes: false when it came.
+    pub fn room_or_cancel(&self, cancel: &Cancel) -> io::Result<bool> {
+        let Some(pipe) = &self.pipe else {
+            return Ok(true);
+        };
+        let handles = [
+            pipe.idle_handle() as HANDLE,
+            cancel.0.as_raw_handle() as HANDLE,
+        ];
+        loop {
+            // SAFETY: both events are open for the call (the writer's and the cancel's).
+            let got = unsafe {
+                WaitForMultipleObjects(
+                    2,
+                    handles.as_ptr(),
+                    FALSE,
+                    wait_ms(std::time::Duration::MAX),
+                )
+            };
+            match got.wrapping_sub(WAIT_OBJECT_0) {
+                0 => return Ok(true),
+                1 => return Ok(false),
+                _ if got == WAIT_FAILED => return Err(io::Error::last_os_error()),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Writes to a pipe on a thread of its own. Windows' anonymous pipes have no wait for
+/// room, and making retry's end non-blocking (`PIPE_NOWAIT`) would change it for every
+/// process that shares it. So a write is handed to the thread, and the caller waits on
+/// the `idle` event with its own end (a deadline, a signal, a cancel). A thread that a
+/// reader stalls for good is left blocked; retry's exit ends it.
+struct PipeWriter {
+    shared: std::sync::Arc<Shared>,
+}
+
+struct Shared {
+    state: std::sync::Mutex<Writing>,
+    work: std::sync::Condvar,
+    /// Set while no write is under way (a manual-reset event).
+    idle: OwnedHandle,
+}
+
+#[derive(Default)]
+struct Writing {
+    data: Vec<u8>,
+    busy: bool,
+    error: Option<io::Error>,
+    /// The writer was dropped: the thread ends after its write.
+    closed: bool,
+}
+
+/// The most one write hands over.
+const HAND_OVER: usize = 64 * 1024;
+
+impl PipeWriter {
+    fn new(handle: Fd<'_>) -> io::Result<PipeWriter> {
+        // The thread's own handle to the pipe, which it may hold after retry's is gone.
+        let file = File::from(handle.try_clone_to_owned()?);
+        // SAFETY: no attributes or name; manual reset, set (idle); owned below.
+        let raw = unsafe { CreateEventW(std::ptr::null(), TRUE, TRUE, std::ptr::null()) };
+        if raw.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        let shared = std::sync::Arc::new(Shared {
+            state: std::sync::Mutex::new(Writing::default()),
+            work: std::sync::Condvar::new(),
+            // SAFETY: a handle just returned, owned from here on.
+            idle: unsafe { OwnedHandle::from_raw_handle(raw as RawHandle) },
+        });
+        let theirs = std::sync::Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("output".into())
+            .spawn(move || write_handed_over(file, &theirs))?;
+        Ok(PipeWriter { shared })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Writing> {
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn idle_handle(&self) -> RawHandle {
+        self.shared.idle.as_raw_handle()
+    }
+
+    fn take_on(&self, data: &[u8]) -> io::Result<usize> {
+        let mut state = self.lock();
+        if let Some(error) = state.error.take() {
+            return Err(error);
+        }
+        if state.busy {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = data.len().min(HAND_OVER);
+        state.data.clear();
+        state.data.extend_from_slice(&data[..n]);
+        state.busy = true;
+        // SAFETY: the event is open while `shared` lives.
+        unsafe { ResetEvent(self.idle_handle() as HANDLE) };
+        self.shared.work.notify_one();
+        Ok(n)
+    }
+
+    fn pending(&self) -> io::Result<bool> {
+        let mut state = self.lock();
+        match state.error.take() {
+            Some(error) => Err(error),
+            None => Ok(state.busy),
+        }
+    }
+}
+
+impl Drop for PipeWriter {
+    fn drop(&mut self) {
+        self.lock().closed = true;
+        self.shared.work.notify_one();
+    }
+}
+
+/// The writer's thread: writes each piece handed over, keeps a failure for the
+/// caller, and sets `idle` after each.
+fn write_handed_over(mut file: File, shared: &Shared) {
+    use std::io::Write;
+    let mut data = Vec::new();
+    loop {
+        {
+            let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            while !state.busy && !state.closed {
+                state = shared.work.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+            if !state.busy {
+                return;
+            }
+            std::mem::swap(&mut data, &mut state.data);
+        }
+        let written = file.write_all(&data);
+        let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.busy = false;
+        if let Err(error) = written {
+            state.error = Some(error);
+        }
+        std::mem::swap(&mut data, &mut state.data);
+        drop(state);
+        // SAFETY: the event is open while `shared` lives.
+        unsafe { SetEvent(shared.idle.as_raw_handle() as HANDLE) };
     }
 }
 
