@@ -47,8 +47,8 @@ static HELD: AtomicI32 = AtomicI32::new(0);
 static AGAIN: AtomicBool = AtomicBool::new(false);
 /// The scheduler let the held signal through to end the runs at once.
 static AT_ONCE: AtomicBool = AtomicBool::new(false);
-/// Under `--crontab` SIGHUP (and SIGUSR2) asks for the file to be read again, and
-/// stops nothing.
+/// Under `--crontab` SIGHUP and SIGUSR2 ask for the file to be read again, and stop
+/// nothing.
 static RELOADING: AtomicBool = AtomicBool::new(false);
 /// Why a lock the run depends on was lost, and how soon its attempt must be gone; set
 /// once per run, by the first to notice.
@@ -165,24 +165,29 @@ pub fn first_seen() -> Option<Instant> {
     FIRST_SEEN.get().copied()
 }
 
-/// Whether `sig` stops: every stopping signal but SIGHUP while it asks for a reload.
+/// Whether `sig` stops: every stopping signal but one that asks for a reload.
 fn stops(sig: domain::Signal) -> bool {
-    !(sig == domain::Signal::HUP && RELOADING.load(Ordering::SeqCst))
+    !(RELOADING.load(Ordering::SeqCst) && sys::RELOAD_SIGNALS.contains(&sig.number()))
 }
 
-/// From now on SIGHUP and SIGUSR2 ask for a reload ([`take_reload`]) and stop nothing.
-pub fn reload_on_hup() -> std::io::Result<()> {
+/// From now on the system's reload signals (SIGHUP and SIGUSR2; none on Windows) ask for
+/// a reload ([`take_reload`]) and stop nothing.
+pub fn reload_on_request() -> std::io::Result<()> {
     RELOADING.store(true, Ordering::SeqCst);
-    let usr2: Vec<i32> = sys::RELOAD_SIGNAL.into_iter().collect();
-    sys::catch_signals(&usr2)
+    // A stopping one (SIGHUP) is caught already, unless it came ignored.
+    let more: Vec<i32> = sys::RELOAD_SIGNALS
+        .iter()
+        .copied()
+        .filter(|n| !STOPPING.iter().any(|s| s.number() == *n))
+        .collect();
+    sys::catch_signals(&more)
 }
 
 /// Whether a reload was asked for (SIGHUP or SIGUSR2) since the last call.
 pub fn take_reload() -> bool {
-    let hup = raised(domain::Signal::HUP).swap(false, Ordering::SeqCst);
-    let usr2 = sys::RELOAD_SIGNAL
-        .is_some_and(|sig| raised(domain::Signal::new(sig)).swap(false, Ordering::SeqCst));
-    hup || usr2
+    sys::RELOAD_SIGNALS.iter().fold(false, |asked, n| {
+        raised(domain::Signal::new(*n)).swap(false, Ordering::SeqCst) || asked
+    })
 }
 
 /// While `held` is true, SIGINT and SIGTERM are held back from runs until

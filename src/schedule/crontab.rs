@@ -111,7 +111,7 @@ pub fn run(
         },
         json: report::config().json,
     };
-    signals::reload_on_hup().context("cannot install the SIGUSR2 handler")?;
+    signals::reload_on_request().context("cannot install the SIGUSR2 handler")?;
     report::info(&format!(
         "crontab {}: {} job{}; SIGHUP, SIGUSR2 or a change to the file reads it again",
         tab.path.display(),

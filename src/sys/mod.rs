@@ -53,7 +53,7 @@ mod os;
 mod posix;
 
 pub use catching::{
-    CHILD_SIGNAL, RELOAD_SIGNAL, catch as catch_signals, inherited_ignored,
+    CHILD_SIGNAL, RELOAD_SIGNALS, catch as catch_signals, inherited_ignored,
     record_inherited as record_inherited_signals, wait_for_wake, wake,
 };
 /// A cancel for a thread blocked on a pipe, and the wait for a pipe's bytes it ends.

@@ -693,9 +693,10 @@ pub fn ignore_sigpipe() {}
 /// Windows sends no SIGCHLD: a child's end is seen by waiting on its process handle
 /// ([`pause_for_child`]), and there are no orphans to reap.
 pub const CHILD_SIGNAL: Option<i32> = None;
-/// No SIGUSR2 either: a crontab is read again when its file changes, or at SIGHUP's part
-/// (the console's close is not one; nothing raises this number).
-pub const RELOAD_SIGNAL: Option<i32> = None;
+/// Nothing asks a crontab to be read again but its file's change: SIGHUP's part, the
+/// console's close, is a hang-up that stops retry (Windows ends the process 5 s later),
+/// and there is no SIGUSR2.
+pub const RELOAD_SIGNALS: &[i32] = &[];
 
 /// The manual-reset event a console event or [`wake`] sets, and every wait watches
 /// (0 until made).

@@ -17,8 +17,8 @@ use crate::sys::{PipeMode, raised};
 
 /// SIGCHLD's number: a child changed state.
 pub const CHILD_SIGNAL: Option<i32> = Some(Signal::SIGCHLD as i32);
-/// SIGUSR2's number: a crontab is to be read again.
-pub const RELOAD_SIGNAL: Option<i32> = Some(Signal::SIGUSR2 as i32);
+/// The signals that ask a crontab to be read again (and stop nothing there).
+pub const RELOAD_SIGNALS: &[i32] = &[Signal::SIGHUP as i32, Signal::SIGUSR2 as i32];
 
 struct SelfPipe {
     read: OwnedFd,
