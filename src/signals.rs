@@ -185,9 +185,12 @@ pub fn reload_on_request() -> std::io::Result<()> {
 
 /// Whether a reload was asked for (SIGHUP or SIGUSR2) since the last call.
 pub fn take_reload() -> bool {
-    sys::RELOAD_SIGNALS.iter().fold(false, |asked, n| {
-        raised(domain::Signal::new(*n)).swap(false, Ordering::SeqCst) || asked
-    })
+    // Every flag is taken, not only the first found set.
+    let mut asked = false;
+    for n in sys::RELOAD_SIGNALS {
+        asked |= raised(domain::Signal::new(*n)).swap(false, Ordering::SeqCst);
+    }
+    asked
 }
 
 /// While `held` is true, SIGINT and SIGTERM are held back from runs until
