@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::http_server::{Reply, Server};
+use crate::support::postgres::{self, Options, Via};
 use crate::support::{
     Invocation, Run, Scratch, current_test, say_skipped, wait_exit, wait_for_file, wait_for_run,
     wait_until,
@@ -406,6 +407,64 @@ fn a_lock_held_by_another_retry_skips() {
         ])
         .run();
     assert_status(&after, 0, "released with the holder's end");
+}
+
+/// A PostgreSQL lease taken over Windows' sockets: held while the command runs, busy for
+/// a second retry, released at the end. Directly and through PgBouncer, as every
+/// PostgreSQL test runs; the server starts only when there is a Windows build to run.
+fn a_postgres_lease_is_held_for_the_run_and_released(via: Via) {
+    let Some(mut holder) = windows_retry() else {
+        return;
+    };
+    let options = Options {
+        via,
+        ..Options::default()
+    };
+    let Some(pg) = postgres::start_with("windows_postgres_lease", options) else {
+        return;
+    };
+    let lock = pg.url("#windows");
+    let holding = holder
+        .args(["--lock", &lock, "--", "cmd", "/c", "ping -n 7 127.0.0.1"])
+        .start();
+    let held = wait_until(Duration::from_secs(30), || {
+        pg.lease("lock:windows").is_some_and(|l| l.held)
+    });
+    let busy = windows_retry()
+        .unwrap()
+        .args([
+            "--lock",
+            &lock,
+            "--busy-exit",
+            "75",
+            "--",
+            "cmd",
+            "/c",
+            "exit 0",
+        ])
+        .run();
+    let first = wait_for_run(holding);
+    assert!(held, "the lease was never taken\nstderr:\n{}", first.stderr);
+    assert_status(&busy, 75, "the lease is held: --busy-exit");
+    assert_status(&first, 0, "the holder's command");
+    assert!(
+        !pg.lease("lock:windows").is_some_and(|l| l.held),
+        "released at the run's end"
+    );
+}
+
+mod a_postgres_lease_is_held_for_the_run_and_released {
+    use crate::support::postgres::Via;
+
+    #[test]
+    fn direct() {
+        super::a_postgres_lease_is_held_for_the_run_and_released(Via::Direct);
+    }
+
+    #[test]
+    fn pooled() {
+        super::a_postgres_lease_is_held_for_the_run_and_released(Via::Pooler);
+    }
 }
 
 #[test]
