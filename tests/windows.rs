@@ -490,6 +490,44 @@ fn schedule_every_second_runs_its_slots() {
 }
 
 #[test]
+fn a_crontab_line_and_a_hook_run_with_cmd_as_written() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    let dir = Scratch::new();
+    let (slots, hooks) = (win(&dir.path("slots")), win(&dir.path("hooks")));
+    // Quotes inside the line reach cmd as written (a C program's quoting would give it
+    // \"slot\"), and cmd expands %RETRY_ATTEMPT% in the hook.
+    let crontab = dir.write(
+        "jobs.crontab",
+        format!("@every 1s -a 2 --delay 10ms -- echo \"slot\">>{slots} & exit 75\n").as_bytes(),
+    );
+    let child = retry
+        .args(["--crontab", &win(&crontab), "--on-retry"])
+        .arg(format!("echo hook %RETRY_ATTEMPT%>>{hooks}"))
+        .start();
+    let two = wait_until(Duration::from_secs(20), || dir.count("slots") >= 4);
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
+    let r = wait_for_run(child);
+    assert!(
+        two,
+        "two slots of two attempts within 20 s\nstderr:\n{}",
+        r.stderr
+    );
+    let slots = std::fs::read_to_string(dir.path("slots")).unwrap();
+    assert!(
+        slots.lines().all(|l| l.trim_end() == "\"slot\""),
+        "the line's quotes reached cmd as written: {slots:?}"
+    );
+    let hooks = std::fs::read_to_string(dir.path("hooks")).unwrap();
+    assert!(
+        hooks.lines().any(|l| l.trim_end() == "hook 1"),
+        "the --on-retry hook ran with cmd: {hooks:?}\nstderr:\n{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn powershell_completion_loads() {
     if windows_retry().is_none() {
         return;

@@ -647,7 +647,7 @@ pub struct Cli {
 
     /// Run every job of a crontab file in this one process
     ///
-    /// One job a line: CRON COMMAND (COMMAND run by /bin/sh -c), NAME=VALUE and
+    /// One job a line: CRON COMMAND (COMMAND run by /bin/sh -c, on Windows cmd /c), NAME=VALUE and
     /// CRON_TZ=ZONE lines for the jobs below them, # comments; a line's own retry options
     /// before -- when the text after CRON starts with -. Options given here apply to every
     /// job; a line's own override them. The whole file is checked first (FILE:LINE).

@@ -46,7 +46,7 @@ pub struct CrontabJob {
     pub options: Vec<String>,
     /// The line's own options, for the dry run.
     pub own: Vec<String>,
-    /// COMMAND, run by `/bin/sh -c`.
+    /// COMMAND, run by the shell (`/bin/sh -c`; `cmd /c` on Windows).
     pub command: String,
     /// `NAME=VALUE` lines above it.
     pub env: Vec<(String, String)>,
@@ -63,12 +63,8 @@ impl CrontabJob {
 
     /// The argument words after the options: the command, run by the shell.
     pub fn target(&self) -> [String; 4] {
-        [
-            "--".into(),
-            "/bin/sh".into(),
-            "-c".into(),
-            self.command.clone(),
-        ]
+        let [shell, flag] = crate::sys::SHELL;
+        ["--", shell, flag, &self.command].map(String::from)
     }
 }
 
@@ -236,7 +232,7 @@ fn job_line(
     options.extend(["--schedule".into(), cron.clone()]);
     let mut argv: Vec<OsString> = vec!["retry".into()];
     argv.extend(options.iter().map(OsString::from));
-    argv.extend(["--", "/bin/sh", "-c"].map(OsString::from));
+    argv.extend(["--", crate::sys::SHELL[0], crate::sys::SHELL[1]].map(OsString::from));
     argv.push(command.clone().into());
     let cli = cli::parse_overriding(argv.clone()).map_err(|e| cli::usage::line(&e, &argv))?;
     let config = Config::from_cli(cli, log).map_err(|e| format!("{e:#}"))?;

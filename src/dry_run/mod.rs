@@ -57,8 +57,10 @@ pub fn crontab(tab: &Crontab) -> anyhow::Result<()> {
         exec::for_target(job.config.target.clone(), &job.config.run)?;
         let _ = write!(
             text,
-            "\nline {}: /bin/sh -c {:?}\noptions: {}\n",
+            "\nline {}: {} {} {:?}\noptions: {}\n",
             job.line,
+            crate::sys::SHELL[0],
+            crate::sys::SHELL[1],
             job.command,
             if job.own.is_empty() {
                 "the command line's".to_string()

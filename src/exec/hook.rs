@@ -71,8 +71,9 @@ pub struct RunningHook {
 
 /// Starts the hook; `Err` says why it could not be started.
 pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
-    let cannot = |e: std::io::Error| HookEnd::Failed(format!("cannot start sh: {e}"));
-    let argv = [OsString::from("sh"), "-c".into(), spec.command.into()];
+    let [shell, flag] = crate::sys::SHELL;
+    let cannot = |e: std::io::Error| HookEnd::Failed(format!("cannot start {shell}: {e}"));
+    let argv = [OsString::from(shell), flag.into(), spec.command.into()];
     // Its output is about the run, not the command's result: stderr for both.
     let stderr = crate::streams::std_fd(2)
         .try_clone_to_owned()

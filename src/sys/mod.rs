@@ -119,9 +119,10 @@ pub use family::StdOutput;
 pub use family::{
     NO_MEMORY, NO_PROCESSES, ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal,
 };
-/// Starting a process in a group of its own (on Windows, suspended into a Job Object,
-/// then resumed).
-pub use family::{Started, start};
+/// A command of a program and its arguments (on Windows, a line for `cmd /c` as it is
+/// written), and starting it in a group of its own (on Windows, suspended into a Job
+/// Object, then resumed).
+pub use family::{Started, new_command, start};
 /// What a stream is, where a file stands, reads, and the pipe a command's stdin is fed
 /// through, with the writes to it that a cancel ends.
 pub use family::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
@@ -155,6 +156,13 @@ pub fn raised(number: i32) -> Option<&'static std::sync::atomic::AtomicBool> {
 
 #[cfg(unix)]
 pub use posix::ForkGuard;
+
+/// The shell that runs a command line of the user's (a hook, a crontab line, as cron
+/// runs one) and the flag that hands it the line: `/bin/sh -c`, on Windows `cmd /c`.
+#[cfg(unix)]
+pub const SHELL: [&str; 2] = ["/bin/sh", "-c"];
+#[cfg(windows)]
+pub const SHELL: [&str; 2] = ["cmd", "/c"];
 
 /// `getaddrinfo`'s stream sockets and the flags `getent ahosts` asks with, as the
 /// system numbers them.

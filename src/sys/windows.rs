@@ -1247,6 +1247,34 @@ pub struct Started {
     pub child: std::process::Child,
 }
 
+/// A command that runs `program` with `args`. A program reads its command line as the C
+/// runtime splits it, and std quotes each argument for that; cmd.exe reads its own way,
+/// where a `\"` is no escape. So a line handed to `cmd /c` as one argument goes to it as
+/// written, as it would be typed at cmd's prompt.
+pub fn new_command(
+    program: &std::ffi::OsStr,
+    args: &[std::ffi::OsString],
+) -> std::process::Command {
+    use std::os::windows::process::CommandExt;
+    let mut command = std::process::Command::new(program);
+    match args {
+        [flag, line] if is_cmd(program) && flag.eq_ignore_ascii_case("/c") => {
+            command.arg(flag).raw_arg(line);
+        }
+        _ => {
+            command.args(args);
+        }
+    }
+    command
+}
+
+/// Whether `program` names cmd.exe (`cmd`, `cmd.exe`, or a path to it).
+fn is_cmd(program: &std::ffi::OsStr) -> bool {
+    Path::new(program).file_name().is_some_and(|name| {
+        name.eq_ignore_ascii_case("cmd") || name.eq_ignore_ascii_case("cmd.exe")
+    })
+}
+
 /// Starts `command` suspended in a process group of its own, puts it in a new Job
 /// Object, then lets it run: nothing it starts can leave the job first. A console has
 /// no foreground to hand over (`_foreground`).

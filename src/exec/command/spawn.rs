@@ -9,7 +9,6 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::process::Command;
 
 use crate::sys;
 
@@ -68,8 +67,7 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "no command"));
     };
-    let mut command = Command::new(program);
-    command.args(args);
+    let mut command = sys::new_command(program, args);
     for (name, value) in spec.env {
         match value {
             Some(value) => command.env(name, value),

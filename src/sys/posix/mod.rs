@@ -46,7 +46,7 @@ pub use group::{
 pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};
 pub use output::StdOutput;
 pub use private::{describe_kind, make_private_dir, open_unfollowed, private_dir_permissions};
-pub use spawn::{Started, start};
+pub use spawn::{Started, new_command, start};
 pub use stream::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
 pub use terminal::{ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]

@@ -20,6 +20,13 @@ pub struct Started {
     pub child: Child,
 }
 
+/// A command that runs `program` with `args`, each handed over as it is.
+pub fn new_command(program: &std::ffi::OsStr, args: &[std::ffi::OsString]) -> Command {
+    let mut command = Command::new(program);
+    command.args(args);
+    command
+}
+
 /// Starts `command` in a process group of its own, in the terminal's foreground when
 /// `foreground` (`tty` is the terminal); if it cannot start, the terminal is handed
 /// back to retry at once.
