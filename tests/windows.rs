@@ -223,6 +223,34 @@ fn ctrl_c_ends_the_run_and_its_tree() {
 }
 
 #[test]
+fn kill_9_of_retry_ends_its_tree_through_the_job() {
+    let Some(mut retry) = windows_retry() else {
+        return;
+    };
+    // As `taskkill /f`: retry gets no word, and only its Job Object's close
+    // (KILL_ON_JOB_CLOSE, when Wine closes a dead process's handles) can end the tree.
+    let mut child = retry
+        .args(["-a", "1", "--", "cmd", "/c", "ping -n 34 127.0.0.1"])
+        .start();
+    let seen = wait_until(Duration::from_secs(20), || !pings(34).is_empty());
+    crate::support::signal(&child, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    let gone = wait_until(Duration::from_secs(5), || pings(34).is_empty());
+    let left = pings(34);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(seen, "ping never started");
+    assert!(
+        gone,
+        "ping {left:?} outlived a killed retry: its Job Object stayed open"
+    );
+}
+
+#[test]
 fn ctrl_c_ends_the_run_while_its_held_output_waits_for_a_stalled_reader() {
     let Some(mut retry) = windows_retry() else {
         return;
@@ -544,8 +572,9 @@ fn powershell_completion_loads() {
         .output();
     let Ok(out) = pwsh else {
         say_skipped(&format!(
-            "{}: no PowerShell here: Debian, PyPI and npm do not ship one (it comes as a .NET \
-             tool from NuGet), and Wine runs no Windows PowerShell",
+            "{}: no PowerShell here: Debian ships none, PyPI's and npm's pwsh packages fetch \
+             it from GitHub at install, which is out of reach, and Wine runs no Windows \
+             PowerShell",
             current_test()
         ));
         return;
