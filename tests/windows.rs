@@ -5,7 +5,7 @@
 //! given to the .exe are Linux paths under Wine's `Z:` drive.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use crate::support::http_server::{Reply, Server};
@@ -60,6 +60,52 @@ fn pings(count: u32) -> Vec<u32> {
             line.starts_with(&bare) || line.contains(&path)
         })
         .collect()
+}
+
+/// Starts `retry ARGS -- cmd /c "ping -n COUNT 127.0.0.1"` (a count no other test pings
+/// with, to find this tree's ping among Wine's processes) and waits for its ping: the
+/// child, and whether the ping was seen.
+fn start_ping_tree(retry: &mut Invocation, args: &[&str], count: u32) -> (Child, bool) {
+    let child = retry
+        .args(args)
+        .args(["--", "cmd", "/c"])
+        .arg(format!("ping -n {count} 127.0.0.1"))
+        .start();
+    let seen = wait_until(Duration::from_secs(20), || !pings(count).is_empty());
+    (child, seen)
+}
+
+/// Whether every `ping -n COUNT` is gone within `limit`; any left are killed, so that a
+/// failing test leaves nothing behind, and named.
+fn pings_gone_within(count: u32, limit: Duration) -> Result<(), Vec<u32>> {
+    if wait_until(limit, || pings(count).is_empty()) {
+        return Ok(());
+    }
+    let left = pings(count);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    Err(left)
+}
+
+/// A second retry that finds `lock` busy exits 75 (`--busy-exit`); a free one runs `exit 0`.
+fn contend(lock: &str) -> Run {
+    windows_retry()
+        .expect("a Windows build")
+        .args([
+            "--lock",
+            lock,
+            "--busy-exit",
+            "75",
+            "--",
+            "cmd",
+            "/c",
+            "exit 0",
+        ])
+        .run()
 }
 
 fn assert_status(r: &Run, status: i32, what: &str) {
@@ -174,20 +220,7 @@ fn timeout_ends_the_tree() {
     let Some(mut retry) = windows_retry() else {
         return;
     };
-    // A count no other test pings with, to find this tree's ping among Wine's processes.
-    let child = retry
-        .args([
-            "-a",
-            "1",
-            "-t",
-            "3s",
-            "--",
-            "cmd",
-            "/c",
-            "ping -n 31 127.0.0.1",
-        ])
-        .start();
-    let seen = wait_until(Duration::from_secs(20), || !pings(31).is_empty());
+    let (child, seen) = start_ping_tree(&mut retry, &["-a", "1", "-t", "3s"], 31);
     let r = wait_for_run(child);
     assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
     assert_status(&r, 124, "-t 3s ends the attempt: exit 124");
@@ -196,9 +229,10 @@ fn timeout_ends_the_tree() {
         "ended within a few seconds, took {:?}",
         r.elapsed
     );
-    let gone = wait_until(Duration::from_secs(3), || pings(31).is_empty());
-    assert!(
+    let gone = pings_gone_within(31, Duration::from_secs(3));
+    assert_eq!(
         gone,
+        Ok(()),
         "ping outlived retry: the Job Object did not end the tree"
     );
 }
@@ -209,17 +243,14 @@ fn ctrl_c_ends_the_run_and_its_tree() {
         return;
     };
     // Wine turns SIGINT into the console's Ctrl-C event, the way Windows delivers it.
-    let child = retry
-        .args(["-a", "1", "--", "cmd", "/c", "ping -n 32 127.0.0.1"])
-        .start();
-    let seen = wait_until(Duration::from_secs(20), || !pings(32).is_empty());
+    let (child, seen) = start_ping_tree(&mut retry, &["-a", "1"], 32);
     crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
     let r = wait_for_run(child);
     assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
     assert_status(&r, 130, "Ctrl-C: exit 130, as shells report it");
     assert!(r.elapsed < Duration::from_secs(20), "took {:?}", r.elapsed);
-    let gone = wait_until(Duration::from_secs(3), || pings(32).is_empty());
-    assert!(gone, "ping outlived retry after Ctrl-C");
+    let gone = pings_gone_within(32, Duration::from_secs(3));
+    assert_eq!(gone, Ok(()), "ping outlived retry after Ctrl-C");
 }
 
 #[test]
@@ -229,24 +260,15 @@ fn kill_9_of_retry_ends_its_tree_through_the_job() {
     };
     // As `taskkill /f`: retry gets no word, and only its Job Object's close
     // (KILL_ON_JOB_CLOSE, when Wine closes a dead process's handles) can end the tree.
-    let mut child = retry
-        .args(["-a", "1", "--", "cmd", "/c", "ping -n 34 127.0.0.1"])
-        .start();
-    let seen = wait_until(Duration::from_secs(20), || !pings(34).is_empty());
+    let (mut child, seen) = start_ping_tree(&mut retry, &["-a", "1"], 34);
     crate::support::signal(&child, nix::sys::signal::Signal::SIGKILL);
     let _ = child.wait();
-    let gone = wait_until(Duration::from_secs(5), || pings(34).is_empty());
-    let left = pings(34);
-    for pid in &left {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(*pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    let gone = pings_gone_within(34, Duration::from_secs(5));
     assert!(seen, "ping never started");
-    assert!(
+    assert_eq!(
         gone,
-        "ping {left:?} outlived a killed retry: its Job Object stayed open"
+        Ok(()),
+        "ping outlived a killed retry: its Job Object stayed open"
     );
 }
 
@@ -399,42 +421,14 @@ fn a_lock_held_by_another_retry_skips() {
     };
     let dir = Scratch::new();
     let lock = win(&dir.path("job.lock"));
-    let holding = holder
-        .args(["--lock", &lock, "--", "cmd", "/c", "ping -n 6 127.0.0.1"])
-        .start();
     // The command runs only once the lock is held.
-    let held = wait_until(Duration::from_secs(20), || !pings(6).is_empty());
-    let busy = windows_retry()
-        .unwrap()
-        .args([
-            "--lock",
-            &lock,
-            "--busy-exit",
-            "75",
-            "--",
-            "cmd",
-            "/c",
-            "exit 0",
-        ])
-        .run();
+    let (holding, held) = start_ping_tree(&mut holder, &["--lock", &lock], 6);
+    let busy = contend(&lock);
     let first = wait_for_run(holding);
     assert!(held, "the holder never ran\nstderr:\n{}", first.stderr);
     assert_status(&busy, 75, "the lock is busy: --busy-exit");
     assert_status(&first, 0, "the holder's command");
-    let after = windows_retry()
-        .unwrap()
-        .args([
-            "--lock",
-            &lock,
-            "--busy-exit",
-            "75",
-            "--",
-            "cmd",
-            "/c",
-            "exit 0",
-        ])
-        .run();
-    assert_status(&after, 0, "released with the holder's end");
+    assert_status(&contend(&lock), 0, "released with the holder's end");
 }
 
 /// A PostgreSQL lease taken over Windows' sockets: held while the command runs, busy for
@@ -458,19 +452,7 @@ fn a_postgres_lease_is_held_for_the_run_and_released(via: Via) {
     let held = wait_until(Duration::from_secs(30), || {
         pg.lease("lock:windows").is_some_and(|l| l.held)
     });
-    let busy = windows_retry()
-        .unwrap()
-        .args([
-            "--lock",
-            &lock,
-            "--busy-exit",
-            "75",
-            "--",
-            "cmd",
-            "/c",
-            "exit 0",
-        ])
-        .run();
+    let busy = contend(&lock);
     let first = wait_for_run(holding);
     assert!(held, "the lease was never taken\nstderr:\n{}", first.stderr);
     assert_status(&busy, 75, "the lease is held: --busy-exit");
