@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::domain::{Stop, human, of_limit};
+use crate::domain::{Stop, human, of_attempts};
 use crate::engine::{Clock, Sleeper};
 use crate::wait;
 
@@ -40,7 +40,7 @@ impl Clock for SystemClock {
 pub struct SignalSleeper {
     /// Show a countdown: only when stderr is a terminal.
     pub countdown: bool,
-    pub limit: u32,
+    pub attempts: u32,
 }
 
 impl Sleeper for SignalSleeper {
@@ -58,7 +58,7 @@ impl Sleeper for SignalSleeper {
             let _ = write!(
                 std::io::stderr(),
                 "\rretry: attempt {} in {}\x1b[K",
-                of_limit(upcoming, self.limit),
+                of_attempts(upcoming, self.attempts),
                 human(shown)
             );
             let tick = left.min(Duration::from_millis(

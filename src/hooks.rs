@@ -6,13 +6,14 @@
 //! Starting and ending the process is [`exec::hook`](crate::exec::hook)'s work.
 
 use std::ffi::OsString;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
 use crate::config::{HookConfig, RunInfo};
 use crate::domain::{
-    AttemptRecord, ExitStatus, Outcome, Policy, RunSummary, Stop, StopReason, TimeLimit, human,
+    AttemptRecord, ExitStatus, HookRun, Outcome, Policy, RunSummary, SpanContext, Stop, StopReason,
+    TimeLimit, human,
 };
 use crate::engine::{RetryFacts, RetryHook};
 use crate::exec::{hook, hook::HookEnd, hook::HookSpec, hook::RunningHook};
@@ -45,7 +46,19 @@ pub struct Hooks {
     key: Option<String>,
     /// `RETRY_FENCING_TOKEN`, once a lock yields one.
     fencing_token: Option<i64>,
-    running: Option<RunningHook>,
+    running: Option<(RunningHook, Began)>,
+    /// The run's span, when the run is traced: each hook is a span under it.
+    trace: Option<SpanContext>,
+    /// The hooks that ran, for their spans (kept only when the run is traced).
+    ran: Vec<HookRun>,
+}
+
+/// A hook's start, for its span.
+struct Began {
+    flag: &'static str,
+    span: Option<SpanContext>,
+    at: SystemTime,
+    clock: Instant,
 }
 
 /// What one hook is about: the attempt it follows and the status retry would exit with.
@@ -72,7 +85,74 @@ impl Hooks {
             key: key.map(str::to_string),
             fencing_token: None,
             running: None,
+            trace: None,
+            ran: Vec::new(),
         }
+    }
+
+    /// The run's span: each hook gets one under it, which its `TRACEPARENT` names.
+    pub fn set_trace(&mut self, run_span: SpanContext) {
+        self.trace = Some(run_span);
+    }
+
+    /// The hooks that ran in a traced run, in order.
+    pub fn take_runs(&mut self) -> Vec<HookRun> {
+        std::mem::take(&mut self.ran)
+    }
+
+    /// A hook starts now: its span, and its `TRACEPARENT` in `env`.
+    fn begin(&self, flag: &'static str, env: &mut Vec<(String, OsString)>) -> Began {
+        let span = self.trace.as_ref().map(SpanContext::child);
+        if let Some(span) = &span {
+            env.push(var("TRACEPARENT", span.traceparent()));
+            if let Some(state) = &span.state {
+                env.push(var("TRACESTATE", state));
+            }
+        }
+        Began {
+            flag,
+            span,
+            at: SystemTime::now(),
+            clock: Instant::now(),
+        }
+    }
+
+    /// The variables of retry's environment a hook must not see: a traced run's hook
+    /// gets no `TRACESTATE` of another trace.
+    fn removed(&self) -> Vec<&'static str> {
+        let stale_state = self.trace.as_ref().is_some_and(|t| t.state.is_none());
+        let traced = stale_state.then_some("TRACESTATE");
+        HOOK_VARS.iter().copied().chain(traced).collect()
+    }
+
+    /// A hook ended as `end` says: kept for its span when the run is traced.
+    fn ended(&mut self, began: Began, end: &HookEnd) {
+        let Some(span) = began.span else {
+            return;
+        };
+        let (exit_code, failure) = match end {
+            HookEnd::Exited(code) if code.is_success() => (Some(code.code().into()), None),
+            HookEnd::Exited(code) => (
+                Some(code.code().into()),
+                Some(format!("failed with exit status {code}")),
+            ),
+            HookEnd::Signaled(sig) => (None, Some(format!("killed by {sig}"))),
+            HookEnd::TimedOut(limit) => (
+                None,
+                Some(format!("ran out of time after {}", human(*limit))),
+            ),
+            HookEnd::Failed(why) => (None, Some(format!("could not run: {why}"))),
+            HookEnd::Interrupted(sig) => (None, Some(format!("interrupted by {sig}"))),
+            HookEnd::LockLost(lost) => (None, Some(lost.clone())),
+        };
+        self.ran.push(HookRun {
+            flag: began.flag,
+            span: span.span_id,
+            started_at: began.at,
+            duration: began.clock.elapsed(),
+            exit_code,
+            failure,
+        });
     }
 
     /// The environment of a hook about `about`: the command's RETRY_* variables
@@ -130,17 +210,21 @@ impl Hooks {
             exit_code: summary.exit_code,
             time_left: self.limit.left(summary.elapsed),
         };
+        let mut env = self.env(&about);
+        let began = self.begin(flag, &mut env);
+        let removed = self.removed();
         let spec = HookSpec {
             command,
-            env: self.env(&about),
-            remove: HOOK_VARS,
+            env,
+            remove: &removed,
             stdin: Some(json),
-            limit: self.config.timeout,
+            timeout: self.config.timeout,
         };
         let end = match hook::start(spec) {
             Ok(running) => running.wait(),
             Err(end) => end,
         };
+        self.ended(began, &end);
         match settle(flag, &end) {
             Some(stop) => stopped_during(summary, flag, stop),
             None => summary,
@@ -174,29 +258,34 @@ impl RetryHook for Hooks {
         let mut env = self.env(&about);
         env.push(var("RETRY_NEXT_DELAY_MS", facts.next_delay.as_millis()));
         // The hook is part of the run: it may not outlast the time limit.
-        let limit = facts
+        let timeout = facts
             .time_left
             .map_or(self.config.timeout, |left| left.min(self.config.timeout));
+        let began = self.begin("--on-retry", &mut env);
+        let removed = self.removed();
         let spec = HookSpec {
             command,
             env,
-            remove: HOOK_VARS,
+            remove: &removed,
             stdin: None,
-            limit,
+            timeout,
         };
         match hook::start(spec) {
-            Ok(running) => self.running = Some(running),
+            Ok(running) => self.running = Some((running, began)),
             Err(end) => {
+                self.ended(began, &end);
                 settle("--on-retry", &end);
             }
         }
     }
 
     fn wait(&mut self) -> Result<(), Stop> {
-        let Some(running) = self.running.take() else {
+        let Some((running, began)) = self.running.take() else {
             return Ok(());
         };
-        match settle("--on-retry", &running.wait()) {
+        let end = running.wait();
+        self.ended(began, &end);
+        match settle("--on-retry", &end) {
             Some(stop) => Err(stop),
             None => Ok(()),
         }
@@ -272,6 +361,7 @@ mod tests {
             reason: "HTTP 503".into(),
             wait_hint: None,
             delay: None,
+            span: None,
         };
         RunSummary {
             attempts: vec![record; attempts],

@@ -28,6 +28,7 @@ mod spool;
 mod state;
 mod streams;
 mod sys;
+mod traces;
 mod wait;
 
 /// The clap definition, for tests that walk every option.
@@ -55,8 +56,8 @@ pub use signals::record_inherited as record_inherited_signals;
 pub use cli::spellings::{SPELLINGS, Spelling, When};
 
 /// The parsers of outside input (flag values, lock and state targets, marker file
-/// names, state records, HTTP header lines and wait headers), public for the
-/// property tests.
+/// names, state records, HTTP header lines and wait headers, OpenTelemetry's values),
+/// public for the property tests.
 pub mod parsers {
     pub use crate::cli::signal_value as signal;
     pub use crate::parse::{attempts, duration, exit_codes, factor, positive_duration, statuses};
@@ -74,6 +75,16 @@ pub mod parsers {
             Stored, parse_budget, parse_circuit, parse_counter, parse_marker,
         };
         pub use crate::state::{LATEST_MS, show_time};
+    }
+
+    /// OpenTelemetry's values: the OTLP endpoint, `key=value` lists and `TRACEPARENT`.
+    pub mod traces {
+        pub use crate::parse::{key_value_list, otlp_endpoint};
+
+        /// A `TRACEPARENT` value as retry reads it, written back (`None`: refused).
+        pub fn traceparent(text: &str) -> Option<String> {
+            crate::domain::SpanContext::parse(text, None).map(|span| span.traceparent())
+        }
     }
 
     /// `-H` lines and the wait headers a server sends.
@@ -124,16 +135,16 @@ where
     }
     let log = config::log_config(&cli);
     report::init(log.clone());
-    if let Some(fd) = cli.slot_log_fd {
+    if let Some(fd) = cli.scheduling.slot_log_fd {
         slot_run_log(fd);
     }
-    if cli.crontab.is_some() {
+    if cli.scheduling.crontab.is_some() {
         return match run_crontab(cli, &argv, &log) {
             Ok(status) => status,
             Err(err) => fail(&err),
         };
     }
-    match Config::from_cli(cli, &log).and_then(run_config) {
+    match Config::from_cli(cli, &log).and_then(|config| run_config(config, &argv)) {
         Ok(status) => status,
         Err(err) => fail(&err),
     }
@@ -178,32 +189,45 @@ fn slot_run_log(raw: i32) {
 
 /// `retry --crontab FILE [OPTIONS]`: the file checked whole, then its dry run or its jobs.
 fn run_crontab(cli: Cli, argv: &[OsString], log: &LogConfig) -> anyhow::Result<ExitStatus> {
-    let path = cli.crontab.clone().context("--crontab")?;
+    let path = cli.scheduling.crontab.clone().context("--crontab")?;
     // Refused as the command line's, not as the first job line's that inherits them.
     config::parse_targets(&cli)?;
     let base = config::crontab::job_options(argv.get(1..).unwrap_or_default());
     let tab = config::crontab::read(&path, &base, log)?;
-    if cli.dry_run {
+    // Said once here; each slot's run reads the same values and keeps quiet.
+    config::traces::say(config::traces::from_cli(&cli).1);
+    if cli.output.dry_run {
         dry_run::crontab(&tab)?;
         return Ok(ExitStatus::SUCCESS);
     }
     signals::install().context("cannot install signal handlers")?;
     let reload = || config::crontab::read(&path, &base, log);
-    let options = schedule::crontab::Options {
-        grace: cli.grace,
-        raw: cli.job_output == cli::JobOutput::Raw,
-        metrics_listen: cli.metrics_listen,
+    let options = schedule::CrontabOptions {
+        grace: cli.scheduling.grace,
+        raw: cli.scheduling.job_output == Some(cli::JobOutput::Raw),
+        metrics_listen: cli.scheduling.metrics_listen,
     };
-    schedule::crontab::run(tab, &reload, options)
+    schedule::run_crontab(tab, &reload, options)
 }
 
-fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
+/// Runs what `config` describes; `argv` is the command line (a scheduler's slots take
+/// its words again).
+fn run_config(config: Config, argv: &[OsString]) -> anyhow::Result<ExitStatus> {
     if config.dry_run {
         dry_run::show(&config)?;
         return Ok(ExitStatus::SUCCESS);
     }
     let starts_processes = matches!(config.target, TargetConfig::Command(_)) || config.hooks.any();
-    signals::install().context("cannot install signal handlers")?;
+    let slot_run = config
+        .schedule
+        .as_ref()
+        .is_some_and(|plan| plan.run_slot.is_some());
+    if slot_run {
+        signals::install_for_slot()
+    } else {
+        signals::install()
+    }
+    .context("cannot install signal handlers")?;
     if starts_processes {
         // Processes that leave an attempt's or a hook's group (setsid, double fork) stay
         // retry's to end.
@@ -222,12 +246,12 @@ fn run_config(config: Config) -> anyhow::Result<ExitStatus> {
         .as_ref()
         .and_then(|plan| plan.run_slot.map(|slot| (plan, slot)))
     {
-        return Ok(schedule::run_one(&config, plan, slot));
+        return Ok(schedule::run_slot(&config, plan, slot));
     }
     if let Some(plan) = &config.schedule {
         // Checked once up front, so a bad option is exit 125 at start, not an error at every slot.
         drop(exec::for_target(config.target.clone(), &config.run)?);
-        return schedule::run(&config, plan);
+        return schedule::run(plan, argv.get(1..).unwrap_or_default());
     }
-    Ok(run::one_run(&config, None)?.summary.exit_code)
+    run::run_and_trace(&config)
 }

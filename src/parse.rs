@@ -1,5 +1,5 @@
-//! Parsers for values that come from outside: durations, exit-code lists and
-//! attempt counts. Each returns a message that says what is accepted, so clap can
+//! Parsers for values that come from outside: durations, exit-code lists,
+//! attempt counts, and OpenTelemetry's endpoint URLs and `key=value` lists. Each returns a message that says what is accepted, so clap can
 //! name the flag and exit 125 before anything runs. HTTP header values have their
 //! own parsers in `headers`.
 
@@ -48,6 +48,51 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(d)
+}
+
+/// An OTLP endpoint (`--otel`, `OTEL_EXPORTER_OTLP_ENDPOINT`): an http or https URL
+/// with a host.
+pub fn otlp_endpoint(text: &str) -> Result<reqwest::Url, String> {
+    let accepts = "expected an http:// or https:// URL such as http://localhost:4318";
+    let url = reqwest::Url::parse(text.trim()).map_err(|e| {
+        format!(
+            "'{}' is not a URL ({e}); {accepts}",
+            crate::domain::redact_url(text)
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
+        return Err(format!(
+            "'{}' is not an http or https URL with a host; {accepts}",
+            crate::domain::redact_url(text)
+        ));
+    }
+    Ok(url)
+}
+
+/// OpenTelemetry's `key=value` list (`OTEL_RESOURCE_ATTRIBUTES`,
+/// `OTEL_EXPORTER_OTLP_HEADERS`): pairs separated by commas, each key and value
+/// trimmed, values percent-decoded. The message names an entry by its place, never
+/// its value (a header's value is a secret).
+pub fn key_value_list(text: &str) -> Result<Vec<(String, String)>, String> {
+    let accepts = "expected key=value pairs separated by commas, values percent-encoded";
+    let mut pairs = Vec::new();
+    for (n, entry) in text.split(',').enumerate() {
+        if entry.trim().is_empty() {
+            continue;
+        }
+        let Some((key, value)) = entry.split_once('=') else {
+            return Err(format!("entry {} has no '='; {accepts}", n + 1));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("entry {} has no key; {accepts}", n + 1));
+        }
+        let value = percent_encoding::percent_decode_str(value.trim())
+            .decode_utf8()
+            .map_err(|_| format!("entry {} is not UTF-8 once decoded; {accepts}", n + 1))?;
+        pairs.push((key.to_string(), value.into_owned()));
+    }
+    Ok(pairs)
 }
 
 fn seconds(text: &str) -> Option<Duration> {

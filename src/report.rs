@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{
     AttemptRecord, Class, Event, Events, Hold, LogConfig, Outcome, RunSummary, StopReason, human,
-    of_limit, one_line, rfc3339_millis,
+    of_attempts, one_line, rfc3339_millis,
 };
 
 static CONFIG: OnceLock<LogConfig> = OnceLock::new();
@@ -245,11 +245,11 @@ pub struct Logger {
 
 impl Logger {
     /// The line of a failed attempt, its values escaped (`painted`: the class in colour).
-    fn attempt_line(record: &AttemptRecord, limit: u32, painted: bool) -> String {
+    fn attempt_line(record: &AttemptRecord, attempts: u32, painted: bool) -> String {
         let class = record.class.as_str();
         format!(
             "attempt {} failed: {} ({}: {})",
-            of_limit(record.number, limit),
+            of_attempts(record.number, attempts),
             one_line(&record.outcome.describe()),
             if painted {
                 paint(record.class, class)
@@ -274,20 +274,20 @@ impl Events for Logger {
         match event {
             Event::AttemptStarting {
                 number,
-                limit,
+                attempts,
                 timeout,
             } => {
                 self.holding = false;
                 if cfg.level >= 1 {
                     let shown = timeout
-                        .map(|t| format!(" (time limit {})", human(t)))
+                        .map(|t| format!(" (timeout {})", human(t)))
                         .unwrap_or_default();
                     if cfg.json {
-                        self.json_event("attempt_started", json!({ "attempt": number, "attempts": limit, "timeout_ms": timeout.map(|t| t.as_millis() as u64) }));
+                        self.json_event("attempt_started", json!({ "attempt": number, "attempts": attempts, "timeout_ms": timeout.map(|t| t.as_millis() as u64) }));
                     } else {
                         emit(
                             "debug",
-                            &format!("attempt {}{shown}", of_limit(number, limit)),
+                            &format!("attempt {}{shown}", of_attempts(number, attempts)),
                             Value::Null,
                         );
                     }
@@ -295,7 +295,7 @@ impl Events for Logger {
             }
             Event::AttemptFailed {
                 record,
-                limit,
+                attempts,
                 next,
             } => {
                 let next = next
@@ -304,21 +304,21 @@ impl Events for Logger {
                 if !next.is_empty() {
                     github(
                         "warning",
-                        &(Self::attempt_line(record, limit, false) + &next),
+                        &(Self::attempt_line(record, attempts, false) + &next),
                     );
                 }
                 if cfg.level < 0 {
                     return;
                 }
                 if cfg.json {
-                    self.json_event("attempt_failed", attempt_json(record, limit));
+                    self.json_event("attempt_failed", attempt_json(record, attempts));
                 } else {
-                    write_text(&cfg, &(Self::attempt_line(record, limit, true) + &next));
+                    write_text(&cfg, &(Self::attempt_line(record, attempts, true) + &next));
                 }
             }
             Event::Succeeded {
                 record,
-                limit,
+                attempts,
                 next,
             } => {
                 let noteworthy = record.number > 1 || next.is_some();
@@ -326,7 +326,7 @@ impl Events for Logger {
                     return;
                 }
                 if cfg.json {
-                    let mut fields = attempt_json(record, limit);
+                    let mut fields = attempt_json(record, attempts);
                     if let Some((_, progress)) = next {
                         merge(&mut fields, json!({ "progress": progress }));
                     }
@@ -334,7 +334,7 @@ impl Events for Logger {
                 } else {
                     let mut text = format!(
                         "attempt {} {}",
-                        of_limit(record.number, limit),
+                        of_attempts(record.number, attempts),
                         paint(Class::Success, "succeeded")
                     );
                     if let Some((delay, progress)) = next {
@@ -407,6 +407,10 @@ impl Events for Logger {
 fn last_cause(summary: &RunSummary) -> Option<String> {
     let last = summary.attempts.last()?;
     if let Some(ended) = ended_well_by_itself(last) {
+        // retry stopped it (a lost lock): what happened first comes first.
+        if last.reason.ends_with(STOPPED_BY_RETRY) {
+            return Some(format!("{}, which then exited 0", last.reason));
+        }
         // A rule made it a failure: name the rule, unless the message already does.
         if summary.message.contains(&last.reason) {
             return Some(ended);
@@ -420,6 +424,9 @@ fn last_cause(summary: &RunSummary) -> Option<String> {
     let said = cause.is_empty() || summary.message.contains(&cause);
     (!said).then_some(cause)
 }
+
+/// How the reason of an attempt that retry stopped (its lock lost) ends.
+const STOPPED_BY_RETRY: &str = "retry stopped the command";
 
 /// How a failed attempt ended when that alone would have been a success (exit 0, an
 /// HTTP status below 400): a rule made it a failure.
@@ -476,11 +483,11 @@ fn record_json(record: &AttemptRecord) -> Value {
     v
 }
 
-fn attempt_json(record: &AttemptRecord, limit: u32) -> Value {
+fn attempt_json(record: &AttemptRecord, attempts: u32) -> Value {
     let mut v = record_json(record);
     merge(
         &mut v,
-        json!({ "attempt": record.number, "attempts": limit }),
+        json!({ "attempt": record.number, "attempts": attempts }),
     );
     v
 }
@@ -550,6 +557,35 @@ pub fn write_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_retry_stopped_for_a_lost_lease_is_told_in_the_order_it_happened() {
+        let code = crate::domain::ExitStatus::SUCCESS;
+        let reason = "the lease lock:x was lost at 2026-12-07T02:00:00.000Z: it expired or \
+                      another holder took it; retry stopped the command";
+        let summary = RunSummary {
+            attempts: vec![AttemptRecord {
+                number: 1,
+                started_at: std::time::SystemTime::UNIX_EPOCH,
+                duration: std::time::Duration::ZERO,
+                outcome: Outcome::Exit { code },
+                class: Class::Permanent,
+                reason: reason.into(),
+                wait_hint: None,
+                delay: None,
+                span: None,
+            }],
+            exit_code: crate::domain::ExitStatus::USAGE,
+            stopped_because: crate::domain::StopReason::LockLost,
+            message: "the lease lock:x was lost".into(),
+            elapsed: std::time::Duration::ZERO,
+            holds: Vec::new(),
+        };
+        assert_eq!(
+            last_cause(&summary).as_deref(),
+            Some(format!("{reason}, which then exited 0").as_str())
+        );
+    }
 
     #[test]
     fn github_messages_are_escaped() {

@@ -50,6 +50,8 @@ static AT_ONCE: AtomicBool = AtomicBool::new(false);
 /// Under `--crontab` SIGHUP and SIGUSR2 ask for the file to be read again, and stop
 /// nothing.
 static RELOADING: AtomicBool = AtomicBool::new(false);
+/// A newer slot replaced this slot's run (`--overlap replace`).
+static REPLACED: AtomicBool = AtomicBool::new(false);
 /// Why a lock the run depends on was lost, and how soon its attempt must be gone; set
 /// once per run, by the first to notice.
 static LOCK_LOST: Mutex<Option<LostLock>> = Mutex::new(None);
@@ -165,6 +167,29 @@ pub fn first_seen() -> Option<Instant> {
     FIRST_SEEN.get().copied()
 }
 
+/// Installs the handlers of a scheduler's slot run: as [`install`], and SIGHUP whatever
+/// was inherited (it is the slot run's parent-death signal: its scheduler is gone), and
+/// the signal that says a newer slot replaces this one.
+pub fn install_for_slot() -> std::io::Result<()> {
+    install()?;
+    let more: Vec<i32> = std::iter::once(domain::Signal::HUP.number())
+        .chain(sys::REPLACE_SIGNAL)
+        .collect();
+    sys::catch_signals(&more)
+}
+
+/// A stopping signal held back for a graceful stop ([`hold_stops`]), if one came: the
+/// attempt under way may finish, but nothing new starts (no retry, no wait for a lock).
+pub fn held() -> Option<domain::Signal> {
+    if STATE.get().is_some() && HOLDING.load(Ordering::SeqCst) {
+        take_held();
+    }
+    match HELD.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(domain::Signal::new(sig)),
+    }
+}
+
 /// Whether `sig` stops: every stopping signal but one that asks for a reload.
 fn stops(sig: domain::Signal) -> bool {
     !(RELOADING.load(Ordering::SeqCst) && sys::RELOAD_SIGNALS.contains(&sig.number()))
@@ -266,9 +291,30 @@ pub fn lose_lock_within(message: String, kill_within: Option<Duration>) {
     wake();
 }
 
-/// The message of a lost lock, if one was lost.
+/// The message of a lost lock, if one was lost (a slot run told that a newer slot
+/// replaces it has lost its job's run to it).
 pub fn lock_lost() -> Option<String> {
+    let asked = sys::REPLACE_SIGNAL
+        .is_some_and(|sig| raised(domain::Signal::new(sig)).swap(false, Ordering::SeqCst));
+    if asked {
+        replace_now(
+            "its scheduler started a newer slot of the job in its place (--overlap replace)",
+        );
+    }
     lost_lock_slot().as_ref().map(|l| l.message.clone())
+}
+
+/// A newer slot of the job replaces this slot's run (`--overlap replace`): the run stops
+/// as for a lost lock (SIGTERM to the attempt, then SIGKILL after `--kill-after`), and
+/// its end is recorded as replaced.
+pub fn replace_now(why: &str) {
+    REPLACED.store(true, Ordering::SeqCst);
+    lose_lock_within(format!("replaced: {why}"), None);
+}
+
+/// Whether a newer slot replaced this slot's run.
+pub fn replaced() -> bool {
+    REPLACED.load(Ordering::SeqCst)
 }
 
 /// How long after SIGTERM a lost lock's attempt must be killed, when the lock sets a limit.
@@ -276,18 +322,15 @@ pub fn lost_lock_kill_within() -> Option<Duration> {
     lost_lock_slot().as_ref().and_then(|l| l.kill_within)
 }
 
-/// Forgets a lost lock once its run has ended, so the scheduler's next slot starts clean.
-pub fn clear_lost_lock() {
-    *lost_lock_slot() = None;
-}
-
 fn lost_lock_slot() -> std::sync::MutexGuard<'static, Option<LostLock>> {
     LOCK_LOST.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Why the run must stop now, if it must: a stopping signal first, then a lost lock.
+/// Why the run must stop now, if it must: a stopping signal first (one held back for a
+/// graceful stop too: no new attempt starts, no wait goes on), then a lost lock.
 pub fn stop() -> Option<Stop> {
     pending()
+        .or_else(held)
         .map(Stop::Signal)
         .or_else(|| lock_lost().map(Stop::LockLost))
 }

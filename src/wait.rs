@@ -34,8 +34,9 @@ pub struct Bound {
     /// owner ends it when the run stops. It must have a deadline.
     background: bool,
     /// A release after the run, begun at this instant: only a second stopping signal
-    /// ends it at once; the first one gives it [`RELEASE_LIMIT`].
+    /// ends it at once; the first one gives it `release_grace`.
     release_from: Option<Instant>,
+    release_grace: Duration,
 }
 
 /// How long a release may take once a stopping signal came: the signal's sender
@@ -73,6 +74,7 @@ impl Bound {
             lost_lock_ends: false,
             background: false,
             release_from: None,
+            release_grace: RELEASE_LIMIT,
         }
     }
 
@@ -87,6 +89,25 @@ impl Bound {
             lost_lock_ends: false,
             background: false,
             release_from: Some(now),
+            release_grace: RELEASE_LIMIT,
+        }
+    }
+
+    /// A call after the run that must not hold its end (sending the run's trace): it ends
+    /// `limit` from now, `after_signal` after a first stopping signal (one that came
+    /// before it began included), and at once at a second.
+    pub fn after_run(limit: Duration, after_signal: Duration) -> Bound {
+        let now = Instant::now();
+        let limit = match signals::pending() {
+            Some(_) => limit.min(after_signal),
+            None => limit,
+        };
+        Bound {
+            deadline: now.checked_add(limit),
+            lost_lock_ends: false,
+            background: false,
+            release_from: Some(now),
+            release_grace: after_signal,
         }
     }
 
@@ -97,6 +118,7 @@ impl Bound {
             lost_lock_ends: false,
             background: true,
             release_from: None,
+            release_grace: RELEASE_LIMIT,
         }
     }
 
@@ -119,6 +141,7 @@ impl Bound {
             lost_lock_ends: false,
             background: false,
             release_from: None,
+            release_grace: RELEASE_LIMIT,
         }
     }
 
@@ -166,7 +189,7 @@ impl Bound {
         if self.background {
             None
         } else if let Some(from) = self.release_from {
-            release_stop(from)
+            release_stop(from, self.release_grace)
         } else if self.lost_lock_ends {
             signals::stop()
         } else {
@@ -182,15 +205,15 @@ impl Bound {
     }
 }
 
-/// Why a release begun at `from` must end now: a second stopping signal, or
-/// [`RELEASE_LIMIT`] passed since a first one that came during it.
-fn release_stop(from: Instant) -> Option<Stop> {
+/// Why a release begun at `from` must end now: a second stopping signal, or `grace`
+/// passed since a first one that came during it.
+fn release_stop(from: Instant, grace: Duration) -> Option<Stop> {
     let first = signals::pending()?;
     if let Some(again) = signals::repeated() {
         return Some(Stop::Signal(again));
     }
     let seen = signals::first_seen()?;
-    (seen > from && seen.elapsed() >= RELEASE_LIMIT).then_some(Stop::Signal(first))
+    (seen > from && seen.elapsed() >= grace).then_some(Stop::Signal(first))
 }
 
 /// Sleeps `d`; `Err` when the bound ends first (its deadline passing before `d` has is
@@ -366,19 +389,45 @@ pub fn poll_until<T, E>(
     }
 }
 
-/// This thread's runtime (current-thread, with timers and I/O), made at first use and
-/// kept for the thread's life: the PostgreSQL connections, name lookups and HTTP
-/// attempts of a thread all run on it.
-pub fn runtime() -> &'static tokio::runtime::Runtime {
-    thread_local! {
-        static RUNTIME: &'static tokio::runtime::Runtime = Box::leak(Box::new(
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a current-thread runtime needs only an epoll and a timer"),
-        ));
+/// Runs `fut` to completion on this thread's runtime (current-thread, with timers and
+/// I/O): the PostgreSQL connections, name lookups and HTTP attempts of a thread all run
+/// on it. The runtime is made at the thread's first use and dropped with the thread, so
+/// a thread that ends leaves no descriptor behind (its epoll and eventfd, and the
+/// socket of a call it abandoned). `fut` must bound itself ([`within`]).
+pub fn on_runtime<F: Future>(fut: F) -> F::Output {
+    let mut fut = Some(fut);
+    let mut run = |rt: &tokio::runtime::Runtime| rt.block_on(fut.take().expect("run once"));
+    if let Ok(out) = RUNTIME.try_with(&mut run) {
+        return out;
     }
-    RUNTIME.with(|rt| *rt)
+    // The thread is ending and its runtime is gone already (a connection closed by a
+    // thread-local's destructor): a runtime for this call alone.
+    run(&new_runtime())
+}
+
+fn new_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime needs only an epoll and a timer")
+}
+
+/// Calls `f` inside this thread's runtime, for what must be made on one (an HTTP client).
+pub fn in_runtime<T>(f: impl FnOnce() -> T) -> T {
+    RUNTIME.with(|rt| {
+        let _inside = rt.enter();
+        f()
+    })
+}
+
+/// Lets this thread's runtime finish what was cancelled (the drivers of connections
+/// dropped after a call was abandoned), so their sockets close now, not at the next call.
+pub fn settle_runtime() {
+    on_runtime(tokio::task::yield_now());
+}
+
+thread_local! {
+    static RUNTIME: tokio::runtime::Runtime = new_runtime();
 }
 
 /// Runs `fut` on this thread's runtime until it completes or the bound ends. Dropping
@@ -386,7 +435,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// was talking to again (a connection that timed out is closed, never reused).
 #[cfg(test)]
 pub fn block_on<F: Future>(fut: F, bound: &Bound) -> Result<F::Output, Ended> {
-    runtime().block_on(within(fut, bound))
+    on_runtime(within(fut, bound))
 }
 
 /// The same rule for code already on a runtime.

@@ -10,7 +10,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::{Terminal, generated, terminal};
 
@@ -195,14 +195,8 @@ impl Pty {
 }
 
 fn wait_for(file: &Path, what: &str) {
-    let start = Instant::now();
-    while !file.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let appeared = crate::support::wait_until(Duration::from_secs(20), || file.exists());
+    assert!(appeared, "timed out waiting for {what}");
 }
 
 /// zsh completes `line` in an interactive zsh of its own (zpty) with `compadd` wrapped

@@ -14,14 +14,14 @@ use crate::both_ways;
 use crate::support::{self as cmd, Scratch, retry};
 
 /// A crontab scheduler in the background, its stdout and stderr in files.
-struct Crontab {
-    child: Child,
+pub struct Crontab {
+    pub child: Child,
     out: std::path::PathBuf,
     err: std::path::PathBuf,
 }
 
 impl Crontab {
-    fn start(dir: &Scratch, name: &str, tab: &str, args: &[&str]) -> Crontab {
+    pub fn start(dir: &Scratch, name: &str, tab: &str, args: &[&str]) -> Crontab {
         let file = dir.write(&format!("{name}.tab"), tab.as_bytes());
         let out = dir.path(&format!("{name}.out"));
         let err = dir.path(&format!("{name}.err"));
@@ -36,28 +36,53 @@ impl Crontab {
         Crontab { child, out, err }
     }
 
-    fn signal(&self, sig: Signal) {
+    /// [`Self::start`] with `extra` options and the state in `DIR/state`.
+    pub fn local(dir: &Scratch, name: &str, tab: &str, extra: &[&str]) -> Crontab {
+        let state = dir.p("state");
+        let mut args = extra.to_vec();
+        args.extend(["--state", &state]);
+        Crontab::start(dir, name, tab, &args)
+    }
+
+    pub fn signal(&self, sig: Signal) {
         kill(Pid::from_raw(self.child.id() as i32), sig).unwrap();
     }
 
-    fn alive(&mut self) -> bool {
+    pub fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
 
-    fn err(&self) -> String {
+    pub fn err(&self) -> String {
         fs::read_to_string(&self.err).unwrap()
     }
 
+    /// Its stdout so far.
+    pub fn out(&self) -> String {
+        fs::read_to_string(&self.out).unwrap()
+    }
+
     /// Waits up to `limit` for the exit: the status (`None`: killed at the limit), stdout, stderr.
-    fn exited_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
-        let status = crate::schedule::status_within(&mut self.child, limit);
+    pub fn exited_within(mut self, limit: Duration) -> (Option<i32>, String, String) {
+        let status = crate::support::scheduler::status_within(&mut self.child, limit);
         let out = fs::read_to_string(&self.out).unwrap();
         (status, out, self.err())
     }
 
-    fn stop(self) -> (Option<i32>, String, String) {
+    pub fn stop(self) -> (Option<i32>, String, String) {
         self.signal(Signal::SIGTERM);
         self.exited_within(Duration::from_secs(30))
+    }
+}
+
+/// `retry --crontab FILE --dry-run`, run to its end.
+pub fn dry_run(file: &std::path::Path) -> crate::support::Run {
+    retry().arg("--crontab").arg(file).arg("--dry-run").run()
+}
+
+impl Drop for Crontab {
+    /// A test that failed midway leaves no scheduler behind.
+    fn drop(&mut self) {
+        crate::support::scheduler::end_child(&mut self.child);
     }
 }
 
@@ -84,8 +109,16 @@ fn three_jobs_run_at_their_slots_with_whole_labelled_lines() {
          @every 2s -a 3 --delay 50ms --max-delay 50ms --job flaky -- echo try; echo \"$RETRY_ATTEMPT\" >> \"$D/flaky\"; exit 1\n\
          @every 1s --job slow --overlap skip -- sleep 2.5; echo slow done; echo {long}\n"
     );
-    let mut c = Crontab::start(&dir, "three", &tab, &["--state", &dir.p("state")]);
-    std::thread::sleep(Duration::from_millis(5500));
+    let mut c = Crontab::local(&dir, "three", &tab, &[]);
+    // Four slots of greet, three attempts of a slot of flaky, a slow run done and a slot
+    // of slow skipped meanwhile.
+    cmd::wait_until(Duration::from_secs(20), || {
+        let (out, err) = (c.out(), c.err());
+        labelled(&out, "greet", "hello there").len() >= 4
+            && err.contains("ended: gave up, 3 attempts")
+            && !labelled(&out, "slow", "slow done").is_empty()
+            && err.contains("(--overlap skip)")
+    });
     assert!(c.alive(), "{}", c.err());
     let (status, out, err) = c.stop();
     assert_eq!(status, Some(143), "{err}");
@@ -135,14 +168,9 @@ fn three_jobs_run_at_their_slots_with_whole_labelled_lines() {
 fn json_output_lines_name_the_job_slot_and_stream() {
     let dir = Scratch::new();
     let tab = "@every 1s --job j -- echo out; echo err >&2\n";
-    let c = Crontab::start(
-        &dir,
-        "json",
-        tab,
-        &["--log-format", "json", "--state", &dir.p("state")],
-    );
+    let c = Crontab::local(&dir, "json", tab, &["--log-format", "json"]);
     assert!(cmd::wait_until(Duration::from_secs(10), || {
-        fs::read_to_string(&c.out).unwrap().lines().count() >= 2
+        c.out().lines().count() >= 2
     }));
     let (status, out, err) = c.stop();
     assert_eq!(status, Some(143), "{err}");
@@ -163,14 +191,10 @@ fn json_output_lines_name_the_job_slot_and_stream() {
 #[test]
 fn raw_job_output_passes_unchanged() {
     let dir = Scratch::new();
-    let c = Crontab::start(
-        &dir,
-        "raw",
-        "@every 1s --job j -- echo plain\n",
-        &["--job-output", "raw", "--state", &dir.p("state")],
-    );
+    let tab = "@every 1s --job j -- echo plain\n";
+    let c = Crontab::local(&dir, "raw", tab, &["--job-output", "raw"]);
     assert!(cmd::wait_until(Duration::from_secs(10), || {
-        fs::read_to_string(&c.out).unwrap().contains("plain")
+        c.out().contains("plain")
     }));
     let (_, out, _) = c.stop();
     assert!(out.lines().all(|l| l == "plain"), "{out}");
@@ -184,8 +208,7 @@ fn slow_crontab(secs: u32, grace: &str) -> (Scratch, Crontab) {
         "@every 1s --job slow -- {}\n",
         crate::schedule::slow_job(&dir, secs)
     );
-    let args = ["--grace", grace, "--state", &dir.p("state")];
-    let c = Crontab::start(&dir, "slow", &tab, &args);
+    let c = Crontab::local(&dir, "slow", &tab, &["--grace", grace]);
     crate::schedule::wait_lines(&dir, "started", 1, Duration::from_secs(10));
     (dir, c)
 }
@@ -232,7 +255,6 @@ const REFUSALS: &[(&str, usize, &str)] = &[
     ("61 * * * * true\n", 1, "'61' in the minute field: 0-59"),
     ("# c\n\n0 0 1,,2 * * true\n", 3, "an empty list element"),
     ("*/5 * * * * * true\n", 1, "six fields"),
-    ("@reboot true\n", 1, "before the scheduler starts"),
     ("@daily\n", 1, "no command"),
     ("@daily -a 3 true\n", 1, "must end with --"),
     ("@daily -a '3 -- true\n", 1, "quote"),
@@ -349,17 +371,7 @@ fn get(url: &str) -> (String, String) {
 fn metrics_serve_every_job_s_series_and_healthz_says_the_loop_is_alive() {
     let dir = Scratch::new();
     let tab = "@every 1s -a 2 --delay 10ms --job bad -- exit 1\n@every 1s --job good -- true\n";
-    let c = Crontab::start(
-        &dir,
-        "metrics",
-        tab,
-        &[
-            "--metrics-listen",
-            "127.0.0.1:0",
-            "--state",
-            &dir.p("state"),
-        ],
-    );
+    let c = Crontab::local(&dir, "metrics", tab, &["--metrics-listen", "127.0.0.1:0"]);
     let mut url = String::new();
     assert!(
         cmd::wait_until(Duration::from_secs(10), || {
@@ -452,12 +464,8 @@ both_ways! {
 fn a_slot_s_command_reads_an_empty_stdin() {
     // A slot's command reads an empty stdin, as under --schedule.
     let dir = Scratch::new();
-    let c = Crontab::start(
-        &dir,
-        "stdin",
-        "@every 1s --job s -- wc -c > \"$D/stdin\"\n",
-        &["--state", &dir.p("state")],
-    );
+    let tab = "@every 1s --job s -- wc -c > \"$D/stdin\"\n";
+    let c = Crontab::local(&dir, "stdin", tab, &[]);
     assert!(cmd::wait_until(Duration::from_secs(10), || dir
         .read("stdin")
         .trim()
@@ -469,7 +477,7 @@ fn a_slot_s_command_reads_an_empty_stdin() {
 fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table() {
     let dir = Scratch::new();
     let a = "@every 1s --job a -- echo a >> \"$D/a\"\n";
-    let c = Crontab::start(&dir, "hup", a, &["--state", &dir.p("state")]);
+    let c = Crontab::local(&dir, "hup", a, &[]);
     crate::schedule::wait_lines(&dir, "a", 1, Duration::from_secs(10));
     let file = dir.path("hup.tab");
     // A broken line: the old table goes on, and the error names FILE:LINE.
@@ -486,6 +494,7 @@ fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table(
         c.err()
     );
     let a_then = dir.count("a");
+    // A window as long as the one in which job b of the broken file would have run.
     std::thread::sleep(Duration::from_millis(1500));
     assert!(dir.count("a") > a_then, "job a goes on\n{}", c.err());
     assert_eq!(
@@ -503,14 +512,14 @@ fn sighup_with_a_new_line_starts_that_job_and_a_broken_line_keeps_the_old_table(
     c.signal(Signal::SIGHUP);
     crate::schedule::wait_lines(&dir, "b", 2, Duration::from_secs(10));
     let a_then = dir.count("a");
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(dir.count("a") > a_then, "{}", c.err());
+    let goes_on = cmd::wait_until(Duration::from_millis(1500), || dir.count("a") > a_then);
+    assert!(goes_on, "{}", c.err());
     // A change to the file alone is noticed within 5 s: job a removed.
     fs::write(&file, "@every 1s --job b -- echo b >> \"$D/b\"\n").unwrap();
     assert!(
         cmd::wait_until(Duration::from_secs(6), || c
             .err()
-            .contains("job a (line 1) is no longer in the crontab")),
+            .contains("0 changed, 1 stopped (a)")),
         "{}",
         c.err()
     );
@@ -609,4 +618,254 @@ fn a_slot_s_state_work_lists_no_directory_however_many_records_and_counters() {
         .filter(|l| slots.contains(&pid(l)))
         .collect();
     assert!(listed.is_empty(), "a slot listed the state: {listed:?}");
+}
+
+#[test]
+fn a_shell_line_chooses_the_shell_of_the_lines_below_it() {
+    let dir = Scratch::new();
+    let tab = "@every 1s --job plain -- echo sh >> \"$D/plain\"\n\
+               SHELL=/bin/bash\n\
+               @every 1s --job bashy -- [[ -n \"$BASH_VERSION\" ]] && echo \"$SHELL\" >> \"$D/bashy\"\n";
+    let file = dir.write("shell.tab", tab.as_bytes());
+    let dry = dry_run(&file);
+    assert_eq!(dry.status, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout_text().contains("line 3: /bin/bash -c"),
+        "{}",
+        dry.stdout_text()
+    );
+    assert!(
+        dry.stdout_text().contains("line 1: /bin/sh -c"),
+        "{}",
+        dry.stdout_text()
+    );
+    let c = Crontab::local(&dir, "shell", tab, &[]);
+    crate::schedule::wait_lines(&dir, "bashy", 1, Duration::from_secs(10));
+    let (status, _, err) = c.stop();
+    assert_eq!(status, Some(143), "{err}");
+    assert_eq!(
+        dir.read("bashy").lines().next(),
+        Some("/bin/bash"),
+        "SHELL is in the jobs' environment too"
+    );
+    // A SHELL that cannot run is refused naming the line, at start and by the dry run.
+    let bad = dir.write("bad.tab", b"SHELL=/nonexistent/bash\n@daily true\n");
+    let out = dry_run(&bad);
+    assert_eq!(out.status, 125);
+    assert!(
+        out.stderr
+            .contains("bad.tab:1: SHELL=/nonexistent/bash: not an executable file"),
+        "{}",
+        out.stderr
+    );
+    let relative = dir.write("rel.tab", b"SHELL=bash\n@daily true\n");
+    let out = dry_run(&relative);
+    assert!(
+        out.stderr
+            .contains("rel.tab:1: SHELL=bash: expected an absolute path"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn mailto_random_delay_and_user_are_taken_as_cronie_and_supercronic_mean_them() {
+    let dir = Scratch::new();
+    let start = |tab: &str| {
+        let c = Crontab::local(&dir, "mail", tab, &[]);
+        // The table is read, and its warnings said, before the jobs' slots are.
+        cmd::wait_until(Duration::from_secs(10), || c.err().contains("next slot"));
+        c.stop().2
+    };
+    let silent = start("MAILTO=\"\"\n@yearly true\n");
+    assert!(!silent.contains("MAILTO"), "{silent}");
+    let warned = start("MAILTO=ops@example.test\nUSER=app\n@yearly true\n");
+    assert_eq!(warned.matches("warning: ").count(), 2, "{warned}");
+    assert!(
+        warned.contains("MAILTO=ops@example.test: retry sends no mail; an --on-give-up hook"),
+        "{warned}"
+    );
+    assert!(
+        warned.contains("USER=app: retry runs every job as the user it runs as"),
+        "{warned}"
+    );
+    let tab = "RANDOM_DELAY=1\n@daily --job spread -- true\n@daily --splay 5s --job own -- true\n";
+    let file = dir.write("delay.tab", tab.as_bytes());
+    let dry = dry_run(&file).stdout_text();
+    assert_eq!(
+        dry.matches("RANDOM_DELAY=1: each slot starts up to 1m after its time")
+            .count(),
+        2,
+        "{dry}"
+    );
+    let env = dir.write(
+        "env.tab",
+        b"RANDOM_DELAY=1\nMAILTO=\"\"\n@daily --job e -- env\n",
+    );
+    let dry = dry_run(&env).stdout_text();
+    assert!(
+        !dry.contains("environment: RANDOM_DELAY") && !dry.contains("environment: MAILTO"),
+        "settings, not the jobs' environment\n{dry}"
+    );
+    let bad = dir.write("bad.tab", b"RANDOM_DELAY=2000\n@daily true\n");
+    let out = dry_run(&bad);
+    assert_eq!(out.status, 125);
+    assert!(
+        out.stderr
+            .contains("bad.tab:1: RANDOM_DELAY=2000: expected whole minutes from 0 to 1440"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn reboot_runs_once_at_each_start_never_at_a_reload_nor_by_a_catch_up() {
+    let dir = Scratch::new();
+    let state = dir.p("state");
+    let tab = "@reboot --job boot -- echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/boots\"\n\
+               @every 1s --catch-up all --job tick -- echo tick >> \"$D/ticks\"\n";
+    let c = Crontab::start(&dir, "boot", tab, &["--state", &state]);
+    crate::schedule::wait_lines(&dir, "ticks", 2, Duration::from_secs(10));
+    assert_eq!(dir.count("boots"), 1, "{}", c.err());
+    assert!(c.err().contains("[boot@boot-"), "{}", c.err());
+    // A reload with a new @reboot line runs neither.
+    let more = format!("{tab}@reboot --job boot2 -- echo again >> \"$D/boots\"\n");
+    fs::write(dir.path("boot.tab"), more).unwrap();
+    c.signal(Signal::SIGHUP);
+    crate::schedule::wait_lines(&dir, "ticks", 4, Duration::from_secs(10));
+    let (status, _, err) = c.stop();
+    assert_eq!(status, Some(143), "{err}");
+    assert_eq!(dir.count("boots"), 1, "{err}");
+    // No record of it: a second start runs it again, once, with a key of its own.
+    let records = fs::read_dir(&state).unwrap().flatten();
+    assert!(
+        !records
+            .into_iter()
+            .any(|e| e.file_name().to_string_lossy().starts_with("boot")),
+        "no record"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let c = Crontab::start(&dir, "boot", tab, &["--state", &state]);
+    crate::schedule::wait_lines(&dir, "boots", 2, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, _, err) = c.stop();
+    let keys: HashSet<String> = dir.read("boots").lines().map(str::to_string).collect();
+    assert_eq!(keys.len(), 2, "two starts, two keys\n{err}");
+    assert!(!err.contains("running missed slot boot"), "{err}");
+    // --schedule @reboot names no time: refused with the way to do it.
+    let out = retry().args(["--schedule", "@reboot", "--", "true"]).run();
+    assert_eq!(out.status, 125);
+    assert!(
+        out.stderr
+            .contains("run the command before the scheduler starts"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_calendar_line_runs_on_its_systemd_calendar_expression() {
+    let dir = Scratch::new();
+    let tab = "@calendar 'Mon..Fri 09:00 Europe/Berlin' --job standup -- true\n\
+               @calendar '*:*:0/2' --job everytwo -- date +%s >> \"$D/two\"\n";
+    let file = dir.write("cal.tab", tab.as_bytes());
+    let dry = dry_run(&file);
+    assert_eq!(dry.status, 0, "{}", dry.stderr);
+    let text = dry.stdout_text();
+    assert!(
+        text.contains("schedule: \"Mon..Fri 09:00 Europe/Berlin\" in Europe/Berlin"),
+        "{text}"
+    );
+    assert!(text.contains("09:00:00 CE"), "{text}");
+    let c = Crontab::local(&dir, "cal", tab, &[]);
+    crate::schedule::wait_lines(&dir, "two", 2, Duration::from_secs(10));
+    let (_, _, err) = c.stop();
+    // Its slots are the even seconds (a caught-up one may run in an odd second).
+    let slots: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("] started"))
+        .filter_map(|l| l.split("[everytwo@").nth(1))
+        .filter_map(|rest| rest.split("Z]").next())
+        .collect();
+    assert!(slots.len() >= 2, "{err}");
+    for slot in slots {
+        let second: u64 = slot.rsplit(':').next().unwrap().parse().unwrap();
+        assert_eq!(second % 2, 0, "{slot}: {err}");
+    }
+    let unquoted = dir.write("unq.tab", b"@calendar hourly true\n");
+    let out = dry_run(&unquoted);
+    assert!(
+        out.stderr
+            .contains("unq.tab:1: @calendar: quote the expression"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn job_output_labelled_labels_a_schedule_s_output_too() {
+    let dir = Scratch::new();
+    let out = dir.path("out");
+    let mut child = retry()
+        .args([
+            "--schedule",
+            "@every 1s",
+            "--job-output",
+            "labelled",
+            "--state",
+            &dir.p("state"),
+            "--job",
+            "lab",
+            "--",
+            "echo",
+            "hello",
+        ])
+        .stdout(fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .spawn();
+    assert!(cmd::wait_until(Duration::from_secs(10), || {
+        fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains("hello")
+    }));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let _ = child.wait();
+    let text = fs::read_to_string(&out).unwrap();
+    assert!(
+        text.lines()
+            .all(|l| l.contains(" [lab@") && l.ends_with("] hello")),
+        "{text}"
+    );
+}
+
+#[test]
+fn random_delay_spreads_the_slots_of_its_lines_within_its_minutes() {
+    let dir = Scratch::new();
+    let jobs = 8;
+    let mut tab = String::from("RANDOM_DELAY=1\n");
+    for i in 0..jobs {
+        tab.push_str(&format!("@every 1s --job spread{i} -- true\n"));
+    }
+    let cron = Crontab::local(&dir, "spread", &tab, &["-v"]);
+    let said = |err: &str| {
+        err.lines()
+            .filter_map(|l| l.split_once("splay: sleeping ")?.1.split_once(" before"))
+            .map(|(delay, rest)| (delay.to_string(), rest.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let all_said =
+        crate::support::wait_until(Duration::from_secs(20), || said(&cron.err()).len() >= jobs);
+    let (_, _, err) = cron.stop();
+    assert!(all_said, "each line's first slot draws its delay\n{err}");
+    let delays = said(&err);
+    for (delay, rest) in &delays {
+        let seconds = humantime::parse_duration(delay).unwrap().as_secs_f64();
+        assert!(seconds < 60.0, "within RANDOM_DELAY's minute: {delay}");
+        assert!(rest.contains("(up to 1m,"), "{rest}");
+    }
+    let distinct: std::collections::HashSet<_> = delays.iter().map(|(d, _)| d).collect();
+    assert!(
+        distinct.len() > jobs / 2,
+        "spread, not one delay for all: {delays:?}"
+    );
 }

@@ -11,11 +11,11 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::curl::{self, Case};
 use crate::support::http_server::{self, Reply, Server};
-use crate::support::{Invocation, bin, run, status_of};
+use crate::support::{Invocation, bin, exited_within, run};
 
 // ---- TLS: --cacert ----
 
@@ -229,14 +229,7 @@ fn client(program: &str, url: &str) -> Invocation {
 
 /// Waits for `child` itself to exit, within 20 s; its status (128+N for a signal).
 fn exit_of(mut child: Child) -> i32 {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status_of(&status);
-        }
-        assert!(start.elapsed() < Duration::from_secs(20), "no exit");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    exited_within(&mut child, Duration::from_secs(20)).expect("no exit")
 }
 
 /// `PROGRAM -sS URL | head -c 10`: the client's own exit status, and the requests

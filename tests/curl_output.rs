@@ -12,10 +12,11 @@ use crate::support::http_server;
 
 use crate::support::curl;
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{Invocation, Run, retry, run};
+use crate::support::{Invocation, Run, retry, run, wait_until};
 use curl::{Case, Compared, Side};
 use http_server::{Reply, Request, Server};
 use sha2::{Digest, Sha256};
@@ -35,6 +36,21 @@ fn raw_declaring(status: &str, headers: &[(&str, &str)], body: &[u8], length: us
     );
     bytes.extend_from_slice(body);
     Reply::Raw(bytes)
+}
+
+/// `retry --delay 1ms -a ATTEMPTS`: retries that come at once.
+fn attempts(attempts: &str) -> Invocation {
+    let mut retry = retry();
+    retry.args(["--delay", "1ms", "-a", attempts]);
+    retry
+}
+
+/// `retry --delay 1ms -C - -o FILE`: a download into `file` that resumes where a cut-off
+/// attempt left it, retried at once.
+fn resuming(file: &Path) -> Invocation {
+    let mut retry = retry();
+    retry.args(["--delay", "1ms", "-C", "-", "-o"]).arg(file);
+    retry
 }
 
 /// stdout with the side's own port replaced, so URLs compare.
@@ -381,10 +397,6 @@ fn retry_options_conflict_with_retrys_own() {
             &["--retry-delay", "1", "--delay", "2s"],
             ["--retry-delay", "--delay"],
         ),
-        (
-            &["--retry-max-time", "1", "--max-time", "2s"],
-            ["--retry-max-time", "--max-time"],
-        ),
     ] {
         let mut all = args.to_vec();
         all.push("http://127.0.0.1:9/");
@@ -440,22 +452,12 @@ fn continue_at_resumes_a_cut_off_body() {
     let server = Server::handler(resumable(body.clone()));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.bin");
-    let child = retry()
-        .args([
-            "--delay",
-            "1ms",
-            "-C",
-            "-",
-            "-o",
-            file.to_str().unwrap(),
-            &server.url("/big"),
-        ])
+    let child = resuming(&file)
+        .arg(server.url("/big"))
         .stderr(Stdio::piped())
         .spawn();
     let waited = Instant::now();
-    while server.hits() < 2 && waited.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(Duration::from_secs(30), || server.hits() >= 2);
     assert!(!file.exists(), "FILE appeared before the body was complete");
     let out = crate::support::run::finish(child, waited);
     assert_eq!(out.status, 0, "{}", out.stderr);
@@ -483,15 +485,7 @@ fn continue_at_starts_again_when_the_server_sends_everything() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = run(&[
-        "--delay",
-        "1ms",
-        "-C",
-        "-",
-        "-o",
-        file.to_str().unwrap(),
-        &server.url("/"),
-    ]);
+    let out = resuming(&file).arg(server.url("/")).run();
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(server.requests()[1].header("range"), Some("bytes=5-"));
     assert_eq!(std::fs::read(&file).unwrap(), b"abcdefghij");
@@ -505,15 +499,7 @@ fn continue_at_without_a_validator_does_not_resume() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = run(&[
-        "--delay",
-        "1ms",
-        "-C",
-        "-",
-        "-o",
-        file.to_str().unwrap(),
-        &server.url("/"),
-    ]);
+    let out = resuming(&file).arg(server.url("/")).run();
     assert_eq!(out.status, 0);
     assert_eq!(server.requests()[1].header("range"), None);
     assert_eq!(std::fs::read(&file).unwrap(), b"0123456789");
@@ -625,10 +611,7 @@ fn the_final_line_names_the_cause_like_curl() {
     let cause =
         format!("exit status 7 (could not connect to 127.0.0.1:{port}: connection refused)");
     for flags in [&["-sS"][..], &["-q"]] {
-        let mut args = vec!["--delay", "1ms", "-a", "3"];
-        args.extend_from_slice(flags);
-        args.push(&url);
-        let out = run(&args);
+        let out = attempts("3").args(flags).arg(&url).run();
         assert_eq!(out.status, 7, "{flags:?}");
         assert_eq!(
             out.stderr,
@@ -636,8 +619,8 @@ fn the_final_line_names_the_cause_like_curl() {
             "{flags:?}"
         );
     }
-    let out = retry()
-        .args(["--delay", "1ms", "-a", "2", "-sS", &url])
+    let out = attempts("2")
+        .args(["-sS", &url])
         .env("GITHUB_ACTIONS", "true")
         .run();
     assert!(
@@ -649,7 +632,7 @@ fn the_final_line_names_the_cause_like_curl() {
     );
     // A response's status is the cause when the stop message does not say it already.
     let server = Server::script(vec![Reply::status(503)]);
-    let out = run(&["--delay", "1ms", "-a", "2", "-sS", &server.url("/")]);
+    let out = attempts("2").args(["-sS", &server.url("/")]).run();
     assert_eq!(
         out.stderr,
         "retry: gave up after 2 attempts: exit status 22 (HTTP 503)\n"
@@ -661,16 +644,7 @@ fn resume_against(replies: Vec<Reply>) -> (Run, Vec<Request>, Option<Vec<u8>>) {
     let server = Server::script(replies);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f");
-    let out = run(&[
-        "--delay",
-        "1ms",
-        "-v",
-        "-C",
-        "-",
-        "-o",
-        file.to_str().unwrap(),
-        &server.url("/f"),
-    ]);
+    let out = resuming(&file).args(["-v", &server.url("/f")]).run();
     let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
     assert!(leftovers <= 1, "a temporary file was left behind");
     (out, server.requests(), std::fs::read(&file).ok())

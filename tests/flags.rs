@@ -56,6 +56,8 @@ const BAD_VALUES: &[(&str, &str)] = &[
     ("--splay", "soon"),
     ("--log-format", "xml"),
     ("--report", "/nonexistent-dir/report.json"),
+    ("--otel", "collector:4318"),
+    ("--otel", "ftp://collector/"),
     ("--on-retry", ""),
     ("--on-give-up", " "),
     ("--hook-timeout", "0"),
@@ -184,6 +186,23 @@ const REFUSALS: &[(&[&str], &str)] = &[
     (&[], "COMMAND|URL"),
     (&["-m", "abc", "true"], "-m"),
     (&["-mabc", "true"], "-m"),
+    (&["-m", "5", "--max-time", "10s", "true"], "-m"),
+    (
+        &[
+            "--retry",
+            "2",
+            "-t",
+            "5",
+            "--max-time",
+            "10",
+            "http://127.0.0.1:9/",
+        ],
+        "--max-time",
+    ),
+    (
+        &["--hold-stdout", "--no-hold-stdout", "true"],
+        "--hold-stdout",
+    ),
 ];
 
 /// One style for every refusal: `retry: FLAG: what is wrong; what instead`, one line,
@@ -272,6 +291,7 @@ const COMMAND_ONLY: &[&str] = &[
     "success-on",
     "stdin",
     "hold-stdout",
+    "no-hold-stdout",
     "hold-stderr",
     "kill-after",
     "signal",
@@ -327,6 +347,7 @@ const BOTH: &[&str] = &[
     "verbose",
     "log-format",
     "report",
+    "otel",
     "dry-run",
     "idempotency-key",
     "max-retry-after",
@@ -362,6 +383,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("success-on-output", &["--success-on-output", "done"]),
     ("stdin", &["--stdin", "null"]),
     ("hold-stdout", &["--hold-stdout"]),
+    ("no-hold-stdout", &["--no-hold-stdout"]),
     ("hold-stderr", &["--hold-stderr"]),
     ("kill-after", &["--kill-after", "1s"]),
     ("signal", &["--signal", "INT"]),
@@ -471,6 +493,8 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("verbose", &["-v"]),
     ("log-format", &["--log-format", "json"]),
     ("report", &["--report", "{dir}/report.json"]),
+    // Nothing listens there: the export fails at once, with one warning.
+    ("otel", &["--otel", "http://127.0.0.1:9"]),
     ("dry-run", &["--dry-run"]),
     ("on-retry", &["--on-retry", "true"]),
     ("on-give-up", &["--on-give-up", "true"]),
@@ -768,7 +792,8 @@ const UNSUPPORTED: &[(&[&str], &str)] = &[
     (&["--create-dirs"], "existing directory"),
     (&["-fsSLZ"], "-Z"),
     (&["-sN"], "-N"),
-    (&["--no-such-option"], "retry --help"),
+    // Like no option's name (clap would suggest --no-hold-stdout for `--no-such-option`).
+    (&["--xyzzy"], "retry --help"),
 ];
 
 #[test]

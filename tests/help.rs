@@ -147,12 +147,23 @@ fn short_help_is_the_summary() {
     );
 }
 
-/// `retry -h` fits one screen: at 80 columns, at most 50 lines, none wider.
+/// `retry -h` fits one screen: at 80 columns, at most 50 lines, none wider, and names
+/// `--crontab` beside `--schedule`. Without COLUMNS it is 80 columns wide all the same.
 #[test]
 fn short_help_fits_one_screen_at_80_columns() {
     let out = asking_for(&["-h"], true).env("COLUMNS", "80").run();
     assert_eq!(out.status, 0, "{}", out.stderr);
     let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("--crontab <FILE>"),
+        "-h lacks --crontab:\n{text}"
+    );
+    let wide = asking_for(&["-h"], true).env_remove("COLUMNS").run();
+    assert_eq!(
+        String::from_utf8(wide.stdout).unwrap(),
+        text,
+        "-h without COLUMNS"
+    );
     let lines = text.lines().count();
     assert!(
         lines <= 50,
@@ -166,12 +177,49 @@ fn short_help_fits_one_screen_at_80_columns() {
     }
 }
 
-/// `--version` and `-V` print the same one line, as most tools do (`retry X.Y.Z`).
+/// `--version` and `-V` print the same one line, `retry X.Y.Z (COMMIT DATE TARGET)`:
+/// the commit (9 hex digits, `-dirty` after an edit) and its UTC date are this
+/// checkout's, as build.rs read them, so that Debian's `retry 1.0.5` is never taken for
+/// ours.
 #[test]
 fn version_and_v_print_the_same_one_line() {
-    let expected = format!("retry {}\n", env!("CARGO_PKG_VERSION"));
-    assert_eq!(piped(&["--version"], true), expected);
-    assert_eq!(piped(&["-V"], true), expected);
+    let line = piped(&["--version"], true);
+    assert_eq!(piped(&["-V"], true), line);
+    let form = regex::Regex::new(
+        r"^retry (\S+) \(([0-9a-f]{9})(-dirty)? (\d{4}-\d{2}-\d{2}) ([a-z0-9_]+-[a-z0-9_-]+)\)\n$",
+    )
+    .unwrap();
+    let caps = form.captures(&line).unwrap_or_else(|| panic!("{line:?}"));
+    assert_eq!(&caps[1], env!("CARGO_PKG_VERSION"), "{line:?}");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("TZ", "UTC")
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(head) = git(&["rev-parse", "HEAD"]) else {
+        return; // a checkout without git metadata built `(unknown commit, TARGET)`
+    };
+    // The binary may be of an earlier commit than a checkout that moved on since; its
+    // commit must then be an ancestor, and its date that commit's.
+    let commit = &caps[2];
+    let date = git(&[
+        "show",
+        "-s",
+        "--format=%cd",
+        "--date=format-local:%Y-%m-%d",
+        commit,
+    ]);
+    assert_eq!(date.as_deref(), Some(&caps[4]), "{line:?} (HEAD {head})");
+    assert!(
+        git(&["merge-base", "--is-ancestor", commit, "HEAD"]).is_some(),
+        "{line:?}: not a commit of this checkout's history (HEAD {head})"
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::http_server::{Reply, Server};
 use crate::support::{
-    Scratch, alive, fast, retry, run, status_of, wait_exit, wait_for_file, wait_until,
+    Scratch, alive, exited_within, fast, retry, run, wait_exit, wait_for_file, wait_until,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -392,18 +392,9 @@ fn sigterm_during_hook(flag: &str, command: &[&str]) {
     assert_left_group(pids);
     let sent = Instant::now();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            sent.elapsed() < Duration::from_secs(3),
-            "retry did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = exited_within(&mut child, Duration::from_secs(3)).expect("retry did not exit");
     let took = sent.elapsed();
-    assert_eq!(status_of(&status), 143, "{flag}");
+    assert_eq!(status, 143, "{flag}");
     assert!(
         took < Duration::from_secs(1),
         "{flag}: exited {took:?} after SIGTERM"

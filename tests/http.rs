@@ -789,9 +789,7 @@ fn a_signal_during_a_request_stops_at_once() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
-    while server.hits() == 0 && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    crate::support::wait_until(Duration::from_secs(5), || server.hits() > 0);
     crate::support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     let r = crate::support::run::finish(child, start);
     assert_eq!(r.status, 143, "{}", r.stderr);

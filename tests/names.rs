@@ -486,15 +486,7 @@ fn a_name_in_etc_hosts_needs_no_answer_from_the_nameserver() {
 
 /// Waits up to `limit` for `child` to exit; its status (128+N for signal N) and when.
 fn exit_of(child: &mut Child, limit: Duration) -> Option<(i32, Instant)> {
-    let mut exited = None;
-    wait_until(limit, || {
-        exited = child
-            .try_wait()
-            .expect("wait for retry")
-            .map(|status| (support::status_of(&status), Instant::now()));
-        exited.is_some()
-    });
-    exited
+    support::exited_within(child, limit).map(|status| (status, Instant::now()))
 }
 
 /// A lookup that the nameserver never answers (glibc would wait 5 s, twice) ends within

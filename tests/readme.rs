@@ -15,6 +15,7 @@
 use std::collections::BTreeSet;
 
 use crate::support::dns::Nameserver;
+use crate::support::http_server::{Reply, Server};
 use crate::support::private_etc::PrivateEtc;
 use crate::support::{retry, run, say_skipped};
 
@@ -22,12 +23,13 @@ use crate::support::{retry, run, say_skipped};
 const LATER: &str = "dry-run-later";
 
 /// A fenced code block of the README: its language and its lines.
-struct Block {
-    lang: String,
-    lines: Vec<String>,
+pub struct Block {
+    pub lang: String,
+    pub lines: Vec<String>,
 }
 
-fn blocks(text: &str) -> Vec<Block> {
+/// The fenced code blocks of a Markdown text, in order (also read by `release`).
+pub fn blocks(text: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut open: Option<Block> = None;
     for line in text.lines() {
@@ -424,17 +426,40 @@ fn every_readme_example_parses_with_dry_run() {
     );
 }
 
-/// The README's first block installs with the command a user would type, and a block
-/// of its own runs the tests.
+/// The README's first screen warns about Debian's other `retry` before any command, and
+/// its first block installs from a release's tarball (checked, unpacked, put first on
+/// PATH) and asks `retry --version`; `cargo install` from a checkout is named too, and a
+/// block of its own runs the tests.
 #[test]
 fn the_readme_installs_and_runs_the_tests() {
     let root = env!("CARGO_MANIFEST_DIR");
     let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let before_first_block = &readme[..readme.find("```").unwrap()];
+    assert!(
+        before_first_block.contains("Debian") && before_first_block.contains("retry --version"),
+        "the Debian warning does not come before the first block"
+    );
     let blocks = blocks(&readme);
     let first = blocks[0].lines.join("\n");
+    for step in [
+        "sha256sum -c",
+        "tar -xzf",
+        "export PATH=",
+        "hash -r",
+        "retry --version",
+    ] {
+        assert!(
+            first.contains(step),
+            "the first block does not {step}:\n{first}"
+        );
+    }
     assert!(
-        first.contains("cargo install --locked --path ."),
-        "the first block does not install:\n{first}"
+        first.contains(&format!("v={} ", env!("CARGO_PKG_VERSION"))),
+        "the first block installs another version than Cargo.toml's:\n{first}"
+    );
+    assert!(
+        readme.contains("`cargo install --locked --path .`"),
+        "the README does not say how to install from a checkout"
     );
     assert!(
         blocks.iter().any(|b| b.lines == ["cargo test --locked"]),
@@ -823,4 +848,53 @@ fn every_documented_crontab_reads() {
             .run();
         assert_eq!(out.status, 0, "{}\n{}", block.lines.join("\n"), out.stderr);
     }
+}
+
+/// The walk's outputs are what their seeds give: each README example with `--seed`
+/// whose block is followed by a `text` block runs in `examples/` (whose stand-ins are
+/// the scripts it names), stdout and stderr on one pipe, and prints that text exactly.
+#[test]
+fn the_seeded_examples_print_what_the_readme_shows() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let blocks = blocks(&readme);
+    let on_path = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(crate::support::bin(), on_path.path().join("retry")).unwrap();
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        on_path.path().display(),
+        root.join("examples").display()
+    );
+    let mut checked = 0;
+    for pair in blocks.windows(2) {
+        let [example, shown] = pair else { continue };
+        let seeded: Vec<&String> = example
+            .lines
+            .iter()
+            .filter(|l| l.contains("--seed"))
+            .collect();
+        if example.lang != "sh" || shown.lang != "text" || seeded.len() != 1 {
+            continue;
+        }
+        // The HTTP example's server, as the README tells it: a 503 with Retry-After: 1,
+        // a 502, then the answer.
+        let server = Server::script(vec![
+            Reply::status(503).header("Retry-After", "1"),
+            Reply::status(502),
+            Reply::ok("{\"status\": \"ok\"}\n"),
+        ]);
+        let line = seeded[0].replace("https://api.example", &server.url(""));
+        let r = crate::support::Invocation::of("sh")
+            .args(["-c", &format!("{line} 2>&1")])
+            .env("PATH", &path)
+            .current_dir(root.join("examples"))
+            .run();
+        let expected = shown.lines.join("\n") + "\n";
+        assert_eq!(r.stdout_text(), expected, "{line}");
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} seeded examples with their output"
+    );
 }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 use jiff::Timestamp;
 
 use crate::both_ways;
-use crate::schedule::{Scheduler, append_key, every_second, first_started, wait_lines};
+use crate::schedule::{append_key, every_second, first_started, wait_lines};
+use crate::support::scheduler::{Schedule, Scheduler};
 use crate::support::{self as cmd, Invocation, Scratch, retry, time};
 
 /// `TIME retry: ` with TIME in RFC 3339 UTC with milliseconds.
@@ -18,29 +19,29 @@ fn stamped(line: &str) -> bool {
     re.is_match(line)
 }
 
-/// Stops `s` once the command has left `n` lines in `runs` (and a moment for the
-/// end line); the exit status and the log.
-fn stop_after_runs(dir: &Scratch, s: Scheduler, n: usize) -> (i32, String) {
+/// Stops `s` once the command has left `n` lines in `runs` and the log has `ends` end
+/// lines of slots (text or JSON); the exit status and the log.
+fn stop_after_runs(dir: &Scratch, s: Scheduler, n: usize, ends: usize) -> (i32, String) {
     wait_lines(dir, "runs", n, Duration::from_secs(15));
-    std::thread::sleep(Duration::from_millis(300));
+    cmd::wait_until(Duration::from_secs(10), || {
+        s.log().lines().filter(|l| l.contains("ended")).count() >= ends
+    });
     s.stop()
-}
-
-/// The scheduler's log so far.
-fn log_of(s: &Scheduler) -> String {
-    fs::read_to_string(&s.log).unwrap()
 }
 
 /// Waits for the start-up line that names the metrics address; returns the URL.
 fn metrics_url(s: &Scheduler) -> String {
     let mut url = None;
     let found = cmd::wait_until(Duration::from_secs(10), || {
-        url = log_of(s)
+        url = s
+            .log()
             .lines()
-            .find_map(|l| l.split("metrics at ").nth(1).map(str::to_string));
+            .find_map(|l| l.split("metrics at ").nth(1))
+            .and_then(|rest| rest.split(',').next())
+            .map(str::to_string);
         url.is_some()
     });
-    assert!(found, "no metrics line: {}", log_of(s));
+    assert!(found, "no metrics line: {}", s.log());
     url.unwrap()
 }
 
@@ -80,21 +81,11 @@ fn a_schedule_whose_latest_slot_just_passed_runs_nothing_until_the_next_slot() {
     let dir = Scratch::new();
     let work = dir.script("work.sh", "date +%s.%N >> \"$D/$1\"");
     let start = |policy: &str| {
-        let state = dir.p(&format!("state-{policy}"));
-        let args = [
-            "--schedule",
-            "@every 4s",
-            "--job",
-            "deployed",
-            "--catch-up",
-            policy,
-            "--state",
-            &state,
-            "--",
-            &work,
-            policy,
-        ];
-        Scheduler::start(&dir, policy, &args)
+        Schedule::new("@every 4s")
+            .job("deployed")
+            .catch_up(policy)
+            .state(&dir.p(&format!("state-{policy}")))
+            .start(&dir, policy, &[&work, policy])
     };
     let started = Timestamp::now();
     let (latest, all) = (start("latest"), start("all"));
@@ -127,7 +118,7 @@ fn the_text_log_of_three_slots_has_timestamps_and_a_start_and_an_end_line_each()
         "echo \"$RETRY_IDEMPOTENCY_KEY\" >> \"$D/runs\"; echo 'the job speaks' >&2",
     );
     let s = every_second(&dir, "logged", &[], &work);
-    let (status, log) = stop_after_runs(&dir, s, 3);
+    let (status, log) = stop_after_runs(&dir, s, 3, 3);
     assert_eq!(status, 143, "{log}");
     for line in log.lines() {
         if line == "the job speaks" {
@@ -174,7 +165,8 @@ fn quiet_keeps_only_errors_and_the_end_lines_of_slots_that_did_not_succeed() {
         "echo run >> \"$D/runs\"; [ $(( $(wc -l < \"$D/runs\") % 2 )) = 0 ]",
     );
     let s = every_second(&dir, "quiet", &["-q", "-a", "1"], &work);
-    let (status, log) = stop_after_runs(&dir, s, 4);
+    // Runs 1 and 3 fail: -q keeps their two end lines.
+    let (status, log) = stop_after_runs(&dir, s, 4, 2);
     assert_eq!(status, 143, "{log}");
     let lines: Vec<&str> = log.lines().collect();
     assert!(lines.len() >= 2, "{log}");
@@ -196,7 +188,7 @@ fn json_lines_start_with_the_time_and_a_slot_has_started_and_ended_events() {
     let dir = Scratch::new();
     let work = append_key(&dir, "runs");
     let s = every_second(&dir, "json", &["--log-format", "json"], &work);
-    let (_, log) = stop_after_runs(&dir, s, 2);
+    let (_, log) = stop_after_runs(&dir, s, 2, 2);
     let events: Vec<serde_json::Value> = log
         .lines()
         .map(|l| {
@@ -235,8 +227,14 @@ fn metrics_count_slots_that_succeed_give_up_and_are_skipped_as_curl_scrapes_them
     let s = every_second(&dir, "metered", &metered, &work);
     let url = metrics_url(&s);
     wait_lines(&dir, "runs", 5, Duration::from_secs(15));
-    std::thread::sleep(Duration::from_millis(300));
-    let text = scrape(&url, &[]);
+    // Scraped once the fifth run has ended, with no slot under way.
+    let series = |text: &str, name: &str| sample(text, &format!("{name}{{retry_job=\"metered\"}}"));
+    let mut text = String::new();
+    cmd::wait_until(Duration::from_secs(10), || {
+        text = scrape(&url, &[]);
+        let ended = series(&text, "retry_last_slot_end_seconds");
+        ended.is_some() && ended >= series(&text, "retry_last_slot_start_seconds")
+    });
     let headers = scrape(&url, &["-o", "/dev/null", "-D", "-"]);
     let open = scrape(
         &url,
@@ -266,7 +264,7 @@ fn metrics_count_slots_that_succeed_give_up_and_are_skipped_as_curl_scrapes_them
     assert_eq!(gave_up, 1.0, "{text}");
     assert!(skipped >= 1.0, "{text}\n{log}");
     assert_eq!(count("refused"), 0.0, "{text}");
-    let job = |name: &str| sample(&text, &format!("{name}{{retry_job=\"metered\"}}"));
+    let job = |name: &str| series(&text, name);
     assert_eq!(
         job("retry_attempts_total"),
         Some(succeeded + gave_up),
@@ -274,7 +272,9 @@ fn metrics_count_slots_that_succeed_give_up_and_are_skipped_as_curl_scrapes_them
     );
     assert_eq!(job("retry_slots_caught_up_total"), Some(0.0), "{text}");
     // A slot in the very second the scheduler started is the only one it may drop.
-    let dropped = usize::from(log.contains("catch-up: dropped 1 missed slot (--catch-up none)"));
+    let dropped = usize::from(
+        log.contains("catch-up: dropped 1 missed slot of job metered (--catch-up none)"),
+    );
     assert_eq!(
         job("retry_slots_dropped_total"),
         Some(dropped as f64),
@@ -307,23 +307,12 @@ fn metrics_count_slots_that_succeed_give_up_and_are_skipped_as_curl_scrapes_them
 fn the_last_success_starts_from_the_state_and_is_absent_until_there_is_one() {
     let dir = Scratch::new();
     let state = dir.p("state");
+    let kept = Schedule::new("@yearly")
+        .job("kept")
+        .args(&["--metrics-listen", "127.0.0.1:0"])
+        .state(&state);
     let args = |name| {
-        let s = Scheduler::start(
-            &dir,
-            name,
-            &[
-                "--schedule",
-                "@yearly",
-                "--job",
-                "kept",
-                "--metrics-listen",
-                "127.0.0.1:0",
-                "--state",
-                &state,
-                "--",
-                "true",
-            ],
-        );
+        let s = kept.start(&dir, name, &["true"]);
         let text = scrape(&metrics_url(&s), &[]);
         let (status, log) = s.stop();
         assert_eq!(status, 143, "{log}");
@@ -402,20 +391,10 @@ fn metrics_listen_is_refused_without_a_schedule_with_a_name_and_on_a_taken_port(
 #[test]
 fn sigterm_ends_a_scheduler_within_a_second_while_a_scraper_holds_a_connection() {
     let dir = Scratch::new();
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "@yearly",
-            "--metrics-listen",
-            "127.0.0.1:0",
-            "--state",
-            &dir.p("state"),
-            "--",
-            "true",
-        ],
-    );
+    let s = Schedule::new("@yearly")
+        .args(&["--metrics-listen", "127.0.0.1:0"])
+        .state(&dir.p("state"))
+        .start(&dir, "s", &["true"]);
     let url = metrics_url(&s);
     let addr = url
         .trim_start_matches("http://")
@@ -441,21 +420,11 @@ fn an_unreadable_first_start_record_is_replaced_by_the_current_second() {
     let record = format!("{state}/mended#first-start.json");
     fs::write(&record, "{ not json").unwrap();
     let before = Timestamp::now().as_second();
-    let s = Scheduler::start(
-        &dir,
-        "s",
-        &[
-            "--schedule",
-            "@yearly",
-            "--job",
-            "mended",
-            "--state",
-            &state,
-            "--",
-            "true",
-        ],
-    );
-    assert!(cmd::wait_until(Duration::from_secs(10), || log_of(&s).contains("next slot")));
+    let s = Schedule::new("@yearly")
+        .job("mended")
+        .state(&state)
+        .start(&dir, "s", &["true"]);
+    assert!(s.logs_within(Duration::from_secs(10), "next slot"));
     let (status, log) = s.stop();
     assert_eq!(status, 143, "{log}");
     assert!(
@@ -473,12 +442,8 @@ both_ways! {
         let dir = Scratch::new();
         let state = pg.url("");
         let start = |name| {
-            let s = Scheduler::start(
-                &dir,
-                name,
-                &["--schedule", "@yearly", "--job", "pgjob", "--state", &state, "--", "true"],
-            );
-            assert!(cmd::wait_until(Duration::from_secs(10), || log_of(&s).contains("next slot")));
+            let s = Schedule::new("@yearly").job("pgjob").state(&state).start(&dir, name, &["true"]);
+            assert!(s.logs_within(Duration::from_secs(10), "next slot"));
             let (status, log) = s.stop();
             assert_eq!(status, 143, "{log}");
             log
@@ -504,14 +469,10 @@ both_ways! {
         let dir = Scratch::new();
         let work = append_key(&dir, "runs");
         let state = format!("{}?connect_timeout=2", pg.url(""));
-        let s = Scheduler::start(
-            &dir,
-            "s",
-            &[
-                "--schedule", "@every 1s", "--job", "cut", "--catch-up", "none",
-                "--metrics-listen", "127.0.0.1:0", "--state", &state, "--", &work,
-            ],
-        );
+        let s = Schedule::every_second("cut")
+            .args(&["--metrics-listen", "127.0.0.1:0"])
+            .state(&state)
+            .start(&dir, "s", &[&work]);
         let url = metrics_url(&s);
         wait_lines(&dir, "runs", 1, Duration::from_secs(10));
         let before = scrape(&url, &[]);

@@ -12,12 +12,19 @@
 //!   `.env`, `.input(bytes)`, `.current_dir`, then `.run()`
 //!   for a [`Run`](support::Run) (`status` is the exit code or 128+signal, `stdout`,
 //!   `stderr`, `elapsed`), or `.start()` and `wait_for_run(child)` for a run the test
-//!   signals or watches. `run(args)` and `fast(args)` are the short forms;
-//!   `Invocation::of(program)` runs another program the same way.
+//!   signals or watches, and `exited_within(child, limit)` or `wait_exit` for its exit.
+//!   `run(args)` and `fast(args)` are the short forms; `Invocation::of(program)` runs
+//!   another program the same way.
 //! - `Scratch` holds counting `sh` scripts (`script`, `count`, `read`); `run_job(body,
-//!   flags)` runs one with fast backoff; `alive(pid)`, `wait_until`, `wait_for_file` and
-//!   `wait_for_pid` watch what they leave behind; `read_json` and
+//!   flags)` runs one with fast backoff; `alive(pid)`, `runs(pid, program)`,
+//!   `wait_until`, `wait_for_file` and `wait_for_pid` watch what they leave behind (a
+//!   test waits for a thing, never for a while it guesses); `read_json` and
 //!   `assert_stopped_because` read a report.
+//! - `scheduler::Schedule` builds a `retry --schedule` command line (`every_second(job)`,
+//!   `.state`, `.catch_up`, …) and starts a `Scheduler` in the background, or dry-runs it.
+//! - `each_store!` runs a test of shared state once per store (a state directory,
+//!   PostgreSQL directly and through PgBouncer), with a `stores::Store` that names its
+//!   targets and reads its records; `both_ways!` runs a PostgreSQL test both ways.
 //! - `http_server::Server` answers on 127.0.0.1 from a script and counts its hits;
 //!   `curl::Case` runs curl and retry side by side against it; `socks` has a real
 //!   SOCKS5 proxy (microsocks), a scripted SOCKS4/4a/5 one and a nameserver that
@@ -26,7 +33,8 @@
 //!   or never answers) and records the questions; `private_etc::PrivateEtc` runs a
 //!   program with the test's /etc/hosts and /etc/resolv.conf in a mount namespace.
 //! - `postgres::start(test)` gives a private PostgreSQL server (or skips, unless
-//!   RETRY_TEST_REQUIRE_POSTGRES=1); `tools` has rsync, git and ssh daemons.
+//!   RETRY_TEST_REQUIRE_POSTGRES=1); `tools` has rsync, git and ssh daemons, and
+//!   `ports::wait_for_port` waits for a server to listen.
 //! - `time` writes and reads RFC 3339 times and HTTP dates (jiff, as the crate does).
 //!
 //! Tests in this crate run in parallel threads of one process: a test must not change
@@ -46,10 +54,13 @@ mod body_rules;
 mod command;
 mod completion;
 mod crontab;
+mod crontab_production;
+mod curl_corpus;
 mod curl_edges;
 mod curl_output;
 mod curl_request;
 mod curl_socks;
+mod dist;
 mod faults;
 mod final_lines;
 mod flags;
@@ -68,5 +79,6 @@ mod schedule;
 mod schedule_ops;
 mod side_by_side;
 mod tools;
+mod traces;
 mod windows;
 mod words;

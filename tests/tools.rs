@@ -12,10 +12,10 @@ use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::ports::free_port;
+use crate::support::ports::{free_port, wait_for_port};
 use http_server::{Reply, Server};
 use support::{Run, Scratch, retry};
-use tools::{Daemon, NoSshd, keygen, must_run, wait_for_port};
+use tools::{Daemon, NoSshd, keygen, must_run};
 
 /// How many attempts the run made, from retry's own "attempt N/M" lines.
 fn attempts(r: &Run) -> usize {

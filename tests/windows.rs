@@ -1,15 +1,18 @@
 //! The Windows build under Wine: `.ci/windows` cross-builds `retry.exe` and names it in
 //! `RETRY_WINDOWS_EXE` (with `WINEPREFIX` and a wineserver kept up); each test here runs
-//! it through `wine` against Windows' own commands (`cmd /c`, `ping`) and the suite's
-//! servers on 127.0.0.1. Without the variable every test says SKIPPED and why. Paths
-//! given to the .exe are Linux paths under Wine's `Z:` drive.
+//! it through `wine` against Windows' own commands (`cmd /c`, `ping`, `find`) and the
+//! suite's servers on 127.0.0.1. Without the variable every test says SKIPPED and why. Paths
+//! given to the .exe are Linux paths under Wine's `Z:` drive, each under the test's own
+//! temporary directory, and the .exe runs in one of the tests' own directories: a
+//! test writes nothing into the checkout (a `Z:\tmp\…` path once reached a shell that
+//! took its backslashes as escapes and wrote a relative `Z:tmp…` file there).
 
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use crate::each_store;
 use crate::support::http_server::{Reply, Server};
-use crate::support::postgres::{self, Options, Via};
 use crate::support::{
     Invocation, Run, Scratch, current_test, say_skipped, wait_exit, wait_for_file, wait_for_run,
     wait_until,
@@ -29,7 +32,38 @@ fn windows_retry() -> Option<Invocation> {
     wine.arg(exe);
     // Wine's own diagnostics would mix with retry's stderr.
     wine.env("WINEDEBUG", "-all");
+    // Never the checkout: a path the .exe or a shell takes as relative lands here.
+    wine.current_dir(wine_dir());
     Some(wine)
+}
+
+/// Whether there is a Windows build to run; says SKIPPED when there is none.
+fn windows_build() -> bool {
+    windows_retry().is_some()
+}
+
+/// `wine retry.exe -a ATTEMPTS --delay 10ms`: retries that come at once.
+fn attempts(attempts: u32) -> Invocation {
+    let mut retry = windows_retry().expect("a Windows build");
+    retry.args(["-a", &attempts.to_string(), "--delay", "10ms"]);
+    retry
+}
+
+/// `-- cmd /c LINE`: the command is a line of Windows' shell.
+fn cmd(line: impl Into<String>) -> [String; 4] {
+    ["--".into(), "cmd".into(), "/c".into(), line.into()]
+}
+
+/// The directory the .exe runs in: one of the tests' own, made once per test process.
+fn wine_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("retry-windows-cwd-")
+            .tempdir()
+            .expect("a temporary directory")
+    })
+    .path()
 }
 
 /// A Linux path as the .exe sees it: on Wine's `Z:` drive, which maps `/`.
@@ -37,18 +71,21 @@ fn win(path: &Path) -> String {
     format!("Z:{}", path.display()).replace('/', "\\")
 }
 
-/// The `ping -n COUNT` processes Wine runs: in Linux's process list a Windows process
-/// shows its command line as given (`ping -n 31 127.0.0.1`), or with its path
-/// (`C:\windows\system32\PING.EXE -n 31 …`); the `cmd /c` and retry around it are not
-/// matched.
-fn pings(count: u32) -> Vec<u32> {
+/// The .exe as a `cmd /c` line names it (a path on Wine's `Z:` drive).
+fn exe_in_cmd() -> String {
+    let exe = std::env::var("RETRY_WINDOWS_EXE").expect("a Windows build");
+    win(Path::new(&exe))
+}
+
+/// The sleepers of [`start_tree`] marked `N` that Wine runs: in Linux's process list a
+/// Windows process shows its command line as `cmd` gave it (`Z:\…\retry.exe
+/// --allow-nested --job sleeper31 …`); the `cmd /c` and the retry around it, whose lines
+/// hold the mark too, start otherwise and are not matched.
+fn sleepers(n: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let (bare, path) = (
-        format!("ping -n {count} "),
-        format!("\\ping.exe -n {count} "),
-    );
+    let start = format!("{} --allow-nested --job sleeper{n} ", exe_in_cmd()).to_lowercase();
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
@@ -57,31 +94,66 @@ fn pings(count: u32) -> Vec<u32> {
             let line = String::from_utf8_lossy(&line)
                 .replace('\0', " ")
                 .to_lowercase();
-            line.starts_with(&bare) || line.contains(&path)
+            line.starts_with(&start)
         })
         .collect()
 }
 
-/// Starts `retry ARGS -- cmd /c "ping -n COUNT 127.0.0.1"` (a count no other test pings
-/// with, to find this tree's ping among Wine's processes) and waits for its ping: the
-/// child, and whether the ping was seen.
-fn start_ping_tree(retry: &mut Invocation, args: &[&str], count: u32) -> (Child, bool) {
+/// Starts `retry ARGS -- cmd /c "RETRY --allow-nested --job sleeperN --schedule '@every
+/// 1h' -- cmd /c exit 0"` (an N no other test uses, to find this tree's sleeper among
+/// Wine's processes): a second retry.exe that waits for the next hour and starts nothing
+/// meanwhile. Waits for it: the child, and whether the sleeper was seen.
+///
+/// Not `ping -n 30 127.0.0.1`, as the tree's sleeper once was: a ping ended while its
+/// ICMP echo is outstanding can deadlock Wine 8's nsiproxy.sys (winedbg shows the device
+/// loop in IoCancelIrp -> icmp_echo_cancel waiting on nsiproxy's lock while its listener,
+/// in IoCompleteRequest, waits on ntoskrnl's), and with it winedevice.exe, whose
+/// mountmgr.sys every later file query of the prefix then waits on forever. Nor a
+/// `find` reading an open pipe: beside another test it ended at once (exit 1).
+fn start_tree(retry: &mut Invocation, args: &[&str], n: u32) -> (Child, bool) {
     let child = retry
         .args(args)
-        .args(["--", "cmd", "/c"])
-        .arg(format!("ping -n {count} 127.0.0.1"))
+        .args(cmd(format!(
+            "{} --allow-nested --job sleeper{n} --schedule \"@every 1h\" -- cmd /c exit 0",
+            exe_in_cmd()
+        )))
         .start();
-    let seen = wait_until(Duration::from_secs(20), || !pings(count).is_empty());
+    let seen = wait_until(Duration::from_secs(20), || !sleepers(n).is_empty());
     (child, seen)
 }
 
-/// Whether every `ping -n COUNT` is gone within `limit`; any left are killed, so that a
-/// failing test leaves nothing behind, and named.
-fn pings_gone_within(count: u32, limit: Duration) -> Result<(), Vec<u32>> {
-    if wait_until(limit, || pings(count).is_empty()) {
+/// A lock holder: `retry ARGS -- cmd /c LINE` whose line says it has started (the
+/// file `started` in `dir`), then waits, a second at a time, until the test writes
+/// `release` (five minutes at most), and exits 0 (its last ping's status); the child,
+/// and whether it started.
+///
+/// A holder of a fixed few seconds would let go before a contender arrives whenever
+/// Wine is slow to start one (on a loaded machine that has taken over ten seconds). Its
+/// pings end by themselves: none is ever ended by a kill (see [`start_tree`]).
+fn start_holder(retry: &mut Invocation, args: &[&str], dir: &Scratch) -> (Child, bool) {
+    let (started, release) = (win(&dir.path("started")), win(&dir.path("release")));
+    // No parentheses around the loop: Wine's cmd does not parse `(for ...) & exit 0`.
+    let line = format!(
+        "echo held>{started} & for /l %i in (1,1,300) do @if not exist {release} ping -n 2 \
+         127.0.0.1 >nul"
+    );
+    let child = retry.args(args).args(cmd(line)).start();
+    let seen = wait_until(Duration::from_secs(30), || dir.path("started").exists());
+    (child, seen)
+}
+
+/// Lets [`start_holder`]'s holder go: it exits 0 within about a second.
+fn release_holder(dir: &Scratch) {
+    dir.write("release", b"");
+}
+
+/// Whether every sleeper marked `N` is gone within `limit`; any left are killed, so that
+/// a failing test leaves nothing behind, and named.
+fn sleepers_gone_within(n: u32, limit: Duration) -> Result<(), Vec<u32>> {
+    if wait_until(limit, || sleepers(n).is_empty()) {
         return Ok(());
     }
-    let left = pings(count);
+    let left = sleepers(n);
     for pid in &left {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(*pid as i32),
@@ -95,16 +167,8 @@ fn pings_gone_within(count: u32, limit: Duration) -> Result<(), Vec<u32>> {
 fn contend(lock: &str) -> Run {
     windows_retry()
         .expect("a Windows build")
-        .args([
-            "--lock",
-            lock,
-            "--busy-exit",
-            "75",
-            "--",
-            "cmd",
-            "/c",
-            "exit 0",
-        ])
+        .args(["--lock", lock, "--busy-exit", "75"])
+        .args(cmd("exit 0"))
         .run()
 }
 
@@ -114,20 +178,18 @@ fn assert_status(r: &Run, status: i32, what: &str) {
 
 #[test]
 fn exit_codes_and_classification() {
-    let Some(mut retry) = windows_retry() else {
+    if !windows_build() {
         return;
-    };
-    let r = retry
-        .args(["-a", "3", "--delay", "10ms", "--", "cmd", "/c"])
-        .arg("if %RETRY_ATTEMPT% lss 3 (exit 75) else (echo ok on attempt %RETRY_ATTEMPT%)")
+    }
+    let r = attempts(3)
+        .args(cmd(
+            "if %RETRY_ATTEMPT% lss 3 (exit 75) else (echo ok on attempt %RETRY_ATTEMPT%)",
+        ))
         .run();
     assert_status(&r, 0, "succeeds on the third attempt");
     assert_eq!(r.stdout_text().trim(), "ok on attempt 3");
 
-    let r = windows_retry()
-        .unwrap()
-        .args(["-a", "3", "--delay", "10ms", "--", "cmd", "/c", "exit 75"])
-        .run();
+    let r = attempts(3).args(cmd("exit 75")).run();
     assert_status(
         &r,
         75,
@@ -135,20 +197,9 @@ fn exit_codes_and_classification() {
     );
     r.assert_stderr_has("gave up after 3 attempts");
 
-    let r = windows_retry()
-        .unwrap()
-        .args([
-            "-a",
-            "3",
-            "--delay",
-            "10ms",
-            "--stop-on",
-            "2",
-            "--",
-            "cmd",
-            "/c",
-            "exit 2",
-        ])
+    let r = attempts(3)
+        .args(["--stop-on", "2"])
+        .args(cmd("exit 2"))
         .run();
     assert_status(&r, 2, "--stop-on makes exit 2 permanent: one attempt");
     r.assert_stderr_lacks("attempt 2");
@@ -180,7 +231,7 @@ fn backoff_and_max_time() {
             "-j",
             "none",
         ])
-        .args(["--", "cmd", "/c", "exit 75"])
+        .args(cmd("exit 75"))
         .run();
     assert_status(&r, 75, "three attempts");
     assert!(
@@ -201,12 +252,27 @@ fn backoff_and_max_time() {
             "-j",
             "none",
         ])
-        .args(["--backoff", "constant", "--", "cmd", "/c", "exit 75"])
+        .args(["--backoff", "constant"])
+        .args(cmd("exit 75"))
         .run();
-    assert_status(
-        &r,
-        75,
-        "the time limit ends the run with the last failure's status",
+    // The limit ends the run between attempts (a sleep that would end past it is not
+    // started: the last failure's 75), or it cuts the attempt in flight (124, as
+    // docs/exit-status.md says). Under Wine a `cmd /c` takes 100 ms to seconds, so the
+    // last attempt may well start with a few milliseconds left: either ending is right,
+    // each with its own line.
+    let ended: &[&str] = match r.status {
+        124 => &["ran out during the last attempt"],
+        _ => &[
+            "less than the next 300ms sleep",
+            "ran out while waiting to retry",
+        ],
+    };
+    assert!(
+        [75, 124].contains(&r.status) && ended.iter().any(|line| r.stderr.contains(line)),
+        "the time limit ends the run with the last failure's status, or 124 if it cut \
+         the last attempt: exit {}\nstderr:\n{}",
+        r.status,
+        r.stderr
     );
     assert!(
         r.elapsed >= Duration::from_millis(1500) && r.elapsed < Duration::from_secs(15),
@@ -220,20 +286,20 @@ fn timeout_ends_the_tree() {
     let Some(mut retry) = windows_retry() else {
         return;
     };
-    let (child, seen) = start_ping_tree(&mut retry, &["-a", "1", "-t", "3s"], 31);
+    let (child, seen) = start_tree(&mut retry, &["-a", "1", "-t", "3s"], 31);
     let r = wait_for_run(child);
-    assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
+    assert!(seen, "the sleeper never started\nstderr:\n{}", r.stderr);
     assert_status(&r, 124, "-t 3s ends the attempt: exit 124");
     assert!(
         r.elapsed < Duration::from_secs(15),
         "ended within a few seconds, took {:?}",
         r.elapsed
     );
-    let gone = pings_gone_within(31, Duration::from_secs(3));
+    let gone = sleepers_gone_within(31, Duration::from_secs(3));
     assert_eq!(
         gone,
         Ok(()),
-        "ping outlived retry: the Job Object did not end the tree"
+        "the sleeper outlived retry: the Job Object did not end the tree"
     );
 }
 
@@ -243,14 +309,14 @@ fn ctrl_c_ends_the_run_and_its_tree() {
         return;
     };
     // Wine turns SIGINT into the console's Ctrl-C event, the way Windows delivers it.
-    let (child, seen) = start_ping_tree(&mut retry, &["-a", "1"], 32);
+    let (child, seen) = start_tree(&mut retry, &["-a", "1"], 32);
     crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);
     let r = wait_for_run(child);
-    assert!(seen, "ping never started\nstderr:\n{}", r.stderr);
+    assert!(seen, "the sleeper never started\nstderr:\n{}", r.stderr);
     assert_status(&r, 130, "Ctrl-C: exit 130, as shells report it");
     assert!(r.elapsed < Duration::from_secs(20), "took {:?}", r.elapsed);
-    let gone = pings_gone_within(32, Duration::from_secs(3));
-    assert_eq!(gone, Ok(()), "ping outlived retry after Ctrl-C");
+    let gone = sleepers_gone_within(32, Duration::from_secs(3));
+    assert_eq!(gone, Ok(()), "the sleeper outlived retry after Ctrl-C");
 }
 
 #[test]
@@ -260,15 +326,15 @@ fn kill_9_of_retry_ends_its_tree_through_the_job() {
     };
     // As `taskkill /f`: retry gets no word, and only its Job Object's close
     // (KILL_ON_JOB_CLOSE, when Wine closes a dead process's handles) can end the tree.
-    let (mut child, seen) = start_ping_tree(&mut retry, &["-a", "1"], 34);
+    let (mut child, seen) = start_tree(&mut retry, &["-a", "1"], 34);
     crate::support::signal(&child, nix::sys::signal::Signal::SIGKILL);
     let _ = child.wait();
-    let gone = pings_gone_within(34, Duration::from_secs(5));
-    assert!(seen, "ping never started");
+    let gone = sleepers_gone_within(34, Duration::from_secs(5));
+    assert!(seen, "the sleeper never started");
     assert_eq!(
         gone,
         Ok(()),
-        "ping outlived a killed retry: its Job Object stayed open"
+        "the sleeper outlived a killed retry: its Job Object stayed open"
     );
 }
 
@@ -282,11 +348,11 @@ fn ctrl_c_ends_the_run_while_its_held_output_waits_for_a_stalled_reader() {
     // About 300 KB held until the attempt ends, for a reader that never reads: the pipe
     // fills and retry's delivery has to wait, on its writer thread, not its own.
     let mut child = retry
-        .args(["--hold-stdout", "--", "cmd", "/c"])
-        .arg(format!(
+        .arg("--hold-stdout")
+        .args(cmd(format!(
             "(for /L %i in (1,1,5000) do @echo line %i of the output held for a reader) \
              & echo done>{done}"
-        ))
+        )))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
@@ -325,23 +391,13 @@ fn stdin_is_replayed() {
 
 #[test]
 fn output_is_replaced_atomically() {
-    let Some(mut retry) = windows_retry() else {
+    if !windows_build() {
         return;
-    };
+    }
     let dir = Scratch::new();
     let out = dir.write("out.txt", b"old\n");
     let server = Server::script(vec![Reply::status(503)]);
-    let r = retry
-        .args([
-            "-a",
-            "2",
-            "--delay",
-            "10ms",
-            "-o",
-            &win(&out),
-            &server.url("/"),
-        ])
-        .run();
+    let r = attempts(2).args(["-o", &win(&out), &server.url("/")]).run();
     assert_ne!(r.status, 0, "every answer is 503\nstderr:\n{}", r.stderr);
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
@@ -350,18 +406,7 @@ fn output_is_replaced_atomically() {
     );
 
     let server = Server::script(vec![Reply::status(503), Reply::ok("new\n")]);
-    let r = windows_retry()
-        .unwrap()
-        .args([
-            "-a",
-            "3",
-            "--delay",
-            "10ms",
-            "-o",
-            &win(&out),
-            &server.url("/"),
-        ])
-        .run();
+    let r = attempts(3).args(["-o", &win(&out), &server.url("/")]).run();
     assert_status(&r, 0, "the second answer is 200");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "new\n");
     let left: Vec<_> = std::fs::read_dir(dir.dir.path())
@@ -374,33 +419,27 @@ fn output_is_replaced_atomically() {
 
 #[test]
 fn http_and_https_against_local_servers() {
-    let Some(mut retry) = windows_retry() else {
+    if !windows_build() {
         return;
-    };
+    }
     let server = Server::script(vec![
         Reply::status(503),
         Reply::status(503),
         Reply::ok("hello from 127.0.0.1\n"),
     ])
     .expect_hits(3);
-    let r = retry
-        .args(["-a", "5", "--delay", "10ms", &server.url("/x")])
-        .run();
+    let r = attempts(5).arg(server.url("/x")).run();
     assert_status(&r, 0, "503, 503, then 200");
     assert_eq!(r.stdout_text(), "hello from 127.0.0.1\n");
 
     // rustls with ring, the TLS the Windows build ships, over Windows' sockets.
     let tls = Server::tls_script(vec![Reply::status(502), Reply::ok("over TLS\n")]).expect_hits(2);
-    let r = windows_retry()
-        .unwrap()
-        .args(["-k", "-a", "3", "--delay", "10ms", &tls.https_url("/")])
-        .run();
+    let r = attempts(3).args(["-k", &tls.https_url("/")]).run();
     assert_status(&r, 0, "502, then 200 over TLS");
     assert_eq!(r.stdout_text(), "over TLS\n");
 
-    let r = windows_retry()
-        .unwrap()
-        .args(["-a", "2", "--delay", "10ms", "--stop-on-status", "404"])
+    let r = attempts(2)
+        .args(["--stop-on-status", "404"])
         .arg(
             Server::script(vec![Reply::status(404)])
                 .expect_hits(1)
@@ -414,66 +453,34 @@ fn http_and_https_against_local_servers() {
     );
 }
 
-#[test]
-fn a_lock_held_by_another_retry_skips() {
-    let Some(mut holder) = windows_retry() else {
-        return;
-    };
-    let dir = Scratch::new();
-    let lock = win(&dir.path("job.lock"));
-    // The command runs only once the lock is held.
-    let (holding, held) = start_ping_tree(&mut holder, &["--lock", &lock], 6);
-    let busy = contend(&lock);
-    let first = wait_for_run(holding);
-    assert!(held, "the holder never ran\nstderr:\n{}", first.stderr);
-    assert_status(&busy, 75, "the lock is busy: --busy-exit");
-    assert_status(&first, 0, "the holder's command");
-    assert_status(&contend(&lock), 0, "released with the holder's end");
-}
-
-/// A PostgreSQL lease taken over Windows' sockets: held while the command runs, busy for
-/// a second retry, released at the end. Directly and through PgBouncer, as every
-/// PostgreSQL test runs; the server starts only when there is a Windows build to run.
-fn a_postgres_lease_is_held_for_the_run_and_released(via: Via) {
-    let Some(mut holder) = windows_retry() else {
-        return;
-    };
-    let options = Options {
-        via,
-        ..Options::default()
-    };
-    let Some(pg) = postgres::start_with("windows_postgres_lease", options) else {
-        return;
-    };
-    let lock = pg.url("#windows");
-    let holding = holder
-        .args(["--lock", &lock, "--", "cmd", "/c", "ping -n 7 127.0.0.1"])
-        .start();
-    let held = wait_until(Duration::from_secs(30), || {
-        pg.lease("lock:windows").is_some_and(|l| l.held)
-    });
-    let busy = contend(&lock);
-    let first = wait_for_run(holding);
-    assert!(held, "the lease was never taken\nstderr:\n{}", first.stderr);
-    assert_status(&busy, 75, "the lease is held: --busy-exit");
-    assert_status(&first, 0, "the holder's command");
-    assert!(
-        !pg.lease("lock:windows").is_some_and(|l| l.held),
-        "released at the run's end"
-    );
-}
-
-mod a_postgres_lease_is_held_for_the_run_and_released {
-    use crate::support::postgres::Via;
-
-    #[test]
-    fn direct() {
-        super::a_postgres_lease_is_held_for_the_run_and_released(Via::Direct);
-    }
-
-    #[test]
-    fn pooled() {
-        super::a_postgres_lease_is_held_for_the_run_and_released(Via::Pooler);
+each_store! {
+    /// A lock held by one retry.exe: busy for a second, released at the holder's end; a
+    /// PostgreSQL lease, taken over Windows' sockets, is held while the command runs.
+    /// No server starts without a Windows build to run.
+    fn a_lock_held_by_another_retry_skips(store) if windows_build {
+        let dir = Scratch::new();
+        // A lock file as the .exe names it, on Wine's `Z:` drive.
+        let lock = match store.directory() {
+            Some(files) => win(&files.path("windows.lock")),
+            None => store.lock("windows"),
+        };
+        let held = || {
+            let pg = store.postgres_server()?;
+            Some(pg.lease("lock:windows").is_some_and(|l| l.held))
+        };
+        // The command runs only once the lock is held, and until the contender is done.
+        let mut holder = windows_retry().expect("a Windows build");
+        let (holding, ran) = start_holder(&mut holder, &["--lock", &lock], &dir);
+        let leased = held();
+        let busy = contend(&lock);
+        release_holder(&dir);
+        let first = wait_for_run(holding);
+        assert!(ran, "the holder never ran\nstderr:\n{}", first.stderr);
+        assert_ne!(leased, Some(false), "the lease was never taken\nstderr:\n{}", first.stderr);
+        assert_status(&busy, 75, "the lock is busy: --busy-exit");
+        assert_status(&first, 0, "the holder's command");
+        assert_ne!(held(), Some(true), "released at the run's end");
+        assert_status(&contend(&lock), 0, "released with the holder's end");
     }
 }
 
@@ -485,8 +492,8 @@ fn schedule_every_second_runs_its_slots() {
     let dir = Scratch::new();
     let slots = win(&dir.path("slots"));
     let child = retry
-        .args(["--schedule", "@every 1s", "--", "cmd", "/c"])
-        .arg(format!("echo slot>>{slots}"))
+        .args(["--schedule", "@every 1s"])
+        .args(cmd(format!("echo slot>>{slots}")))
         .start();
     let three = wait_until(Duration::from_secs(20), || dir.count("slots") >= 3);
     crate::support::signal(&child, nix::sys::signal::Signal::SIGINT);

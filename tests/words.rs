@@ -123,6 +123,125 @@ fn refusals_name_the_flag_that_was_meant() {
     assert!(stderr.contains("--retry-on-status"), "{stderr}");
 }
 
+#[test]
+fn misleading_suggestions_give_way_to_the_help() {
+    // Far from every option (or another tool's word): no "did you mean".
+    for typed in [
+        "--frobnicate",
+        "--on-calendr",
+        "--retry-intervals",
+        "--persistently",
+    ] {
+        let stderr = refused(&[typed, "1"]);
+        assert_eq!(
+            stderr,
+            format!("retry: {typed}: unknown option; retry --help lists the options")
+        );
+    }
+    // Other tools' words that clap took for retry's own: the word to use instead.
+    for (typed, instead) in [
+        ("--persistent", "--catch-up latest"),
+        ("--on-calendar", "--schedule EXPR"),
+        ("--random-delay", "--splay DUR"),
+        ("--randomized-delay-sec", "--splay Ns"),
+        ("--starting-deadline-seconds", "--catch-up-window Ns"),
+        ("--concurrency-policy", "--overlap"),
+    ] {
+        let stderr = refused(&[typed, "1"]);
+        assert!(!stderr.contains("did you mean"), "{typed}: {stderr}");
+        assert!(stderr.contains(instead), "{typed}: {stderr}");
+    }
+    let stderr = refused(&["--retry-interval", "5"]);
+    assert!(!stderr.contains("--retry-on"), "{stderr}");
+    assert!(
+        stderr.ends_with("retry --help lists the options"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn supercronic_s_flags_are_whole_words_before_the_target_in_both_modes() {
+    let rows = SPELLINGS.iter().filter(|r| r.when == When::Word);
+    for row in rows {
+        // Before a URL (HTTP mode), and in Go's double-dash spelling.
+        let out = retry().args([row.typed, "http://127.0.0.1:9/"]).run();
+        assert_eq!(out.status, 125, "{}: {}", row.typed, out.stderr);
+        assert!(
+            out.stderr.contains(row.retry),
+            "{}: {}",
+            row.typed,
+            out.stderr
+        );
+        let doubled = format!("-{}", row.typed);
+        if !["--json", "--quiet"].contains(&doubled.as_str()) {
+            let stderr = refused(&[&doubled]);
+            assert!(stderr.contains(row.retry), "{doubled}: {stderr}");
+        }
+    }
+    // retry's own --json and --quiet stay retry's.
+    let stderr = refused(&["--json", "{}"]);
+    assert!(!stderr.contains("supercronic"), "{stderr}");
+    // With its value attached, Go's way.
+    let stderr = refused(&["-prometheus-listen-address=0.0.0.0:9746"]);
+    assert!(stderr.contains("--metrics-listen"), "{stderr}");
+    // After a URL, letters are curl's: -debug is -d ebug (a body), as curl reads it.
+    let out = retry()
+        .args(["--dry-run", "http://127.0.0.1:9/", "-debug"])
+        .run();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+}
+
+#[test]
+fn an_option_on_the_command_line_is_never_blamed_on_a_crontab_line() {
+    let scratch = Scratch::new();
+    let tab = scratch.path("crontab");
+    std::fs::write(&tab, "*/5 * * * * echo ran\n0 3 * * * echo night\n").unwrap();
+    let tab = tab.to_str().unwrap();
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["--crontab", tab, "-overlapping"],
+            "for supercronic's -overlapping",
+        ),
+        (
+            &["-overlapping", "--crontab", tab],
+            "for supercronic's -overlapping",
+        ),
+        (
+            &["--crontab", tab, "-debug", "--dry-run"],
+            "for supercronic's -debug",
+        ),
+        (&["--crontab", tab, "-test"], "for supercronic's -test"),
+        (
+            &["--crontab", tab, "-H", "X: y"],
+            "each job of a crontab selects command mode",
+        ),
+        (
+            &["--crontab", tab, "-o", "out"],
+            "each job of a crontab selects command mode",
+        ),
+        (
+            &["--crontab", tab, "--once", "k"],
+            "--once: cannot be used with --crontab",
+        ),
+        (
+            &["--crontab", tab, "--job", "x"],
+            "--job: cannot be used with --crontab",
+        ),
+        (
+            &["--crontab", tab, "--stdin", "replay"],
+            "--stdin: only null goes with --crontab",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = retry().args(args).run();
+        assert_eq!(out.status, 125, "{args:?}: {}", out.stderr);
+        let line = out.stderr.trim_end();
+        assert!(!line.contains('\n'), "{args:?}: {line}");
+        assert!(!line.contains("crontab:"), "{args:?} blamed a line: {line}");
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+}
+
 // ---- A target that reads as a URL retry does not take as one ----
 
 #[test]

@@ -321,7 +321,7 @@ fn row_verdict(
             let by_table = http::listed_status(status, lists)
                 .unwrap_or_else(|| profiles::shown_status(status));
             reason.push_str(&format!(", stderr shows {}", by_table.reason));
-            return Verdict::new(by_table.class, reason).limited(by_table.limit);
+            return Verdict::new(by_table.class, reason).capped(by_table.retry_cap);
         }
         (_, Some(status)) => reason.push_str(&format!(", stderr shows HTTP {status}")),
         (_, None) => {}
@@ -330,7 +330,7 @@ fn row_verdict(
         reason.push_str(&format!(", stderr shows {line:?}"));
     }
     match row.then {
-        Then::Is(class, limit) => Verdict::new(class, reason).limited(limit),
+        Then::Is(class, cap) => Verdict::new(class, reason).capped(cap),
         Then::StatusTable => unreachable!("a status-table row matches only when a status is shown"),
     }
 }
@@ -562,12 +562,12 @@ mod tests {
         );
         let v500 = verdict_for("curl: (22) The requested URL returned error: 500");
         assert_eq!(
-            (v500.class, v500.limit.map(|l| l.max_retries)),
+            (v500.class, v500.retry_cap.map(|l| l.max_retries)),
             (Class::Transient, Some(2))
         );
         let none = verdict_for("");
         assert_eq!(
-            (none.class, none.limit.map(|l| l.max_retries)),
+            (none.class, none.retry_cap.map(|l| l.max_retries)),
             (Class::Transient, Some(2))
         );
         assert_eq!(exit(&r, 3), Class::Permanent);
@@ -608,8 +608,8 @@ mod tests {
         }
         let v500 = shown(500);
         assert_eq!(
-            (v500.class, v500.limit),
-            (Class::Transient, Some(crate::classify::http::LIMIT_500))
+            (v500.class, v500.retry_cap),
+            (Class::Transient, Some(crate::classify::http::RETRY_CAP_500))
         );
         assert!(
             v500.reason
@@ -629,10 +629,10 @@ mod tests {
         );
         let wget = verdict_after(&profiles::WGET, 8, &["ERROR 500: Internal Server Error."]);
         assert_eq!(
-            curl.limit.map(|l| l.key),
-            Some(crate::domain::LimitKey::Http500)
+            curl.retry_cap.map(|l| l.key),
+            Some(crate::domain::RetryCapKey::Http500)
         );
-        assert_eq!(curl.limit, wget.limit);
+        assert_eq!(curl.retry_cap, wget.retry_cap);
     }
 
     #[test]
@@ -705,7 +705,7 @@ mod tests {
             &["rsync: read errors mapping \"/x\": Input/output error (5)"],
         );
         assert_eq!(
-            (other.class, other.limit.map(|l| l.max_retries)),
+            (other.class, other.retry_cap.map(|l| l.max_retries)),
             (Class::Transient, Some(2))
         );
     }
@@ -714,7 +714,7 @@ mod tests {
     fn wget_8_without_a_status_is_retried_twice() {
         let quiet = verdict_after(&profiles::WGET, 8, &[]);
         assert_eq!(
-            (quiet.class, quiet.limit.map(|l| l.max_retries)),
+            (quiet.class, quiet.retry_cap.map(|l| l.max_retries)),
             (Class::Transient, Some(2))
         );
         let shown = verdict_after(
@@ -722,7 +722,7 @@ mod tests {
             8,
             &["2026-12-03 14:00:00 ERROR 503: Service Unavailable."],
         );
-        assert_eq!((shown.class, shown.limit), (Class::Transient, None));
+        assert_eq!((shown.class, shown.retry_cap), (Class::Transient, None));
         let gone = verdict_after(
             &profiles::WGET,
             8,

@@ -96,7 +96,7 @@ pub static INTERRUPTED_REQUEST: EndRule = rule(
 
 pub static LOCK_LOST_COMMAND: EndRule = rule(
     Class::Permanent,
-    "retry stopped the command: {lost}",
+    "{lost}; retry stopped the command",
     "--lock: without the lock another run may start the same work",
 );
 

@@ -8,7 +8,7 @@
 //! headers `wait`'s.
 
 use crate::classify::endings;
-use crate::domain::{Class, ExitStatus, Limit, LimitKey, Verdict};
+use crate::domain::{Class, ExitStatus, RetryCap, RetryCapKey, Verdict};
 use crate::parse::CodeSet;
 use Class::{Permanent, Transient};
 
@@ -16,7 +16,7 @@ use Class::{Permanent, Transient};
 pub const EXIT_HTTP_ERROR: ExitStatus = ExitStatus::new(22);
 
 /// A 500 is worth one or two more tries, never many.
-pub const LIMIT_500: Limit = Limit::twice(LimitKey::Http500);
+pub const RETRY_CAP_500: RetryCap = RetryCap::twice(RetryCapKey::Http500);
 
 /// What a response must show, beyond its status, for a row to apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub struct StatusRow {
     pub codes: (u16, u16),
     pub requires: Requires,
     pub class: Class,
-    pub limit: Option<Limit>,
+    pub retry_cap: Option<RetryCap>,
     pub refused: Refused,
     pub why: &'static str,
 }
@@ -62,7 +62,7 @@ const fn row(lo: u16, hi: u16, class: Class, why: &'static str) -> StatusRow {
         codes: (lo, hi),
         requires: Requires::Nothing,
         class,
-        limit: None,
+        retry_cap: None,
         refused: Refused::Never,
         why,
     }
@@ -108,7 +108,7 @@ pub const STATUS_TABLE: &[StatusRow] = &[
         )
     },
     StatusRow {
-        limit: Some(LIMIT_500),
+        retry_cap: Some(RETRY_CAP_500),
         ..row(
             500,
             500,
@@ -188,7 +188,7 @@ impl StatusRow {
             Requires::Nothing => format!("HTTP {status}: {}", self.why),
             shows => format!("HTTP {status}{} is {}", shows.describe(), self.why),
         };
-        Verdict::new(self.class, reason).limited(self.limit)
+        Verdict::new(self.class, reason).capped(self.retry_cap)
     }
 
     /// `status 500: transient, at most 2 retries (...)`, for `--dry-run`.
@@ -200,8 +200,8 @@ impl StatusRow {
             format!("{lo}-{hi}")
         };
         let shows = self.requires.describe();
-        let limit = self
-            .limit
+        let cap = self
+            .retry_cap
             .map(|l| format!(", at most {} retries", l.max_retries))
             .unwrap_or_default();
         let exit = if self.class == Class::Success {
@@ -210,7 +210,7 @@ impl StatusRow {
             format!(", exit {EXIT_HTTP_ERROR}")
         };
         format!(
-            "status {codes}{shows}: {}{limit} ({}{exit})",
+            "status {codes}{shows}: {}{cap} ({}{exit})",
             self.class.as_str(),
             self.why
         )
@@ -337,7 +337,7 @@ pub struct TransportRow {
     /// The request provably never reached the server, so even a non-idempotent
     /// one is safe to send again.
     pub never_sent: bool,
-    pub limit: Option<Limit>,
+    pub retry_cap: Option<RetryCap>,
     pub why: &'static str,
     /// What happened, for messages; `{server}` is the host and port, `{host}` the host.
     pub says: &'static str,
@@ -356,7 +356,7 @@ const fn transport(
         class,
         exit_code: ExitStatus::new(exit_code),
         never_sent,
-        limit: None,
+        retry_cap: None,
         why,
         says,
     }
@@ -364,7 +364,7 @@ const fn transport(
 
 /// A SOCKS4 proxy's reply 91 is worth one or two more tries, never many: it also
 /// stands for a rule that rejects the request.
-pub const LIMIT_SOCKS4: Limit = Limit::twice(LimitKey::Socks4Failed);
+pub const RETRY_CAP_SOCKS4: RetryCap = RetryCap::twice(RetryCapKey::Socks4Failed);
 
 /// Transport failures. Exit codes: curl(1) "EXIT CODES" and libcurl-errors(3):
 /// a body the server ended cleanly before its declared length is a partial file
@@ -514,7 +514,7 @@ pub const TRANSPORT_TABLE: &[TransportRow] = &[
         "the SOCKS proxy could not connect to {server}",
     ),
     TransportRow {
-        limit: Some(LIMIT_SOCKS4),
+        retry_cap: Some(RETRY_CAP_SOCKS4),
         ..transport(
             Transport::Socks4Failed,
             ("socks4_failed", Transient, 97),
@@ -610,7 +610,7 @@ impl HttpRules {
         }
         if self.retry_all_errors {
             // A 500 is retried as often as any other failure, as curl does.
-            verdict.limit = None;
+            verdict.retry_cap = None;
         }
         let refused = status_row(facts).is_some_and(|row| row.refused(facts));
         self.guard_method(verdict, refused)
@@ -631,7 +631,7 @@ impl HttpRules {
     /// The verdict and exit status for a failure before a complete response.
     pub fn transport(&self, kind: Transport) -> (Verdict, ExitStatus) {
         let row = transport_row(kind);
-        let mut verdict = Verdict::new(row.class, row.why).limited(row.limit);
+        let mut verdict = Verdict::new(row.class, row.why).capped(row.retry_cap);
         let all = self.retry_all_errors
             && !matches!(
                 kind,
@@ -645,7 +645,7 @@ impl HttpRules {
         }
         if self.retry_all_errors {
             // Every failure is retried as often as any other, as curl does.
-            verdict.limit = None;
+            verdict.retry_cap = None;
         }
         (self.guard_method(verdict, row.never_sent), row.exit_code)
     }
@@ -686,12 +686,12 @@ impl HttpRules {
         }
         out.extend(STATUS_TABLE.iter().map(StatusRow::describe));
         for row in TRANSPORT_TABLE {
-            let limit = row
-                .limit
+            let cap = row
+                .retry_cap
                 .map(|l| format!(", at most {} retries", l.max_retries))
                 .unwrap_or_default();
             out.push(format!(
-                "{}: {}{limit} (exit {})",
+                "{}: {}{cap} (exit {})",
                 row.why,
                 row.class.as_str(),
                 row.exit_code
@@ -765,7 +765,7 @@ mod tests {
         for code in [400, 401, 403, 404, 422, 501, 505, 511, 599] {
             assert_eq!(class_of(&r, code), Class::Permanent, "{code}");
         }
-        assert_eq!(r.status(&status(500)).limit, Some(LIMIT_500));
+        assert_eq!(r.status(&status(500)).retry_cap, Some(RETRY_CAP_500));
     }
 
     #[test]
@@ -883,7 +883,7 @@ mod tests {
         assert_eq!(class_of(&get, 404), Class::Transient);
         assert_eq!(class_of(&get, 501), Class::Transient);
         assert_eq!(
-            get.status(&status(500)).limit,
+            get.status(&status(500)).retry_cap,
             None,
             "no two-retry limit on 500"
         );

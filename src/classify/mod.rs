@@ -1,4 +1,4 @@
-//! Outcome → class, in the vocabulary of `domain` (`Class`, `Verdict`, `Limit`) that
+//! Outcome → class, in the vocabulary of `domain` (`Class`, `Verdict`, `RetryCap`) that
 //! every mode shares. The rules are tables with their sources, built from plain
 //! settings (code sets, patterns, a profile name), never from the configuration:
 //! [`profiles`] (tools' exit codes), [`http`] (statuses, methods, transport failures; the

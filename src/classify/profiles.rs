@@ -6,7 +6,7 @@
 //! bottom apply to every command.
 
 use super::http::{self, STATUS_TABLE};
-use crate::domain::{Class, ExitStatus, Limit, LimitKey, ProfileName, Verdict};
+use crate::domain::{Class, ExitStatus, ProfileName, RetryCap, RetryCapKey, Verdict};
 
 /// When a row applies, beyond its exit codes.
 #[derive(Clone, Copy, Debug)]
@@ -31,8 +31,8 @@ pub struct Phrases {
 /// What a row decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Then {
-    /// This class, retried at most as often as the limit allows across the run.
-    Is(Class, Option<Limit>),
+    /// This class, retried at most as often as its cap allows across the run.
+    Is(Class, Option<RetryCap>),
     /// Classify the status shown on stderr with the HTTP status table.
     StatusTable,
 }
@@ -72,17 +72,17 @@ const fn row_when(
     codes: &'static [(u8, u8)],
     when: When,
     class: Class,
-    limit: Option<LimitKey>,
+    cap: Option<RetryCapKey>,
     why: &'static str,
 ) -> Row {
-    let limit = match limit {
-        Some(key) => Some(Limit::twice(key)),
+    let cap = match cap {
+        Some(key) => Some(RetryCap::twice(key)),
         None => None,
     };
     Row {
         codes,
         when,
-        then: Then::Is(class, limit),
+        then: Then::Is(class, cap),
         why,
     }
 }
@@ -122,7 +122,7 @@ pub static CURL: Profile = Profile {
             &[(22, 22)],
             When::NoStatus,
             T,
-            Some(LimitKey::StatusNotShown),
+            Some(RetryCapKey::StatusNotShown),
             "curl --fail: HTTP error with no status shown (retried at most twice)",
         ),
         row(&[(3, 3)], P, "curl: malformed URL"),
@@ -154,7 +154,7 @@ pub static WGET: Profile = Profile {
             &[(8, 8)],
             When::NoStatus,
             T,
-            Some(LimitKey::StatusNotShown),
+            Some(RetryCapKey::StatusNotShown),
             "wget: server error with no status shown, as with -q (retried at most twice)",
         ),
         row(&[(1, 1)], P, "wget: generic error"),
@@ -230,7 +230,7 @@ pub static RSYNC: Profile = Profile {
             &[(23, 23)],
             When::Always,
             T,
-            Some(LimitKey::RsyncPartial),
+            Some(RetryCapKey::RsyncPartial),
             "rsync: partial transfer due to error (retried at most twice)",
         ),
         row(
@@ -472,12 +472,12 @@ impl Row {
     pub fn describe(&self, profile: &str) -> Vec<String> {
         let head = format!("{profile} exit {}", code_list(self.codes));
         match self.then {
-            Then::Is(class, limit) => {
-                let limit = limit
+            Then::Is(class, cap) => {
+                let cap = cap
                     .map(|l| format!(", at most {} retries", l.max_retries))
                     .unwrap_or_default();
                 vec![format!(
-                    "{head}{}: {}{limit} ({})",
+                    "{head}{}: {}{cap} ({})",
                     self.when.describe(),
                     class.as_str(),
                     self.why
@@ -489,8 +489,8 @@ impl Row {
                 .map(|row| {
                     let (lo, hi) = row.codes;
                     let verdict = shown_row_verdict(row, lo);
-                    let limit = verdict
-                        .limit
+                    let cap = verdict
+                        .retry_cap
                         .map(|l| format!(", at most {} retries", l.max_retries))
                         .unwrap_or_default();
                     let why = if row.class == Class::Success {
@@ -499,7 +499,7 @@ impl Row {
                         row.why
                     };
                     format!(
-                        "{head} with stderr showing HTTP {}: {}{limit} ({}; {why})",
+                        "{head} with stderr showing HTTP {}: {}{cap} ({}; {why})",
                         code_list(&[(lo, hi)]),
                         verdict.class.as_str(),
                         self.why,
@@ -664,8 +664,8 @@ mod tests {
     fn shown_status_follows_the_status_table() {
         let v500 = shown_status(500);
         assert_eq!(
-            (v500.class, v500.limit),
-            (Class::Transient, Some(http::LIMIT_500))
+            (v500.class, v500.retry_cap),
+            (Class::Transient, Some(http::RETRY_CAP_500))
         );
         for status in [408, 429, 502, 503, 504] {
             assert_eq!(shown_status(status).class, Class::Transient, "{status}");

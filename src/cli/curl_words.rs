@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 
-use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
@@ -221,7 +221,7 @@ const UNSUPPORTED: &[Unsupported] = &[
 ];
 
 /// Escaped here (`one_line`): clap would drop an escape sequence a value holds.
-fn usage_error(message: String) -> clap::Error {
+pub(super) fn usage_error(message: String) -> clap::Error {
     let message = crate::domain::one_line(&message);
     clap::Error::raw(ErrorKind::ArgumentConflict, format!("{message}\n"))
 }
@@ -235,7 +235,9 @@ fn unknown_option(cmd: &Command, seen: &Seen, place: Place) -> clap::Error {
     } else {
         format!(" (in {shown})")
     };
-    if let Some(spelling) = spellings::find(name, seen.value.as_deref(), place) {
+    let spelling =
+        spellings::find(name, seen.value.as_deref(), place).or_else(|| spellings::doubled(name));
+    if let Some(spelling) = spelling {
         return usage_error(format!(
             "{name}{within}: unknown option; {}",
             spellings::advice(spelling)
@@ -260,17 +262,23 @@ fn unknown_option(cmd: &Command, seen: &Seen, place: Place) -> clap::Error {
     usage_error(message)
 }
 
-/// The option clap finds nearest to the unknown long `name`, by its own similarity.
+/// retry's long option nearest to the unknown long `name`, when it is close enough to
+/// be the one meant: at most two edits (a transposition is one), and no more than a
+/// third of the word (`--atempts` is `--attempts`; `--persistent` is not `--version`).
 fn similar(cmd: &Command, name: &str) -> Option<String> {
-    if !name.starts_with("--") {
-        return None;
-    }
-    let err = cmd.clone().try_get_matches_from(["retry", name]).err()?;
-    match err.get(ContextKind::SuggestedArg)? {
-        ContextValue::String(s) => Some(s.clone()),
-        ContextValue::Strings(list) => list.first().cloned(),
-        _ => None,
-    }
+    let typed = name.strip_prefix("--")?;
+    let longs = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .flat_map(|a| {
+            let aliases = a.get_visible_aliases().unwrap_or_default();
+            a.get_long().into_iter().chain(aliases)
+        });
+    let (edits, nearest) = longs
+        .map(|long| (strsim::osa_distance(typed, long), long))
+        .min()?;
+    let close = edits <= 2 && edits <= (typed.chars().count() / 3).max(1);
+    close.then(|| format!("--{nearest}"))
 }
 
 /// An option of HTTP mode typed before a command, or a value retry refuses, where
@@ -337,7 +345,7 @@ pub fn refuse_unknown_options(
     args: Vec<OsString>,
 ) -> Result<Vec<OsString>, clap::Error> {
     cmd.build();
-    let walked = walk(cmd, &args[1..]);
+    let walked = walk(cmd, &args[1..], true);
     let first = 1 + walked.end;
     let target = match args.get(first) {
         Some(dash) if dash == "--" => args.get(first + 1),
@@ -360,7 +368,7 @@ fn options_after_url(
     url_at: usize,
 ) -> Result<Vec<OsString>, clap::Error> {
     let after = &args[url_at + 1..];
-    let walked = walk(cmd, after);
+    let walked = walk(cmd, after, false);
     refuse_unknown(
         cmd,
         &walked,
@@ -415,8 +423,10 @@ struct Seen {
 
 /// Walks `words` while they are options (with their values). An option retry does not
 /// know is taken as a flag without a value; the caller refuses the first one, once the
-/// whole walk has said where it stands (before a URL? next to `--lock`?).
-fn walk(cmd: &Command, words: &[OsString]) -> Walked {
+/// whole walk has said where it stands (before a URL? next to `--lock`?). With
+/// `whole_words`, another tool's single-dash flag (`-test`) is one option, never
+/// bundled letters.
+fn walk(cmd: &Command, words: &[OsString], whole_words: bool) -> Walked {
     let takes_value = |arg: &clap::Arg| arg.get_action().takes_values();
     let mut i = 0;
     let mut wants_value = None;
@@ -427,6 +437,14 @@ fn walk(cmd: &Command, words: &[OsString]) -> Walked {
         }
         i += 1;
         let next = words.get(i).map(|w| w.to_string_lossy().into_owned());
+        let other = whole_words
+            .then(|| other_tool_word(&word, next.as_deref()))
+            .flatten();
+        if let Some((other, takes_next)) = other {
+            seen.push(other);
+            i += usize::from(takes_next);
+            continue;
+        }
         let needs_next = if let Some(long) = word.strip_prefix("--") {
             let (name, inline) = match long.split_once('=') {
                 Some((name, value)) => (name, Some(value.to_string())),
@@ -458,6 +476,24 @@ fn walk(cmd: &Command, words: &[OsString]) -> Walked {
         wants_value,
         seen,
     }
+}
+
+/// Another tool's single-dash flag typed as a whole argument, as the walk saw it, and
+/// whether the next word is its value.
+fn other_tool_word(word: &str, next: Option<&str>) -> Option<(Seen, bool)> {
+    let (row, attached) = spellings::whole_word(word)?;
+    let takes_next = !row.sample.is_empty() && !attached && next.is_some();
+    let value = match word.split_once('=') {
+        Some((_, value)) => Some(value.to_string()),
+        None => next.filter(|_| takes_next).map(str::to_string),
+    };
+    let seen = Seen {
+        name: row.typed.to_string(),
+        word: word.to_string(),
+        value,
+        known: false,
+    };
+    Some((seen, takes_next))
 }
 
 /// Where the walked options stand: before a URL, next to `--lock`.
@@ -532,18 +568,21 @@ pub fn target_mode(first: &OsString) -> Mode {
     }
 }
 
-/// Refuses every option given on the command line that belongs to the other mode.
+/// Refuses every option given on the command line that belongs to the other mode: the
+/// target's, or command mode for `--crontab`, whose jobs are commands.
 pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap::Error> {
-    let Some(first) = matches
+    let first = matches
         .get_many::<OsString>("target")
-        .and_then(|mut t| t.next())
-    else {
-        return Ok(());
-    };
-    let mode = target_mode(first);
-    let target = match mode {
-        Mode::Http => "the URL".to_string(),
-        Mode::Command => format!("the command '{}'", first.to_string_lossy()),
+        .and_then(|mut t| t.next());
+    let crontab = matches.value_source("crontab") == Some(ValueSource::CommandLine);
+    let (mode, target) = match first {
+        Some(first) if target_mode(first) == Mode::Http => (Mode::Http, "the URL".to_string()),
+        Some(first) => (
+            Mode::Command,
+            format!("the command '{}'", first.to_string_lossy()),
+        ),
+        None if crontab => (Mode::Command, "each job of a crontab".to_string()),
+        None => return Ok(()),
     };
     let wrong: Vec<String> = cmd
         .get_arguments()
@@ -566,8 +605,8 @@ pub fn refuse_other_mode(cmd: &Command, matches: &ArgMatches) -> Result<(), clap
         [init @ .., last] => (format!("{} and {last}", init.join(", ")), "options"),
         [] => unreachable!(),
     };
-    let hint = match mode {
-        Mode::Command if !on_path(first) => url_hint(&first.to_string_lossy()),
+    let hint = match (mode, first) {
+        (Mode::Command, Some(first)) if !on_path(first) => url_hint(&first.to_string_lossy()),
         _ => None,
     };
     let tail = hint.unwrap_or_else(|| "nothing is ever silently ignored".into());
@@ -588,30 +627,86 @@ fn on_path(name: &OsString) -> bool {
         .is_some_and(|dirs| std::env::split_paths(&dirs).any(|dir| dir.join(name).is_file()))
 }
 
+/// Whether the option `name` (`-m`) is among the options of `args` (the program's
+/// name first, the options after a URL already moved before it).
+pub fn typed(cmd: &Command, args: &[OsString], name: &str) -> bool {
+    walk(cmd, args.get(1..).unwrap_or_default(), false)
+        .seen
+        .iter()
+        .any(|s| s.name == name)
+}
+
+/// curl's retry words, which make `--max-time` curl's per-transfer limit beside them.
+fn curl_retry_word(cli: &Cli) -> Option<&'static str> {
+    [
+        ("--retry", cli.curl.curl_retry.is_some()),
+        ("--retry-max-time", cli.curl.retry_max_time.is_some()),
+        ("--retry-delay", cli.curl.retry_delay.is_some()),
+        ("--retry-all-errors", cli.curl.retry_all_errors),
+        ("--retry-connrefused", cli.curl.retry_connrefused),
+    ]
+    .into_iter()
+    .find_map(|(word, given)| given.then_some(word))
+}
+
+/// `--max-time` keeps curl's meaning on a curl line: beside curl's retry words in HTTP
+/// mode it is the per-transfer limit (`-m`), and `--retry-max-time` alone bounds the
+/// run. `-m` with `--max-time` is refused in any mode: curl means one limit by both.
+fn max_time_meaning(cli: &mut Cli, typed_m: bool) -> Result<(), clap::Error> {
+    let Some(max_time) = cli.timing.max_time else {
+        return Ok(());
+    };
+    if typed_m {
+        return Err(usage_error(
+            "-m: cannot be used with --max-time; give one of them: -m (or -t) limits each \
+             attempt, --max-time the whole run (each transfer, as in curl, beside --retry)"
+                .into(),
+        ));
+    }
+    let http = cli
+        .target
+        .first()
+        .is_some_and(|t| target_mode(t) == Mode::Http);
+    let Some(word) = curl_retry_word(cli).filter(|_| http) else {
+        return Ok(());
+    };
+    if cli.timing.timeout.is_some() {
+        return Err(usage_error(format!(
+            "--max-time: beside {word} it is curl's limit on each transfer, as -t/--timeout \
+             is; give one of them"
+        )));
+    }
+    cli.timing.timeout = Some(max_time);
+    cli.timing.max_time = None;
+    cli.timing.max_time_per_transfer = Some(word);
+    Ok(())
+}
+
 /// Turns curl's spellings into retry's settings, and checks what only makes
-/// sense together.
-pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
-    if let Some(n) = cli.curl_retry {
-        cli.attempts = n + 1;
+/// sense together; `typed_m` says whether `-m` was typed (clap takes it as `-t`).
+pub fn apply_aliases(cli: &mut Cli, typed_m: bool) -> Result<(), clap::Error> {
+    max_time_meaning(cli, typed_m)?;
+    if let Some(n) = cli.curl.curl_retry {
+        cli.timing.attempts = n + 1;
     }
     // curl sleeps exactly S before each retry; -j asks for a spread all the same.
-    if let Some(delay) = cli.retry_delay.filter(|d| !d.is_zero()) {
-        cli.delay = delay;
-        cli.backoff = BackoffKind::Constant;
-        if !cli.jitter_given {
-            cli.jitter = JitterKind::None;
+    if let Some(delay) = cli.curl.retry_delay.filter(|d| !d.is_zero()) {
+        cli.timing.delay = delay;
+        cli.timing.backoff = BackoffKind::Constant;
+        if !cli.timing.jitter_given {
+            cli.timing.jitter = JitterKind::None;
         }
     }
     // `-sv` is `-v`, as in curl: the verbose lines are what was asked for.
-    if cli.silent && cli.verbose == 0 {
-        let level = if cli.show_error { 1 } else { 2 };
-        cli.quiet = cli.quiet.max(level);
+    if cli.curl.silent && cli.output.verbose == 0 {
+        let level = if cli.curl.show_error { 1 } else { 2 };
+        cli.output.quiet = cli.output.quiet.max(level);
     }
-    if cli.head {
-        cli.method = Some(reqwest::Method::HEAD);
-        cli.include = true;
+    if cli.curl.head {
+        cli.http.method = Some(reqwest::Method::HEAD);
+        cli.http.include = true;
     }
-    if cli.remote_name {
+    if cli.curl.remote_name {
         let url = cli.target.first().map(|t| t.to_string_lossy().into_owned());
         let name = url.as_deref().and_then(remote_name).ok_or_else(|| {
             usage_error(
@@ -619,21 +714,26 @@ pub fn apply_aliases(cli: &mut Cli) -> Result<(), clap::Error> {
                     .into(),
             )
         })?;
-        cli.output = Some(name.into());
+        cli.http.output = Some(name.into());
     }
-    if cli.continue_at.is_some() {
-        if cli.output.as_deref().is_none_or(|o| o.as_os_str() == "-") {
+    if cli.curl.continue_at.is_some() {
+        if cli
+            .http
+            .output
+            .as_deref()
+            .is_none_or(|o| o.as_os_str() == "-")
+        {
             return Err(usage_error(
                 "-C/--continue-at: needs -o FILE (or -O), not stdout: the part already received is kept beside FILE".into(),
             ));
         }
-        if cli.upload_file.is_some() {
+        if cli.curl.upload_file.is_some() {
             return Err(usage_error(
                 "-C/--continue-at: resumes downloads; resuming an upload (-T) is not supported"
                     .into(),
             ));
         }
-        if cli.include || cli.fail_with_body {
+        if cli.http.include || cli.curl.fail_with_body {
             return Err(usage_error(
                 "-C/--continue-at: cannot be used with -i, -I or --fail-with-body; only a body is resumed".into(),
             ));

@@ -206,6 +206,7 @@ pub const SHORT_HELP: &[&str] = &[
     "once",
     "state",
     "schedule",
+    "crontab",
     "quiet",
     "verbose",
     "dry_run",
@@ -224,7 +225,8 @@ Everything else: retry --help, man retry, and docs/ in retry's source.";
 /// Options `retry -h` shows under another heading than `--help` does (`None`: beside
 /// -h and -V), so that one screen holds fewer headings.
 const SHORT_HEADINGS: &[(&str, Option<&str>)] = &[
-    ("schedule", Some(super::JOBS)),
+    ("schedule", Some(super::args::JOBS)),
+    ("crontab", Some(super::args::JOBS)),
     ("quiet", None),
     ("verbose", None),
     ("dry_run", None),
@@ -244,6 +246,9 @@ pub fn short(cmd: clap::Command) -> clap::Command {
     })
     .after_help(SHORT_AFTER_HELP)
 }
+
+/// The widest `retry -h` is laid out for, whatever the terminal: one screen of 80 columns.
+pub const SHORT_WIDTH: usize = 80;
 
 /// The widest `--help` is laid out for, as clap's `max_term_width` says.
 pub const MAX_WIDTH: usize = 100;
@@ -415,5 +420,16 @@ mod tests {
                 assert!(line.chars().count() <= width, "{width}: {line:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_help_lists_cron_s_nicknames_as_their_table_does() {
+        use clap::CommandFactory;
+        let help = crate::cli::Cli::command().render_long_help().to_string();
+        let list = crate::cron::listed_nicknames();
+        assert!(
+            crate::cron::flat(&help).contains(&list),
+            "--schedule's help does not list the nicknames as src/cron/nicknames.rs does: {list}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The two modes a target selects, and which options belong to one mode only (by
 //! their help heading), for refusing an option of the other mode.
 
-use super::{CLASSIFY, CURL, HTTP, PROCESS};
+use super::args::{CLASSIFY, CURL, HTTP, PROCESS};
 
 /// The two modes a target selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

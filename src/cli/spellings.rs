@@ -1,6 +1,6 @@
 //! Other tools' spellings of retry's settings, in one table: an option typed as
-//! flock, GNU timeout, recur, the GitHub retry action or another tool spells it is
-//! refused with retry's own word for it. The README's "Coming from another tool"
+//! flock, GNU timeout, recur, the GitHub retry action, supercronic, a systemd timer, a
+//! Kubernetes CronJob or another tool spells it is refused with retry's own word for it. The README's "Coming from another tool"
 //! table shows the same rows (`tests::every_row_is_in_the_readme_table` holds them
 //! together).
 
@@ -13,6 +13,10 @@ pub enum When {
     Command,
     /// Before a command, next to `--lock`.
     Lock,
+    /// Before the target, as a whole argument (`-test`, `-test=true`, or Go's `--test`),
+    /// in both modes: supercronic's single-dash flags, never read as bundled letters
+    /// (`-debug` is not `-d ebug`). After a URL the letters are curl's.
+    Word,
 }
 
 /// One tool's option and retry's word for it.
@@ -53,8 +57,13 @@ const fn row(
 pub const OTHERS: &str = "other tools";
 
 const NICK: &str = "GitHub retry action";
+const SUPERCRONIC: &str = "supercronic";
+const TIMER: &str = "systemd timer";
+const CRONJOB: &str = "Kubernetes CronJob";
 
-/// Sources: flock(1), timeout(1), recur's README, nick-fields/retry's action.yml.
+/// Sources: flock(1), timeout(1), recur's README, nick-fields/retry's action.yml,
+/// `supercronic -help`, systemd.timer(5) and systemd-run(1), the Kubernetes CronJob
+/// spec (`startingDeadlineSeconds`, `concurrencyPolicy`).
 pub const SPELLINGS: &[Spelling] = &[
     row(OTHERS, "--tries", "--tries N", "-a N", When::Always, "3"),
     row(
@@ -195,6 +204,113 @@ pub const SPELLINGS: &[Spelling] = &[
         When::Always,
         "1",
     ),
+    row(SUPERCRONIC, "-test", "-test", "--dry-run", When::Word, ""),
+    row(
+        SUPERCRONIC,
+        "-json",
+        "-json",
+        "--log-format json",
+        When::Word,
+        "",
+    ),
+    row(
+        SUPERCRONIC,
+        "-overlapping",
+        "-overlapping",
+        "--overlap allow",
+        When::Word,
+        "",
+    ),
+    row(SUPERCRONIC, "-quiet", "-quiet", "-q", When::Word, ""),
+    row(SUPERCRONIC, "-debug", "-debug", "-v", When::Word, ""),
+    row(
+        SUPERCRONIC,
+        "-passthrough-logs",
+        "-passthrough-logs",
+        "--job-output raw",
+        When::Word,
+        "",
+    ),
+    row(
+        SUPERCRONIC,
+        "-split-logs",
+        "-split-logs",
+        "nothing: retry does this already (a job's stdout goes to stdout, its stderr to stderr)",
+        When::Word,
+        "",
+    ),
+    row(
+        SUPERCRONIC,
+        "-inotify",
+        "-inotify",
+        "nothing: retry does this already (a changed crontab is read again, as on SIGHUP)",
+        When::Word,
+        "",
+    ),
+    row(
+        SUPERCRONIC,
+        "-prometheus-listen-address",
+        "-prometheus-listen-address ADDR",
+        "--metrics-listen ADDR:PORT",
+        When::Word,
+        "0.0.0.0:9746",
+    ),
+    row(
+        SUPERCRONIC,
+        "-sentry-dsn",
+        "-sentry-dsn DSN",
+        "an --on-give-up hook (docs/schedules.md shows one that posts to a webhook)",
+        When::Word,
+        "https://key@sentry.example/1",
+    ),
+    row(
+        TIMER,
+        "--on-calendar",
+        "--on-calendar EXPR",
+        "--schedule EXPR",
+        When::Always,
+        "Mon..Fri 09:00",
+    ),
+    row(
+        TIMER,
+        "--persistent",
+        "--persistent",
+        "nothing: missed slots are caught up by default (--catch-up latest; none for Persistent=false)",
+        When::Always,
+        "",
+    ),
+    row(
+        TIMER,
+        "--randomized-delay-sec",
+        "--randomized-delay-sec N",
+        "--splay Ns",
+        When::Always,
+        "300",
+    ),
+    row(
+        OTHERS,
+        "--random-delay",
+        "--random-delay DUR",
+        "--splay DUR",
+        When::Always,
+        "5m",
+    ),
+    row(
+        CRONJOB,
+        "--starting-deadline-seconds",
+        "--starting-deadline-seconds N",
+        "--catch-up-window Ns",
+        When::Always,
+        "300",
+    ),
+    row(
+        CRONJOB,
+        "--concurrency-policy",
+        "--concurrency-policy POLICY",
+        "--overlap skip|allow|replace (Forbid, Allow, Replace)",
+        When::Always,
+        "Forbid",
+    ),
 ];
 
 /// Where an option is typed: what decides whether a spelling applies.
@@ -218,13 +334,32 @@ pub fn find(name: &str, value: Option<&str>, place: Place) -> Option<&'static Sp
     SPELLINGS.iter().find(|row| {
         same(row.typed)
             && match row.when {
-                When::Always => true,
+                When::Always | When::Word => true,
                 When::Command => !place.http,
                 When::Lock => !place.http && place.lock,
             }
             // retry's own -j takes a kind: only a number is recur's.
             && (row.typed != "-j" || value.is_some_and(|v| v.contains(|c: char| c.is_ascii_digit())))
     })
+}
+
+/// The row of a whole argument that is another tool's single-dash flag (`-test`,
+/// `-prometheus-listen-address=ADDR`), and whether it carries its value after `=`.
+pub fn whole_word(word: &str) -> Option<(&'static Spelling, bool)> {
+    let (name, value) = match word.split_once('=') {
+        Some((name, _)) => (name, true),
+        None => (word, false),
+    };
+    let row = SPELLINGS
+        .iter()
+        .find(|row| row.when == When::Word && row.typed == name)?;
+    Some((row, value))
+}
+
+/// The row of a single-dash flag typed with two dashes, as Go's flag package takes it
+/// (`--test` for `-test`): for an option retry does not know (`--json` is retry's).
+pub fn doubled(name: &str) -> Option<&'static Spelling> {
+    whole_word(name.strip_prefix('-')?).map(|(row, _)| row)
 }
 
 /// "for flock's -w N use --lock-wait N", as a message ends.
@@ -319,5 +454,23 @@ mod tests {
         assert!(find("-j", Some("none"), Place::default()).is_none());
         assert!(find("-j", Some("1s,5s"), Place::default()).is_some());
         assert!(find("--max_attempts", Some("3"), Place::default()).is_some());
+    }
+
+    #[test]
+    fn supercronic_s_flags_are_whole_words_and_take_go_s_double_dash() {
+        let retry_of = |word: &str| whole_word(word).map(|(row, _)| row.retry);
+        assert_eq!(retry_of("-test"), Some("--dry-run"));
+        assert_eq!(retry_of("-overlapping"), Some("--overlap allow"));
+        assert!(
+            whole_word("-prometheus-listen-address=:9746").is_some_and(|(_, attached)| attached)
+        );
+        for not_whole in ["-t", "-tes", "-testing", "test", "--tries"] {
+            assert!(whole_word(not_whole).is_none(), "{not_whole}");
+        }
+        assert_eq!(doubled("--debug").map(|row| row.retry), Some("-v"));
+        assert!(doubled("-debug").is_none());
+        // Found by name as the walk records them; `--test` only as an unknown option.
+        assert!(find("-test", None, Place::default()).is_some());
+        assert!(find("--test", None, Place::default()).is_none());
     }
 }

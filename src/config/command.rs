@@ -4,6 +4,7 @@
 //! executor's work.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use regex::bytes::Regex;
@@ -19,7 +20,8 @@ pub struct CommandConfig {
     /// What the classification rules are built from.
     pub rules: RuleInputs,
     pub stdin: StdinMode,
-    pub hold_stdout: bool,
+    /// Whether each attempt's stdout is held until the final one is known, and why.
+    pub stdout: StdoutRule,
     pub hold_stderr: bool,
     pub kill_after: Duration,
     /// `--signal`: what `--timeout` sends first.
@@ -50,11 +52,11 @@ impl CommandConfig {
     /// Refuses a status list for a command whose profile reads no HTTP status.
     pub fn from_cli(cli: Cli) -> anyhow::Result<CommandConfig> {
         let lists = [
-            ("--retry-on-status", cli.retry_on_status.is_some()),
-            ("--stop-on-status", cli.stop_on_status.is_some()),
+            ("--retry-on-status", cli.http.retry_on_status.is_some()),
+            ("--stop-on-status", cli.http.stop_on_status.is_some()),
         ];
         if let Some((flag, _)) = lists.iter().find(|(_, given)| *given) {
-            let profile = profiles::pick(cli.profile, &cli.target[0]);
+            let profile = profiles::pick(cli.classification.profile, &cli.target[0]);
             if !profile.shows_status() {
                 anyhow::bail!(
                     "{flag}: in command mode it judges the HTTP status a tool prints (curl -f, \
@@ -66,25 +68,105 @@ impl CommandConfig {
                 );
             }
         }
+        let stdout = StdoutRule::from_cli(&cli);
         Ok(CommandConfig {
             rules: RuleInputs {
-                stop_on: cli.stop_on,
-                retry_on: cli.retry_on,
-                success_on: cli.success_on,
-                stop_on_output: cli.stop_on_output,
-                retry_on_output: cli.retry_on_output,
-                success_on_output: cli.success_on_output,
-                stop_on_status: cli.stop_on_status,
-                retry_on_status: cli.retry_on_status,
-                profile: cli.profile,
+                stop_on: cli.classification.stop_on,
+                retry_on: cli.classification.retry_on,
+                success_on: cli.classification.success_on,
+                stop_on_output: cli.classification.stop_on_output,
+                retry_on_output: cli.classification.retry_on_output,
+                success_on_output: cli.classification.success_on_output,
+                stop_on_status: cli.http.stop_on_status,
+                retry_on_status: cli.http.retry_on_status,
+                profile: cli.classification.profile,
             },
-            stdin: cli.stdin,
-            hold_stdout: cli.hold_stdout,
-            hold_stderr: cli.hold_stderr,
-            kill_after: cli.kill_after,
-            timeout_signal: cli.signal,
-            preserve_status: cli.preserve_status,
+            stdin: cli.process.stdin,
+            stdout,
+            hold_stderr: cli.process.hold_stderr,
+            kill_after: cli.process.kill_after,
+            timeout_signal: cli.process.signal,
+            preserve_status: cli.process.preserve_status,
             argv: cli.target,
+        })
+    }
+}
+
+/// Whether each attempt's stdout is held (spooled, and only the final attempt's
+/// written), and which rule says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StdoutRule {
+    /// Streamed live, the default.
+    Live,
+    /// `--hold-stdout`.
+    Asked,
+    /// A wrapped curl or wget writing to a pipe or a file: held, so that a failed
+    /// attempt's partial body never gets there before the good one.
+    Wrapped { tool: &'static str },
+    /// `--no-hold-stdout`: live, whatever the command.
+    Declined,
+    /// A wrapped curl or wget writing to a terminal or /dev/null, where a partial body
+    /// does no harm: live.
+    Harmless {
+        tool: &'static str,
+        to: &'static str,
+    },
+}
+
+/// The profiles of the tools whose failed attempts leave a partial body on stdout.
+const BODY_WRITERS: [&str; 2] = ["curl", "wget"];
+
+impl StdoutRule {
+    fn from_cli(cli: &Cli) -> StdoutRule {
+        if cli.process.hold_stdout {
+            return StdoutRule::Asked;
+        }
+        if cli.process.no_hold_stdout {
+            return StdoutRule::Declined;
+        }
+        let profile = profiles::pick(cli.classification.profile, &cli.target[0]).name;
+        let Some(tool) = BODY_WRITERS.into_iter().find(|t| *t == profile) else {
+            return StdoutRule::Live;
+        };
+        let out = crate::sys::std_stream(1);
+        if std::io::stdout().is_terminal() {
+            StdoutRule::Harmless {
+                tool,
+                to: "a terminal",
+            }
+        } else if crate::sys::is_null_device(out) {
+            StdoutRule::Harmless {
+                tool,
+                to: "/dev/null",
+            }
+        } else {
+            StdoutRule::Wrapped { tool }
+        }
+    }
+
+    pub fn holds(self) -> bool {
+        matches!(self, StdoutRule::Asked | StdoutRule::Wrapped { .. })
+    }
+
+    /// The dry run's line, when a rule decides.
+    pub fn describe(self) -> Option<String> {
+        Some(match self {
+            StdoutRule::Live => return None,
+            StdoutRule::Asked => {
+                "held (--hold-stdout): only the final attempt's stdout is written".into()
+            }
+            StdoutRule::Wrapped { tool } => format!(
+                "held: {tool} writes to a pipe or a file, where a failed attempt's partial body \
+                 must not come before the good one; only the final attempt's stdout is written \
+                 (--no-hold-stdout streams it live)"
+            ),
+            StdoutRule::Declined => "live (--no-hold-stdout): each attempt's stdout is written \
+                 as it comes, a failed attempt's partial output included"
+                .into(),
+            StdoutRule::Harmless { tool, to } => format!(
+                "live: {tool} writes to {to}, where a partial body does no harm (to a pipe or a \
+                 file it would be held)"
+            ),
         })
     }
 }

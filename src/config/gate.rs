@@ -16,15 +16,15 @@ pub fn parse_targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backe
             .transpose()
             .map_err(anyhow::Error::msg)
     };
-    let lock = parse(&cli.lock, state::parse_lock_target)?;
-    Ok((lock, parse(&cli.state, state::parse_state_target)?))
+    let lock = parse(&cli.gate.lock, state::parse_lock_target)?;
+    Ok((lock, parse(&cli.gate.state, state::parse_state_target)?))
 }
 
 /// `--lock` and `--state` parsed, each PostgreSQL target carrying `--lease-ttl`
 /// (refused when neither leases).
 pub fn targets(cli: &Cli) -> anyhow::Result<(Option<Backend>, Option<Backend>)> {
     let (mut lock, mut state) = parse_targets(cli)?;
-    if let Some(ttl) = cli.lease_ttl {
+    if let Some(ttl) = cli.gate.lease_ttl {
         state::give_lease_ttl(ttl, [lock.as_mut(), state.as_mut()]).map_err(anyhow::Error::msg)?;
     }
     Ok((lock, state))
@@ -43,6 +43,24 @@ pub struct GateOptions {
     pub command: Vec<String>,
     /// Records other endings than success (a scheduler's slots).
     pub statuses: bool,
+    /// A scheduled slot's part of the gate (set by the slot's run, never by a flag).
+    pub slot: Option<SlotGate>,
+}
+
+/// What a scheduled slot adds to the gate: its key is its claim (a record of it, or its
+/// lock held elsewhere, makes it another scheduler's), and under `--overlap skip`,
+/// `queue` and `replace` the job's run lock keeps its slots from running together on
+/// every scheduler that shares `--state`.
+#[derive(Clone, Debug)]
+pub struct SlotGate {
+    pub job: String,
+    pub overlap: crate::domain::Overlap,
+    /// How long a queued slot waits for the job's previous one (`--overlap queue`).
+    pub queue_wait: Duration,
+    /// How long the slot waits for its key held by another run before leaving the slot
+    /// to it: zero on time; a caught-up slot's holder may be a run whose scheduler died,
+    /// still ending without a record.
+    pub claim_wait: Duration,
 }
 
 impl GateOptions {
@@ -54,7 +72,7 @@ impl GateOptions {
         lock: Option<Backend>,
         state: Option<&Backend>,
     ) -> anyhow::Result<GateOptions> {
-        let once = cli.once.clone();
+        let once = cli.gate.once.clone();
         let state = match (state, &once) {
             (Some(state), _) => Some(state.clone()),
             // The default directory only matters with --once.
@@ -68,8 +86,8 @@ impl GateOptions {
         }
         Ok(GateOptions {
             lock,
-            lock_wait: cli.lock_wait,
-            busy_exit: ExitStatus::new(cli.busy_exit),
+            lock_wait: cli.gate.lock_wait,
+            busy_exit: ExitStatus::new(cli.gate.busy_exit),
             once,
             state,
             command: cli
@@ -77,7 +95,8 @@ impl GateOptions {
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            statuses: cli.schedule.is_some(),
+            statuses: cli.scheduling.schedule.is_some(),
+            slot: None,
         })
     }
 }

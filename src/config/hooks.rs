@@ -1,5 +1,5 @@
 //! The hooks' settings: which shell commands run after a failed attempt that
-//! will be retried, after giving up and after success, and their time limit.
+//! will be retried, after giving up and after success, and their timeout.
 //! Running them is `hooks`' work.
 
 use std::time::Duration;
@@ -21,10 +21,10 @@ pub struct HookConfig {
 impl HookConfig {
     pub fn from_cli(cli: &Cli) -> HookConfig {
         HookConfig {
-            on_retry: cli.on_retry.clone(),
-            on_give_up: cli.on_give_up.clone(),
-            on_success: cli.on_success.clone(),
-            timeout: cli.hook_timeout,
+            on_retry: cli.hooks.on_retry.clone(),
+            on_give_up: cli.hooks.on_give_up.clone(),
+            on_success: cli.hooks.on_success.clone(),
+            timeout: cli.hooks.hook_timeout,
         }
     }
 

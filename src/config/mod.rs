@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod http;
 mod policy;
 pub mod schedule;
+pub mod traces;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -22,11 +23,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde_json::json;
 
-pub use self::command::CommandConfig;
-pub use self::gate::{GateOptions, parse_targets};
+pub use self::command::{CommandConfig, StdoutRule};
+pub use self::gate::{GateOptions, SlotGate, parse_targets};
 pub use self::hooks::HookConfig;
 pub use self::http::HttpConfig;
 pub use self::schedule::ScheduleConfig;
+pub use self::traces::TraceConfig;
 use crate::cli::Cli;
 use crate::domain::{LogConfig, LogFormat, Policy};
 use crate::files;
@@ -48,6 +50,8 @@ pub struct Config {
     pub seed: Option<u64>,
     /// `--schedule` and its options: run once per slot instead of once.
     pub schedule: Option<ScheduleConfig>,
+    /// Where the run's trace goes, when it is traced (`--otel`, `OTEL_*`).
+    pub traces: Option<TraceConfig>,
 }
 
 /// Where `--report` goes: a file, written atomically, or stderr (`--report -`).
@@ -60,10 +64,10 @@ pub enum ReportTo {
 impl ReportTo {
     /// `-` is stderr, never a file named `-`; a file must be writable before anything runs.
     fn from_cli(cli: &Cli) -> anyhow::Result<Option<ReportTo>> {
-        match &cli.report {
+        match &cli.output.report {
             None => Ok(None),
             Some(path) if path.as_os_str() == "-" => {
-                if cli.schedule.is_some() {
+                if cli.scheduling.schedule.is_some() {
                     anyhow::bail!(
                         "--report -: under --schedule stderr is the scheduler's log, one timestamped line at a time; give --report FILE"
                     );
@@ -121,8 +125,8 @@ impl Config {
     /// `log` is the logging `log_config` read first from the same flags.
     pub fn from_cli(cli: Cli, log: &LogConfig) -> anyhow::Result<Config> {
         let depth = inherited_depth();
-        let nested = depth >= 1 && !cli.allow_nested;
-        let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
+        let nested = depth >= 1 && !cli.timing.allow_nested;
+        let key = KeyChoice::from_flag(cli.http.idempotency_key.as_deref());
         let run = RunInfo {
             idempotency_key: match &key {
                 KeyChoice::Value(value) => value.clone(),
@@ -140,9 +144,12 @@ impl Config {
         let fleet = fleet::FleetConfig::from_cli(&cli, state.as_ref())?;
         let policy = policy::from_cli(&cli, nested)?;
         let hooks = HookConfig::from_cli(&cli);
-        let (dry_run, seed) = (cli.dry_run, cli.seed);
+        let (dry_run, seed) = (cli.output.dry_run, cli.timing.seed);
         let schedule = ScheduleConfig::from_cli(&cli, state.as_ref())?;
+        let (traces, trace_warnings) = traces::from_cli(&cli);
         let mut target = TargetConfig::from_cli(cli, key)?;
+        // Said after every check: a refused command line says nothing about telemetry.
+        traces::say(trace_warnings);
         if let (Some(_), TargetConfig::Command(c)) = (&schedule, &mut target) {
             c.stdin = crate::domain::StdinMode::Null;
         }
@@ -158,6 +165,7 @@ impl Config {
             dry_run,
             seed,
             schedule,
+            traces,
         })
     }
 
@@ -232,19 +240,19 @@ fn inherited_depth() -> u32 {
 
 /// Logging, read first so that errors in the rest of the flags are logged as asked.
 pub fn log_config(cli: &Cli) -> LogConfig {
-    let level = if cli.quiet > 0 {
-        -(cli.quiet.min(2) as i8)
+    let level = if cli.output.quiet > 0 {
+        -(cli.output.quiet.min(2) as i8)
     } else {
-        cli.verbose.min(5) as i8
+        cli.output.verbose.min(5) as i8
     };
-    let json = cli.log_format == LogFormat::Json;
+    let json = cli.output.log_format == LogFormat::Json;
     LogConfig {
         level,
         json,
         color: !json && color_wanted(),
         github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
         // A scheduler's stderr is a container's log: each line says when.
-        timestamps: cli.schedule.is_some() || cli.crontab.is_some(),
+        timestamps: cli.scheduling.schedule.is_some() || cli.scheduling.crontab.is_some(),
     }
 }
 

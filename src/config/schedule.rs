@@ -11,6 +11,55 @@ use crate::cron::{self, CronSchedule};
 use crate::domain::{CatchUp, Overlap, StdinMode};
 use crate::state::{self, Backend};
 
+/// A scheduled job as its scheduler runs it: the schedule, and the words of each slot's
+/// run of `retry` (the scheduler puts its `--run-slot SLOT` first), with the environment
+/// a crontab gives it. A crontab line or a `--schedule` command line is read into one
+/// once; each slot's run parses its words again in a process of its own.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub schedule: ScheduleConfig,
+    /// The slot run's arguments after the program's name: its options, `--` and what it
+    /// runs (a crontab line's COMMAND as `SHELL -c COMMAND`).
+    pub args: Vec<std::ffi::OsString>,
+    /// `NAME=VALUE` lines above the job in a crontab.
+    pub env: Vec<(String, String)>,
+    /// The crontab line it was read from (`None`: the command line's `--schedule`).
+    pub line: Option<Line>,
+}
+
+/// What the dry run and messages say of a crontab line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    /// Its number (from 1).
+    pub number: usize,
+    /// Its own options (over the command line's).
+    pub own: Vec<String>,
+    /// COMMAND, as the shell gets it.
+    pub command: String,
+    /// The shell that runs COMMAND (`SHELL=`, else `/bin/sh`), with its flag.
+    pub shell: [String; 2],
+    /// `RANDOM_DELAY=`'s minutes above it, when one is in force (a `--splay` of its own).
+    pub random_delay: Option<u32>,
+}
+
+impl Job {
+    /// How messages name the job: its name and, for a crontab's, its line.
+    pub fn describe(&self) -> String {
+        match &self.line {
+            Some(line) => format!("job {} (line {})", self.schedule.job, line.number),
+            None => format!("job {}", self.schedule.job),
+        }
+    }
+
+    /// Whether a reload leaves the job as it was: its name, schedule, words and environment.
+    pub fn same_as(&self, other: &Job) -> bool {
+        self.schedule.job == other.schedule.job
+            && self.schedule.cron.text == other.schedule.cron.text
+            && self.args == other.args
+            && self.env == other.env
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ScheduleConfig {
     pub cron: CronSchedule,
@@ -24,32 +73,42 @@ pub struct ScheduleConfig {
     pub state: Backend,
     /// `--run-slot`: run this one slot of a crontab's job, and exit.
     pub run_slot: Option<jiff::Timestamp>,
+    /// The slot run is a catch-up of a missed slot (the scheduler's hidden `--caught-up`).
+    pub caught_up: bool,
     /// `--metrics-listen`: where `/metrics` is served.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `--job-output labelled` under `--schedule` (a crontab's default).
+    pub labelled: bool,
 }
 
 impl ScheduleConfig {
     /// `None` without `--schedule`; errors name the flag and what it accepts.
     /// `state` is `--state`, parsed once by the configuration.
     pub fn from_cli(cli: &Cli, state: Option<&Backend>) -> anyhow::Result<Option<ScheduleConfig>> {
-        let Some(expression) = cli.schedule.clone() else {
-            if let Some(addr) = cli.metrics_listen {
+        let Some(expression) = cli.scheduling.schedule.clone() else {
+            if let Some(addr) = cli.scheduling.metrics_listen {
                 anyhow::bail!(
                     "--metrics-listen {addr}: it serves a scheduler's metrics, and there is none without --schedule CRON"
                 );
             }
             return Ok(None);
         };
-        if cli.stdin_given && cli.stdin != StdinMode::Null {
+        if cli.process.stdin_given && cli.process.stdin != StdinMode::Null {
             anyhow::bail!("--stdin: only null goes with --schedule (each slot's stdin is empty)");
         }
-        let zone = cron::choose_zone(cli.tz.as_deref()).map_err(anyhow::Error::msg)?;
+        let zone = cron::choose_zone(cli.scheduling.tz.as_deref()).map_err(anyhow::Error::msg)?;
         let cron = CronSchedule::new(expression, zone);
+        // A crontab's @reboot line runs each of its slots' runs with it; alone it names no time.
+        if cron.is_reboot() && cli.scheduling.run_slot.is_none() {
+            anyhow::bail!(
+                "--schedule: '@reboot' names no time; run the command before the scheduler starts (in the container's entrypoint or the service's ExecStartPre), or put it in a crontab, where @reboot runs once at each start of the scheduler"
+            );
+        }
         let state = match state {
             Some(state) => state.clone(),
             None => state::default_state()?,
         };
-        let job = match &cli.job {
+        let job = match &cli.scheduling.job {
             Some(name) => name.clone(),
             None => default_job_name(&cli.target),
         };
@@ -60,13 +119,15 @@ impl ScheduleConfig {
         Ok(Some(ScheduleConfig {
             cron,
             job,
-            catch_up: cli.catch_up,
-            window: cli.catch_up_window,
-            overlap: cli.overlap,
-            grace: cli.grace,
+            catch_up: cli.scheduling.catch_up,
+            window: cli.scheduling.catch_up_window,
+            overlap: cli.scheduling.overlap,
+            grace: cli.scheduling.grace,
             state,
-            metrics_listen: cli.metrics_listen,
-            run_slot: cli.run_slot,
+            metrics_listen: cli.scheduling.metrics_listen,
+            run_slot: cli.scheduling.run_slot,
+            caught_up: cli.scheduling.caught_up,
+            labelled: cli.scheduling.job_output == Some(crate::cli::JobOutput::Labelled),
         }))
     }
 }

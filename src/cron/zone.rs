@@ -60,6 +60,20 @@ impl Zone {
         })
     }
 
+    /// The zone whose file in the database has exactly this name, as systemd looks a
+    /// calendar expression's zone up (no other case, no link jiff would follow).
+    pub fn named_exactly(name: &str) -> Result<Zone, String> {
+        if name == "UTC" {
+            return Ok(Zone::utc());
+        }
+        let tz =
+            from_file(name).ok_or_else(|| format!("unknown time zone {name:?}; {TZ_ACCEPTS}"))?;
+        Ok(Zone {
+            tz,
+            name: name.to_string(),
+        })
+    }
+
     /// The host's zone, as jiff finds it (/etc/localtime), named by its IANA name, or
     /// by the file when it has none; `None` when there is none.
     pub fn local() -> Option<Zone> {
@@ -72,6 +86,11 @@ impl Zone {
         let tz = TimeZone::try_system().ok()?;
         let name = tz.iana_name().unwrap_or("/etc/localtime").to_string();
         Some(Zone { tz, name })
+    }
+
+    /// jiff's zone, for the calendar's own reading of local times.
+    pub(in crate::cron) fn time_zone(&self) -> &TimeZone {
+        &self.tz
     }
 
     /// The name it was given by.

@@ -1,5 +1,5 @@
 //! What an attempt and a run come to, in every mode: the class an attempt gets and why
-//! (`Verdict`, with the per-rule retry `Limit`), how it ended (`Outcome`), the wait the
+//! (`Verdict`, with the per-rule retry `RetryCap`), how it ended (`Outcome`), the wait the
 //! other side asked for (`WaitHint`), and the record of a run (`AttemptRecord`,
 //! `RunSummary`, `StopReason`). Deciding any of it is the classifier's and the
 //! engine's work; this module only names it.
@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::{ExitStatus, Signal, human};
+use super::{ExitStatus, Signal, SpanId, human};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,7 +31,7 @@ impl Class {
 /// Which limited rule a retry is counted against. Rules that share a key share
 /// one count across the run, however the failure was seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LimitKey {
+pub enum RetryCapKey {
     /// HTTP 500, in a response or on a tool's stderr.
     Http500,
     /// A tool reported an HTTP error without showing the status.
@@ -45,14 +45,14 @@ pub enum LimitKey {
 /// A rule that may only be retried a few times, counted across the run
 /// (a 500 is worth one or two more tries, never many).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limit {
-    pub key: LimitKey,
+pub struct RetryCap {
+    pub key: RetryCapKey,
     pub max_retries: u32,
 }
 
-impl Limit {
-    pub const fn twice(key: LimitKey) -> Self {
-        Limit {
+impl RetryCap {
+    pub const fn twice(key: RetryCapKey) -> Self {
+        RetryCap {
             key,
             max_retries: 2,
         }
@@ -63,7 +63,8 @@ impl Limit {
 pub struct Verdict {
     pub class: Class,
     pub reason: String,
-    pub limit: Option<Limit>,
+    /// At most this many retries of the rule across the run.
+    pub retry_cap: Option<RetryCap>,
 }
 
 impl Verdict {
@@ -71,7 +72,7 @@ impl Verdict {
         Verdict {
             class,
             reason: reason.into(),
-            limit: None,
+            retry_cap: None,
         }
     }
 
@@ -87,8 +88,8 @@ impl Verdict {
         Self::new(Class::Permanent, reason)
     }
 
-    pub fn limited(mut self, limit: Option<Limit>) -> Self {
-        self.limit = limit;
+    pub fn capped(mut self, cap: Option<RetryCap>) -> Self {
+        self.retry_cap = cap;
         self
     }
 }
@@ -107,7 +108,7 @@ pub enum Outcome {
     },
     Timeout {
         after_ms: u64,
-        /// The time limit's signal was not enough: `--kill-after`'s SIGKILL ended the
+        /// The timeout's signal was not enough: `--kill-after`'s SIGKILL ended the
         /// attempt this long after it.
         #[serde(skip_serializing_if = "Option::is_none")]
         killed_after_ms: Option<u64>,
@@ -190,6 +191,8 @@ pub enum StopReason {
     Budget,
     /// The circuit breaker was open: no attempt was made.
     CircuitOpen,
+    /// A newer slot of the job took its place (`--overlap replace`).
+    Replaced,
 }
 
 /// One attempt, as the report and the logs show it.
@@ -204,6 +207,8 @@ pub struct AttemptRecord {
     pub wait_hint: Option<WaitHint>,
     /// The sleep that followed, if any.
     pub delay: Option<Duration>,
+    /// The attempt's span, when the run is traced.
+    pub span: Option<SpanId>,
 }
 
 /// What held a run (`--throttled wait`).

@@ -8,6 +8,18 @@ use rand_chacha::ChaCha8Rng;
 
 use super::human;
 
+/// `--max-delay`'s default in seconds, as a literal (it rises to `--delay` when that is
+/// longer): [`DEFAULT_MAX_DELAY`] and the help's `[default: …]` are both made of it.
+macro_rules! max_delay_default_seconds {
+    () => {
+        30
+    };
+}
+pub(crate) use max_delay_default_seconds;
+
+/// `--max-delay` when not given.
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(max_delay_default_seconds!());
+
 /// `--backoff`: how the delay grows from one retry to the next.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackoffKind {

@@ -39,13 +39,18 @@ pub enum CatchUp {
     All,
 }
 
-/// `--overlap`: a slot that comes while the previous run still runs.
+/// `--overlap`: a slot that comes while the job's previous slot still runs, on this
+/// scheduler or any other sharing `--state`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Overlap {
     /// Do not run it; record and log it as skipped
     Skip,
     /// Run it after the running one ends
     Queue,
+    /// Run it beside the running one (supercronic's -overlapping)
+    Allow,
+    /// Stop the running one, then run it once that has let go (Kubernetes' Replace)
+    Replace,
 }
 
 /// `--stdin`: where a command's stdin comes from on each attempt.

@@ -9,18 +9,18 @@ use super::{AttemptRecord, HoldCause, RunSummary};
 pub enum Event<'a> {
     AttemptStarting {
         number: u32,
-        limit: u32,
-        /// The attempt's time limit, if it has one.
+        attempts: u32,
+        /// The attempt's timeout, if it has one.
         timeout: Option<Duration>,
     },
     AttemptFailed {
         record: &'a AttemptRecord,
-        limit: u32,
+        attempts: u32,
         next: Option<Duration>,
     },
     Succeeded {
         record: &'a AttemptRecord,
-        limit: u32,
+        attempts: u32,
         /// When the goal wants more successes (`--consecutive`, `--until-failure`): the
         /// sleep before the next attempt, and the progress (`2 of 3 in a row`).
         next: Option<(Duration, &'a str)>,

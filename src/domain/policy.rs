@@ -1,4 +1,4 @@
-//! The policy a run follows: how many attempts, their time limits, the backoff
+//! The policy a run follows: how many attempts, their timeout, the backoff
 //! schedule, the longest server-requested wait obeyed and what the run is after
 //! (`Goal`). The engine applies it.
 
@@ -12,6 +12,10 @@ pub struct Policy {
     pub attempts: u32,
     pub timeout: Option<Duration>,
     pub max_time: Option<Duration>,
+    /// The curl retry word (`--retry`, …) beside which `--max-time` kept curl's meaning:
+    /// it is then `timeout`, the limit on each transfer, and `retry_window` alone bounds
+    /// the run.
+    pub max_time_per_transfer: Option<&'static str>,
     /// curl's `--retry-max-time`: no attempt starts once this much has passed since the
     /// first one started; an attempt in flight is never cut by it.
     pub retry_window: Option<Duration>,
@@ -41,13 +45,14 @@ impl Policy {
     }
 }
 
-/// The flags' defaults: 5 attempts, no time limits, the default schedule, Retry-After up to 5m.
+/// The flags' defaults: 5 attempts, no timeout and no time limit, the default schedule, Retry-After up to 5m.
 impl Default for Policy {
     fn default() -> Self {
         Policy {
             attempts: 5,
             timeout: None,
             max_time: None,
+            max_time_per_transfer: None,
             retry_window: None,
             schedule: Schedule::default(),
             max_wait_hint: Duration::from_secs(300),
@@ -58,10 +63,10 @@ impl Default for Policy {
 }
 
 /// `3/5` for attempt 3 of 5, `3` when there is no limit.
-pub fn of_limit(number: u32, limit: u32) -> String {
-    if limit == 0 {
+pub fn of_attempts(number: u32, attempts: u32) -> String {
+    if attempts == 0 {
         number.to_string()
     } else {
-        format!("{number}/{limit}")
+        format!("{number}/{attempts}")
     }
 }

@@ -7,13 +7,22 @@ use std::time::Duration;
 
 use super::{ExitStatus, human};
 
+/// `--lease-ttl`'s default in seconds, as a literal: `LeaseTtl::DEFAULT` and the help's
+/// `[default: …]` are both made of it.
+macro_rules! lease_ttl_default_seconds {
+    () => {
+        15
+    };
+}
+pub(crate) use lease_ttl_default_seconds;
+
 /// `--lease-ttl`: the lifetime of a lease on a server, from 3s to 1h (15s unless set).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseTtl(Duration);
 
 impl LeaseTtl {
     /// `--lease-ttl`'s default.
-    pub const DEFAULT: LeaseTtl = LeaseTtl(Duration::from_secs(15));
+    pub const DEFAULT: LeaseTtl = LeaseTtl(Duration::from_secs(lease_ttl_default_seconds!()));
     /// The shortest and the longest lifetime.
     const RANGE: (Duration, Duration) = (Duration::from_secs(3), Duration::from_secs(3600));
 

@@ -18,7 +18,6 @@ use crate::config::crontab::Crontab;
 use crate::config::fleet::FleetConfig;
 use crate::config::{Config, GateOptions, ScheduleConfig, TargetConfig};
 use crate::domain::{BudgetConfig, CircuitConfig, human, one_line, rfc3339_seconds};
-use crate::schedule::World;
 use crate::state::{self, Backend};
 use crate::wait::Bound;
 use crate::{exec, fleet, schedule};
@@ -41,6 +40,9 @@ pub fn show(config: &Config) -> anyhow::Result<()> {
     text += &gate(&config.gate);
     let max_time = config.policy.max_time;
     text += &fleet(&config.fleet, config.seed, max_time, config.run.nested);
+    if let Some(traces) = &config.traces {
+        text += &traces.describe();
+    }
     write_out(&text)
 }
 
@@ -54,24 +56,32 @@ pub fn crontab(tab: &Crontab) -> anyhow::Result<()> {
         if tab.jobs.len() == 1 { "" } else { "s" }
     );
     for job in &tab.jobs {
-        exec::for_target(job.config.target.clone(), &job.config.run)?;
+        let Some(line) = &job.line else {
+            continue;
+        };
         let _ = write!(
             text,
             "\nline {}: {} {} {:?}\noptions: {}\n",
-            job.line,
-            crate::sys::SHELL[0],
-            crate::sys::SHELL[1],
-            job.command,
-            if job.own.is_empty() {
+            line.number,
+            line.shell[0],
+            line.shell[1],
+            line.command,
+            if line.own.is_empty() {
                 "the command line's".to_string()
             } else {
-                format!("{} (over the command line's)", job.own.join(" "))
+                format!("{} (over the command line's)", line.own.join(" "))
             }
         );
         for (name, value) in &job.env {
             let _ = writeln!(text, "environment: {name}={value}");
         }
-        text += &schedule_plan(job.schedule(), 3)?;
+        if let Some(minutes) = line.random_delay {
+            let _ = writeln!(
+                text,
+                "RANDOM_DELAY={minutes}: each slot starts up to {minutes}m after its time (--splay {minutes}m, unless the line or the command line gives one)"
+            );
+        }
+        text += &schedule_plan(&job.schedule, 3)?;
     }
     write_out(&text)
 }
@@ -99,6 +109,13 @@ fn write_out(text: &str) -> anyhow::Result<()> {
 /// missed slots a start now would catch up. Nothing is written.
 fn schedule_plan(schedule: &ScheduleConfig, slots: usize) -> anyhow::Result<String> {
     let now = Timestamp::now();
+    if schedule.cron.is_reboot() {
+        return Ok(format!(
+            "schedule: @reboot, job {}: runs once at each start of the scheduler, on every replica (key {}), never caught up\n\n",
+            schedule.job,
+            schedule::boot_key(&schedule.job, now).replace(&rfc3339_seconds(now), "START")
+        ));
+    }
     schedule::first_slot(schedule, now)?;
     let zone = &schedule.cron.zone;
     let mut out = format!(
@@ -159,12 +176,7 @@ fn schedule_plan(schedule: &ScheduleConfig, slots: usize) -> anyhow::Result<Stri
 fn read_state(
     schedule: &ScheduleConfig,
 ) -> anyhow::Result<(HashSet<schedule::Slot>, Option<schedule::Slot>)> {
-    // A state directory that does not exist yet holds no record, and a dry run creates nothing.
-    if schedule.state.local_dir().is_some_and(|dir| !dir.exists()) {
-        return Ok((HashSet::new(), None));
-    }
-    let mut world = schedule::SystemWorld::for_state(schedule);
-    Ok((world.handled()?, world.recorded_first_start()?))
+    schedule::read_state(schedule)
 }
 
 /// The fleet part of the dry run: the splay (never past `max_time`, `--max-time`), and

@@ -35,12 +35,7 @@ pub fn render(
         let _ = writeln!(out, "goal:        {goal}");
     }
     let _ = writeln!(out, "backoff:     {}", policy.schedule.describe());
-    let _ = writeln!(
-        out,
-        "timeout:     {} per attempt; --max-time {}",
-        policy.timeout.map_or("none".into(), human),
-        policy.max_time.map_or("none".into(), human)
-    );
+    let _ = writeln!(out, "timeout:     {}", describe_limits(policy));
     if let Some(window) = policy.retry_window {
         let _ = writeln!(
             out,
@@ -77,9 +72,29 @@ pub fn render(
     out
 }
 
+/// The limit on each attempt and the whole run's: `--max-time`, or beside curl's retry
+/// words curl's meaning of it (each transfer) and `--retry-max-time` alone for the run.
+fn describe_limits(policy: &Policy) -> String {
+    let per_attempt = policy.timeout.map_or("none".into(), human);
+    match policy.max_time_per_transfer {
+        None => format!(
+            "{per_attempt} per attempt; --max-time {}",
+            policy.max_time.map_or("none".into(), human)
+        ),
+        Some(word) => format!(
+            "{per_attempt} per attempt (--max-time beside {word} is curl's limit on each \
+             transfer, as -m); the whole run is bounded by --retry-max-time alone ({})",
+            policy.retry_window.map_or("none given".into(), human)
+        ),
+    }
+}
+
 /// `5`, or `no limit (-a 0): attempts go on until --max-time`.
 fn describe_limit(policy: &Policy) -> String {
     match policy.attempts {
+        0 if policy.max_time.is_none() => {
+            "no limit (-a 0): attempts go on until --retry-max-time ends the run".into()
+        }
         0 => "no limit (-a 0): attempts go on until --max-time ends the run".into(),
         n => n.to_string(),
     }
@@ -129,6 +144,11 @@ pub fn schedule_table(policy: &Policy, splay: Duration) -> String {
                 human(max)
             )
         }
+        (_, None) if policy.attempts == 0 => format!(
+            "worst case: attempts and sleeps go on until --retry-max-time {} has passed since \
+             the first attempt started; the attempt then in flight is not cut",
+            policy.retry_window.map_or("none".into(), human)
+        ),
         (Some(t), None) => {
             let total = t * policy.attempts + worst;
             format!(

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::decide::StartBy;
 use super::{End, Env, Next, Refusal, stopped_while_sleeping};
 use crate::domain::{Class, Event, ExitStatus, Hold, HoldCause, Policy, StopReason, human};
 use crate::exec::AttemptReport;
@@ -56,12 +57,13 @@ pub(super) struct Asked {
 /// never under a tenth of `--delay`. Held runs that kept asking at the retry's own
 /// delay would all come back within that delay of the recovery (a peak of N·100 ms /
 /// `E[hold]` requests per 100 ms) and would ask the store several times a second each
-/// for the whole outage. A hold that would end past the time limit is not started: the
-/// run ends as `exit` would have.
+/// for the whole outage. A hold that would end past the time limit (`--max-time`, or
+/// curl's `--retry-max-time`: `start_by`) is not started: the run ends as `exit` would
+/// have.
 pub(super) fn hold_while_refused(
     env: &mut Env<'_>,
     policy: &Policy,
-    asked: &Asked,
+    (asked, start_by): (&Asked, Option<StartBy>),
     holds: &mut Vec<Hold>,
 ) -> Result<(), End> {
     let Some(budget) = env.budget.as_deref_mut().filter(|b| b.holds()) else {
@@ -81,10 +83,11 @@ pub(super) fn hold_while_refused(
         previous = Some(drawn);
         let hold = drawn.max(policy.schedule.base / 10);
         let now = env.clock.now();
-        if let Some(left) = env.limit.left(now).filter(|&left| hold >= left) {
+        if let Some(by) = start_by.filter(|by| hold >= by.left(now)) {
             let message = format!(
-                "{why}: not retrying; --max-time has {} left, less than the next {} hold",
-                human(left),
+                "{why}: not retrying; {} has {} left, less than the next {} hold",
+                by.flag,
+                human(by.left(now)),
                 human(hold)
             );
             return Err((asked.last_exit, StopReason::Budget, message));

@@ -10,23 +10,23 @@ use rand_chacha::ChaCha8Rng;
 
 use super::goal::{Pause, Step, Tally};
 use super::{Env, Next};
-use crate::domain::{Class, LimitKey, Policy, StopReason, TimeLimit, Verdict, WaitHint, human};
+use crate::domain::{Class, Policy, RetryCapKey, StopReason, TimeLimit, Verdict, WaitHint, human};
 use crate::exec::{AttemptContext, AttemptReport};
 
 /// Turns a verdict limited to N retries into a permanent one past N.
-pub(super) fn apply_limit(verdict: &mut Verdict, counts: &mut HashMap<LimitKey, u32>) {
-    let (Class::Transient, Some(limit)) = (verdict.class, verdict.limit) else {
+pub(super) fn apply_retry_cap(verdict: &mut Verdict, counts: &mut HashMap<RetryCapKey, u32>) {
+    let (Class::Transient, Some(cap)) = (verdict.class, verdict.retry_cap) else {
         return;
     };
-    let count = counts.entry(limit.key).or_insert(0);
+    let count = counts.entry(cap.key).or_insert(0);
     *count += 1;
-    if *count > limit.max_retries {
+    if *count > cap.max_retries {
         verdict.class = Class::Permanent;
         verdict.reason = format!(
             "{}; already retried {} time{}",
             verdict.reason,
-            limit.max_retries,
-            if limit.max_retries == 1 { "" } else { "s" }
+            cap.max_retries,
+            if cap.max_retries == 1 { "" } else { "s" }
         );
     }
 }

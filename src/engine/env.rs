@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::domain::{AttemptRecord, Events, ExitStatus, Jitter, Stop, TimeLimit};
+use crate::domain::{AttemptRecord, Events, ExitStatus, Jitter, SpanContext, Stop, TimeLimit};
 
 pub trait Clock {
     /// Time since the run started: the time limit counts from zero, so whatever ran
@@ -67,4 +67,6 @@ pub struct Env<'a> {
     pub retry_hook: &'a mut dyn RetryHook,
     /// The shared retry budget, if any (none for a nested run: the outer one counts).
     pub budget: Option<&'a mut dyn RetryBudget>,
+    /// The run's span when the run is traced: each attempt is a span under it.
+    pub trace: Option<&'a SpanContext>,
 }

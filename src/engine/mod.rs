@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::domain::{
-    AttemptRecord, Class, Event, ExitStatus, Hold, Interrupted, LimitKey, OutputLost, Policy,
-    RunSummary, Signal, Stop, StopReason, TimeLimit,
+    AttemptRecord, Class, Event, ExitStatus, Hold, Interrupted, OutputLost, Policy, RetryCapKey,
+    RunSummary, Signal, SpanContext, Stop, StopReason, TimeLimit,
 };
 use crate::exec::{AttemptContext, AttemptReport, Executor};
 
@@ -71,7 +71,7 @@ struct Loop<'p> {
     policy: &'p Policy,
     records: Vec<AttemptRecord>,
     holds: Vec<Hold>,
-    limit_counts: HashMap<LimitKey, u32>,
+    limit_counts: HashMap<RetryCapKey, u32>,
     /// The last backoff delay drawn (decorrelated jitter draws the next from it).
     previous_delay: Option<Duration>,
     /// The delay before the one this retry's was drawn after: a hold draws afresh
@@ -110,20 +110,21 @@ impl<'p> Loop<'p> {
         self.first_started.get_or_insert(now);
         let ctx = AttemptContext {
             number,
-            limit: policy.attempts,
+            attempts: policy.attempts,
             timeout: env.limit.cap(policy.timeout, now),
             time_left: env.limit.left(now),
             cut_by_time_limit: env.limit.cuts(policy.timeout, now),
+            span: env.trace.map(SpanContext::child),
         };
         env.events.event(Event::AttemptStarting {
             number,
-            limit: ctx.limit,
+            attempts: ctx.attempts,
             timeout: ctx.timeout,
         });
         let started_at = env.clock.wall();
         let mut report = exec.attempt(&ctx)?;
         let duration = env.clock.now().saturating_sub(now);
-        decide::apply_limit(&mut report.verdict, &mut self.limit_counts);
+        decide::apply_retry_cap(&mut report.verdict, &mut self.limit_counts);
         self.drawn_after = self.previous_delay;
         let next = decide::decide(
             &report,
@@ -135,8 +136,9 @@ impl<'p> Loop<'p> {
             &mut self.previous_delay,
         );
         let next = budget::consult_budget(&report, next, env);
-        self.records
-            .push(record_of(number, (started_at, duration), &report, &next));
+        let mut record = record_of(number, (started_at, duration), &report, &next);
+        record.span = ctx.span.map(|span| span.span_id);
+        self.records.push(record);
         Ok((report, next))
     }
 
@@ -159,7 +161,7 @@ impl<'p> Loop<'p> {
         let record = self.records.last().expect("the attempt is recorded");
         env.events.event(Event::AttemptFailed {
             record,
-            limit: policy.attempts,
+            attempts: policy.attempts,
             next: Some(delay),
         });
         exec.discard();
@@ -186,7 +188,7 @@ impl<'p> Loop<'p> {
             drawn_after: self.drawn_after,
             last_exit: report.exit_code,
         };
-        budget::hold_while_refused(env, policy, &asked, &mut self.holds)
+        budget::hold_while_refused(env, policy, (&asked, start_by), &mut self.holds)
     }
 
     /// The sleep after a success the goal wants more of (no `--on-retry`: nothing
@@ -203,7 +205,7 @@ impl<'p> Loop<'p> {
         let record = self.records.last().expect("the attempt is recorded");
         env.events.event(Event::Succeeded {
             record,
-            limit: policy.attempts,
+            attempts: policy.attempts,
             next: Some((delay, progress)),
         });
         env.sleeper
@@ -286,21 +288,22 @@ fn record_of(
             Next::Sleep(d) | Next::Again(d, _) => Some(*d),
             Next::Stop(..) => None,
         },
+        span: None,
     }
 }
 
 /// The event of the run's last attempt: it succeeded, or it failed with no retry.
-fn say_last(env: &mut Env<'_>, record: &AttemptRecord, limit: u32) {
+fn say_last(env: &mut Env<'_>, record: &AttemptRecord, attempts: u32) {
     env.events.event(if record.class == Class::Success {
         Event::Succeeded {
             record,
-            limit,
+            attempts,
             next: None,
         }
     } else {
         Event::AttemptFailed {
             record,
-            limit,
+            attempts,
             next: None,
         }
     });

@@ -4,7 +4,7 @@
 use super::fakes::*;
 use super::*;
 use crate::domain::{
-    Events, Goal, HoldCause, Jitter, JitterKind, Limit, Outcome, Schedule, TimeLimit, Verdict,
+    Events, Goal, HoldCause, Jitter, JitterKind, Outcome, RetryCap, Schedule, TimeLimit, Verdict,
     WaitHint,
 };
 use std::time::SystemTime;
@@ -80,6 +80,7 @@ struct Harness {
     events: Collect,
     hook: FakeHook,
     budget: Option<CountingBudget>,
+    trace: Option<SpanContext>,
 }
 
 impl Harness {
@@ -97,6 +98,7 @@ impl Harness {
                 signal: false,
             },
             budget: None,
+            trace: None,
             clock,
         }
     }
@@ -111,9 +113,35 @@ impl Harness {
             events: &mut self.events,
             retry_hook: &mut self.hook,
             budget: self.budget.as_mut().map(|b| b as &mut dyn RetryBudget),
+            trace: self.trace.as_ref(),
         };
         run(&mut self.exec, policy, &mut env).unwrap()
     }
+}
+
+#[test]
+fn each_attempt_of_a_traced_run_is_a_span_of_its_own_under_the_run() {
+    let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
+    let s = h.run(&policy(5, JitterKind::None));
+    assert!(s.attempts.iter().all(|a| a.span.is_none()));
+    assert!(h.exec.seen.iter().all(|ctx| ctx.span.is_none()));
+    let run_span = SpanContext::new_trace(true);
+    let mut h = Harness::new(vec![fail(1), fail(1), ok()]);
+    h.trace = Some(run_span.clone());
+    let s = h.run(&policy(5, JitterKind::None));
+    let told: Vec<SpanContext> = h.exec.seen.iter().filter_map(|c| c.span.clone()).collect();
+    assert_eq!(told.len(), 3);
+    for (ctx, record) in told.iter().zip(&s.attempts) {
+        assert_eq!(ctx.trace_id, run_span.trace_id);
+        assert_ne!(ctx.span_id, run_span.span_id);
+        assert_eq!(
+            record.span,
+            Some(ctx.span_id),
+            "the record names the span told"
+        );
+    }
+    assert_ne!(told[0].span_id, told[1].span_id);
+    assert_ne!(told[1].span_id, told[2].span_id);
 }
 
 #[test]
@@ -175,7 +203,9 @@ fn permanent_stops_at_once() {
 #[test]
 fn limited_rule_allows_two_retries_then_stops() {
     let mut r = fail(22);
-    r.verdict = r.verdict.limited(Some(Limit::twice(LimitKey::Http500)));
+    r.verdict = r
+        .verdict
+        .capped(Some(RetryCap::twice(RetryCapKey::Http500)));
     let mut h = Harness::new(vec![r]);
     let s = h.run(&policy(10, JitterKind::None));
     assert_eq!(
@@ -722,6 +752,27 @@ fn a_hold_that_would_end_past_max_time_is_not_started_and_the_run_ends_as_exit_w
     assert!(h.clock.now() <= Duration::from_millis(4500));
 }
 
+/// Beside curl's retry words `--max-time` limits each transfer, and `--retry-max-time`
+/// (from the first attempt's start) alone bounds the holds of `--throttled wait`.
+#[test]
+fn a_hold_that_would_end_past_retry_max_time_is_not_started_either() {
+    let mut h = Harness::new(outage(1));
+    h.budget = Some(holding(6.0, None));
+    let mut p = policy(8, JitterKind::None);
+    p.timeout = Some(Duration::from_secs(10));
+    p.max_time_per_transfer = Some("--retry");
+    p.retry_window = Some(Duration::from_millis(4500));
+    let s = h.run(&p);
+    assert_eq!(
+        (s.stopped_because, s.attempts.len(), s.holds.len()),
+        (StopReason::Budget, 1, 1)
+    );
+    assert_eq!(
+        s.message,
+        "spent (5 of 10): not retrying; --retry-max-time has 1.4s left, less than the next 4s hold"
+    );
+}
+
 #[test]
 fn a_signal_while_held_ends_the_run_with_128_plus_n() {
     let mut h = Harness::new(outage(1));
@@ -905,7 +956,7 @@ fn no_attempt_limit_goes_on_until_max_time_and_ends_with_the_last_failure() {
         "{}",
         s.message
     );
-    assert!(h.exec.seen.iter().all(|c| c.limit == 0));
+    assert!(h.exec.seen.iter().all(|c| c.attempts == 0));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! stdout and stderr on retry's stderr (never the command's stdout), the report or
 //! nothing on stdin. A hook is supervised as an attempt is: its processes are a
 //! [`procs::Tree`](crate::exec::procs::Tree), so what leaves its group is ended with it. A watchdog thread cuts
-//! it at its time limit (SIGTERM to the tree, SIGKILL a second later) even while the
+//! it at its timeout (SIGTERM to the tree, SIGKILL a second later) even while the
 //! engine sleeps beside it; waiting for it is command mode's supervisor, which
 //! passes retry's stopping signals on and ends it when the run's lock is lost; when
 //! its main process is gone, whatever it left is ended too. What a hook is told,
@@ -25,7 +25,7 @@ use crate::exec::procs::{Before, Tree};
 use crate::signals;
 use crate::streams::Fault;
 
-/// After the time limit's SIGTERM, the hook has this long before SIGKILL, and so has
+/// After the timeout's SIGTERM, the hook has this long before SIGKILL, and so has
 /// what it leaves behind when it ends.
 const KILL_AFTER: Duration = Duration::from_secs(1);
 /// After retry's own stopping signal, so that retry exits within a second.
@@ -36,7 +36,7 @@ const SIGNAL_GRACE: Duration = Duration::from_millis(500);
 pub enum HookEnd {
     Exited(ExitStatus),
     Signaled(domain::Signal),
-    /// Cut at its time limit.
+    /// Cut at its timeout.
     TimedOut(Duration),
     /// retry received this stopping signal and passed it to the hook's group.
     Interrupted(domain::Signal),
@@ -55,7 +55,8 @@ pub struct HookSpec<'a> {
     pub remove: &'a [&'a str],
     /// Bytes for its stdin; `None` is /dev/null.
     pub stdin: Option<Vec<u8>>,
-    pub limit: Duration,
+    /// `--hook-timeout`, cut to what is left of the run's time limit.
+    pub timeout: Duration,
 }
 
 /// A hook that was started; [`RunningHook::wait`] ends it.
@@ -63,7 +64,7 @@ pub struct RunningHook {
     tree: Arc<Tree>,
     watchdog: Arc<Watchdog>,
     thread: Option<JoinHandle<()>>,
-    limit: Duration,
+    timeout: Duration,
     /// A lock lost while the hook runs ends it; one lost before it began does not
     /// (the hook may be the one that reports the loss).
     ends_on_lost_lock: bool,
@@ -96,6 +97,8 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
         stdout: Stdio::Fd(stderr),
         stderr: Stdio::Inherit,
         foreground: false,
+        // A hook's timeout sends SIGTERM.
+        timeout_signal: crate::sys::Signal::SIGTERM,
     })
     .map_err(cannot)?;
     if let (Some(stdin), Some(bytes)) = (child.stdin.take(), spec.stdin) {
@@ -104,24 +107,24 @@ pub fn start(spec: HookSpec<'_>) -> Result<RunningHook, HookEnd> {
     let tree = Arc::new(Tree::new(child.pid, before));
     let watchdog = Arc::new(Watchdog::default());
     let (guard, guarded) = (Arc::clone(&watchdog), Arc::clone(&tree));
-    let limit = spec.limit;
+    let timeout = spec.timeout;
     let thread = std::thread::Builder::new()
         .name("hook-watchdog".into())
-        .spawn(move || guard.guard(&guarded, Instant::now() + limit));
+        .spawn(move || guard.guard(&guarded, Instant::now() + timeout));
     match thread {
         Ok(thread) => Ok(RunningHook {
             tree,
             watchdog,
             thread: Some(thread),
-            limit,
+            timeout,
             ends_on_lost_lock: signals::lock_lost().is_none(),
         }),
         Err(e) => {
-            // A hook nothing would cut at its limit must not run at all.
+            // A hook nothing would cut at its timeout must not run at all.
             tree.kill_now();
             let _ = child.process.child.wait();
             tree.end(Duration::ZERO);
-            Err(HookEnd::Failed(format!("cannot watch its time limit: {e}")))
+            Err(HookEnd::Failed(format!("cannot watch its timeout: {e}")))
         }
     }
 }
@@ -174,7 +177,7 @@ impl RunningHook {
         match (timed_out, interrupted, lock_lost, supervised.end) {
             (_, Some(sig), _, _) => HookEnd::Interrupted(sig),
             (_, None, Some(lost), _) => HookEnd::LockLost(lost),
-            (true, None, None, _) => HookEnd::TimedOut(self.limit),
+            (true, None, None, _) => HookEnd::TimedOut(self.timeout),
             (false, None, None, CommandEnd::Exited(code)) => HookEnd::Exited(code),
             (false, None, None, CommandEnd::Signaled(sig)) => HookEnd::Signaled(sig),
             (false, None, None, other) => HookEnd::Failed(format!("{other:?}")),
@@ -182,7 +185,7 @@ impl RunningHook {
     }
 }
 
-/// Cuts a hook at its time limit, from a thread, so that the limit holds while
+/// Cuts a hook at its timeout, from a thread, so that the timeout holds while
 /// the engine sleeps. `wait` finishes it right after reaping the hook, before
 /// retry starts anything that could be given the hook's process ID.
 #[derive(Default)]
@@ -238,7 +241,7 @@ impl Watchdog {
         }
     }
 
-    /// Stops the watchdog; whether it cut the hook at its limit.
+    /// Stops the watchdog; whether it cut the hook at its timeout.
     fn finish(&self) -> bool {
         let mut state = self.state.lock().expect("watchdog");
         state.done = true;
@@ -262,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn the_watchdog_sends_sigterm_at_the_limit() {
+    fn the_watchdog_sends_sigterm_at_the_timeout() {
         let (mut child, tree) = sleeper();
         let watchdog = Arc::new(Watchdog::default());
         let guard = Arc::clone(&watchdog);

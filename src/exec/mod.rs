@@ -13,7 +13,7 @@ pub mod procs;
 use std::time::Duration;
 
 use crate::config::{RunInfo, TargetConfig};
-use crate::domain::{ExitStatus, Outcome, Signal, Verdict, WaitHint};
+use crate::domain::{ExitStatus, Outcome, Signal, SpanContext, Verdict, WaitHint};
 
 /// Runs attempts of one kind (a command, an HTTP request) and classifies them;
 /// chosen once per run as `Box<dyn Executor>`.
@@ -24,6 +24,9 @@ pub trait Executor {
     fn deliver(&mut self) -> anyhow::Result<()>;
     /// The last attempt's held output will never be shown.
     fn discard(&mut self) {}
+    /// Makes ahead what the first attempt needs and is slow to make, so that a slot's
+    /// run, which calls it before its slot's time, starts its command sooner.
+    fn prepare(&mut self) {}
     /// The run holds a lock with this fencing token: the command sees it as
     /// `RETRY_FENCING_TOKEN` (a request has nowhere to carry it).
     fn set_fencing_token(&mut self, _token: i64) {}
@@ -51,7 +54,8 @@ pub struct Description {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AttemptContext {
     pub number: u32,
-    pub limit: u32,
+    /// The attempt limit (`-a`; 0: none).
+    pub attempts: u32,
     /// The attempt's timeout: `--timeout`, cut to what is left of the time limit.
     pub timeout: Option<Duration>,
     /// What is left of the time limit (`--max-time`) when the attempt starts.
@@ -59,6 +63,9 @@ pub struct AttemptContext {
     /// What is left of the time limit, not `--timeout`, is the attempt's timeout: an
     /// attempt that runs out ends the run (`out_of_time`).
     pub cut_by_time_limit: bool,
+    /// The attempt's span when the run is traced: the command's `TRACEPARENT`, the
+    /// request's `traceparent`.
+    pub span: Option<SpanContext>,
 }
 
 /// What an executor reports about one attempt.

@@ -161,7 +161,7 @@ fn with_descendants<'a>(all: &'a [Process], roots: &[i32]) -> Vec<&'a Process> {
 }
 
 /// Everything one attempt or hook started (see the module's documentation). Ending
-/// it may begin on one thread (a hook's time limit) and go on on another.
+/// it may begin on one thread (a hook's timeout) and go on on another.
 pub struct Tree {
     origin: Origin,
     /// The processes seen outside the group so far: still the tree's once their parent

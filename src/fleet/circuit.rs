@@ -25,6 +25,8 @@ pub(super) struct Asking<'a> {
     /// The run's seed: the holds draw from a stream of their own.
     pub seed: u64,
     pub limit: &'a TimeLimit,
+    /// `--retry-max-time` beside curl's retry words: the holds end within it too.
+    pub hold_limit: Option<Duration>,
     pub clock: &'a dyn Clock,
     pub sleeper: &'a mut dyn Sleeper,
 }
@@ -49,13 +51,9 @@ pub(super) fn admit(store: &mut Store, asking: Asking<'_>) -> Result<Vec<Hold>, 
             _ => return ended(admitted(asked, c), holds),
         };
         let hold = circuit_hold(until_ms, ms_since_epoch(clock.wall()), c.cooldown, &mut rng);
-        if asking
-            .limit
-            .left(clock.now())
-            .is_some_and(|left| hold > left)
-        {
+        if let Some(flag) = hold_too_long(asking.limit, asking.hold_limit, clock, hold) {
             let refused = admitted(asked, c).map(|mut stopped| {
-                stopped.message += "; --max-time ends before it would be asked again";
+                stopped.message += &format!("; {flag} ends before it would be asked again");
                 stopped
             });
             return ended(refused, holds);
@@ -77,6 +75,27 @@ pub(super) fn admit(store: &mut Store, asking: Asking<'_>) -> Result<Vec<Hold>, 
             return ended(Some(stopped_while_held(stop, c)), holds);
         }
     }
+}
+
+/// The flag whose limit a hold of `hold` would pass, if any: `--max-time`, or
+/// `--retry-max-time` (counted from the run's start, as no attempt has started yet).
+fn hold_too_long(
+    limit: &TimeLimit,
+    hold_limit: Option<Duration>,
+    clock: &dyn Clock,
+    hold: Duration,
+) -> Option<&'static str> {
+    let now = clock.now();
+    let limits = [
+        ("--max-time", limit.left(now)),
+        (
+            "--retry-max-time",
+            hold_limit.map(|l| l.saturating_sub(now)),
+        ),
+    ];
+    limits
+        .into_iter()
+        .find_map(|(flag, left)| left.filter(|left| hold > *left).map(|_| flag))
 }
 
 /// The circuit's answer, claiming the probe when the cooldown has passed; `Err` when
@@ -215,7 +234,11 @@ fn counts_for_circuit(summary: &RunSummary) -> bool {
         .attempts
         .last()
         .is_some_and(|last| last.outcome.lacked_resources());
-    summary.stopped_because != StopReason::Signal && !unstarted
+    // A slot another replaced says nothing of the service: the newer slot runs on.
+    !matches!(
+        summary.stopped_because,
+        StopReason::Signal | StopReason::Replaced
+    ) && !unstarted
 }
 
 #[cfg(test)]
@@ -254,6 +277,26 @@ mod tests {
         assert_eq!(
             hold_rng(4).random_range(0..u64::MAX),
             hold_rng(4).random_range(0..u64::MAX)
+        );
+    }
+
+    #[test]
+    fn a_hold_past_max_time_or_retry_max_time_names_the_limit() {
+        let s = Duration::from_secs;
+        let clock = crate::engine::fakes::FakeClock::default();
+        clock.advance(s(3));
+        let none = TimeLimit::starting_now(None);
+        assert_eq!(hold_too_long(&none, None, &clock, s(60)), None);
+        // Beside curl's retry words: --retry-max-time 5 has 2 s left at 3 s.
+        assert_eq!(
+            hold_too_long(&none, Some(s(5)), &clock, s(3)),
+            Some("--retry-max-time")
+        );
+        assert_eq!(hold_too_long(&none, Some(s(5)), &clock, s(1)), None);
+        let limit = TimeLimit::starting_now(Some(s(2)));
+        assert_eq!(
+            hold_too_long(&limit, None, &clock, s(1)),
+            Some("--max-time")
         );
     }
 }

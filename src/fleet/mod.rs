@@ -106,6 +106,7 @@ impl<'a> Fleet<'a> {
             throttled: self.config.throttled,
             seed: self.seed,
             limit,
+            hold_limit: self.config.hold_limit,
             clock,
             sleeper,
         };

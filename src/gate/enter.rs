@@ -12,7 +12,8 @@ use crate::domain::{ExitStatus, Interrupted, RunSummary, Stop, TimeLimit, human}
 use crate::report;
 use crate::signals;
 use crate::state::{
-    self, Burst, Done, Lock, Marker, MarkerStore, Patience, Refused, Status, host_name,
+    self, Burst, Done, Lock, Marker, MarkerStore, NoAnswer, Patience, Refused, RunLock, Status,
+    host_name,
 };
 use crate::wait::{self, Bound, Ended, Pauses};
 
@@ -40,33 +41,74 @@ pub enum SkipWhy {
     LockBusy,
     /// Another run of the same `--once` key holds its lock; that run records the end.
     KeyBusy,
+    /// The job's previous slot still runs (`--overlap`), on this scheduler or another.
+    Overlap,
 }
 
 /// The locks a proceeding run holds, and what it must record on success. Dropping it
 /// releases them (in one burst of statements, for PostgreSQL).
 pub struct HeldLocks {
-    // Dropped in this order: the key lock (with its store), then the single-instance lock.
+    // Dropped in this order: the key lock (with its store), the single-instance lock,
+    // then the job's run lock (a slot that replaces this one waits for it).
     once: Option<OnceRun>,
     lock: Option<Box<dyn Lock>>,
+    run: Option<Box<dyn RunLock>>,
     fencing_token: Option<i64>,
 }
 
-struct OnceRun {
+pub(super) struct OnceRun {
     store: Box<dyn MarkerStore>,
     key: String,
     command: Vec<String>,
 }
 
+impl OnceRun {
+    /// Records the key as skipped while its lock is held, which the record frees: no
+    /// other scheduler can claim the slot between the skip and its record.
+    pub(super) fn record_skip(&mut self) -> anyhow::Result<()> {
+        let marker = Marker {
+            status: Status::Skipped,
+            key: self.key.clone(),
+            succeeded_at: crate::domain::rfc3339_millis(SystemTime::now()),
+            host: host_name(),
+            pid: std::process::id(),
+            command: self.command.clone(),
+            attempts: 0,
+        };
+        self.store
+            .record(&marker, &Bound::signals_only())
+            .with_context(|| format!("cannot record {:?} in {}", self.key, self.store.describe()))
+    }
+}
+
 impl Drop for HeldLocks {
     fn drop(&mut self) {
         let _burst = Burst::begin();
-        // The key lock (with its store) first, then the single-instance lock.
         drop(self.once.take());
         drop(self.lock.take());
+        drop(self.run.take());
     }
 }
 
 impl HeldLocks {
+    /// The locks a proceeding run holds; its fencing token is `--lock`'s, else the key's.
+    pub(super) fn new(
+        once: Option<OnceRun>,
+        lock: Option<Box<dyn Lock>>,
+        run: Option<Box<dyn RunLock>>,
+    ) -> HeldLocks {
+        let fencing_token = lock
+            .as_ref()
+            .and_then(|l| l.fencing_token())
+            .or_else(|| once.as_ref().and_then(|o| o.store.key_token()));
+        HeldLocks {
+            once,
+            lock,
+            run,
+            fencing_token,
+        }
+    }
+
     /// The fencing token (`RETRY_FENCING_TOKEN`): the `--lock` token when there is a
     /// `--lock`, else the `--once` key's (or the slot's).
     pub fn fencing_token(&self) -> Option<i64> {
@@ -134,147 +176,157 @@ impl HeldLocks {
     }
 }
 
-/// Passes the gate: skips a key that already succeeded, takes `--lock`, then the
-/// key lock, and re-checks the key under it, so that two runs never both proceed.
-/// Waiting for the locks ends at `--lock-wait`, or after all of the run's time limit
-/// when that is shorter (whose end bounds every call before the attempts too). The
-/// checks and takes share one
-/// connection (none is open while a wait pauses), and a server that refuses it for
-/// capacity is asked again until `--lock-wait` ends, or for `connect_timeout`.
-pub fn prepare(opts: &GateOptions, limit: &TimeLimit) -> anyhow::Result<Gate> {
-    let calls = Bound::ending_with(limit);
-    let wait = limit
-        .total()
-        .map_or(opts.lock_wait, |t| t.min(opts.lock_wait));
-    let deadline = Instant::now() + wait;
-    let _burst = Burst::patient(if wait.is_zero() {
-        Patience::ConnectTimeout
-    } else {
-        Patience::Until(deadline)
-    });
-    let mut once = None;
-    if let (Some(key), Some(state)) = (&opts.once, &opts.state) {
-        let opened = state::open_markers(state, opts.statuses, &calls);
-        let mut store = match opened {
-            Ok(store) => store,
-            Err(err) => return stopped_by(err, "connecting to the --state server"),
-        };
-        match store.find(key, &calls) {
-            Ok(Some(done)) if skips(opts, &done) => return Ok(already_done(key, &done)),
-            Ok(found) => again(key, found.as_ref()),
-            Err(err) => return stopped_by(err, "reading the --once key"),
-        }
-        once = Some(OnceRun {
-            store,
-            key: key.to_string(),
-            command: opts.command.clone(),
-        });
-    }
-    let mut lock = None;
-    let mut fencing_token = None;
-    if let Some(target) = &opts.lock {
-        let opened = state::open_lock(target, opts.state.as_ref(), &calls);
-        let mut backend = match opened {
-            Ok(backend) => backend,
-            Err(err) => return stopped_by(err, "connecting to the --lock server"),
-        };
-        let what = format!("lock {}", backend.describe());
-        let pauses = backend.poll_pauses();
-        match acquire(&what, deadline, limit, wait, pauses, |b| {
-            backend.try_acquire(b)
-        }) {
-            Ok(Acquired::Held) => {}
-            Ok(Acquired::Busy) => return Ok(busy(opts, wait, format!("{what} is busy"))),
-            Ok(Acquired::Stopped(stop)) => {
-                return Ok(stopped(stop, &format!("waiting for {what}")));
-            }
-            Err(err) => return stopped_by(err, &format!("taking {what}")),
-        }
-        report::verbose(1, &format!("holding {what}"));
-        fencing_token = backend.fencing_token();
-        lock = Some(backend);
-    }
-    if let Some(run) = &mut once {
-        let what = format!("the lock on --once key {:?}", run.key);
-        let store = &mut run.store;
-        let key = run.key.as_str();
-        let pauses = store.poll_pauses();
-        match acquire(&what, deadline, limit, wait, pauses, |b| {
-            store.try_lock_key(key, b)
-        }) {
-            Ok(Acquired::Held) => {}
-            Ok(Acquired::Busy) => {
-                let text =
-                    format!("another run with --once key {key:?} is in progress ({what} is busy)");
-                return Ok(busy(opts, wait, text));
-            }
-            Ok(Acquired::Stopped(stop)) => {
-                return Ok(stopped(stop, &format!("waiting for {what}")));
-            }
-            Err(err) => return stopped_by(err, &format!("taking {what}")),
-        }
-        match store.find(key, &calls) {
-            Ok(Some(done)) if skips(opts, &done) => return Ok(already_done(key, &done)),
-            Ok(_) => {}
-            Err(err) => return stopped_by(err, "reading the --once key"),
-        }
-        report::verbose(1, &format!("holding {what} in {}", store.describe()));
-        fencing_token = fencing_token.or_else(|| store.key_token());
-    }
-    if let Some(token) = fencing_token {
-        report::verbose(1, &format!("fencing token {token} (RETRY_FENCING_TOKEN)"));
-    }
-    Ok(Gate::Proceed(HeldLocks {
-        once,
-        lock,
-        fencing_token,
-    }))
+/// How long the gate may wait for its locks, and the bound of its calls.
+pub(super) struct Waiting<'a> {
+    /// Each call's bound: the run's time limit.
+    pub(super) calls: Bound,
+    /// `--lock-wait`, or less when the time limit is shorter.
+    pub(super) wait: Duration,
+    pub(super) deadline: Instant,
+    pub(super) limit: &'a TimeLimit,
 }
 
-enum Acquired {
+/// A part of the gate: its value, or the gate's early end (`Ok`: a skip or a stop;
+/// `Err`: retry's own error).
+pub(super) type Part<T> = Result<T, anyhow::Result<Gate>>;
+
+/// Ends the gate with `gate`.
+fn end<T>(gate: Gate) -> Part<T> {
+    Err(Ok(gate))
+}
+
+/// Opens the `--once` key's store and skips a key that already ran.
+pub(super) fn open_once(
+    opts: &GateOptions,
+    key: &str,
+    state: &crate::state::Backend,
+    waiting: &Waiting<'_>,
+) -> Part<OnceRun> {
+    let opened = state::open_markers(state, opts.statuses, &waiting.calls);
+    let mut store = match opened {
+        Ok(store) => store,
+        Err(err) => return Err(stopped_by(err, "connecting to the --state server")),
+    };
+    match store.find(key, &waiting.calls) {
+        Ok(Some(done)) if skips(opts, &done) => return end(already_done(key, &done)),
+        Ok(found) => again(key, found.as_ref()),
+        Err(err) => return Err(stopped_by(err, "reading the --once key")),
+    }
+    Ok(OnceRun {
+        store,
+        key: key.to_string(),
+        command: opts.command.clone(),
+    })
+}
+
+/// Takes `--lock`, waiting up to `--lock-wait` for it.
+pub(super) fn take_lock(
+    opts: &GateOptions,
+    target: &crate::state::Backend,
+    waiting: &Waiting<'_>,
+) -> Part<Box<dyn Lock>> {
+    let opened = state::open_lock(target, opts.state.as_ref(), &waiting.calls);
+    let mut backend = match opened {
+        Ok(backend) => backend,
+        Err(err) => return Err(stopped_by(err, "connecting to the --lock server")),
+    };
+    let what = format!("lock {}", backend.describe());
+    let pauses = backend.poll_pauses();
+    match acquire(
+        &what,
+        waiting,
+        (waiting.deadline, report::info),
+        pauses,
+        |b| backend.try_acquire(b),
+    ) {
+        Ok(Acquired::Held) => {}
+        Ok(Acquired::Busy) => return end(busy(opts, waiting.wait, format!("{what} is busy"))),
+        Ok(Acquired::Stopped(stop)) => return end(stopped(stop, &format!("waiting for {what}"))),
+        Err(err) => return Err(stopped_by(err, &format!("taking {what}"))),
+    }
+    report::verbose(1, &format!("holding {what}"));
+    Ok(backend)
+}
+
+/// Takes the key's lock (waiting up to `--lock-wait` when `wait`, else trying once)
+/// and checks the key again under it.
+pub(super) fn take_key(
+    opts: &GateOptions,
+    run: &mut OnceRun,
+    waiting: &Waiting<'_>,
+    until: Instant,
+) -> Part<()> {
+    let what = format!("the lock on --once key {:?}", run.key);
+    let store = &mut run.store;
+    let key = run.key.as_str();
+    let pauses = store.poll_pauses();
+    // A slot's claim is its scheduler's business: its wait is said at -v only.
+    let say: fn(&str) = match opts.slot {
+        Some(_) => |text| report::verbose(1, text),
+        None => report::info,
+    };
+    match acquire(&what, waiting, (until, say), pauses, |b| {
+        store.try_lock_key(key, b)
+    }) {
+        Ok(Acquired::Held) => {}
+        Ok(Acquired::Busy) => {
+            let text =
+                format!("another run with --once key {key:?} is in progress ({what} is busy)");
+            return end(busy(opts, waiting.wait, text));
+        }
+        Ok(Acquired::Stopped(stop)) => return end(stopped(stop, &format!("waiting for {what}"))),
+        Err(err) => return Err(stopped_by(err, &format!("taking {what}"))),
+    }
+    match store.find(key, &waiting.calls) {
+        Ok(Some(done)) if skips(opts, &done) => return end(already_done(key, &done)),
+        Ok(_) => {}
+        Err(err) => return Err(stopped_by(err, "reading the --once key")),
+    }
+    report::verbose(1, &format!("holding {what} in {}", store.describe()));
+    Ok(())
+}
+
+pub(super) enum Acquired {
     Held,
     Busy,
     Stopped(Stop),
 }
 
-/// Tries `attempt` until it succeeds or `deadline` (`--lock-wait`) passes, pausing in
-/// between as `pauses` says, with no connection open, so that a stopping signal (or a
-/// lock already held being lost) ends the wait at once; the last try is made at the
-/// deadline. Each try is bounded by the run's time limit. A poll after the
+/// Tries `attempt` until it succeeds or `deadline` (`--lock-wait`) passes, saying by
+/// `say` that it waits, pausing in between as `pauses` says, with no connection open,
+/// so that a stopping signal (or a lock already held being lost) ends the wait at once;
+/// the last try is made at the deadline. Each try is bounded by the run's time limit. A poll after the
 /// first that the server refuses for want of capacity finds the lock as busy as
 /// before: the next poll asks again (a refusal is an error only when the last poll
 /// met one).
-fn acquire(
+pub(super) fn acquire(
     what: &str,
-    deadline: Instant,
-    limit: &TimeLimit,
-    wait: Duration,
+    waiting: &Waiting<'_>,
+    (deadline, say): (Instant, fn(&str)),
     mut pauses: Pauses,
     mut attempt: impl FnMut(&Bound) -> anyhow::Result<bool>,
 ) -> anyhow::Result<Acquired> {
     let mut announced = false;
-    let calls = Bound::ending_with(limit);
+    let calls = Bound::ending_with(waiting.limit);
+    let wait = deadline.saturating_duration_since(Instant::now());
     let bound = Bound::until(Some(deadline)).or_lost_lock();
     let pause = |d| state::idle(|| wait::sleep(d, &bound));
     let mut polls = 0;
     let mut refused = None;
     let tried = wait::poll_until(&bound, &mut pauses, pause, || {
         polls += 1;
-        let held = if polls == 1 {
-            attempt(&calls)?
-        } else {
-            let _poll = Burst::patient(Patience::None);
-            match attempt(&calls) {
-                Err(e) if e.downcast_ref::<Refused>().is_some() => {
-                    refused = Some(e);
-                    return Ok(None);
-                }
-                held => held?,
+        // The first poll asks for the whole wait; later ones once, and are polled again.
+        let _poll = (polls > 1).then(|| Burst::patient(Patience::None));
+        let held = match attempt(&calls) {
+            Err(e) if passing(&e) => {
+                refused = Some(e);
+                return Ok(None);
             }
+            held => held?,
         };
         refused = None;
         if !held && !announced && Instant::now() < deadline {
-            report::info(&format!(
+            say(&format!(
                 "{what} is busy; waiting up to {} for it",
                 human(wait)
             ));
@@ -288,6 +340,14 @@ fn acquire(
         (Err(Ended::TimedOut), None) => Ok(Acquired::Busy),
         (Err(Ended::Stopped(stop)), _) => Ok(Acquired::Stopped(stop)),
     }
+}
+
+/// Whether a poll's failure is a state the server passes through (a refusal for
+/// capacity, a restart of the server or the pooler, no answer within `connect_timeout`
+/// while a pooler waits for its server): the lock is polled again while the wait lasts.
+fn passing(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<Refused>().is_some()
+        || matches!(err.downcast_ref::<NoAnswer>(), Some(NoAnswer::Timeout(_)))
 }
 
 /// `wait` is how long the gate waited: `--lock-wait`, or less when the time limit is shorter.
@@ -312,7 +372,7 @@ fn busy(opts: &GateOptions, wait: Duration, text: String) -> Gate {
 }
 
 /// A gate that stopped while `doing` something: a signal, or a lock lost meanwhile.
-fn stopped(stop: Stop, doing: &str) -> Gate {
+pub(super) fn stopped(stop: Stop, doing: &str) -> Gate {
     let message = match &stop {
         Stop::Signal(sig) => format!(
             "stopped by {sig} while {doing}; exit status {}",
@@ -324,7 +384,7 @@ fn stopped(stop: Stop, doing: &str) -> Gate {
 }
 
 /// A gate stopped by a signal while talking to a store; any other error stays an error.
-fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
+pub(super) fn stopped_by(err: anyhow::Error, doing: &str) -> anyhow::Result<Gate> {
     match err.downcast_ref::<Interrupted>() {
         Some(Interrupted(sig)) => Ok(stopped(Stop::Signal(*sig), doing)),
         None => Err(err),

@@ -11,8 +11,11 @@
 
 mod end;
 mod enter;
+mod prepare;
+mod slot;
 
 #[cfg(doc)]
 use crate::wait::Bound;
 pub use end::{record_gave_up, record_slot, record_success};
-pub use enter::{Gate, HeldLocks, SkipWhy, prepare};
+pub use enter::{Gate, HeldLocks, SkipWhy};
+pub use prepare::prepare;

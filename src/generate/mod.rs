@@ -65,7 +65,9 @@ pub fn write(kind: GenerateKind) -> anyhow::Result<()> {
 /// help heading, then our own sections. The `after_long_help` epilogue is left out:
 /// its content is rendered here as proper man sections instead.
 fn man_page() -> anyhow::Result<Vec<u8>> {
-    let man = Man::new(Cli::command()).manual("User Commands");
+    // X.Y.Z alone: the commit and target of `--version` belong to a build, not the page.
+    let cmd = Cli::command().version(env!("CARGO_PKG_VERSION"));
+    let man = Man::new(cmd).manual("User Commands");
     let mut out = Vec::new();
     man.render_title(&mut out)?;
     // No hyphenation: an option's name is never broken across lines, so searching the

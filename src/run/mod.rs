@@ -3,14 +3,16 @@
 //! attempts, the record (the marker, then the budget's and circuit's updates), the
 //! hook, the release of the locks, the report. Each phase can end the run with its
 //! outcome ([`Ended`]). A plain invocation makes one run; a scheduler makes one per
-//! slot with that slot's overrides ([`SlotRun`]). Building the configuration is
-//! `config`'s work, the retry loop `engine`'s, the locks and markers [`gate`]'s, the
-//! budget, circuit and splay `fleet`'s.
+//! slot with that slot's overrides ([`SlotRun`]). A traced run's trace is made as it
+//! goes ([`RunTrace`]) and handed back finished with its end, to send after the
+//! report. Building the configuration is `config`'s work, the retry loop `engine`'s,
+//! the locks and markers [`gate`]'s, the budget, circuit and splay `fleet`'s, the
+//! spans and their export `traces`'.
 
 use serde_json::json;
 
 use crate::clock::{SignalSleeper, SystemClock};
-use crate::config::{Config, GateOptions, ReportTo, RunInfo, TargetConfig};
+use crate::config::{Config, GateOptions, ReportTo, RunInfo, SlotGate, TargetConfig};
 use crate::domain::{ExitStatus, Hold, Jitter, RunSummary, Stop, StopReason, TimeLimit};
 use crate::engine::{self, Clock, RetryBudget, Sleeper};
 use crate::exec::{self, Executor};
@@ -20,17 +22,25 @@ use crate::hooks::Hooks;
 use crate::report::{self, ReportHeader};
 use crate::signals;
 use crate::state::{self, Backend, NoAnswer, Status};
+use crate::traces::{self, RunTrace};
 
 /// What a scheduled slot changes in a run.
-#[derive(Clone, Debug)]
-pub struct SlotRun {
-    /// `JOB@SLOT`: the `--once` key and the source of the idempotency key.
+pub struct SlotRun<'a> {
+    /// `JOB@SLOT`: the `--once` key (the slot's claim) and the source of the idempotency key.
     pub key: String,
     /// Where the slot's record goes.
     pub state: Backend,
+    /// The job's run lock under `--overlap`.
+    pub gate: SlotGate,
+    /// Whether the slot is claimed and recorded under its key (every slot but a
+    /// crontab's `@reboot` run, which is each replica's own).
+    pub claim: bool,
+    /// Called once the slot's attempts begin (its gate and the circuit passed), with
+    /// how long the run slept for `--splay`.
+    pub started: &'a dyn Fn(std::time::Duration),
 }
 
-impl SlotRun {
+impl SlotRun<'_> {
     /// The idempotency key of the slot: a UUID v5 of `JOB@SLOT`, the same on every rerun.
     pub fn idempotency_key(&self) -> String {
         uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, self.key.as_bytes()).to_string()
@@ -42,33 +52,88 @@ pub struct RunEnd {
     pub summary: RunSummary,
     /// Set when the gate skipped the run.
     pub skipped: Option<SkipWhy>,
+    /// The run's trace, when it is traced and recorded: for its caller to send, last.
+    pub trace: Option<traces::Finished>,
+}
+
+/// Makes the one run of a plain invocation and sends its trace (one warning if it
+/// cannot be sent): its exit status.
+pub fn run_and_trace(config: &Config) -> anyhow::Result<ExitStatus> {
+    let mut end = one_run(config, None)?;
+    if let Some(trace) = end.trace.take() {
+        let sent = trace.send(signals::pending().is_some());
+        if let Some(warning) = traces::Warnings::default().settle(&sent) {
+            report::notice(&warning);
+        }
+    }
+    Ok(end.summary.exit_code)
 }
 
 /// Makes one run, on the real clock.
-pub fn one_run(config: &Config, slot: Option<&SlotRun>) -> anyhow::Result<RunEnd> {
+pub fn one_run(config: &Config, slot: Option<&SlotRun<'_>>) -> anyhow::Result<RunEnd> {
+    prepare(config, slot)?.make(config, slot)
+}
+
+/// A run's executor, made and prepared ahead of the run ([`Executor::prepare`]).
+pub struct Prepared {
+    info: RunInfo,
+    exec: Box<dyn Executor>,
+}
+
+/// Makes the run's executor and what its first attempt needs; a slot's run calls it
+/// before its slot's time.
+pub fn prepare(config: &Config, slot: Option<&SlotRun<'_>>) -> anyhow::Result<Prepared> {
     let info = run_info(config, slot);
     let mut exec = exec::for_target(config.target.clone(), &info)?;
+    exec.prepare();
+    Ok(Prepared { info, exec })
+}
+
+impl Prepared {
+    /// Makes the run `prepare` was given, on the real clock.
+    pub fn make(self, config: &Config, slot: Option<&SlotRun<'_>>) -> anyhow::Result<RunEnd> {
+        let Prepared { info, mut exec } = self;
+        make_run(config, slot, &info, exec.as_mut())
+    }
+}
+
+fn make_run(
+    config: &Config,
+    slot: Option<&SlotRun<'_>>,
+    info: &RunInfo,
+    exec: &mut dyn Executor,
+) -> anyhow::Result<RunEnd> {
     // The run, and its time limit, start before the splay and the wait for a lock.
     let clock = SystemClock::new();
-    let limit = config.policy.attempts;
+    let attempts = config.policy.attempts;
     let mut pause = SignalSleeper {
         countdown: false,
-        limit,
+        attempts,
     };
     let mut backoff = SignalSleeper {
         countdown: config.countdown,
-        limit,
+        attempts,
     };
     let waits = Waits {
         clock: &clock,
         pause: &mut pause,
         backoff: &mut backoff,
     };
-    Run::new(config, slot, &info, waits).make(exec.as_mut())
+    let trace = config
+        .traces
+        .as_ref()
+        .map(|t| RunTrace::start(t, &config.target, slot.map(|s| s.key.as_str())));
+    let mut run = Run::new(config, slot, info, waits);
+    run.trace = trace;
+    let mut end = run.make(exec)?;
+    if let Some(trace) = run.trace.take() {
+        end.trace = trace.finish(&end.summary, &run.hooks_ran);
+    }
+    Ok(end)
 }
 
 /// The run's settings with the slot's overrides applied.
-fn run_info(config: &Config, slot: Option<&SlotRun>) -> RunInfo {
+fn run_info(config: &Config, slot: Option<&SlotRun<'_>>) -> RunInfo {
     let mut run = config.run.clone();
     if let Some(slot) = slot {
         run.idempotency_key = slot.idempotency_key();
@@ -103,7 +168,9 @@ struct Waits<'a> {
 /// What the phases of one run share.
 struct Run<'a> {
     config: &'a Config,
-    slot: Option<&'a SlotRun>,
+    slot: Option<&'a SlotRun<'a>>,
+    /// How long the run slept for `--splay`.
+    splayed: std::time::Duration,
     info: &'a RunInfo,
     /// The scheduled-job options with the slot's overrides.
     gate: GateOptions,
@@ -112,21 +179,26 @@ struct Run<'a> {
     /// The time limit (`--max-time`), counted from the run's start.
     limit: TimeLimit,
     waits: Waits<'a>,
+    /// The run's trace, when it is traced.
+    trace: Option<RunTrace>,
+    /// The hooks that ran, for their spans.
+    hooks_ran: Vec<crate::domain::HookRun>,
 }
 
 impl<'a> Run<'a> {
     fn new(
         config: &'a Config,
-        slot: Option<&'a SlotRun>,
+        slot: Option<&'a SlotRun<'a>>,
         info: &'a RunInfo,
         waits: Waits<'a>,
     ) -> Run<'a> {
         let shown = info.key_requested || matches!(config.target, TargetConfig::Command(_));
         let mut gate = config.gate.clone();
         if let Some(slot) = slot {
-            gate.once = Some(slot.key.clone());
+            gate.once = slot.claim.then(|| slot.key.clone());
             gate.state = Some(slot.state.clone());
-            gate.statuses = true;
+            gate.statuses = slot.claim;
+            gate.slot = Some(slot.gate.clone());
         }
         Run {
             header: ReportHeader {
@@ -137,10 +209,13 @@ impl<'a> Run<'a> {
             seed: config.seed.unwrap_or_else(crate::domain::random_seed),
             config,
             slot,
+            splayed: std::time::Duration::ZERO,
             info,
             gate,
             limit: TimeLimit::starting_now(config.policy.max_time),
             waits,
+            trace: None,
+            hooks_ran: Vec::new(),
         }
     }
 
@@ -150,10 +225,15 @@ impl<'a> Run<'a> {
             Ok(summary) => Ok(RunEnd {
                 summary,
                 skipped: None,
+                trace: None,
             }),
             Err(Ended::Early { summary, skipped }) => {
                 finish_report(self.config.report.as_ref(), &self.header, &summary)?;
-                Ok(RunEnd { summary, skipped })
+                Ok(RunEnd {
+                    summary,
+                    skipped,
+                    trace: None,
+                })
             }
             Err(Ended::Failed(err)) => Err(err),
         }
@@ -174,10 +254,18 @@ impl<'a> Run<'a> {
             exec.set_fencing_token(token);
             hooks.set_fencing_token(token);
         }
+        if let Some(trace) = &self.trace {
+            hooks.set_trace(trace.span().clone());
+        }
         let holds = self.admit(&mut fleet)?;
-        let summary = self.attempts(exec, &mut hooks, &mut fleet, holds)?;
-        let summary = self.record(&mut held, &mut fleet, summary);
+        if let Some(slot) = self.slot {
+            (slot.started)(self.splayed);
+        }
+        let summary = self.attempts(exec, &mut hooks, &mut fleet, holds);
+        self.hooks_ran = hooks.take_runs();
+        let summary = self.record(&mut held, &mut fleet, summary?);
         let summary = self.hook(&mut hooks, summary);
+        self.hooks_ran.extend(hooks.take_runs());
         let summary = self.release(held, summary);
         self.report(summary)
     }
@@ -191,15 +279,25 @@ impl<'a> Run<'a> {
 
     fn splay(&mut self, fleet: &Fleet<'_>) -> Result<(), Ended> {
         let left = self.limit.left(self.waits.clock.now());
-        fleet
-            .splay(left, self.waits.pause)
-            .map_err(|stopped| self.stopped(stopped))
+        let began = self.waits.clock.now();
+        let splayed = fleet.splay(left, self.waits.pause);
+        self.splayed = self.waits.clock.now().saturating_sub(began);
+        let splays = !self.config.fleet.splay.is_zero();
+        if let Some(trace) = self.trace.as_mut().filter(|_| splays) {
+            trace.waited("splay", self.splayed);
+        }
+        splayed.map_err(|stopped| self.stopped(stopped))
     }
 
     /// The lock and the `--once` check: the run goes ahead holding its locks, or is
     /// skipped, or was stopped while waiting.
-    fn gate(&self) -> Result<HeldLocks, Ended> {
+    fn gate(&mut self) -> Result<HeldLocks, Ended> {
+        let began = self.waits.clock.now();
         let gate = gate::prepare(&self.gate, &self.limit);
+        let locked = self.gate.lock.is_some() || self.gate.slot.is_some();
+        if let Some(trace) = self.trace.as_mut().filter(|_| locked) {
+            trace.waited("lock", self.waits.clock.now().saturating_sub(began));
+        }
         let gate = gate.map_err(|e| self.out_of_time(e))?;
         let (exit_code, reason, message, skipped) = match gate {
             Gate::Proceed(held) => return Ok(held),
@@ -232,7 +330,7 @@ impl<'a> Run<'a> {
         };
         let open = refused.reason == StopReason::CircuitOpen;
         let ended = self.stopped(refused);
-        if let Some(slot) = self.slot.filter(|_| open) {
+        if let Some(slot) = self.slot.filter(|s| open && s.claim) {
             gate::record_slot(&slot.state, &slot.key, Status::Refused, &self.gate.command);
         }
         Err(ended)
@@ -265,8 +363,9 @@ impl<'a> Run<'a> {
             events: &mut logger,
             retry_hook: hooks,
             budget: budget.as_mut().map(|b| b as &mut dyn RetryBudget),
+            trace: self.trace.as_ref().map(RunTrace::span),
         };
-        let mut summary = engine::run(exec, &self.config.policy, &mut env)?;
+        let mut summary = Self::replaced(engine::run(exec, &self.config.policy, &mut env)?);
         summary.holds.splice(0..0, holds);
         Ok(summary)
     }
@@ -284,13 +383,24 @@ impl<'a> Run<'a> {
         if summary.stopped_because == StopReason::Success {
             summary = gate::record_success(held, summary);
         }
-        if let Some(slot) = self.slot {
+        if let Some(slot) = self.slot.filter(|s| s.claim) {
             let place = (&slot.state, slot.key.as_str());
             gate::record_gave_up(held, place, &summary, &self.gate.command);
         }
         fleet.record_run(&summary);
         drop(burst);
         stopped_after_the_attempts(summary, self.slot)
+    }
+
+    /// A run a newer slot replaced ended as for a lost lock: it ends as replaced.
+    fn replaced(summary: RunSummary) -> RunSummary {
+        if summary.stopped_because != StopReason::LockLost || !signals::replaced() {
+            return summary;
+        }
+        RunSummary {
+            stopped_because: StopReason::Replaced,
+            ..summary
+        }
     }
 
     /// `--on-success` or `--on-give-up`, after the updates and under the locks.
@@ -377,7 +487,7 @@ fn final_report(
     to: Option<&ReportTo>,
     header: &ReportHeader<'_>,
     summary: RunSummary,
-    slot: Option<&SlotRun>,
+    slot: Option<&SlotRun<'_>>,
 ) -> anyhow::Result<RunSummary> {
     finish_report(to, header, &summary)?;
     if !matches!(to, Some(ReportTo::File(_))) {
@@ -393,7 +503,7 @@ fn final_report(
 
 /// Says why a run ended before (or after) its attempts, as the run's last line; a
 /// scheduled slot says it in its own end line instead (the `outcome` module of [`crate::schedule`]).
-fn last_word(slot: Option<&SlotRun>, message: &str) {
+fn last_word(slot: Option<&SlotRun<'_>>, message: &str) {
     if slot.is_none() {
         report::notice(message);
     }
@@ -433,7 +543,7 @@ fn finish_report(
 /// A stopping signal that arrived after the attempts (while the marker, a record, a
 /// fleet update, the release or the report was being written) ends the run as a signal
 /// does: 128+N.
-fn stopped_after_the_attempts(summary: RunSummary, slot: Option<&SlotRun>) -> RunSummary {
+fn stopped_after_the_attempts(summary: RunSummary, slot: Option<&SlotRun<'_>>) -> RunSummary {
     let Some(sig) = signals::pending() else {
         return summary;
     };

@@ -37,6 +37,18 @@ impl Outcome {
         }
     }
 
+    /// The outcome a label names (`None`: a stop, which counts under no outcome).
+    pub fn from_label(label: &str) -> Option<Outcome> {
+        [
+            Outcome::Succeeded,
+            Outcome::GaveUp,
+            Outcome::Skipped,
+            Outcome::Refused,
+        ]
+        .into_iter()
+        .find(|o| o.label() == label)
+    }
+
     /// How the end line says it.
     fn phrase(self) -> String {
         match self {
@@ -70,18 +82,24 @@ pub struct Ended {
     /// Why, for a slot that did not succeed (the run's last line, or the error that
     /// kept it from running).
     pub cause: Option<String>,
+    /// The attempt a stop came before (it came while the slot waited to retry).
+    pub before: Option<u32>,
 }
 
 impl Ended {
     pub fn of_run(summary: &RunSummary, took: Duration) -> Ended {
         let outcome = Outcome::of(summary);
         let failed = outcome != Outcome::Succeeded || !summary.exit_code.is_success();
+        let waiting = summary.attempts.last().filter(|last| last.delay.is_some());
         Ended {
             outcome,
             attempts: summary.attempts.len(),
             took,
             exit_code: summary.exit_code,
             cause: failed.then(|| report::last_word(summary)),
+            before: waiting
+                .filter(|_| matches!(outcome, Outcome::Stopped(_)))
+                .map(|last| last.number + 1),
         }
     }
 
@@ -93,17 +111,7 @@ impl Ended {
             took,
             exit_code: ExitStatus::USAGE,
             cause: Some(why.to_string()),
-        }
-    }
-
-    /// A slot skipped because the previous run was still running.
-    pub fn overlapped() -> Ended {
-        Ended {
-            outcome: Outcome::Skipped,
-            attempts: 0,
-            took: Duration::ZERO,
-            exit_code: ExitStatus::SUCCESS,
-            cause: Some("the previous run was still running (--overlap skip)".into()),
+            before: None,
         }
     }
 
@@ -114,8 +122,11 @@ impl Ended {
 
     /// `ended: gave up, 3 attempts in 2.3s, exit status 7 (gave up after 3 attempts: …)`.
     pub fn line(&self) -> String {
+        let before = self
+            .before
+            .map_or(String::new(), |n| format!(" before attempt {n}"));
         let mut line = format!(
-            "ended: {}, {} attempt{} in {}, exit status {}",
+            "ended: {}{before}, {} attempt{} in {}, exit status {}",
             self.outcome.phrase(),
             self.attempts,
             if self.attempts == 1 { "" } else { "s" },
@@ -126,6 +137,8 @@ impl Ended {
             // Messages of the gate and the circuit end with the exit status already.
             let suffix = format!("; exit status {}", self.exit_code);
             let cause = cause.strip_suffix(&suffix).unwrap_or(cause);
+            // The outcome says it already.
+            let cause = cause.strip_prefix("skipped: ").unwrap_or(cause);
             line += &format!(" ({cause})");
         }
         line
@@ -158,6 +171,7 @@ mod tests {
             reason: "why".into(),
             wait_hint: None,
             delay: None,
+            span: None,
         };
         RunSummary {
             attempts: vec![record; attempts],
@@ -213,7 +227,7 @@ mod tests {
         );
         assert_eq!(
             busy.line(),
-            "ended: skipped, 0 attempts in 3ms, exit status 0 (skipped: lock /x is busy)"
+            "ended: skipped, 0 attempts in 3ms, exit status 0 (lock /x is busy)"
         );
         let stopped = ended(StopReason::Signal, 143, 1, "interrupted by SIGTERM", 1000);
         assert!(

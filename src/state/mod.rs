@@ -22,13 +22,16 @@ mod target;
 
 pub use burst::{Burst, Patience, idle};
 pub use errors::{NoAnswer, Refused};
-pub use open::{open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only};
+pub use open::{
+    open_fleet, open_fleet_read_only, open_lock, open_markers, open_markers_read_only,
+    open_run_lock,
+};
 pub use record::{Done, LockLost, Marker, Status, UnreadableRecord, host_name};
 pub use rules::{
     Admission, Answer, FleetStore, LATEST_MS, Spent, allows_retry, describe_budget, ms_since_epoch,
     now_ms, show_time, show_tokens,
 };
-pub use stores::{Lock, MarkerStore};
+pub use stores::{Lock, MarkerStore, RunLock};
 pub use target::{
     Backend, default_state, give_lease_ttl, parse_lock_target, parse_state_target, parse_target,
 };

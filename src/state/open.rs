@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use super::file::lock::{FileLock, FileStore};
+use super::file::lock::{FileLock, FileRunLock, FileStore};
 use super::file::throttle_files::FileFleet;
 use super::postgres::throttle_rows::PgFleet;
-use super::postgres::{PgLock, PgStore};
+use super::postgres::{PgLock, PgRunLock, PgStore};
 use super::target::{Backend, default_state_dir};
-use super::{FleetStore, Lock, MarkerStore};
+use super::{FleetStore, Lock, MarkerStore, RunLock};
 use crate::wait::Bound;
 
 /// Opens the `--lock` target `lock` (connecting, for a server, within `bound`), its
@@ -21,6 +21,21 @@ pub fn open_lock(
     Ok(match lock {
         Backend::File(path) => Box::new(FileLock::new(path.clone(), fencing_dir(state))),
         Backend::Postgres(pg) => Box::new(PgLock::connect(pg.clone(), bound)?),
+    })
+}
+
+/// Opens the run lock of scheduled job `job` in the `--state` target `state`
+/// (connecting, for a server, within `bound`); `replace` when a newer slot may ask its
+/// holder to stop (`--overlap replace`).
+pub fn open_run_lock(
+    state: &Backend,
+    job: &str,
+    replace: bool,
+    bound: &Bound,
+) -> anyhow::Result<Box<dyn RunLock>> {
+    Ok(match state {
+        Backend::File(dir) => Box::new(FileRunLock::open(dir.clone(), job)?),
+        Backend::Postgres(pg) => Box::new(PgRunLock::connect(pg.clone(), job, replace, bound)?),
     })
 }
 

@@ -109,6 +109,9 @@ pub struct Done {
     pub place: String,
     /// The attempts the recorded run made.
     pub attempts: u32,
+    /// The command line that made the record, as one line (a first-start record's is
+    /// the schedule it was made for).
+    pub command: String,
 }
 
 /// What a success record says.

@@ -38,6 +38,17 @@ pub trait Lock {
     }
 }
 
+/// The lock a scheduled job's running slot holds (`--overlap skip`, `queue`, `replace`),
+/// so that the job's slots do not run together on any scheduler sharing the state; its
+/// holder can be asked to stop for a newer slot.
+pub trait RunLock: Lock {
+    /// Asks the live holder to stop its slot: a newer slot replaces it (`--overlap
+    /// replace`). The holder stops as a lost lock stops a run.
+    fn ask_holder_to_stop(&mut self, bound: &Bound) -> anyhow::Result<()>;
+    /// How long a replacing slot waits for the holder to end and let go.
+    fn replace_wait(&self) -> Duration;
+}
+
 /// Where `--once` successes (and a scheduler's slot records) are kept.
 pub trait MarkerStore {
     /// How messages name the store (never with a password).

@@ -28,7 +28,9 @@ const MAX_LINE: usize = 64 << 10;
 pub enum Sink {
     /// Write to retry's own fd 1 or 2 as the bytes arrive.
     Forward(i32),
-    Hold(Spool),
+    /// Keep the bytes; `watching` is retry's own fd (a pipe or socket) whose reader,
+    /// should it go, ends the pump as a broken pipe ends a forwarding one.
+    Hold { spool: Spool, watching: Option<i32> },
 }
 
 pub struct Pump {
@@ -85,9 +87,18 @@ struct Ends {
 }
 
 impl Ends {
-    /// Waits for input; false once the pump is cancelled.
-    fn readable(&self) -> io::Result<bool> {
-        sys::wait_readable(sys::borrow(&self.source), &self.cancel)
+    /// Waits for input, for the pump to be cancelled, or for the reader of `watching`
+    /// (retry's own fd) to go.
+    fn ready(&self, watching: Option<i32>) -> io::Result<sys::Ready> {
+        let source = sys::borrow(&self.source);
+        match watching {
+            Some(fd) => sys::wait_readable_or_reader_gone(source, super::std_fd(fd), &self.cancel),
+            None => Ok(if sys::wait_readable(source, &self.cancel)? {
+                sys::Ready::Readable
+            } else {
+                sys::Ready::Cancelled
+            }),
+        }
     }
 }
 
@@ -97,14 +108,23 @@ fn pump(
     stream: Stream,
     shared: &Shared,
 ) -> io::Result<Option<Spool>> {
-    let output = match sink {
-        Sink::Forward(fd) => Some(Output::new(fd)),
-        Sink::Hold(_) => None,
+    let (output, watching) = match sink {
+        Sink::Forward(fd) => (Some(Output::new(fd)), None),
+        Sink::Hold { watching, .. } => (None, watching),
     };
     let mut buf = vec![0u8; CHUNK];
     let mut line = Vec::new();
     let mut overlong = false;
-    while ends.readable()? {
+    loop {
+        match ends.ready(watching)? {
+            sys::Ready::Readable => {}
+            sys::Ready::Cancelled => break,
+            // As a forwarding pump's broken pipe: returning closes the command's pipe.
+            sys::Ready::ReaderGone => {
+                shared.facts.lock().expect("facts lock").output_closed = true;
+                break;
+            }
+        }
         let n = match ends.source.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -130,13 +150,18 @@ fn pump(
                     Err(WriteError::Io(e)) => return Err(e),
                 }
             }
-            (Sink::Hold(spool), _) => {
+            (Sink::Hold { spool, .. }, _) => {
                 if let Err(e) = spool.append(chunk) {
-                    let flag = match stream {
-                        Stream::Stdout => "--hold-stdout",
-                        Stream::Stderr => "--hold-stderr",
+                    let message = match stream {
+                        Stream::Stdout => format!(
+                            "--hold-stdout: cannot hold the command's output: {e}; give \
+                             --no-hold-stdout to stream it live, or have the command write \
+                             to a file (curl -o FILE)"
+                        ),
+                        Stream::Stderr => {
+                            format!("--hold-stderr: cannot hold the command's output: {e}")
+                        }
                     };
-                    let message = format!("{flag}: cannot hold the command's output: {e}");
                     shared.fault.set(message.clone());
                     return Err(io::Error::other(message));
                 }
@@ -148,7 +173,7 @@ fn pump(
         watch.observe(&line, stream, &mut shared.facts.lock().expect("facts lock"));
     }
     Ok(match sink {
-        Sink::Hold(spool) => Some(spool),
+        Sink::Hold { spool, .. } => Some(spool),
         Sink::Forward(_) => None,
     })
 }

@@ -131,14 +131,15 @@ fn report_is_written_on_failure_and_on_signals() {
     assert_eq!(v["result"]["stopped_because"], "attempts");
     assert_eq!(v["result"]["exit_code"], 2);
 
-    let job = s.script("sleeper", "echo x > \"$D/ready\"; exec sleep 30");
+    let job = s.script("sleeper", "echo $$ > \"$D/ready\"; exec sleep 30");
     let report = s.p("sig.json");
     let mut child = retry()
         .args(["--report", &report, &job])
         .stderr(Stdio::piped())
         .spawn();
-    wait_for_file(&s.path("ready"), Duration::from_secs(5));
-    std::thread::sleep(Duration::from_millis(100));
+    // The command is the sleep it execs.
+    let pid = support::wait_for_pid(&s.path("ready"), Duration::from_secs(5));
+    wait_until(Duration::from_secs(5), || support::runs(pid, "sleep"));
     support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(support::status_of(&child.wait().unwrap()), 143);
     let v: serde_json::Value = serde_json::from_str(&s.read("sig.json")).unwrap();

@@ -4,7 +4,9 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{self, Run, Scratch, alive, fast, retry, run, run_job, wait_for_file};
+use crate::support::{
+    self, Run, Scratch, alive, fast, retry, run, run_job, wait_for_file, wait_until,
+};
 
 /// A script that counts its runs and exits with the status listed for that run
 /// (the last one repeats).

@@ -2,6 +2,19 @@
 
 use super::*;
 
+/// Fails unless every grandchild listed in `DIR/kids` is gone within 100 ms of retry's
+/// exit (they are ended before it exits; the kernel takes a moment to show it).
+#[track_caller]
+fn assert_kids_gone(s: &Scratch, outlived: &str) {
+    let kids: Vec<i32> = s.read("kids").lines().map(|p| p.parse().unwrap()).collect();
+    wait_until(Duration::from_millis(100), || {
+        kids.iter().all(|pid| !alive(*pid))
+    });
+    for pid in kids {
+        assert!(!alive(pid), "grandchild {pid} outlived {outlived}");
+    }
+}
+
 #[test]
 fn child_runs_in_its_own_process_group() {
     let (s, r) = run_job(
@@ -27,26 +40,14 @@ fn timeout_kills_the_whole_group_with_escalation() {
         r.elapsed
     );
     assert!(r.elapsed < Duration::from_secs(8), "{:?}", r.elapsed);
-    std::thread::sleep(Duration::from_millis(100));
-    for pid in s.read("kids").lines() {
-        assert!(
-            !alive(pid.parse().unwrap()),
-            "grandchild {pid} outlived its attempt"
-        );
-    }
+    assert_kids_gone(&s, "its attempt");
 }
 
 #[test]
 fn leftovers_of_a_failed_attempt_are_ended() {
     let (s, r) = run_job("sleep 60 & echo $! >> \"$D/kids\"; exit 1", &["-a", "2"]);
     assert_eq!(r.status, 1);
-    std::thread::sleep(Duration::from_millis(100));
-    for pid in s.read("kids").lines() {
-        assert!(
-            !alive(pid.parse().unwrap()),
-            "grandchild {pid} outlived its failed attempt"
-        );
-    }
+    assert_kids_gone(&s, "its failed attempt");
 }
 
 fn signal_is_forwarded(sig: nix::sys::signal::Signal) {
@@ -69,10 +70,7 @@ fn signal_is_forwarded(sig: nix::sys::signal::Signal) {
         start.elapsed()
     );
     assert_eq!(s.count("count"), 1, "no further attempt after {sig:?}");
-    std::thread::sleep(Duration::from_millis(100));
-    for pid in s.read("kids").lines() {
-        assert!(!alive(pid.parse().unwrap()), "grandchild outlived {sig:?}");
-    }
+    assert_kids_gone(&s, &format!("{sig:?}"));
 }
 
 #[test]
@@ -98,13 +96,16 @@ fn sigquit_is_forwarded() {
 #[test]
 fn signal_during_backoff_exits_at_once() {
     let s = Scratch::new();
-    let job = s.job("echo run >> \"$D/count\"; echo x > \"$D/ready\"; exit 1");
+    let job = s.job("echo run >> \"$D/count\"; exit 1");
     let mut child = retry()
         .args(["--delay", "20s", "--jitter", "none", &job])
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(s.path("err")).unwrap())
         .spawn();
-    wait_for_file(&s.path("ready"), Duration::from_secs(5));
-    std::thread::sleep(Duration::from_millis(200));
+    // The attempt has failed, and the 20 s backoff begun.
+    let waiting = wait_until(Duration::from_secs(5), || {
+        s.read("err").contains("next attempt in 20s")
+    });
+    assert!(waiting, "{}", s.read("err"));
     let start = Instant::now();
     support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     let status = child.wait().unwrap();
@@ -121,7 +122,7 @@ fn signal_during_backoff_exits_at_once() {
 fn interactive_command_reads_the_terminal() {
     // `script` gives retry a real pseudo-terminal as its controlling terminal.
     let s = Scratch::new();
-    let job = s.job("read answer; echo \"got:$answer\" > \"$D/answer\"");
+    let job = s.job("echo x > \"$D/ready\"; read answer; echo \"got:$answer\" > \"$D/answer\"");
     let inner = format!("{} -- {}", support::bin(), job);
     let mut child = std::process::Command::new("script")
         .args(["-qec", &inner, "/dev/null"])
@@ -130,12 +131,10 @@ fn interactive_command_reads_the_terminal() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("script(1) from util-linux");
-    std::thread::sleep(Duration::from_millis(500));
+    // Typed once the command reads the terminal.
+    wait_for_file(&s.path("ready"), Duration::from_secs(5));
     child.stdin.as_mut().unwrap().write_all(b"yes\n").unwrap();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) && s.read("answer").is_empty() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(Duration::from_secs(5), || !s.read("answer").is_empty());
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(s.read("answer"), "got:yes\n");

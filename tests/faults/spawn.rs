@@ -159,3 +159,40 @@ fn a_command_that_cannot_start_gives_the_terminal_back_at_once() {
         "the hook {hook_pid} outlived the Ctrl-C"
     );
 }
+
+/// `--signal INT` reaches a command started under an inherited SIGINT ignore (a `retry
+/// … &` in a script): the attempt gets SIGINT's default back, as GNU timeout's child
+/// does, so its own trap runs within a second of the timeout (not at --kill-after's
+/// SIGKILL); SIGHUP, ignored too, stays ignored.
+#[test]
+fn the_timeout_signal_reaches_the_command_s_trap_through_an_inherited_ignore() {
+    let s = Scratch::new();
+    let job = s.job(
+        "trap 'echo trapped > \"$D/trapped\"; exit 3' INT\n\
+         grep -E '^Sig(Ign|Blk):' /proc/self/status > \"$D/status\"\n\
+         echo go > \"$D/go\"\n\
+         while :; do sleep 0.05; done",
+    );
+    let mut child = Invocation::of("sh")
+        .args([
+            "-c",
+            "trap '' INT HUP; exec \"$0\" -a 1 -t 1s --signal INT --kill-after 5s -- \"$1\"",
+            bin(),
+            &job,
+        ])
+        .start();
+    wait_for_file(&s.path("go"), Duration::from_secs(5));
+    let went = std::time::Instant::now();
+    wait_for_file(&s.path("trapped"), Duration::from_secs(8));
+    let trapped = went.elapsed();
+    let (status, _) = wait_exit(&mut child, Duration::from_secs(10));
+    let out = support::wait_for_run(child);
+    assert!(
+        trapped < Duration::from_secs(2),
+        "the trap ran {trapped:?} after the attempt began, 1s limit: {}",
+        out.stderr
+    );
+    assert_eq!(status, 124, "{}", out.stderr);
+    let (ignored, _) = masks(&s.read("status"));
+    assert_eq!(ignored, bits(&[SIGHUP]), "only SIGHUP stays ignored");
+}

@@ -1,12 +1,13 @@
 //! Fleets, end to end: many real `retry` processes sharing a retry budget, a
-//! circuit breaker and a lock's fencing counter through a state directory and a
-//! real PostgreSQL server, and a seeded splay. The work is a shell script that
+//! circuit breaker and a lock's fencing counter on every store (`each_store!`: a state
+//! directory, and a real PostgreSQL server directly and through PgBouncer), and a
+//! seeded splay. The work is a shell script that
 //! appends a line per attempt, so "attempts in all" is a line count.
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::both_ways;
+use crate::each_store;
 use crate::support::{self as cmd, Invocation, Run, Scratch};
 
 /// How many runs share a budget or a lock.
@@ -86,32 +87,16 @@ fn crowd_on_budget(s: &Scratch, state: &str) -> usize {
     s.count("attempts")
 }
 
-#[test]
-fn twenty_failing_runs_sharing_a_file_budget_make_at_most_n_half_plus_one_retries() {
-    let s = Scratch::new();
-    let attempts = crowd_on_budget(&s, &s.p("state"));
-    // Without the budget: 20 × 5 = 100.
-    assert!(
-        (CROWD..=CROWD + 10 / 2 + 1).contains(&attempts),
-        "{attempts} attempts"
-    );
-    let file = s.read("state/budgets/api.json");
-    assert!(file.contains("\"tokens\":0"), "{file}");
-}
-
-both_ways! {
-    fn twenty_failing_runs_sharing_a_postgres_budget_make_at_most_n_half_plus_one_retries(pg) {
+each_store! {
+    fn twenty_failing_runs_sharing_a_budget_make_at_most_n_half_plus_one_retries(store) {
         let s = Scratch::new();
-        let attempts = crowd_on_budget(&s, &pg.url(""));
+        let attempts = crowd_on_budget(&s, &store.state());
+        // Without the budget: 20 × 5 = 100.
         assert!(
             (CROWD..=CROWD + 10 / 2 + 1).contains(&attempts),
             "{attempts} attempts"
         );
-        let tokens: f64 = pg
-            .client()
-            .query_one("SELECT tokens FROM retry_budgets WHERE name = 'api'", &[])
-            .get(0);
-        assert_eq!(tokens, 0.0);
+        assert_eq!(store.budget_tokens("api"), 0.0);
     }
 }
 
@@ -166,16 +151,9 @@ fn successes_refill(state: &str, s: &Scratch) {
     assert_eq!(made, 2, "4 → 3 allows a retry, 3 → 2 does not");
 }
 
-#[test]
-fn successes_refill_a_file_budget() {
-    let s = Scratch::new();
-    successes_refill(&s.p("state"), &s);
-}
-
-both_ways! {
-    fn successes_refill_a_postgres_budget(pg) {
-        let s = Scratch::new();
-        successes_refill(&pg.url(""), &s);
+each_store! {
+    fn successes_refill_a_budget(store) {
+        successes_refill(&store.state(), &Scratch::new());
     }
 }
 
@@ -246,16 +224,9 @@ fn circuit_lifecycle(s: &Scratch, state: &str) {
     assert_eq!(s.count("attempts"), 4);
 }
 
-#[test]
-fn a_file_circuit_opens_refuses_lets_one_probe_through_and_closes() {
-    let s = Scratch::new();
-    circuit_lifecycle(&s, &s.p("state"));
-}
-
-both_ways! {
-    fn a_postgres_circuit_opens_refuses_lets_one_probe_through_and_closes(pg) {
-        let s = Scratch::new();
-        circuit_lifecycle(&s, &pg.url(""));
+each_store! {
+    fn a_circuit_opens_refuses_lets_one_probe_through_and_closes(store) {
+        circuit_lifecycle(&Scratch::new(), &store.state());
     }
 }
 
@@ -286,10 +257,11 @@ fn a_failed_probe_keeps_the_circuit_open_and_a_skip_claims_no_probe() {
     std::thread::sleep(Duration::from_millis(1_100));
     // A run skipped at its lock claims no probe.
     let lock = s.p("job.lock");
-    let holder = retry(&s)
-        .args(["--lock", &lock, "--", "sleep", "1"])
-        .spawn();
-    std::thread::sleep(Duration::from_millis(300));
+    let holding = s.script("holding", "touch \"$D/held\"; sleep 1");
+    let holder = retry(&s).args(["--lock", &lock, "--", &holding]).spawn();
+    assert!(cmd::wait_until(Duration::from_secs(10), || s
+        .path("held")
+        .exists()));
     let skipped = run(&s, &with_one(&["--lock", &lock]));
     assert_eq!(skipped.status, 0, "{}", skipped.stderr);
     skipped.assert_stderr_has("busy");
@@ -338,14 +310,22 @@ fn assert_increasing(tokens: &[u64]) {
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
 }
 
-#[test]
-fn the_fencing_token_of_a_file_lock_increases_under_twenty_concurrent_lockers() {
-    let s = Scratch::new();
-    let lock = s.p("job.lock");
-    let tokens = crowd_on_lock(&s, &lock);
-    assert_increasing(&tokens);
-    // The counter lives in STATE/fencing, never in the lock file.
-    assert_eq!(std::fs::read(&lock).unwrap(), b"");
+each_store! {
+    fn the_fencing_token_of_a_lock_increases_under_twenty_concurrent_lockers(store) {
+        let s = Scratch::new();
+        let lock = store.lock("nightly");
+        let tokens = crowd_on_lock(&s, &lock);
+        assert_increasing(&tokens);
+        if let Some(dir) = store.directory() {
+            a_lock_file_s_counter_lives_in_the_state(&s, dir, &lock, tokens[CROWD - 1]);
+        }
+    }
+}
+
+/// The counter of the lock file `lock` (in `dir`) lives in STATE/fencing, never in the
+/// lock file, and keeps counting past `last` when the file is reached another way.
+fn a_lock_file_s_counter_lives_in_the_state(s: &Scratch, dir: &Scratch, lock: &str, last: u64) {
+    assert_eq!(std::fs::read(lock).unwrap(), b"");
     let counters: Vec<_> = std::fs::read_dir(s.path("state/fencing"))
         .unwrap()
         .collect();
@@ -354,13 +334,12 @@ fn the_fencing_token_of_a_file_lock_increases_under_twenty_concurrent_lockers() 
         2,
         "one by the lock's path, one by its inode"
     );
-    // Reached through another path, the same lock file keeps counting.
-    std::fs::create_dir(s.path("sub")).unwrap();
+    std::fs::create_dir(dir.path("sub")).unwrap();
     let again = run(
-        &s,
+        s,
         &args(&[
             "--lock",
-            &s.p("sub/../job.lock"),
+            &dir.p("sub/../nightly.lock"),
             "--state",
             &s.p("state"),
             "--",
@@ -370,15 +349,7 @@ fn the_fencing_token_of_a_file_lock_increases_under_twenty_concurrent_lockers() 
         ]),
     );
     let token: u64 = again.stdout_text().trim().parse().unwrap();
-    assert!(token > tokens[CROWD - 1], "{token} after {tokens:?}");
-}
-
-both_ways! {
-    fn the_fencing_token_of_a_postgres_lease_increases_under_concurrent_lockers(pg) {
-        let s = Scratch::new();
-        let tokens = crowd_on_lock(&s, &pg.url("#nightly"));
-        assert_increasing(&tokens);
-    }
+    assert!(token > last, "{token} after {last}");
 }
 
 #[test]

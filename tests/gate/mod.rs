@@ -2,9 +2,11 @@
 //! a real PostgreSQL server. The "work" is a shell command that appends a line to a
 //! counter file, so "done exactly once" is a line count.
 
+use crate::each_store;
 use crate::support::postgres;
 use crate::support::{
-    Invocation, Run, alive, assert_stopped_because, read_json, retry, wait_for_run, wait_until,
+    Invocation, Run, alive, assert_stopped_because, exited_within, read_json, retry, wait_for_run,
+    wait_until,
 };
 
 use std::ffi::OsStr;
@@ -191,13 +193,17 @@ fn a_lock_is_held_for_the_run_and_its_file_is_kept() {
     assert!(lock.exists(), "the lock file is never removed");
 }
 
-#[test]
-fn concurrent_runs_with_one_lock_do_the_work_once() {
-    let dir = Dir::new();
-    let lock = dir.path("job.lock");
-    let outs = dir.crowd(|| dir.locked(&lock), 3.0);
-    let skipped = outs.iter().filter(|o| o.stderr.contains("is busy")).count();
-    assert_eq!(skipped, CROWD - 1);
+each_store! {
+    fn a_crowd_on_one_lock_does_the_work_once(store) {
+        let dir = Dir::new();
+        let lock = store.lock("crowd");
+        let outs = dir.crowd(|| dir.locked(&lock), 3.0);
+        let busy = outs.iter().filter(|o| o.stderr.contains("is busy")).count();
+        assert_eq!(busy, CROWD - 1);
+        for out in &outs {
+            out.assert_stderr_lacks("prepared statement");
+        }
+    }
 }
 
 #[test]
@@ -559,16 +565,13 @@ fn command_pid(dir: &Dir) -> i32 {
 /// returns its output and how long the wait took.
 fn exit_within(mut child: Child, limit: Duration) -> (Run, Duration) {
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = wait_for_run(child);
-            panic!(
-                "retry still running after {limit:?}; stderr:\n{}",
-                out.stderr
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    if exited_within(&mut child, limit).is_none() {
+        let _ = child.kill();
+        let out = wait_for_run(child);
+        panic!(
+            "retry still running after {limit:?}; stderr:\n{}",
+            out.stderr
+        );
     }
     let took = start.elapsed();
     (wait_for_run(child), took)

@@ -247,6 +247,36 @@ both_ways! {
     }
 }
 
+both_ways! {
+    fn waiters_through_a_restart_of_the_server_all_run_twenty_times_in_a_row(pg) {
+        // The server restarts under the waiters; behind PgBouncer the pooler stays up and
+        // its logins to the server fail (or wait) meanwhile. Twenty rounds: the rare waiter
+        // a restart met at its connect (57P01, a login that waits) would show.
+        for round in 0..20 {
+            let dir = Dir::new();
+            let lock = pg.url(&format!("#round{round}"));
+            let holder = dir.locked(&lock).args(dir.ready_work(0.6)).start();
+            dir.wait_for("ready");
+            let waiters: Vec<Child> = (0..WAITERS)
+                .map(|_| {
+                    dir.locked(&lock)
+                        .args(["--lock-wait", "120s", "-a", "1"])
+                        .args(dir.work(0.01))
+                        .start()
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(300));
+            pg.restart();
+            let holder = wait_for_run(holder);
+            assert_eq!(holder.status, 0, "round {round}, the holder: {}", holder.stderr);
+            for out in waiters.into_iter().map(wait_for_run) {
+                assert_eq!(out.status, 0, "round {round}, a waiter: {}", out.stderr);
+            }
+            assert_eq!(dir.count(), WAITERS + 1, "round {round}: every waiter ran");
+        }
+    }
+}
+
 /// The role of the runs at capacity (superusers have slots of their own).
 const ROLE: &str = "app";
 

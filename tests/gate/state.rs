@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{Dir, bare_retry};
 use crate::both_ways;
 use crate::support::users::{self, SharedDir};
-use crate::support::{Run, read_json};
+use crate::support::{Run, read_json, wait_until};
 
 /// A file that must stay as it is: its path, contents and change time.
 struct Victim {
@@ -463,9 +463,9 @@ fn this_hours_slot() -> String {
 }
 
 /// A scheduler of job `nightly` on an hourly schedule that catches up the latest
-/// slot of the last two hours, with `state`; stopped by SIGTERM after `watch`.
-/// Returns its exit status, its log, and whether its command ran.
-fn schedule_for(dir: &Dir, state: &str, watch: Duration) -> (i32, String, bool) {
+/// slot of the last two hours, with `state`; stopped by SIGTERM once its log says
+/// `decided` (within 10 s). Returns its exit status, its log, and whether its command ran.
+fn schedule_for(dir: &Dir, state: &str, decided: &str) -> (i32, String, bool) {
     let ran = dir.path("ran");
     let log = dir.path("scheduler.log");
     let child = bare_retry(dir)
@@ -482,7 +482,9 @@ fn schedule_for(dir: &Dir, state: &str, watch: Duration) -> (i32, String, bool) 
         .arg(&ran)
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn();
-    std::thread::sleep(watch);
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log).is_ok_and(|log| log.contains(decided))
+    });
     crate::support::signal(&child, nix::sys::signal::Signal::SIGTERM);
     let out = crate::support::wait_for_run(child);
     (
@@ -500,8 +502,11 @@ fn an_unreadable_slot_record_counts_as_handled_with_an_error_line() {
     let key = format!("nightly@{}", this_hours_slot());
     let record = state.join(format!("{key}.json"));
     std::fs::write(&record, "{\"key\": \"nightly@").unwrap();
-    let (status, log, ran) =
-        schedule_for(&dir, &state.display().to_string(), Duration::from_secs(3));
+    let (status, log, ran) = schedule_for(
+        &dir,
+        &state.display().to_string(),
+        "counts its slot as handled",
+    );
     assert_eq!(status, 143, "{log}");
     assert!(
         !ran,
@@ -522,7 +527,7 @@ both_ways! {
              VALUES ($1, now(), 'h', 1, 'x', 1, 'maybe')",
             &[&key],
         );
-        let (status, log, ran) = schedule_for(&dir, &url, Duration::from_secs(3));
+        let (status, log, ran) = schedule_for(&dir, &url, "counts its slot as handled");
         assert_eq!(status, 143, "{log}");
         assert!(!ran, "catch-up ran the slot whose record cannot be read: {log}");
         assert!(log.contains(&format!("--once key {key:?}")), "{log}");

@@ -201,6 +201,55 @@ proptest! {
     }
 }
 
+mod traces {
+    use proptest::prelude::*;
+    use retry::parsers::traces;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn otel_values_never_panic_and_explain_refusals(text in "\\PC{0,60}") {
+            if let Err(msg) = traces::otlp_endpoint(&text) {
+                prop_assert!(msg.contains("http://"), "{:?}: {}", text, msg);
+            }
+            if let Err(msg) = traces::key_value_list(&text) {
+                prop_assert!(msg.contains("key=value"), "{:?}: {}", text, msg);
+            }
+            if let Some(back) = traces::traceparent(&text) {
+                prop_assert_eq!(back.len(), 55);
+            }
+        }
+
+        #[test]
+        fn endpoints_round_trip(host in "[a-z][a-z0-9]{0,10}", port in 1u16..) {
+            let url = format!("http://{host}:{port}/otlp");
+            let read = traces::otlp_endpoint(&url).unwrap();
+            prop_assert_eq!(read.as_str(), url.as_str());
+        }
+
+        #[test]
+        fn key_value_lists_round_trip(pairs in proptest::collection::vec(("[a-z.]{1,10}", "\\PC{0,12}"), 0..5)) {
+            let text: Vec<String> = pairs
+                .iter()
+                .map(|(k, v)| {
+                    let encoded = percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC);
+                    format!("{k}={encoded}")
+                })
+                .collect();
+            let read = traces::key_value_list(&text.join(",")).unwrap();
+            let want: Vec<(String, String)> = pairs.clone();
+            prop_assert_eq!(read, want);
+        }
+
+        #[test]
+        fn traceparents_round_trip(trace in 1u128.., span in 1u64.., sampled: bool) {
+            let text = format!("00-{trace:032x}-{span:016x}-0{}", u8::from(sampled));
+            prop_assert_eq!(traces::traceparent(&text), Some(text.clone()));
+        }
+    }
+}
+
 mod lock_and_state_targets {
     use std::path::PathBuf;
 

@@ -44,6 +44,9 @@ pub enum Reply {
     CutOff { declared: usize, body: Vec<u8> },
     /// Closes the connection without sending a byte.
     Close,
+    /// Resets the connection (RST: SO_LINGER 0) without sending a byte; over TLS, as
+    /// [`Reply::Close`].
+    Reset,
     /// Waits, then replies.
     Slow(Duration, Box<Reply>),
     /// Writes these bytes as they are (status line, headers, body), then closes.
@@ -306,7 +309,17 @@ fn serve(mode: Mode, stream: TcpStream, requests: &Mutex<Vec<Request>>, handler:
     match mode {
         Mode::Plain => {
             let mut stream = stream;
-            let _ = exchange(&mut stream, requests, handler);
+            if exchange(&mut stream, requests, handler) == Some(Ended::Reset) {
+                let linger = nix::libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                };
+                let _ = nix::sys::socket::setsockopt(
+                    &stream,
+                    nix::sys::socket::sockopt::Linger,
+                    &linger,
+                );
+            }
         }
         Mode::Tls(config) => {
             let Ok(conn) = rustls::ServerConnection::new(config) else {
@@ -330,12 +343,19 @@ fn serve(mode: Mode, stream: TcpStream, requests: &Mutex<Vec<Request>>, handler:
     }
 }
 
+/// How an exchange ended: with its reply written, or with a reset still to make.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    Replied,
+    Reset,
+}
+
 /// Reads one request, records it and writes the reply; `None` if no request came.
 fn exchange<S: Read + Write>(
     stream: &mut S,
     requests: &Mutex<Vec<Request>>,
     handler: &Handler,
-) -> Option<()> {
+) -> Option<Ended> {
     let request = read_request(stream)?;
     let n = {
         let mut all = requests.lock().unwrap();
@@ -343,7 +363,10 @@ fn exchange<S: Read + Write>(
         all.len() - 1
     };
     let reply = handler(&request, n);
-    write_reply(stream, reply).ok()
+    if matches!(reply, Reply::Reset) {
+        return Some(Ended::Reset);
+    }
+    write_reply(stream, reply).ok().map(|()| Ended::Replied)
 }
 
 fn tls_config() -> Arc<rustls::ServerConfig> {
@@ -473,7 +496,7 @@ fn write_reply<S: Write>(stream: &mut S, reply: Reply) -> std::io::Result<()> {
             stream.write_all(&body)?;
             stream.flush()?;
         }
-        Reply::Close => {}
+        Reply::Close | Reply::Reset => {}
         Reply::Raw(bytes) => stream.write_all(&bytes)?,
         Reply::Slow(wait, reply) => {
             std::thread::sleep(wait);

@@ -3,10 +3,12 @@
 //! from the kernel's ephemeral range, which the kernel hands out again to the next
 //! `bind(0)` or outgoing connection of any test running beside this one; a port below
 //! that range is never handed out by the kernel, so once a bind shows it unused it stays
-//! free for whoever it is given to. Each is given once per test process.
+//! free for whoever it is given to. Each is given once per test process. And the wait
+//! for a server to listen on its port.
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 /// The lowest port tried: above the well-known and the usual service ports.
 const LOWEST: u32 = 20_000;
@@ -40,4 +42,9 @@ fn ephemeral_start() -> u32 {
         .ok()
         .and_then(|range| range.split_whitespace().next()?.parse().ok())
         .unwrap_or(32_768)
+}
+
+/// Whether something accepts connections on 127.0.0.1:`port` within `limit`.
+pub fn wait_for_port(port: u16, limit: Duration) -> bool {
+    super::wait_until(limit, || TcpStream::connect(("127.0.0.1", port)).is_ok())
 }

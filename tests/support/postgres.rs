@@ -599,17 +599,12 @@ fn pooler_command(pg: &Postgres, ini: &Path) -> Command {
 /// Waits (up to 10 s) until `child` listens on `port`; `false` when it exited first
 /// or never did.
 fn pooler_listens(child: &mut std::process::Child, port: u16) -> bool {
-    let up = std::time::Instant::now();
-    while up.elapsed() < std::time::Duration::from_secs(10) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    false
+    let mut exited = false;
+    let listens = super::wait_until(std::time::Duration::from_secs(10), || {
+        exited = matches!(child.try_wait(), Ok(Some(_)));
+        exited || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    listens && !exited
 }
 
 impl Pooler {

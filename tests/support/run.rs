@@ -24,6 +24,14 @@ pub fn bin() -> &'static str {
     })
 }
 
+/// Whether the binary under test is an optimized build (a release build named by
+/// `RETRY_TEST_BIN`, as CI's static one is), whose memory figures are the product's: a
+/// debug build maps and touches much more of itself.
+pub fn optimized_build() -> bool {
+    let bin = bin();
+    !bin.contains("/debug/")
+}
+
 /// The binary under test at a path every user may run: [`bin`] itself when every
 /// directory on its way lets others through, or else (a build under /root) one copy,
 /// mode 755, in a directory of its own under /tmp made once per test process.
@@ -71,6 +79,20 @@ pub const CLEARED_ENV: &[&str] = &[
     "RETRY_DEPTH",
     "RETRY_ATTEMPT",
     "GITHUB_ACTIONS",
+    // Tracing is on only where a test turns it on.
+    "TRACEPARENT",
+    "TRACESTATE",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_TRACES_SAMPLER",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
 ];
 
 /// `retry` with the environment of [`CLEARED_ENV`] removed and an empty stdin.
@@ -234,6 +256,9 @@ impl Invocation {
 /// How long the output of a program that has exited is read for: a leftover process
 /// that holds its pipes must not hold the test (what it wrote by then is kept).
 const DRAIN: Duration = Duration::from_secs(5);
+/// Longest any run of a test may take: one that hangs is killed and fails its test,
+/// rather than holding the whole suite.
+const RUN_LIMIT: Duration = Duration::from_secs(240);
 
 /// Waits for `child` itself to exit and reads its captured output; `elapsed` is from
 /// `start` to the exit, not to the end of the pipes, which a leftover process may hold.
@@ -261,8 +286,22 @@ pub fn finish(mut child: Child, start: Instant) -> Run {
     };
     let (stdout, stdout_done) = reader(child.stdout.take().map(|p| Box::new(p) as _));
     let (stderr, stderr_done) = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let (exited, watching) = std::sync::mpsc::channel::<()>();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let watchdog = std::thread::spawn(move || {
+        let hung = watching.recv_timeout(RUN_LIMIT).is_err();
+        if hung {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        hung
+    });
     let status = child.wait().expect("wait for the program");
     let elapsed = start.elapsed();
+    let _ = exited.send(());
+    assert!(
+        !watchdog.join().unwrap_or(false),
+        "the program did not exit within {RUN_LIMIT:?}: killed"
+    );
     let drained = Instant::now() + DRAIN;
     for done in [stdout_done, stderr_done].into_iter().flatten() {
         let _ = done.recv_timeout(drained.saturating_duration_since(Instant::now()));
@@ -361,20 +400,25 @@ pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
         .expect("signal the program");
 }
 
-/// Waits for a started program itself to exit (polling it, not its pipes, which a
-/// leftover process may hold), for at most `limit`: its status and when. Past the
-/// limit it is killed and the test fails.
+/// Waits up to `limit` for a started program itself to exit (polling it, not its pipes,
+/// which a leftover process may hold): its status, or `None` while it still runs.
+pub fn exited_within(child: &mut Child, limit: Duration) -> Option<i32> {
+    let mut status = None;
+    super::wait_until(limit, || {
+        status = child.try_wait().expect("try_wait").map(|s| status_of(&s));
+        status.is_some()
+    });
+    status
+}
+
+/// Waits for a started program itself to exit, for at most `limit`: its status and
+/// when. Past the limit it is killed and the test fails.
 pub fn wait_exit(child: &mut Child, limit: Duration) -> (i32, Duration) {
     let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return (status_of(&status), start.elapsed());
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the program did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let Some(status) = exited_within(child, limit) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the program did not exit within {limit:?}");
+    };
+    (status, start.elapsed())
 }

@@ -97,6 +97,11 @@ pub fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether process `pid` runs `program` (its name in /proc, as `ps -o comm` shows it).
+pub fn runs(pid: i32, program: &str) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim_end() == program)
+}
+
 /// Polls `done` until it holds, for up to `limit`; whether it came to hold.
 pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
@@ -119,17 +124,14 @@ pub fn wait_for_pid(path: &Path, limit: Duration) -> i32 {
 
 /// Waits until `path` exists and holds a line, for up to `limit`.
 pub fn wait_for_file(path: &Path, limit: Duration) -> String {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if let Some(text) = fs::read_to_string(path)
+    let mut text = None;
+    wait_until(limit, || {
+        text = fs::read_to_string(path)
             .ok()
-            .filter(|text| text.ends_with('\n'))
-        {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("{} did not appear within {limit:?}", path.display());
+            .filter(|text| text.ends_with('\n'));
+        text.is_some()
+    });
+    text.unwrap_or_else(|| panic!("{} did not appear within {limit:?}", path.display()))
 }
 
 /// How many TCP connections process `pid` has open to `127.0.0.1:port` (its socket

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `microsocks` on 127.0.0.1, optionally with a user and password; killed when dropped.
 pub struct Microsocks {
@@ -33,14 +33,10 @@ impl Microsocks {
             .stderr(Stdio::null())
             .spawn()
             .expect("microsocks runs (.ci/run installs it)");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "microsocks did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert!(
+            super::ports::wait_for_port(port, Duration::from_secs(10)),
+            "microsocks did not listen"
+        );
         Microsocks { child, port }
     }
 

@@ -30,6 +30,9 @@ pub enum When {
     /// Never: every statement whose text holds the SQL is held this long, then forwarded
     /// (a server that answers late).
     Late(String, Duration),
+    /// At any statement made while this file exists: the server is silent for a while,
+    /// then answers new connections again (a stalled call stays unanswered).
+    WhileFileExists(PathBuf),
 }
 
 pub struct Proxy {
@@ -199,13 +202,16 @@ fn drain_call(client: &mut TcpStream, sync_due: bool, shared: &Shared) {
 }
 
 fn stalls(shared: &Shared, text: &str) -> bool {
+    if let When::WhileFileExists(path) = &shared.when {
+        return path.exists();
+    }
     if shared.stalled.load(Ordering::SeqCst) {
         return !shared.one;
     }
     match &shared.when {
         When::FirstStatement => true,
         When::Sql(sql) => text.contains(sql.as_str()),
-        When::FileExists(path) => path.exists(),
+        When::FileExists(path) | When::WhileFileExists(path) => path.exists(),
         When::Late(..) => false,
     }
 }

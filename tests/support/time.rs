@@ -31,3 +31,13 @@ pub fn http_date(t: SystemTime) -> String {
         .timestamp_to_rfc9110_string(&timestamp(t))
         .expect("a date an HTTP-date can hold")
 }
+
+/// Sleeps until just after the next whole second, so that a scheduler started now runs
+/// its `@every 1s` slot of this second at once and has it done long before the next.
+pub fn just_after_a_whole_second() {
+    let into = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .subsec_millis();
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(1050 - into)));
+}

@@ -3,22 +3,11 @@
 //! directory and a port of its own. A daemon is stopped when dropped.
 
 use std::fs;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Whether something accepts connections on 127.0.0.1:`port` within `limit`.
-pub fn wait_for_port(port: u16, limit: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
+use super::ports::wait_for_port;
 
 /// Runs `program args`, panicking with its stderr when it fails.
 pub fn must_run(program: &str, args: &[&str]) {

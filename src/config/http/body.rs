@@ -50,29 +50,29 @@ impl Stdin {
 pub fn build(cli: &Cli) -> anyhow::Result<BodyParts> {
     let mut stdin = Stdin {
         taken: false,
-        dry_run: cli.dry_run,
+        dry_run: cli.output.dry_run,
     };
-    if let Some(json) = &cli.json {
+    if let Some(json) = &cli.http.json {
         return Ok(BodyParts {
             bytes: Some(source(json, "--json", &mut stdin)?.into()),
             content_type: Some(HeaderValue::from_static("application/json")),
             query: None,
         });
     }
-    if !cli.form.is_empty() {
-        return multipart(&cli.form, &mut stdin);
+    if !cli.curl.form.is_empty() {
+        return multipart(&cli.curl.form, &mut stdin);
     }
-    if cli.data_args.is_empty() {
+    if cli.http.data_args.is_empty() {
         return Ok(BodyParts::default());
     }
     let mut joined = Vec::new();
-    for (i, arg) in cli.data_args.iter().enumerate() {
+    for (i, arg) in cli.http.data_args.iter().enumerate() {
         if i > 0 {
             joined.push(b'&');
         }
         joined.extend(data_part(arg, &mut stdin)?);
     }
-    if cli.get {
+    if cli.curl.get {
         let query = String::from_utf8(joined).map_err(|_| {
             anyhow::anyhow!("-G/--get: the data is not UTF-8 text, so it cannot go in a URL")
         })?;
@@ -192,7 +192,7 @@ fn bad_type(field: &str) -> anyhow::Error {
 fn collect(form: reqwest::multipart::Form) -> anyhow::Result<Bytes> {
     use futures_util::StreamExt;
     // Every part is in memory: the stream is ready at once, on the thread's runtime.
-    crate::wait::runtime().block_on(async {
+    crate::wait::on_runtime(async {
         let mut stream = std::pin::pin!(form.into_stream());
         let mut out = Vec::new();
         while let Some(chunk) = stream.next().await {

@@ -73,37 +73,38 @@ use crate::domain::Family;
 impl ClientSettings {
     /// `url` is the target, when it parses: `--resolve` and `--http2` depend on it.
     pub fn from_cli(cli: &Cli, url: Option<&Url>) -> anyhow::Result<ClientSettings> {
-        let version = if cli.http1_1 {
+        let version = if cli.curl.http1_1 {
             HttpVersion::Http1Only
-        } else if cli.http2 {
+        } else if cli.curl.http2 {
             // Over https://, ALPN already offers h2 first, as curl does.
             let prior_knowledge = url.is_none_or(|u| u.scheme() == "http");
             HttpVersion::Http2 { prior_knowledge }
         } else {
             HttpVersion::Any
         };
-        let family = match (cli.ipv4, cli.ipv6) {
+        let family = match (cli.curl.ipv4, cli.curl.ipv6) {
             (true, _) => Some(Family::V4),
             (_, true) => Some(Family::V6),
             _ => None,
         };
-        let proxy = proxy_choice(cli.proxy.as_ref(), cli.noproxy.as_deref())?;
+        let proxy = proxy_choice(cli.curl.proxy.as_ref(), cli.curl.noproxy.as_deref())?;
         Ok(ClientSettings {
-            insecure: cli.insecure,
-            compressed: cli.compressed,
-            connect_timeout: cli.connect_timeout,
+            insecure: cli.http.insecure,
+            compressed: cli.curl.compressed,
+            connect_timeout: cli.http.connect_timeout,
             socks4: socks4_in_use(&proxy, url),
             proxy,
-            ca_certs: cli.cacert.as_deref().map(ca_certs).transpose()?,
+            ca_certs: cli.curl.cacert.as_deref().map(ca_certs).transpose()?,
             identity: cli
+                .curl
                 .cert
                 .as_deref()
-                .map(|cert| identity(cert, cli.key.as_deref()))
+                .map(|cert| identity(cert, cli.curl.key.as_deref()))
                 .transpose()?,
             version,
             resolve: resolve_for(cli, url),
             family,
-            unix_socket: cli.unix_socket.clone(),
+            unix_socket: cli.curl.unix_socket.clone(),
         })
     }
 }
@@ -115,7 +116,8 @@ fn resolve_for(cli: &Cli, url: Option<&Url>) -> Vec<(String, Vec<SocketAddr>)> {
     };
     let port = url.port_or_known_default();
     let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-    cli.resolve
+    cli.curl
+        .resolve
         .iter()
         .filter(|e| Some(e.port) == port && e.host == host)
         .map(|e| (e.host.clone(), e.addrs.clone()))

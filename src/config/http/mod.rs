@@ -52,14 +52,14 @@ pub struct HttpConfig {
 impl HttpConfig {
     /// `key` is `--idempotency-key` as read once by `Config`.
     pub fn from_cli(cli: Cli, url: String, key: KeyChoice) -> anyhow::Result<HttpConfig> {
-        let destination = Destination::new(cli.output.as_deref())?;
+        let destination = Destination::new(cli.http.output.as_deref())?;
         let output = OutputOptions::from_cli(&cli)?;
         let request = Request::from_cli(&cli, &url, key)?;
         let client = ClientSettings::from_cli(&cli, request.url.as_ref().ok())?;
         let body_rules = OutputRules {
-            stop: cli.stop_on_output.clone(),
-            retry: cli.retry_on_output.clone(),
-            success: cli.success_on_output.clone(),
+            stop: cli.classification.stop_on_output.clone(),
+            retry: cli.classification.retry_on_output.clone(),
+            success: cli.classification.success_on_output.clone(),
         };
         if output.resume && body_rules.any() {
             anyhow::bail!(
@@ -71,16 +71,16 @@ impl HttpConfig {
         Ok(HttpConfig {
             url,
             request,
-            retry_on_status: cli.retry_on_status.clone(),
-            stop_on_status: cli.stop_on_status.clone(),
-            retry_unsafe: cli.retry_unsafe,
-            retry_all_errors: cli.retry_all_errors,
+            retry_on_status: cli.http.retry_on_status.clone(),
+            stop_on_status: cli.http.stop_on_status.clone(),
+            retry_unsafe: cli.http.retry_unsafe,
+            retry_all_errors: cli.curl.retry_all_errors,
             body_rules,
             destination,
             output,
-            include: cli.include,
-            max_redirs: cli.max_redirs,
-            max_retry_after: cli.max_retry_after,
+            include: cli.http.include,
+            max_redirs: cli.http.max_redirs,
+            max_retry_after: cli.http.max_retry_after,
             client,
         })
     }
@@ -94,7 +94,7 @@ mod tests {
 
     fn config(args: &[&str]) -> anyhow::Result<HttpConfig> {
         let cli = crate::cli::parse(args.iter().copied()).expect("the flags parse");
-        let key = KeyChoice::from_flag(cli.idempotency_key.as_deref());
+        let key = KeyChoice::from_flag(cli.http.idempotency_key.as_deref());
         let url = cli.target[0].to_string_lossy().into_owned();
         HttpConfig::from_cli(cli, url, key)
     }

@@ -61,8 +61,13 @@ pub enum HeaderDump {
 
 impl OutputOptions {
     pub fn from_cli(cli: &Cli) -> anyhow::Result<OutputOptions> {
-        let write_out = cli.write_out.as_deref().map(WriteOut::new).transpose()?;
-        let dump_header = match cli.dump_header.as_deref() {
+        let write_out = cli
+            .curl
+            .write_out
+            .as_deref()
+            .map(WriteOut::new)
+            .transpose()?;
+        let dump_header = match cli.curl.dump_header.as_deref() {
             None => None,
             Some(path) if path.as_os_str() == "-" => Some(HeaderDump::Stdout),
             Some(path) => {
@@ -73,8 +78,8 @@ impl OutputOptions {
         Ok(OutputOptions {
             write_out,
             dump_header,
-            fail_with_body: cli.fail_with_body,
-            resume: cli.continue_at.is_some(),
+            fail_with_body: cli.curl.fail_with_body,
+            resume: cli.curl.continue_at.is_some(),
         })
     }
 }

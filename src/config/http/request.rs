@@ -41,33 +41,37 @@ pub struct Request {
     pub protocols: Protocols,
     /// `--proto` and `--proto-redir` together: the protocols a redirect may use.
     pub redirect_protocols: Protocols,
+    /// A `-H traceparent` line was given (a value or a removal): it wins over the
+    /// attempt's own when the run is traced.
+    pub own_traceparent: bool,
 }
 
 impl Request {
     pub fn from_cli(cli: &Cli, url: &str, key: KeyChoice) -> anyhow::Result<Request> {
-        if !cli.globoff {
+        if !cli.curl.globoff {
             target::refuse_globs(url)?;
-            if let Some(file) = &cli.upload_file {
+            if let Some(file) = &cli.curl.upload_file {
                 target::refuse_file_globs(file)?;
             }
         }
         let body = body::build(cli)?;
         let upload = cli
+            .curl
             .upload_file
             .as_deref()
-            .map(|file| Upload::new(file, cli.dry_run))
+            .map(|file| Upload::new(file, cli.output.dry_run))
             .transpose()?;
-        let method = match &cli.method {
+        let method = match &cli.http.method {
             Some(method) => method.clone(),
             None if upload.is_some() => Method::PUT,
             None if body.bytes.is_some() => Method::POST,
             None => Method::GET,
         };
-        let mut headers = default_headers(body.content_type.clone(), cli.json.is_some());
+        let mut headers = default_headers(body.content_type.clone(), cli.http.json.is_some());
         curl_headers(cli, &mut headers)?;
-        let lines = user_lines(&cli.headers)?;
+        let lines = user_lines(&cli.http.headers)?;
         apply_lines(&mut headers, &lines)?;
-        let key_name = cli.idempotency_header.clone();
+        let key_name = cli.http.idempotency_header.clone();
         let given = headers.contains_key(&key_name);
         if given && key != KeyChoice::Default {
             // The name as the -H line spells it.
@@ -80,6 +84,9 @@ impl Request {
             );
         }
         let key_header = (given || key != KeyChoice::Default).then_some(key_name);
+        let own_traceparent = lines
+            .iter()
+            .any(|line| line.name.eq_ignore_ascii_case("traceparent"));
         let upload_name = upload.as_ref().and_then(Upload::file_name);
         let url = target::parse(url).map(|u| {
             let u = target::with_query(u, body.query.as_deref());
@@ -98,12 +105,14 @@ impl Request {
             },
             key,
             key_header,
-            shown_user: cli.user.as_deref().map(shown_user),
-            protocols: cli.proto.unwrap_or(Protocols::ALL),
+            shown_user: cli.curl.user.as_deref().map(shown_user),
+            protocols: cli.curl.proto.unwrap_or(Protocols::ALL),
             redirect_protocols: cli
+                .curl
                 .proto
                 .unwrap_or(Protocols::ALL)
-                .and(cli.proto_redir.unwrap_or(Protocols::ALL)),
+                .and(cli.curl.proto_redir.unwrap_or(Protocols::ALL)),
+            own_traceparent,
         })
     }
 
@@ -136,25 +145,25 @@ fn default_headers(content_type: Option<HeaderValue>, json: bool) -> HeaderMap {
 /// The headers curl's options stand for (`-A`, `-e`, `-b`, `-u`, `--compressed`);
 /// `-H` lines are applied after these and win, as in curl.
 fn curl_headers(cli: &Cli, headers: &mut HeaderMap) -> anyhow::Result<()> {
-    if let Some(agent) = &cli.user_agent {
+    if let Some(agent) = &cli.curl.user_agent {
         if agent.is_empty() {
             headers.remove(USER_AGENT);
         } else {
             headers.insert(USER_AGENT, value(agent, "-A/--user-agent")?);
         }
     }
-    if let Some(referer) = cli.referer.as_deref().filter(|r| !r.is_empty()) {
+    if let Some(referer) = cli.curl.referer.as_deref().filter(|r| !r.is_empty()) {
         headers.insert(REFERER, value(referer, "-e/--referer")?);
     }
-    if !cli.cookie.is_empty() {
-        let mut cookie = value(&cli.cookie.join(";"), "-b/--cookie")?;
+    if !cli.curl.cookie.is_empty() {
+        let mut cookie = value(&cli.curl.cookie.join(";"), "-b/--cookie")?;
         cookie.set_sensitive(true);
         headers.insert(COOKIE, cookie);
     }
-    if let Some(user) = &cli.user {
+    if let Some(user) = &cli.curl.user {
         headers.insert(AUTHORIZATION, basic_auth(user)?);
     }
-    if cli.compressed {
+    if cli.curl.compressed {
         headers.insert(ACCEPT_ENCODING, HeaderValue::from_static(ACCEPT_ENCODINGS));
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! Command mode: starts one attempt of a command in its own process group, with
 //! stdin replay, and classifies how it ended (the rules are [`classify::command`](crate::classify::command)).
 //! Starting the process is [`spawn`]'s (the one spawn path, hooks' too); waiting
-//! for it, its time limit and signals are [`supervisor`]'s; the
+//! for it, its timeout and signals are [`supervisor`]'s; the
 //! pumps and the held stdout are [`output`]'s; the terminal hand-over is
 //! [`terminal`]'s.
 
@@ -20,10 +20,9 @@ use regex::bytes::Regex;
 
 use crate::classify::{
     command::CommandEnd, command::CommandRules, command::OutputFacts, command::OutputRules,
-    command::OutputWatch, command::Stream, control::DIRECTIVES, endings, profiles,
-    profiles::Profile,
+    command::OutputWatch, control::DIRECTIVES, endings, profiles, profiles::Profile,
 };
-use crate::config::{CommandConfig, RunInfo};
+use crate::config::{CommandConfig, RunInfo, StdoutRule};
 use crate::domain::{Class, ExitStatus, Outcome, url_hint};
 use crate::exec::{AttemptContext, AttemptReport, Description, Executor, procs};
 use crate::spool;
@@ -44,9 +43,11 @@ pub struct CommandExecutor {
     watch: Option<Arc<OutputWatch>>,
     stdin: StdinPlan,
     holding: Holding,
+    /// Why stdout is held or not, for the dry run.
+    stdout_rule: StdoutRule,
     held: HeldOutput,
     kill_after: Duration,
-    /// `--signal`: what the time limit sends first.
+    /// `--signal`: what the timeout sends first.
     timeout_signal: crate::sys::Signal,
     preserve_status: bool,
     info: RunInfo,
@@ -58,6 +59,8 @@ pub struct CommandExecutor {
     success_patterns: Vec<String>,
     /// Why RETRY_CONTROL could not be given, once said.
     control_missing_said: bool,
+    /// The next attempt's RETRY_CONTROL file, made ahead ([`Executor::prepare`]).
+    control_ahead: Option<ControlFile>,
     /// `RETRY_FENCING_TOKEN`, when the run holds a lock.
     fencing_token: Option<i64>,
 }
@@ -95,9 +98,10 @@ impl CommandExecutor {
             watch: needs_watch.then(|| Arc::new(watch)),
             stdin,
             holding: Holding {
-                stdout: config.hold_stdout,
+                stdout: config.stdout.holds(),
                 stderr: config.hold_stderr,
             },
+            stdout_rule: config.stdout,
             held: HeldOutput::default(),
             kill_after: config.kill_after,
             timeout_signal: config.timeout_signal,
@@ -108,6 +112,7 @@ impl CommandExecutor {
             retry_patterns,
             success_patterns,
             control_missing_said: false,
+            control_ahead: None,
         })
     }
 
@@ -207,6 +212,11 @@ impl CommandExecutor {
             format!("profile:     {} ({picked})", profile.name),
             format!("stdin:       {}", self.stdin.describe()),
         ];
+        notes.extend(
+            self.stdout_rule
+                .describe()
+                .map(|rule| format!("stdout:      {rule}")),
+        );
         if self.timeout_signal != crate::sys::Signal::SIGTERM || self.preserve_status {
             let status = if self.preserve_status {
                 "its own status (--preserve-status)"
@@ -214,7 +224,7 @@ impl CommandExecutor {
                 "124"
             };
             notes.push(format!(
-                "time limit:  {} (--signal), SIGKILL {} later; a timed-out attempt exits {status}, 137 if the SIGKILL was needed",
+                "on timeout:  {} (--signal), SIGKILL {} later; a timed-out attempt exits {status}, 137 if the SIGKILL was needed",
                 self.timeout_signal.as_str(),
                 crate::domain::human(self.kill_after)
             ));
@@ -222,27 +232,24 @@ impl CommandExecutor {
         notes
     }
 
-    /// The child's stdout or stderr: a temporary file when the stream is held but not
-    /// scanned, so the command writes there directly (no copy through retry). Without
-    /// a usable `$TMPDIR` the output goes through a pump into a spool instead, which
-    /// needs the disk only past 4 MiB.
-    fn held_file(&self, stream: Stream) -> Option<std::fs::File> {
-        let (held, scanned, flag) = match stream {
-            Stream::Stdout => (
-                self.holding.stdout,
-                self.watch.as_ref().is_some_and(|w| w.reads_stdout()),
-                "--hold-stdout",
-            ),
-            // A watch always reads stderr.
-            Stream::Stderr => (self.holding.stderr, self.watch.is_some(), "--hold-stderr"),
-        };
-        if !held || scanned {
+    /// The child's stderr: an unnamed temporary file when it is held but not scanned, so the
+    /// command writes there directly (no copy through retry). Without a usable `$TMPDIR`
+    /// it goes through a pump into a spool instead, which needs the disk only past
+    /// 4 MiB. A held stdout always goes through a pump: retry must see a spool it cannot
+    /// write (an error of its own, exit 125, never the command's) and its own reader
+    /// leave while it holds.
+    fn held_stderr_file(&self) -> Option<std::fs::File> {
+        // A watch always reads stderr.
+        if !self.holding.stderr || self.watch.is_some() {
             return None;
         }
         match spool::temp_file() {
             Ok(file) => Some(file),
             Err(e) => {
-                report::verbose(1, &format!("{flag}: holding output in memory first: {e}"));
+                report::verbose(
+                    1,
+                    &format!("--hold-stderr: holding output in memory first: {e}"),
+                );
                 None
             }
         }
@@ -281,7 +288,7 @@ impl CommandExecutor {
         report
     }
 
-    /// An attempt the time limit `limit` stopped: 124 as timeout(1) exits, its own status
+    /// An attempt its timeout `limit` stopped: 124 as timeout(1) exits, its own status
     /// under `--preserve-status`, and 137 when `--kill-after`'s SIGKILL was needed.
     fn timed_out(&self, limit: Duration, supervised: &Supervised) -> (Outcome, ExitStatus) {
         let own = supervised.own_status.unwrap_or(ExitStatus::TIMEOUT);
@@ -306,13 +313,12 @@ impl CommandExecutor {
         &self,
         ctx: &AttemptContext,
         stdin: ChildStdin,
-        files: (Option<&std::fs::File>, Option<&std::fs::File>),
+        stderr_file: Option<&std::fs::File>,
         control: Option<&ControlFile>,
     ) -> io::Result<spawn::Spec<'_>> {
-        let (stdout_file, stderr_file) = files;
         let mut env: Vec<(&'static str, Option<OsString>)> = vec![
             ("RETRY_ATTEMPT", Some(ctx.number.to_string().into())),
-            ("RETRY_ATTEMPTS", Some(ctx.limit.to_string().into())),
+            ("RETRY_ATTEMPTS", Some(ctx.attempts.to_string().into())),
             (
                 "RETRY_IDEMPOTENCY_KEY",
                 Some(self.info.idempotency_key.clone().into()),
@@ -332,6 +338,11 @@ impl CommandExecutor {
         if let Some(token) = self.fencing_token {
             env.push(("RETRY_FENCING_TOKEN", Some(token.to_string().into())));
         }
+        // Traced, the attempt is the command's parent; untraced, what was inherited stays.
+        if let Some(span) = &ctx.span {
+            env.push(("TRACEPARENT", Some(span.traceparent().into())));
+            env.push(("TRACESTATE", span.state.clone().map(Into::into)));
+        }
         let watch_out = self.watch.as_ref().is_some_and(|w| w.reads_stdout());
         Ok(spawn::Spec {
             argv: &self.argv,
@@ -341,10 +352,10 @@ impl CommandExecutor {
                 ChildStdin::Null => spawn::Stdio::Null,
                 ChildStdin::Pipe(fd) => spawn::Stdio::Fd(fd),
             },
-            stdout: match stdout_file {
-                Some(file) => spawn::Stdio::Fd(file.try_clone()?.into()),
-                None if self.holding.stdout || watch_out => spawn::Stdio::Piped,
-                None => spawn::Stdio::Inherit,
+            stdout: if self.holding.stdout || watch_out {
+                spawn::Stdio::Piped
+            } else {
+                spawn::Stdio::Inherit
             },
             stderr: match stderr_file {
                 Some(file) => spawn::Stdio::Fd(file.try_clone()?.into()),
@@ -352,6 +363,7 @@ impl CommandExecutor {
                 None => spawn::Stdio::Inherit,
             },
             foreground: self.foreground,
+            timeout_signal: self.timeout_signal,
         })
     }
 
@@ -453,12 +465,10 @@ impl Executor for CommandExecutor {
         let started = Instant::now();
         self.held = HeldOutput::default();
         let fault = Arc::new(Fault::default());
-        let stdout_file = self.held_file(Stream::Stdout);
-        let stderr_file = self.held_file(Stream::Stderr);
+        let stderr_file = self.held_stderr_file();
         let (stdin, feeder) = self.stdin.prepare(&fault)?;
-        let control = self.control_file();
-        let files = (stdout_file.as_ref(), stderr_file.as_ref());
-        let spec = self.spec(ctx, stdin, files, control.as_ref())?;
+        let control = self.control_ahead.take().or_else(|| self.control_file());
+        let spec = self.spec(ctx, stdin, stderr_file.as_ref(), control.as_ref())?;
         if self.foreground {
             ignore_sigttou();
         }
@@ -497,7 +507,7 @@ impl Executor for CommandExecutor {
         if self.foreground {
             reclaim_terminal();
         }
-        // Output still in the pipes is read for at most --kill-after, and never past the time limit.
+        // Output still in the pipes is read for at most --kill-after, and never past the run's time limit.
         let mut drain_until = Instant::now() + self.kill_after;
         if let Some(left) = ctx.time_left {
             drain_until = drain_until.min(started + left);
@@ -542,7 +552,7 @@ impl Executor for CommandExecutor {
         };
         let stderr = held(stderr_file, stderr_held)?;
         self.held = HeldOutput {
-            stdout: held(stdout_file, stdout_held)?,
+            stdout: stdout_held?.map(Held::Spool),
             stderr,
         };
         let mut facts = facts.lock().expect("facts").clone();
@@ -553,6 +563,13 @@ impl Executor for CommandExecutor {
             report.lock_lost = Some(lost);
         }
         Ok(report)
+    }
+
+    /// The control file: a create on the disk of `/tmp` is a slot's costliest call.
+    fn prepare(&mut self) {
+        if self.control_ahead.is_none() {
+            self.control_ahead = self.control_file();
+        }
     }
 
     fn deliver(&mut self) -> anyhow::Result<()> {

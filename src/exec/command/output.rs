@@ -89,7 +89,10 @@ impl Pumps {
     ) -> io::Result<Pumps> {
         let start = |source: Option<sys::Owned>, hold: bool, stream: Stream, fd: i32| {
             let sink = if hold {
-                Sink::Hold(Spool::new())
+                Sink::Hold {
+                    spool: Spool::new(),
+                    watching: reader_may_go(fd).then_some(fd),
+                }
             } else {
                 Sink::Forward(fd)
             };
@@ -121,6 +124,14 @@ impl Pumps {
         let stdout = self.stdout.map(Pump::stop).transpose().map(Option::flatten);
         (stderr, stdout)
     }
+}
+
+/// Whether retry's own `fd` has a reader that may go away: a pipe or a socket.
+fn reader_may_go(fd: i32) -> bool {
+    matches!(
+        sys::stream_kind(crate::streams::std_fd(fd)),
+        Some(sys::StreamKind::Pipe | sys::StreamKind::Socket)
+    )
 }
 
 /// Whether retry's stdout or stderr is a pipe whose reader has gone.

@@ -1,6 +1,6 @@
 //! The one way retry starts a process, for attempts and hooks alike: std's `Command`,
 //! in a process group of its own, started by `sys::start` (on Unix with the signal
-//! state retry inherited, the terminal's foreground when the attempt gets the terminal,
+//! state retry inherited, but for the signal its timeout sends, the terminal's foreground when the attempt gets the terminal,
 //! and the parent-death signal; on Windows suspended into a Job Object, then resumed).
 //!
 //! If the process cannot be started, the terminal is handed back to retry at once,
@@ -48,6 +48,9 @@ pub(crate) struct Spec<'a> {
     /// Take the terminal's foreground (stdin is retry's controlling terminal and
     /// retry is in its foreground).
     pub foreground: bool,
+    /// The signal the process's timeout sends (`--signal` for an attempt, SIGTERM
+    /// for a hook): it starts at its default even when retry inherited it ignored.
+    pub timeout_signal: sys::Signal,
 }
 
 /// A started process and retry's ends of its piped streams.
@@ -78,7 +81,7 @@ pub(crate) fn spawn(spec: Spec<'_>) -> io::Result<Spawned> {
         .stdin(spec.stdin)
         .stdout(spec.stdout)
         .stderr(spec.stderr);
-    let mut process = sys::start(command, spec.foreground)?;
+    let mut process = sys::start(command, spec.foreground, spec.timeout_signal)?;
     let child = &mut process.child;
     Ok(Spawned {
         pid: child.id() as i32,
@@ -107,6 +110,7 @@ mod tests {
             stdout: Stdio::Piped,
             stderr: Stdio::Null,
             foreground: false,
+            timeout_signal: sys::Signal::SIGTERM,
         }
     }
 

@@ -30,14 +30,14 @@ pub(crate) struct Supervised {
     pub killed_later: Option<Duration>,
 }
 
-/// Waits for one attempt's (or hook's) main process, enforcing its time limit,
+/// Waits for one attempt's (or hook's) main process, enforcing its timeout,
 /// passing on stopping signals, and ending its whole [`Tree`] when retry's own
 /// plumbing fails (`fault`) or the run's lock is lost. Every ending goes through
 /// the tree, so the group and what left it get each signal together and SIGKILL at
 /// one deadline: the earliest that any cause set.
 pub(crate) struct Supervisor<'a> {
     pub tree: &'a Tree,
-    /// What the time limit sends first (`--signal`, SIGTERM unless given).
+    /// What the timeout sends first (`--signal`, SIGTERM unless given).
     pub timeout_signal: Signal,
     pub kill_after: Duration,
     /// How long a process that got retry's stopping signal has before SIGKILL.
@@ -60,7 +60,7 @@ pub(crate) fn lost_lock_grace(kill_after: Duration) -> Duration {
 #[derive(Default)]
 struct Seen {
     timed_out: bool,
-    /// When the time limit's signal went, and the SIGKILL it set was due.
+    /// When the timeout's signal went, and the SIGKILL it set was due.
     timed_out_at: Option<(Instant, Option<Instant>)>,
     forwarded: Option<domain::Signal>,
     faulted: bool,
@@ -77,7 +77,7 @@ impl Supervisor<'_> {
             match sys::try_wait(pid) {
                 Ok(Some(ChildState::Exited(code))) => {
                     let code = ExitStatus::from_wait(code);
-                    // Stopped by the time limit however it ended: exit 124 to every rule.
+                    // Stopped by the timeout however it ended: exit 124 to every rule.
                     let end = if seen.timed_out {
                         CommandEnd::TimedOut
                     } else {
@@ -128,7 +128,7 @@ impl Supervisor<'_> {
     }
 
     /// Acts on whatever happened since the last look (a fault, a signal, a lost lock,
-    /// the time limit, a SIGKILL that is due); returns how long to wait before the next.
+    /// the timeout, a SIGKILL that is due); returns how long to wait before the next.
     fn watch(&self, now: Instant, deadline: Option<Instant>, seen: &mut Seen) -> Duration {
         if !seen.faulted && self.fault.get().is_some() {
             seen.faulted = true;
@@ -168,7 +168,7 @@ impl Supervisor<'_> {
         start: Instant,
         (own, killed): (ExitStatus, bool),
     ) -> Supervised {
-        // A SIGKILL the time limit's escalation sent, not one --signal KILL sent at once.
+        // A SIGKILL the timeout's escalation sent, not one --signal KILL sent at once.
         let killed_later = match seen.timed_out_at {
             Some((at, Some(kill_at))) if killed && self.timeout_signal != Signal::SIGKILL => {
                 Some(kill_at.saturating_duration_since(at))

@@ -20,7 +20,7 @@ use super::writeout::Transfer;
 use crate::classify::command::OutputWatch;
 use crate::classify::{http::HttpRules, http::Transport, server_wait};
 use crate::config::{http::Destination, http::Payload, http::Request};
-use crate::domain::{Class, Verdict, WaitHint, human};
+use crate::domain::{Class, SpanContext, Verdict, WaitHint, human};
 use crate::report;
 use crate::spool::SpillError;
 
@@ -61,6 +61,9 @@ pub struct Exchange<'a> {
     pub host_first: bool,
     /// The output rules, when given: every body is read and its lines judged.
     pub body_watch: Option<&'a OutputWatch>,
+    /// The attempt's span, sent as `traceparent` (and `tracestate`), when the run is
+    /// traced and no `-H traceparent` line was given.
+    pub span: Option<&'a SpanContext>,
 }
 
 impl Exchange<'_> {
@@ -254,6 +257,16 @@ impl Exchange<'_> {
             .client
             .request(hop.method.clone(), hop.url.clone())
             .headers(headers);
+        if let Some(span) = self.span {
+            request = request.header("traceparent", span.traceparent());
+            if let Some(state) = span
+                .state
+                .as_deref()
+                .filter(|_| !hop.headers.contains_key("tracestate"))
+            {
+                request = request.header("tracestate", state);
+            }
+        }
         if let Some(rest) = asked {
             request = request.header(RANGE, format!("bytes={}-", rest.from));
             if let Some(validator) = &rest.validator {

@@ -1,5 +1,5 @@
 //! HTTP mode: sends one attempt of the request with reqwest on the thread's
-//! current-thread tokio runtime ([`wait::runtime`](crate::wait::runtime)), classifies how it ended (status,
+//! current-thread tokio runtime ([`wait::on_runtime`](crate::wait::on_runtime)), classifies how it ended (status,
 //! transport failure, method safety), reads the waits the server asks for, and
 //! holds the body until the engine says which attempt is final. One attempt's
 //! requests and body are [`exchange`]'s; the rules are tables in [`classify::http`](crate::classify::http);
@@ -84,10 +84,7 @@ impl HttpExecutor {
         // reqwest is built without a default crypto provider; another part of
         // the program may have installed it already, which is just as good.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = {
-            let _guard = crate::wait::runtime().enter();
-            client::build(&config.client)?
-        };
+        let client = crate::wait::in_runtime(|| client::build(&config.client))?;
         Ok(HttpExecutor {
             // The URL as it will be sent: -G's query and -T's file name included.
             target: format!(
@@ -363,9 +360,10 @@ impl HttpExecutor {
             transfer: &self.transfer,
             host_first: self.host_first,
             body_watch: self.body_watch.as_ref(),
+            span: ctx.span.as_ref().filter(|_| !self.spec.own_traceparent),
         };
         let started = Instant::now();
-        let ended = crate::wait::runtime().block_on(attempt_within(exchange, ctx.timeout));
+        let ended = crate::wait::on_runtime(attempt_within(exchange, ctx.timeout));
         Ok(match ended {
             Ended::Done(Attempted::Response {
                 status,

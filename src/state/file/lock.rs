@@ -47,6 +47,8 @@ pub struct FileLock {
     /// a key's are counted in the key's own.
     counted_in: Option<PathBuf>,
     token: Option<i64>,
+    /// Whether an acquisition gets a fencing token (a job's run lock gets none).
+    fenced: bool,
 }
 
 impl FileLock {
@@ -58,6 +60,7 @@ impl FileLock {
             held: None,
             counted_in: state,
             token: None,
+            fenced: true,
         }
     }
 
@@ -72,6 +75,22 @@ impl FileLock {
             },
             held: None,
             token: None,
+            fenced: true,
+        }
+    }
+
+    /// The lock file `name` in the state directory `dir`, with no fencing token.
+    fn unfenced(dir: Rc<StateDir>, name: String) -> FileLock {
+        FileLock {
+            counted_in: None,
+            place: Place::Key {
+                name,
+                key: String::new(),
+                dir,
+            },
+            held: None,
+            token: None,
+            fenced: false,
         }
     }
 
@@ -171,10 +190,12 @@ impl Lock for FileLock {
                     // The previous holder may have removed the file between our open and our flock.
                     let holder = crate::sys::identity(&locked)?;
                     if self.still_named(holder)? {
-                        let counters = self.counters(holder)?;
-                        let state = self.counting_dir()?;
-                        let token = fencing::next_token(state.as_deref(), &counters, holder)?;
-                        self.token = Some(token);
+                        if self.fenced {
+                            let counters = self.counters(holder)?;
+                            let state = self.counting_dir()?;
+                            let token = fencing::next_token(state.as_deref(), &counters, holder)?;
+                            self.token = Some(token);
+                        }
                         self.held = Some(locked);
                         return Ok(true);
                     }
@@ -196,6 +217,68 @@ impl Drop for FileLock {
             let _ = dir.remove(name);
         }
         self.held = None;
+    }
+}
+
+/// How long a slot that replaces a running one waits for it to end: its attempt has
+/// `--kill-after` to go, and its hooks their `--hook-timeout`.
+const REPLACE_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A scheduled job's run lock in the state directory: `.JOB.running`, holding its
+/// holder's process id, so that a slot that replaces the running one can tell it.
+pub struct FileRunLock {
+    lock: FileLock,
+    dir: Rc<StateDir>,
+    name: String,
+}
+
+impl FileRunLock {
+    pub fn open(path: PathBuf, job: &str) -> anyhow::Result<FileRunLock> {
+        let dir = Rc::new(StateDir::open(&path)?);
+        let name = format!(".{}.running", escape_key(job));
+        Ok(FileRunLock {
+            lock: FileLock::unfenced(dir.clone(), name.clone()),
+            dir,
+            name,
+        })
+    }
+}
+
+impl Lock for FileRunLock {
+    fn describe(&self) -> String {
+        self.lock.describe()
+    }
+
+    fn try_acquire(&mut self, bound: &Bound) -> anyhow::Result<bool> {
+        if !self.lock.try_acquire(bound)? {
+            return Ok(false);
+        }
+        if let Some(file) = &self.lock.held {
+            let pid = std::process::id().to_string();
+            file.set_len(0)
+                .and_then(|()| crate::sys::write_all_at(file, pid.as_bytes(), 0))
+                .with_context(|| format!("cannot write {}", self.describe()))?;
+        }
+        Ok(true)
+    }
+}
+
+impl crate::state::stores::RunLock for FileRunLock {
+    /// Sends the holder the signal a scheduler sends a replaced slot (none on Windows).
+    fn ask_holder_to_stop(&mut self, _bound: &Bound) -> anyhow::Result<()> {
+        let Some(text) = self.dir.read(&self.name)? else {
+            return Ok(());
+        };
+        let pid = String::from_utf8_lossy(&text).trim().parse::<i32>().ok();
+        let sig = crate::sys::REPLACE_SIGNAL.and_then(crate::sys::signal_by_number);
+        if let (Some(pid), Some(sig)) = (pid.filter(|p| *p > 0), sig) {
+            crate::sys::signal_process(pid, sig);
+        }
+        Ok(())
+    }
+
+    fn replace_wait(&self) -> std::time::Duration {
+        REPLACE_WAIT
     }
 }
 
@@ -267,6 +350,7 @@ impl MarkerStore for FileStore {
             host: marker.host,
             place: self.dir.join(&name).display().to_string(),
             attempts: marker.attempts,
+            command: crate::domain::command_line(&marker.command),
         }))
     }
 

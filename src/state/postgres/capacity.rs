@@ -50,6 +50,16 @@ const ROWS: &[Row] = &[
         source: "PostgreSQL cannot_connect_now",
     },
     Row {
+        sign: Sign::SqlState("57P01"),
+        why: NOT_NOW,
+        source: "PostgreSQL admin_shutdown: a fast shutdown or restart met the connection as it began",
+    },
+    Row {
+        sign: Sign::SqlState("57P02"),
+        why: NOT_NOW,
+        source: "PostgreSQL crash_shutdown: the server is restarting after a crash",
+    },
+    Row {
         sign: Sign::SqlState("53000"),
         why: "insufficient resources",
         source: "PostgreSQL insufficient_resources",
@@ -95,6 +105,16 @@ const ROWS: &[Row] = &[
         source: "PostgreSQL's 57P03 (starting up, shutting down, in recovery, not accepting connections) passed on by PgBouncer",
     },
     Row {
+        sign: Sign::PoolerMessage("terminating connection due to administrator command"),
+        why: NOT_NOW,
+        source: "PostgreSQL's 57P01 (a restart met the pooler's login) passed on by PgBouncer",
+    },
+    Row {
+        sign: Sign::PoolerMessage("server conn crashed"),
+        why: POOLER_LOGIN,
+        source: "PgBouncer: its server connection ended while the client's login waited for it",
+    },
+    Row {
         sign: Sign::Socket(ErrorKind::ConnectionRefused),
         why: "connection refused (nothing listens on the port, as while the server restarts)",
         source: "TCP: ECONNREFUSED",
@@ -108,6 +128,16 @@ const ROWS: &[Row] = &[
         sign: Sign::Socket(ErrorKind::ConnectionAborted),
         why: "connection aborted (as while the server restarts)",
         source: "TCP: ECONNABORTED",
+    },
+    Row {
+        sign: Sign::Socket(ErrorKind::UnexpectedEof),
+        why: "the connection was closed before the server answered (as while it restarts)",
+        source: "TCP: an end of stream in the middle of the login, as a server that is going down closes it",
+    },
+    Row {
+        sign: Sign::Socket(ErrorKind::BrokenPipe),
+        why: "the connection was closed before the server answered (as while it restarts)",
+        source: "TCP: EPIPE on the login's first write, as a server that is going down closes it",
     },
     Row {
         sign: Sign::Socket(ErrorKind::TimedOut),
@@ -238,6 +268,27 @@ mod tests {
             (db("53300", "sorry, too many clients already"), TOO_MANY),
             (db("57P03", "the database system is starting up"), NOT_NOW),
             (
+                db(
+                    "57P01",
+                    "terminating connection due to administrator command",
+                ),
+                NOT_NOW,
+            ),
+            (
+                db(
+                    "57P02",
+                    "terminating connection because of crash of another server process",
+                ),
+                NOT_NOW,
+            ),
+            (
+                db(
+                    "08P01",
+                    "terminating connection due to administrator command",
+                ),
+                NOT_NOW,
+            ),
+            (
                 db("53000", "insufficient resources"),
                 "insufficient resources",
             ),
@@ -264,12 +315,18 @@ mod tests {
             let refusal = classify(&seen).unwrap_or_else(|| panic!("{seen:?}"));
             assert_eq!(refusal.why, why, "{seen:?}");
         }
-        let refused = Seen {
-            socket: Some(ErrorKind::ConnectionRefused),
-            connecting: true,
-            ..Seen::default()
-        };
-        assert!(classify(&refused).is_some());
+        for kind in [
+            ErrorKind::ConnectionRefused,
+            ErrorKind::UnexpectedEof,
+            ErrorKind::BrokenPipe,
+        ] {
+            let refused = Seen {
+                socket: Some(kind),
+                connecting: true,
+                ..Seen::default()
+            };
+            assert!(classify(&refused).is_some(), "{kind:?}");
+        }
         let closed = Seen {
             closed: true,
             connecting: true,
@@ -291,10 +348,6 @@ mod tests {
             db("28000", "no pg_hba.conf entry for host"),
             db("3D000", "database \"jobs\" does not exist"),
             db("42501", "permission denied for table retry_lease"),
-            db(
-                "57P01",
-                "terminating connection due to administrator command",
-            ),
             // PgBouncer's other errors: its own authentication, an unknown database.
             db("08P01", "password authentication failed"),
             db("08P01", "no such database: jobs"),

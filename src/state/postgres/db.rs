@@ -438,6 +438,23 @@ impl Shared {
         }
         result
     }
+
+    /// The rows of one statement, as [`execute`](Self::execute) makes it.
+    pub async fn query(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        bound: &Bound,
+        patience: Patience,
+    ) -> anyhow::Result<Vec<Row>> {
+        let _turn = Turn::take(&self.waiting);
+        let mut conn = self.conn.lock().await;
+        let result = conn.query(sql, params, bound, patience).await;
+        if self.waiting.load(Ordering::SeqCst) == 1 {
+            conn.close().await;
+        }
+        result
+    }
 }
 
 /// A call's place among those waiting for a [`Shared`] connection, given up when
@@ -459,7 +476,7 @@ impl Drop for Turn<'_> {
 
 /// The synchronous face of a connection for the run's thread: one per server and
 /// thread, shared by the lock, the markers and the fleet state, on the thread's runtime
-/// ([`wait::runtime`]). It is open only during a burst (see [`Burst`](crate::state::Burst)).
+/// ([`wait::on_runtime`]). It is open only during a burst (see [`Burst`](crate::state::Burst)).
 pub struct Db {
     conn: RefCell<Conn>,
     key: String,
@@ -519,9 +536,13 @@ impl Db {
     ) -> anyhow::Result<T> {
         let bursts = burst::current();
         let mut conn = self.conn.borrow_mut();
-        let result = wait::runtime().block_on(call(&mut conn, bursts.patience));
+        let result = wait::on_runtime(call(&mut conn, bursts.patience));
         if bursts.depth == 0 {
-            wait::runtime().block_on(conn.close());
+            wait::on_runtime(conn.close());
+        }
+        if result.is_err() {
+            // A call given up aborted its connection's driver: its socket closes now.
+            wait::settle_runtime();
         }
         result
     }
@@ -536,7 +557,7 @@ impl Db {
 impl KeptOpen for Db {
     fn close(&self) {
         if let Ok(mut conn) = self.conn.try_borrow_mut() {
-            wait::runtime().block_on(conn.close());
+            wait::on_runtime(conn.close());
         }
     }
 }
@@ -550,7 +571,7 @@ impl Drop for Db {
             }
         });
         let conn = self.conn.get_mut();
-        wait::runtime().block_on(conn.close());
+        wait::on_runtime(conn.close());
     }
 }
 
@@ -674,9 +695,12 @@ mod tests {
             "{text}"
         );
         assert!(!db.is_open());
-        // The run's deadline ends the tries first, naming the refusal too.
+        // The run's deadline ends the tries first, naming the refusal too (a deadline
+        // long enough for a first refusal on a loaded machine, short of connect_timeout).
+        let url = format!("u@127.0.0.1:{port}/db?connect_timeout=10");
+        let db = Db::open(&crate::state::postgres::url::parse_url(&url).unwrap());
         let err = db
-            .query("SELECT 1", &[], &Bound::within(Duration::from_millis(200)))
+            .query("SELECT 1", &[], &Bound::within(Duration::from_millis(1500)))
             .unwrap_err();
         assert!(
             matches!(err.downcast_ref::<NoAnswer>(), Some(NoAnswer::Deadline)),

@@ -49,6 +49,28 @@ const TAKE_SQL: &str = "INSERT INTO retry_lease AS l (name, holder, token, expir
         WHERE l.expires_at <= now() OR l.holder = EXCLUDED.holder
     RETURNING token";
 
+/// [`TAKE_SQL`] for a job's run lease under `--overlap replace`: a new holder starts
+/// with no stop asked of it.
+const TAKE_CLEAR_SQL: &str = "INSERT INTO retry_lease AS l (name, holder, token, expires_at)
+    VALUES ($1, $2, greatest((extract(epoch FROM now()) * 1000000)::bigint, $4),
+            now() + make_interval(secs => $3))
+    ON CONFLICT (name) DO UPDATE
+        SET holder = EXCLUDED.holder, token = greatest(l.token + 1, EXCLUDED.token),
+            expires_at = EXCLUDED.expires_at, stop_asked = NULL
+        WHERE l.expires_at <= now() OR l.holder = EXCLUDED.holder
+    RETURNING token";
+
+/// [`RENEW_SQL`] for a job's run lease under `--overlap replace`: says whether a newer
+/// slot asked the holder to stop.
+const RENEW_WATCHING_SQL: &str =
+    "UPDATE retry_lease SET expires_at = now() + make_interval(secs => $4)
+    WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > now()
+    RETURNING stop_asked IS NOT NULL";
+
+/// A newer slot asks the live holder of a job's run lease to stop (`--overlap replace`).
+pub const ASK_STOP_SQL: &str =
+    "UPDATE retry_lease SET stop_asked = now() WHERE name = $1 AND expires_at > now()";
+
 /// The earlier version's fencing count for a lock name, + 1 (0 when it has none).
 const FENCING_SEED_SQL: &str =
     "SELECT coalesce((SELECT token + 1 FROM retry_fencing WHERE name = $1), 0)";
@@ -73,6 +95,11 @@ impl LeaseName {
 
     pub fn once(key: &str) -> LeaseName {
         LeaseName(format!("once:{key}"))
+    }
+
+    /// A scheduled job's run lease (`--overlap`): held while one of its slots runs.
+    pub fn run(job: &str) -> LeaseName {
+        LeaseName(format!("run:{job}"))
     }
 }
 
@@ -159,6 +186,27 @@ pub fn try_take(
     seed_from: Option<&str>,
     bound: &Bound,
 ) -> anyhow::Result<Taken> {
+    take(db, name, (ttl, false), seed_from, bound)
+}
+
+/// [`try_take`] for a job's run lease whose renewals watch for a newer slot's ask to
+/// stop (`--overlap replace`): the holder is then stopped as replaced.
+pub fn try_take_watching(
+    db: &Db,
+    name: &LeaseName,
+    ttl: Duration,
+    bound: &Bound,
+) -> anyhow::Result<Taken> {
+    take(db, name, (ttl, true), None, bound)
+}
+
+fn take(
+    db: &Db,
+    name: &LeaseName,
+    (ttl, watching): (Duration, bool),
+    seed_from: Option<&str>,
+    bound: &Bound,
+) -> anyhow::Result<Taken> {
     let _burst = Burst::begin();
     let seed: i64 = match seed_from {
         Some(old) => db
@@ -172,7 +220,7 @@ pub fn try_take(
     let sent = Instant::now();
     let rows = db
         .query(
-            TAKE_SQL,
+            if watching { TAKE_CLEAR_SQL } else { TAKE_SQL },
             &[
                 (&name.0, Type::TEXT),
                 (&holder, Type::TEXT),
@@ -187,7 +235,17 @@ pub fn try_take(
     };
     let token: i64 = row.get(0);
     let lost = Arc::new(AtomicBool::new(false));
-    let renewal = Renewal::start(&db.target(), name, &holder, token, ttl, sent, &lost);
+    let lease = Renewed {
+        target: db.target(),
+        name: name.clone(),
+        holder: holder.clone(),
+        token,
+        ttl,
+        sent_clock: sys::suspend_aware_now().saturating_sub(sent.elapsed()),
+        sent,
+        watching,
+    };
+    let renewal = Renewal::start(lease, &lost);
     let mut held = Held {
         name: name.clone(),
         holder,
@@ -261,29 +319,16 @@ struct Renewed {
     sent: Instant,
     /// The same moment on the clock that counts a stopped process and a suspended host.
     sent_clock: Duration,
+    /// Each renewal looks for a newer slot's ask to stop (`--overlap replace`).
+    watching: bool,
 }
 
 impl Renewal {
-    fn start(
-        target: &PgTarget,
-        name: &LeaseName,
-        holder: &str,
-        token: i64,
-        ttl: Duration,
-        sent: Instant,
-        lost: &Arc<AtomicBool>,
-    ) -> Renewal {
+    fn start(lease: Renewed, lost: &Arc<AtomicBool>) -> Renewal {
+        let (name, ttl) = (lease.name.clone(), lease.ttl);
         let (stop_tx, stop) = oneshot::channel();
         let order = Order {
-            lease: Renewed {
-                target: target.clone(),
-                name: name.clone(),
-                holder: holder.to_string(),
-                token,
-                ttl,
-                sent_clock: sys::suspend_aware_now().saturating_sub(sent.elapsed()),
-                sent,
-            },
+            lease,
             stop,
             lost: Arc::clone(lost),
         };
@@ -311,7 +356,7 @@ fn renewer() -> &'static mpsc::UnboundedSender<Order> {
             .spawn(move || {
                 // The renewals are tasks of this thread alone.
                 let local = tokio::task::LocalSet::new();
-                wait::runtime().block_on(local.run_until(serve(queue)));
+                wait::on_runtime(local.run_until(serve(queue)));
             });
         if let Err(e) = started {
             report::error(&format!("cannot start the lease renewer thread: {e}"));
@@ -363,7 +408,8 @@ async fn renew(order: Order, conn: Arc<Shared>) {
     let stopped = matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Closed));
     if let Some(why) = lost.filter(|_| !stopped) {
         lost_flag.store(true, Ordering::SeqCst);
-        let message = format!("the lease {} was lost: {why}", lease.name.0);
+        let at = crate::domain::rfc3339_millis(std::time::SystemTime::now());
+        let message = format!("the lease {} was lost at {at}: {why}", lease.name.0);
         signals::lose_lock_within(message, Some(kill_within(lease.ttl)));
     }
 }
@@ -462,19 +508,31 @@ async fn renew_once(order: &Renewed, conn: &Shared) -> Result<(Instant, Duration
                 crate::domain::human(loss_after(order.ttl))
             ));
         }
-        let renewed = conn
-            .execute(
-                RENEW_SQL,
-                &[
-                    (&order.name.0, Type::TEXT),
-                    (&order.holder, Type::TEXT),
-                    (&order.token, Type::INT8),
-                    (&secs, Type::FLOAT8),
-                ],
-                &bound,
-                Patience::Until(deadline),
-            )
-            .await;
+        let params = [
+            (
+                &order.name.0 as &(dyn tokio_postgres::types::ToSql + Sync),
+                Type::TEXT,
+            ),
+            (&order.holder, Type::TEXT),
+            (&order.token, Type::INT8),
+            (&secs, Type::FLOAT8),
+        ];
+        let patience = Patience::Until(deadline);
+        let renewed = if order.watching {
+            let rows = conn
+                .query(RENEW_WATCHING_SQL, &params, &bound, patience)
+                .await;
+            rows.map(|rows| {
+                if rows.first().is_some_and(|row| row.get::<_, bool>(0)) {
+                    signals::replace_now(
+                        "another scheduler started a newer slot of the job in its place (--overlap replace)",
+                    );
+                }
+                rows.len() as u64
+            })
+        } else {
+            conn.execute(RENEW_SQL, &params, &bound, patience).await
+        };
         match renewed {
             Ok(1) => return Ok((sent, sent_clock)),
             Ok(_) => {
@@ -504,6 +562,7 @@ mod tests {
         assert_eq!(LeaseName::lock("x").to_string(), "lock:x");
         assert_eq!(LeaseName::once("x").to_string(), "once:x");
         assert_ne!(LeaseName::lock("once:x"), LeaseName::once("x"));
+        assert_eq!(LeaseName::run("x").to_string(), "run:x");
     }
 
     #[test]
@@ -517,6 +576,7 @@ mod tests {
             ttl: secs(3.0),
             sent: Instant::now(),
             sent_clock: secs(100.0),
+            watching: false,
         };
         let slept = |awake, woke| Slept {
             awake: secs(awake),

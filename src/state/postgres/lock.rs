@@ -110,3 +110,104 @@ impl Drop for PgLock {
         }
     }
 }
+
+/// A scheduled job's run lease, `run:JOB` (`--overlap`), held while one of its slots
+/// runs; under `--overlap replace` a newer slot asks its holder to stop through the row,
+/// and the holder's renewals watch for that ask.
+pub struct PgRunLock {
+    db: Rc<Db>,
+    target: PgTarget,
+    name: LeaseName,
+    ttl: Duration,
+    replace: bool,
+    held: Option<Held>,
+}
+
+impl PgRunLock {
+    /// Connects (within `bound` and `connect_timeout`) and makes sure the lease table
+    /// exists, with its `stop_asked` column when `replace`.
+    pub fn connect(
+        target: PgTarget,
+        job: &str,
+        replace: bool,
+        bound: &Bound,
+    ) -> anyhow::Result<PgRunLock> {
+        let db = Db::open(&target);
+        let needs = Needs {
+            leases: true,
+            replace,
+            ..Needs::default()
+        };
+        schema::ensure(&db, needs, bound).with_context(|| format!("--state: {target}"))?;
+        Ok(PgRunLock {
+            db,
+            name: LeaseName::run(job),
+            ttl: target.lease_ttl.get(),
+            target,
+            replace,
+            held: None,
+        })
+    }
+}
+
+impl Lock for PgRunLock {
+    fn describe(&self) -> String {
+        format!("{} (lease {})", self.target, self.name)
+    }
+
+    fn try_acquire(&mut self, bound: &Bound) -> anyhow::Result<bool> {
+        if self.held.is_some() {
+            return Ok(true);
+        }
+        let taken = if self.replace {
+            lease::try_take_watching(&self.db, &self.name, self.ttl, bound)
+        } else {
+            lease::try_take(&self.db, &self.name, self.ttl, None, bound)
+        };
+        match taken.with_context(|| format!("--state: {}", self.target))? {
+            Taken::Held(held) => {
+                self.held = Some(held);
+                Ok(true)
+            }
+            Taken::Busy => Ok(false),
+        }
+    }
+
+    fn poll_pauses(&self) -> crate::wait::Pauses {
+        lease::poll_pauses()
+    }
+}
+
+impl crate::state::stores::RunLock for PgRunLock {
+    fn ask_holder_to_stop(&mut self, bound: &Bound) -> anyhow::Result<()> {
+        let name = self.name.to_string();
+        self.db
+            .execute(
+                lease::ASK_STOP_SQL,
+                &[(&name, tokio_postgres::types::Type::TEXT)],
+                bound,
+            )
+            .with_context(|| format!("--state: {}", self.target))?;
+        Ok(())
+    }
+
+    /// The holder sees the ask at its next renewal (TTL/3) and is gone before its lease
+    /// could expire: a TTL covers both.
+    fn replace_wait(&self) -> Duration {
+        self.ttl
+    }
+}
+
+impl Drop for PgRunLock {
+    fn drop(&mut self) {
+        if let Some(mut held) = self.held.take() {
+            if let Err(e) = held.release(&self.db, &Bound::release()) {
+                report::notice(&format!(
+                    "warning: could not release the lease {} ({e:#}); it expires within {}",
+                    self.name,
+                    crate::domain::human(self.ttl)
+                ));
+            }
+        }
+    }
+}

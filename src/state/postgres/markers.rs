@@ -189,7 +189,7 @@ impl MarkerStore for PgStore {
         let status = self.status_column();
         let sql = format!(
             "SELECT to_char(succeeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-                    host, {status}, {}, attempts
+                    host, {status}, {}, attempts, command
              FROM {MARKER_TABLE} WHERE key = $1",
             unreadable_because(status)
         );
@@ -209,6 +209,7 @@ impl MarkerStore for PgStore {
             host: row.get(1),
             place: self.describe(),
             attempts: u32::try_from(row.get::<_, Option<i32>>(4).unwrap_or(0)).unwrap_or(0),
+            command: row.get::<_, Option<String>>(5).unwrap_or_default(),
         }))
     }
 

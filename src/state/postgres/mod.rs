@@ -23,7 +23,7 @@ pub mod url;
 use std::time::Duration;
 
 use crate::domain::human;
-pub use lock::PgLock;
+pub use lock::{PgLock, PgRunLock};
 pub use markers::PgStore;
 use url::{MARKER_TABLE, PgTarget};
 

@@ -23,8 +23,14 @@ pub const LEASE_DDL: &str = "CREATE TABLE IF NOT EXISTS retry_lease (
     name text PRIMARY KEY,
     holder text NOT NULL,
     token bigint NOT NULL,
-    expires_at timestamptz NOT NULL
+    expires_at timestamptz NOT NULL,
+    stop_asked timestamptz
 );";
+
+/// The upgrade of an earlier `retry_lease`, which had no `stop_asked` (when a newer slot
+/// asked the holder of a job's run lease to stop: `--overlap replace`).
+pub const LEASE_UPGRADE_DDL: &str =
+    "ALTER TABLE retry_lease ADD COLUMN IF NOT EXISTS stop_asked timestamptz;";
 
 pub const ONCE_DDL: &str = "CREATE TABLE IF NOT EXISTS retry_once (
     key text PRIMARY KEY,
@@ -73,6 +79,8 @@ pub struct Needs {
     pub fleet: bool,
     /// Runs that hold (`--throttled wait`): `retry_budgets.last_retry_at`.
     pub holds: bool,
+    /// Slots that replace a running one (`--overlap replace`): `retry_lease.stop_asked`.
+    pub replace: bool,
 }
 
 /// What the server has, once the check is done.
@@ -108,7 +116,9 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
                     EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2)
                             AND attname = 'status' AND NOT attisdropped),
                     EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($3)
-                            AND attname = 'last_retry_at' AND NOT attisdropped)",
+                            AND attname = 'last_retry_at' AND NOT attisdropped),
+                    EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1)
+                            AND attname = 'stop_asked' AND NOT attisdropped)",
             &tables
                 .each_ref()
                 .map(|t| (t as &(dyn tokio_postgres::types::ToSql + Sync), Type::TEXT)),
@@ -144,6 +154,11 @@ pub fn ensure(db: &Db, needs: Needs, bound: &Bound) -> anyhow::Result<Found> {
     }
     if once && !found.once_status && (needs.markers || needs.statuses) {
         found.once_status = upgrade_once(db, needs, bound)?;
+    }
+    if lease && !has(7) && needs.replace {
+        create(db, &[LEASE_UPGRADE_DDL], bound).context(
+            "--overlap replace asks a running slot to stop through retry_lease.stop_asked",
+        )?;
     }
     if budgets && !has(6) && needs.holds {
         create(db, &[BUDGET_UPGRADE_DDL], bound)
@@ -210,6 +225,10 @@ mod tests {
         assert!(
             doc.contains(BUDGET_UPGRADE_DDL),
             "the budgets' upgrade statement"
+        );
+        assert!(
+            doc.contains(LEASE_UPGRADE_DDL),
+            "the leases' upgrade statement"
         );
     }
 }

@@ -26,6 +26,23 @@ pub fn try_wait(pid: i32) -> io::Result<Option<ChildState>> {
     }
 }
 
+/// A child that has exited, reaped without waiting: any child, so that an orphan adopted
+/// by retry (as PID 1, or as a subreaper) is reaped too; `None` when none has exited.
+pub fn reap_any() -> Option<(i32, ChildState)> {
+    loop {
+        return match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => Some((pid.as_raw(), ChildState::Exited(code))),
+            Ok(WaitStatus::Signaled(pid, sig, _)) => {
+                Some((pid.as_raw(), ChildState::Signaled(sig as i32)))
+            }
+            Err(Errno::EINTR) => continue,
+            Ok(WaitStatus::StillAlive) | Err(_) => None,
+            // A stop or a continue is no exit: look again.
+            Ok(_) => continue,
+        };
+    }
+}
+
 /// Waits up to `d` for the child `pid` to change, or anything else to wake the run
 /// (SIGCHLD wakes the self-pipe).
 pub fn pause_for_child(_pid: i32, d: Duration) {

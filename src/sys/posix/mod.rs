@@ -20,12 +20,11 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::{RwLock, RwLockWriteGuard};
 
-use super::PipeMode;
-
 mod cancel;
 mod child;
 mod dir;
 mod group;
+mod inbox;
 mod output;
 mod private;
 pub mod signals;
@@ -34,37 +33,63 @@ mod stream;
 mod terminal;
 #[cfg(any(test, not(target_os = "linux"), feature = "portable-paths"))]
 mod writer;
-pub use cancel::{Cancel, wait_readable};
-pub use child::{pause_for_child, stop_in_turn, try_wait};
+pub use cancel::{Cancel, wait_readable, wait_readable_or_reader_gone};
+pub use child::{pause_for_child, reap_any, stop_in_turn, try_wait};
 pub use dir::{Dir, create_private_dirs, is_link_refusal, owner, user_id};
 #[cfg(test)]
 pub use group::exit_signal;
 pub use group::{
     CONTINUE, GROUP_HOLDS_TREE, passed_on, reap, release_group, signal_group, signal_process,
 };
+pub use inbox::Inbox;
 /// `raw_os_error`s of a process that could not be started for want of resources.
 pub use nix::libc::{EAGAIN as NO_PROCESSES, ENOMEM as NO_MEMORY};
 pub use output::StdOutput;
-pub use private::{describe_kind, make_private_dir, open_unfollowed, private_dir_permissions};
-pub use spawn::{Started, new_command, start};
-pub use stream::{feed_pipe, position, read, seek_to, stream_kind, write_or_cancel};
+pub use private::{
+    describe_kind, make_private_dir, open_nonblocking, open_unfollowed, private_dir_permissions,
+};
+pub use spawn::{SHELL, SHELL_LINES, Started, new_command, start, start_tied};
+pub use stream::{
+    Fd, Owned, borrow, feed_pipe, is_null_device, open_standard_streams, position, read, seek_to,
+    std_stream, stream_kind, write_or_cancel,
+};
 pub use terminal::{ignore_sigttou, in_terminal_foreground, reader_gone, reclaim_terminal};
 #[cfg(any(not(target_os = "linux"), feature = "portable-paths"))]
 pub use writer::PipeWriter;
+
+/// `getaddrinfo`'s stream sockets and the flags `getent ahosts` asks with.
+pub use nix::libc::{AI_ADDRCONFIG, AI_V4MAPPED, SOCK_STREAM};
 
 /// Taken shared while a descriptor is made in two steps, and exclusively across a
 /// spawn: a fork never sees a descriptor that is not yet close-on-exec.
 static FORK: RwLock<()> = RwLock::new(());
 
-/// Held across a spawn (see [`sys::fork_guard`](crate::sys::fork_guard)).
+/// Held across a spawn (see [`fork_guard`]).
 pub struct ForkGuard {
     _held: RwLockWriteGuard<'static, ()>,
 }
 
+/// Holds off every descriptor that is made in two steps (where there is no `pipe2`)
+/// until it is dropped: a process forked meanwhile, as std's `Command` forks, cannot
+/// inherit a descriptor before it is close-on-exec. Held across each spawn.
 pub fn fork_guard() -> ForkGuard {
     ForkGuard {
         _held: FORK.write().unwrap_or_else(|p| p.into_inner()),
     }
+}
+
+/// Whether a new pipe's ends block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipeMode {
+    Blocking,
+    /// Both ends are O_NONBLOCK.
+    Nonblocking,
+}
+
+/// A pipe, read end first, both ends close-on-exec from the start: no process retry
+/// starts inherits them (in one step where the system has `pipe2`).
+pub fn pipe(mode: PipeMode) -> io::Result<(OwnedFd, OwnedFd)> {
+    super::os::pipe(mode)
 }
 
 /// `pipe2`: both ends made close-on-exec (and non-blocking) with the pipe.
@@ -139,9 +164,69 @@ pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
 }
 
+/// The process umask, read by setting it and setting it back.
+#[allow(clippy::useless_conversion)] // mode_t is 16 bits on the BSDs
+pub fn umask() -> u32 {
+    use nix::sys::stat::{Mode, umask};
+    let old = umask(Mode::from_bits_truncate(0o022));
+    umask(old);
+    u32::from(old.bits())
+}
+
 pub fn file_mode(meta: &std::fs::Metadata) -> Option<u32> {
     use std::os::unix::fs::PermissionsExt;
     Some(meta.permissions().mode() & 0o7777)
+}
+
+/// SIGHUP when the parent dies (a no-op where the system has no parent-death signal).
+pub fn tie_to_parent() -> io::Result<()> {
+    super::os::set_parent_death_signal(Signal::SIGHUP)
+}
+
+/// A copy of stdin, when it is a pipe.
+pub fn report_channel() -> Option<std::fs::File> {
+    use std::os::fd::AsFd;
+    let stdin = crate::sys::std_stream(0);
+    if stream::stream_kind(stdin) != Some(crate::sys::StreamKind::Pipe) {
+        return None;
+    }
+    stdin
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from)
+}
+
+/// Whether the pipe `channel` writes to has no reader left (POLLERR).
+pub fn reader_left(channel: &std::fs::File) -> bool {
+    use std::os::fd::AsFd;
+    terminal::reader_gone(channel.as_fd())
+}
+
+/// SIGHUP to this process.
+pub fn hang_up_self() {
+    let _ = nix::sys::signal::raise(Signal::SIGHUP);
+}
+
+/// The signal (its number) a scheduler sends a slot's run that a new slot replaces.
+pub const REPLACE_SIGNAL: Option<i32> = Some(nix::libc::SIGUSR1);
+
+/// A blocking pipe, both ends close-on-exec from the start.
+pub fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    pipe(PipeMode::Blocking)
+}
+
+/// Whether `path` is a regular file this user may execute (`access(2)` with `X_OK`).
+pub fn is_executable(path: &std::path::Path) -> bool {
+    path.is_file() && nix::unistd::access(path, nix::unistd::AccessFlags::X_OK).is_ok()
+}
+
+/// `sysconf(_SC_ARG_MAX)`, or POSIX's smallest allowed value when it says nothing.
+pub fn arg_max() -> usize {
+    let known = nix::unistd::sysconf(nix::unistd::SysconfVar::ARG_MAX)
+        .ok()
+        .flatten();
+    known.and_then(|n| usize::try_from(n).ok()).unwrap_or(4096)
 }
 
 pub fn host_name() -> Option<String> {
@@ -314,17 +399,11 @@ pub fn adopt_log(token: i64) -> Option<std::fs::File> {
     Some(unsafe { std::fs::File::from_raw_fd(raw) })
 }
 
-/// Starts the command in a process group of its own: a terminal's Ctrl-C is then its
-/// parent's to pass on.
+#[cfg(test)]
+/// Starts the command in a process group of its own.
 pub fn own_process_group(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     command.process_group(0);
-}
-
-/// Asks the process `pid` to end (SIGTERM).
-pub fn ask_to_end(pid: u32) -> io::Result<()> {
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).map_err(io::Error::other)?);
-    Ok(nix::sys::signal::kill(pid, Signal::SIGTERM)?)
 }
 
 /// Opens a directory to lock it, read-only, as flock(1) does.
@@ -357,38 +436,6 @@ pub fn suspend_aware_now() -> std::time::Duration {
     std::time::Duration::new(secs, nanos)
 }
 
-/// See [`sys::open_standard_streams`](crate::sys::open_standard_streams).
-pub fn open_standard_streams() -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::BorrowedFd;
-    // SAFETY: 0, 1 and 2 are only polled; a closed one reports POLLNVAL.
-    let fds = [0, 1, 2].map(|fd| unsafe { BorrowedFd::borrow_raw(fd) });
-    let mut polled = fds.map(|fd| PollFd::new(fd, PollFlags::empty()));
-    if poll(&mut polled, PollTimeout::ZERO).is_err() {
-        return false;
-    }
-    let mut stdout_closed = false;
-    for (fd, p) in polled.iter().enumerate() {
-        if p.revents().is_some_and(|r| r.contains(PollFlags::POLLNVAL)) {
-            use nix::fcntl::{OFlag, open};
-            stdout_closed |= fd == 1;
-            // The lowest free descriptor is the closed one, checked in order; without
-            // O_CLOEXEC, since the command inherits it as its own.
-            match open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty()) {
-                Ok(file) => {
-                    use std::os::fd::IntoRawFd;
-                    let got = file.into_raw_fd();
-                    if got != fd as i32 {
-                        let _ = nix::unistd::close(got);
-                    }
-                }
-                Err(_) => std::process::abort(),
-            }
-        }
-    }
-    stdout_closed
-}
-
 /// See [`sys::ignore_sigpipe`](crate::sys::ignore_sigpipe).
 pub fn ignore_sigpipe() {
     use nix::sys::signal::{SigHandler, signal};
@@ -396,13 +443,13 @@ pub fn ignore_sigpipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
 }
 
-/// See [`sys::symlink`](crate::sys::symlink).
+/// Makes `link` a symbolic link to `target` (a test's planted link).
 #[cfg(test)]
 pub fn symlink(target: &std::path::Path, link: &std::path::Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }
 
-/// See [`sys::make_fifo`](crate::sys::make_fifo).
+/// Makes a FIFO at `path` (mode 0600).
 #[cfg(test)]
 pub fn make_fifo(path: &std::path::Path) -> io::Result<()> {
     Ok(nix::unistd::mkfifo(

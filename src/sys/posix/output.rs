@@ -1,7 +1,10 @@
 //! retry's fd 1 or 2, written so that a stalled reader cannot hang it: a pipe through
-//! [`PipeWriter`], because setting O_NONBLOCK on fd 1 itself
-//! would change it for every process sharing it; a socket with MSG_DONTWAIT; anything
-//! else (a file, a terminal, /dev/null) does not stall and is written as it is.
+//! the system's [`PipeWriter`], because setting O_NONBLOCK on fd 1 itself would change it
+//! for every process sharing the pipe (Linux writes through a second, non-blocking open
+//! of it, `/proc/self/fd/N`; other systems, whose `/dev/fd/N` is the same open file, hand
+//! each chunk to a thread of the pipe's own that makes the blocking write while the
+//! caller waits in `poll`); a socket with MSG_DONTWAIT and no SIGPIPE; anything else (a
+//! file, a terminal, /dev/null) does not stall and is written as it is.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -11,7 +14,9 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use super::Cancel;
-use crate::sys::{PipeWriter, StreamKind, std_stream};
+use super::stream::std_stream;
+use crate::sys::StreamKind;
+use crate::sys::os::{NO_SIGPIPE, PipeWriter};
 
 enum Kind {
     Pipe(PipeWriter),
@@ -57,7 +62,7 @@ impl<'a> StdOutput<'a> {
     pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
         let written = match &self.kind {
             Kind::Pipe(pipe) => pipe.try_write(data),
-            Kind::Socket => crate::sys::send_nonblocking(self.fd, data),
+            Kind::Socket => send_nonblocking(self.fd, data),
             Kind::Gone => Err(Errno::EPIPE),
             Kind::Blocking => nix::unistd::write(self.fd, data),
         };
@@ -103,6 +108,14 @@ fn pipe_writer(fd: BorrowedFd<'_>) -> Kind {
         // wait is unbounded for long: the handler's byte wakes nothing here).
         Err(_) => Kind::Blocking,
     }
+}
+
+/// Sends what fits of `data` on the socket `fd` now (EAGAIN when nothing does), with
+/// EPIPE and no SIGPIPE when the peer is gone; the socket's own mode is untouched.
+fn send_nonblocking(fd: BorrowedFd<'_>, data: &[u8]) -> Result<usize, Errno> {
+    use std::os::fd::AsRawFd;
+    let flags = nix::sys::socket::MsgFlags::MSG_DONTWAIT | NO_SIGPIPE;
+    nix::sys::socket::send(fd.as_raw_fd(), data, flags)
 }
 
 #[cfg(test)]

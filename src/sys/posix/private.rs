@@ -32,6 +32,15 @@ pub fn open_unfollowed(path: &Path) -> io::Result<Result<File, ()>> {
     }
 }
 
+/// Opens `path` to read without blocking on what an open can block on (a FIFO with no
+/// writer) and without taking a terminal as the controlling one; a link is followed.
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
 /// What a file that is not a regular one is, for a warning.
 pub fn describe_kind(kind: FileType) -> &'static str {
     if kind.is_fifo() {

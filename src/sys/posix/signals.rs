@@ -7,13 +7,15 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
+use nix::errno::Errno;
 use nix::libc::{self, c_int};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{
     SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask, sigaction,
 };
 
-use crate::sys::{PipeMode, raised};
+use super::PipeMode;
+use crate::sys::raised;
 
 /// SIGCHLD's number: a child changed state.
 pub const CHILD_SIGNAL: Option<i32> = Some(Signal::SIGCHLD as i32);
@@ -34,7 +36,7 @@ static WAKE: AtomicI32 = AtomicI32::new(-1);
 extern "C" fn on_signal(sig: libc::c_int) {
     // Only atomics, errno and write(2), which are async-signal-safe; errno is kept for
     // the code the signal interrupted.
-    let errno = crate::sys::errno();
+    let errno = Errno::last_raw();
     if let Some(flag) = raised(sig) {
         flag.store(true, Ordering::SeqCst);
     }
@@ -44,14 +46,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
         // (non-blocking): a wake-up is already pending then.
         unsafe { libc::write(fd, [0u8].as_ptr().cast(), 1) };
     }
-    crate::sys::set_errno(errno);
+    Errno::set_raw(errno);
 }
 
 fn self_pipe() -> std::io::Result<&'static SelfPipe> {
     if let Some(pipe) = PIPE.get() {
         return Ok(pipe);
     }
-    let (read, write) = crate::sys::pipe(PipeMode::Nonblocking)?;
+    let (read, write) = super::pipe(PipeMode::Nonblocking)?;
     let fd = write.as_raw_fd();
     if PIPE.set(SelfPipe { read, write }).is_ok() {
         WAKE.store(fd, Ordering::SeqCst);
@@ -225,10 +227,14 @@ pub struct ChildSignals {
     mask: SigSet,
 }
 
-/// What a process retry starts needs, taken now.
-pub fn for_child() -> ChildSignals {
+/// What a process retry starts needs, taken now. `timeout_signal`, the signal its time
+/// limit sends, starts at its default even when retry inherited it ignored, as GNU
+/// timeout's child does: an ignored signal would never end it.
+pub fn for_child(timeout_signal: Signal) -> ChildSignals {
     let inherited = inherited();
-    let actions = restore_plan(|sig| inherited.ignores(sig), handler)
+    let timeout_signal = timeout_signal as c_int;
+    let ignored = |sig| sig != timeout_signal && inherited.ignores(sig);
+    let actions = restore_plan(ignored, handler)
         .into_iter()
         .map(|(sig, wanted)| {
             // SAFETY: a plain C struct; all zeroes is an empty mask and no flags.

@@ -1,5 +1,6 @@
 //! A pipe's writer thread, for systems whose `/dev/fd/N` is the same open file as fd N
-//! (no second, non-blocking open of a shared pipe): see [`sys::PipeWriter`](crate::sys::PipeWriter).
+//! (no second, non-blocking open of a shared pipe): see `output.rs`, which writes retry's
+//! stdout or stderr through it.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -9,7 +10,7 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::unistd::{read, write};
 
-use super::super::PipeMode;
+use super::PipeMode;
 
 /// A pipe's writer thread: it makes each blocking write while its callers wait in
 /// `poll` on a token pipe, which holds one byte exactly while no write is in flight.
@@ -83,7 +84,7 @@ impl Writer {
     /// that lives until the writer is dropped and its last chunk written.
     fn new(fd: BorrowedFd<'_>) -> io::Result<Writer> {
         let target = fd.try_clone_to_owned()?;
-        let (token, token_write) = super::super::pipe(PipeMode::Nonblocking)?;
+        let (token, token_write) = super::pipe(PipeMode::Nonblocking)?;
         write(&token_write, &[0])?;
         let shared = Arc::new(Shared {
             token: token_write,

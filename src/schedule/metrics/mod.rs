@@ -1,22 +1,15 @@
-//! `--metrics-listen`: the scheduler's Prometheus metrics and the HTTP server that
-//! answers `GET /metrics`. The metric families and their exposition (Prometheus text,
-//! or OpenMetrics when the scraper asks for it) are `prometheus-client`'s; the server
-//! is hyper's HTTP/1 on a thread of its own, so a slow or stuck scraper never holds up
-//! the scheduler: the scheduler only updates atomics, and its exit ends the thread.
+//! `--metrics-listen`: the scheduler's Prometheus metrics, served by [`serve()`]. The
+//! metric families and their exposition (Prometheus text, or OpenMetrics when the
+//! scraper asks for it) are `prometheus-client`'s. The scheduler only updates atomics.
 //! What a slot's outcome is, and when the loop counts a catch-up, is decided elsewhere
 //! (`outcome`, the loop); this module only keeps the numbers.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
+mod serve;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::{Method, Request, Response, StatusCode, header};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -25,16 +18,11 @@ use prometheus_client::registry::Registry;
 
 use super::outcome::Outcome;
 
-/// Longest a scraper's connection may take, from accepting it to the last byte.
-const CONNECTION_LIMIT: Duration = Duration::from_secs(10);
-/// Longest a scraper may take to send its request's header.
-const HEADER_LIMIT: Duration = Duration::from_secs(5);
-/// Pause after a failed accept (descriptors exhausted, say) before the next one.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+pub use serve::serve;
 
 /// The label every series carries (not `job`, which Prometheus renames on scrape).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Job {
+struct JobLabel {
     retry_job: String,
 }
 
@@ -49,17 +37,17 @@ type Seconds = Gauge<f64, AtomicU64>;
 /// The scheduler's metrics; clones share the same series.
 #[derive(Clone)]
 pub struct Metrics {
-    job: Job,
+    job: JobLabel,
     registry: Arc<Registry>,
     slots: Family<JobOutcome, Counter>,
-    attempts: Family<Job, Counter>,
-    caught_up: Family<Job, Counter>,
-    dropped: Family<Job, Counter>,
-    last_start: Family<Job, Seconds>,
-    last_end: Family<Job, Seconds>,
-    last_success: Family<Job, Seconds>,
-    next_slot: Family<Job, Seconds>,
-    last_duration: Family<Job, Seconds>,
+    attempts: Family<JobLabel, Counter>,
+    caught_up: Family<JobLabel, Counter>,
+    dropped: Family<JobLabel, Counter>,
+    last_start: Family<JobLabel, Seconds>,
+    last_end: Family<JobLabel, Seconds>,
+    last_success: Family<JobLabel, Seconds>,
+    next_slot: Family<JobLabel, Seconds>,
+    last_duration: Family<JobLabel, Seconds>,
     /// When a crontab's scheduler loop last went round, in Unix milliseconds (0: not
     /// watched): `/healthz` says whether it is alive.
     heartbeat: Arc<AtomicU64>,
@@ -80,7 +68,7 @@ impl Metrics {
     pub fn new(job: &str) -> Metrics {
         let mut registry = Registry::default();
         let metrics = Metrics {
-            job: Job {
+            job: JobLabel {
                 retry_job: job.to_string(),
             },
             registry: Arc::default(),
@@ -154,7 +142,7 @@ impl Metrics {
     /// with every other job's.
     pub fn for_job(&self, job: &str) -> Metrics {
         let other = Metrics {
-            job: Job {
+            job: JobLabel {
                 retry_job: job.to_string(),
             },
             ..self.clone()
@@ -198,7 +186,7 @@ impl Metrics {
         }
     }
 
-    fn set(&self, family: &Family<Job, Seconds>, value: f64) {
+    fn set(&self, family: &Family<JobLabel, Seconds>, value: f64) {
         family.get_or_create(&self.job).set(value);
     }
 
@@ -272,101 +260,6 @@ impl Metrics {
 fn unix_seconds(t: SystemTime) -> f64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// Binds `addr` (an error is the caller's exit 125) and serves `metrics` at
-/// `/metrics` on a thread of its own until the process exits; returns the address
-/// bound (the port chosen, for port 0).
-pub fn serve(addr: SocketAddr, metrics: Metrics) -> anyhow::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind(addr)
-        .with_context(|| format!("--metrics-listen: cannot listen on {addr}"))?;
-    listener
-        .set_nonblocking(true)
-        .context("--metrics-listen: cannot make the socket non-blocking")?;
-    let bound = listener.local_addr()?;
-    std::thread::Builder::new()
-        .name("metrics".into())
-        .spawn(move || {
-            // Never joined: the scheduler's exit ends this thread wherever it is.
-            crate::wait::runtime().block_on(accept(listener, metrics));
-        })
-        .context("--metrics-listen: cannot start the server's thread")?;
-    Ok(bound)
-}
-
-async fn accept(listener: std::net::TcpListener, metrics: Metrics) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        crate::report::error("--metrics-listen: the socket cannot be served; no metrics");
-        return;
-    };
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(answer_connection(stream, metrics.clone()));
-            }
-            Err(_) => tokio::time::sleep(ACCEPT_PAUSE).await,
-        }
-    }
-}
-
-/// One scraper's connection: one request, answered, within [`CONNECTION_LIMIT`].
-async fn answer_connection(stream: tokio::net::TcpStream, metrics: Metrics) {
-    let service = hyper::service::service_fn(move |request| {
-        let answer = answer(&request, &metrics);
-        async move { Ok::<_, Infallible>(answer) }
-    });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEADER_LIMIT)
-        .keep_alive(false)
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-    let _ = tokio::time::timeout(CONNECTION_LIMIT, connection).await;
-}
-
-/// `GET /metrics` (or `HEAD`): the exposition; anything else says what is served.
-fn answer(request: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, content_type: &str, body: String| {
-        let mut response = Response::new(Full::new(Bytes::from(body)));
-        *response.status_mut() = status;
-        if let Ok(value) = header::HeaderValue::from_str(content_type) {
-            response.headers_mut().insert(header::CONTENT_TYPE, value);
-        }
-        response
-    };
-    if request.uri().path() == "/healthz" {
-        return match metrics.is_alive() {
-            true => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n".into()),
-            false => reply(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "text/plain; charset=utf-8",
-                "the scheduler's loop has not gone round for 10 s\n".into(),
-            ),
-        };
-    }
-    if request.uri().path() != "/metrics" {
-        return reply(
-            StatusCode::NOT_FOUND,
-            "text/plain; charset=utf-8",
-            "not found: the metrics are at /metrics (and /healthz)\n".into(),
-        );
-    }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        let mut response = reply(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain; charset=utf-8",
-            "only GET and HEAD\n".into(),
-        );
-        response
-            .headers_mut()
-            .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
-        return response;
-    }
-    let openmetrics = request.headers().get_all(header::ACCEPT).iter().any(|v| {
-        v.to_str()
-            .is_ok_and(|v| v.contains("application/openmetrics-text"))
-    });
-    let (content_type, body) = metrics.render(openmetrics);
-    reply(StatusCode::OK, content_type, body)
 }
 
 #[cfg(test)]
