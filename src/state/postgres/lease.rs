@@ -235,27 +235,18 @@ fn take(
     };
     let token: i64 = row.get(0);
     let lost = Arc::new(AtomicBool::new(false));
-    let lease = Renewed {
-        target: db.target(),
+    let mut held = Held {
         name: name.clone(),
         holder: holder.clone(),
         token,
         ttl,
-        sent_clock: sys::suspend_aware_now().saturating_sub(sent.elapsed()),
-        sent,
-        watching,
-    };
-    let renewal = Renewal::start(lease, &lost);
-    let mut held = Held {
-        name: name.clone(),
-        holder,
-        token,
-        ttl,
-        renewal: Some(renewal),
-        lost,
+        renewal: None,
+        lost: Arc::clone(&lost),
     };
     let late = sent.elapsed();
     if late >= loss_after(ttl) {
+        // Released before any renewal starts: a renewer would count it lost at once
+        // (its loss deadline has passed) and the release would then skip the call.
         let _ = held.release(db, bound);
         anyhow::bail!(
             "the lease {} was granted {} after it was asked for, past 2/3 of its TTL ({}); released it",
@@ -264,6 +255,17 @@ fn take(
             crate::domain::human(ttl)
         );
     }
+    let lease = Renewed {
+        target: db.target(),
+        name: name.clone(),
+        holder,
+        token,
+        ttl,
+        sent_clock: sys::suspend_aware_now().saturating_sub(sent.elapsed()),
+        sent,
+        watching,
+    };
+    held.renewal = Some(Renewal::start(lease, &lost));
     Ok(Taken::Held(held))
 }
 
